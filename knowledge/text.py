@@ -1,0 +1,65 @@
+"""Text normalisation and the jieba tokenizer shared by indexing and queries."""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import unicodedata
+
+import jieba
+
+from knowledge.lexicon import Lexicon
+
+# Full-width letters, digits, space and a few symbols become half-width; Chinese punctuation
+# (，。！？；：（）) stays, because answers quote the text back to Chinese readers.
+_KEEP_FULLWIDTH = set("，。！？；：（）")
+_WIDTH_TABLE = {
+    cp: cp - 0xFEE0
+    for cp in range(0xFF01, 0xFF5F)
+    if chr(cp) not in _KEEP_FULLWIDTH
+}
+_WIDTH_TABLE[0x3000] = 0x20
+_SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
+_BLANK_LINES = re.compile(r"\n\s*\n+")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029\ufeff]")
+
+
+def normalize(text: str) -> str:
+    """Half-width ASCII, no control characters, single spaces, at most one blank line."""
+    text = unicodedata.normalize("NFC", text).translate(_WIDTH_TABLE)
+    text = _CONTROL.sub("", text)
+    lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
+    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
+
+
+STOPWORDS = frozenset(
+    "的 了 吗 呢 吧 啊 呀 是 在 和 与 及 或 也 都 就 还 又 有 没有 我 你 他 她 它 我们 你们 "
+    "这 那 这个 那个 一个 请问 什么 怎么 怎么样 如何 多少 哪 哪个 哪些 是否 为什么 可以 能 会 "
+    "要 想 问 下 一下 些 个 吗? ? , . ! : ; ( ) - / 、 “ ” ‘ ’ 《 》 【 】 … ·".split()
+)
+_PUNCT_OR_SPACE = re.compile(r"^[\W_]+$", re.UNICODE)
+
+jieba.setLogLevel(logging.WARNING)
+_tokenizers: dict[str, jieba.Tokenizer] = {}
+_tokenizers_lock = threading.Lock()
+
+
+def _tokenizer_for(lexicon: Lexicon | None) -> jieba.Tokenizer:
+    key = lexicon.fingerprint() if lexicon else ""
+    with _tokenizers_lock:
+        tokenizer = _tokenizers.get(key)
+        if tokenizer is None:
+            tokenizer = jieba.Tokenizer()
+            tokenizer.initialize()
+            for term in (lexicon.all_terms() if lexicon else []):
+                tokenizer.add_word(term.lower(), freq=200000)
+            _tokenizers[key] = tokenizer
+        return tokenizer
+
+
+def tokenize(text: str, lexicon: Lexicon | None = None) -> list[str]:
+    """Search tokens: alias-canonical, lower-cased, jieba cut_for_search, no stopwords."""
+    if lexicon is not None:
+        text = lexicon.canonicalize(text)
+    words = _tokenizer_for(lexicon).cut_for_search(text.lower())
+    return [w for w in (w.strip() for w in words) if w and w not in STOPWORDS and not _PUNCT_OR_SPACE.match(w)]

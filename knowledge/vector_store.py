@@ -1,0 +1,115 @@
+"""Dense vectors in Milvus: Milvus Lite file by default, a Milvus server or cluster by URI.
+
+Rows are keyed by a row id that changes with the chunk's content, so a new version of a
+document is written beside the old one and the catalog switches over atomically; rows the
+catalog no longer references are orphans, invisible to search and removed by `reconcile`.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+from pymilvus import DataType, MilvusClient
+
+from knowledge.filters import day_number
+
+log = logging.getLogger(__name__)
+# Milvus Lite has no MVCC timestamp to offer; pymilvus warns about it on every iterator.
+logging.getLogger("pymilvus").setLevel(logging.ERROR)
+# ...and its in-process gRPC shim logs AllocTimestamp as "not implemented" (harmless).
+logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
+_VARCHAR = 256
+
+
+class VectorStore:
+    def __init__(self, uri: str, collection: str, dim: int, token: str | None = None):
+        self.uri = uri
+        self.collection = collection
+        self.dim = dim
+        self._token = token
+        self._client: MilvusClient | None = None
+
+    def warm_up(self) -> None:
+        if self._client is not None:
+            return
+        if "://" not in self.uri:
+            Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
+        self._client = MilvusClient(self.uri, token=self._token or "")
+        if not self._client.has_collection(self.collection):
+            self._create()
+        self._client.load_collection(self.collection)
+
+    def _create(self) -> None:
+        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("row_id", DataType.VARCHAR, is_primary=True, max_length=64)
+        schema.add_field("chunk_id", DataType.VARCHAR, max_length=_VARCHAR)
+        schema.add_field("doc_id", DataType.VARCHAR, max_length=_VARCHAR)
+        for field in ("doc_type", "brand", "category", "product_id"):
+            schema.add_field(field, DataType.VARCHAR, max_length=_VARCHAR)
+        schema.add_field("updated_day", DataType.INT64)
+        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.dim)
+        index = self._client.prepare_index_params()
+        # FLAT: exact inner product; at 100k x 384 it is still a few ms, and recall is 1.0.
+        index.add_index("vector", index_type="FLAT", metric_type="IP")
+        self._client.create_collection(self.collection, schema=schema, index_params=index)
+
+    @property
+    def client(self) -> MilvusClient:
+        self.warm_up()
+        return self._client
+
+    def upsert(self, rows: list[dict], vectors: np.ndarray) -> None:
+        """rows: {row_id, chunk_id, doc_id, doc_type, brand, category, product_id, updated_at}."""
+        if not rows:
+            return
+        data = [
+            {
+                "row_id": r["row_id"],
+                "chunk_id": r["chunk_id"][:_VARCHAR],
+                "doc_id": r["doc_id"][:_VARCHAR],
+                "doc_type": r.get("doc_type") or "",
+                "brand": (r.get("brand") or "")[:_VARCHAR],
+                "category": (r.get("category") or "")[:_VARCHAR],
+                "product_id": (r.get("product_id") or "")[:_VARCHAR],
+                "updated_day": day_number(r.get("updated_at")),
+                "vector": v.astype(np.float32).tolist(),
+            }
+            for r, v in zip(rows, vectors)
+        ]
+        for start in range(0, len(data), 500):
+            self.client.upsert(self.collection, data[start:start + 500])
+        self.client.flush(self.collection)
+
+    def delete(self, row_ids: list[str]) -> None:
+        for start in range(0, len(row_ids), 500):
+            self.client.delete(self.collection, ids=row_ids[start:start + 500])
+        if row_ids:
+            self.client.flush(self.collection)
+
+    def all_row_ids(self) -> set[str]:
+        ids: set[str] = set()
+        iterator = self.client.query_iterator(self.collection, batch_size=2000, filter='row_id != ""',
+                                              output_fields=["row_id"])
+        while True:
+            batch = iterator.next()
+            if not batch:
+                iterator.close()
+                return ids
+            ids.update(row["row_id"] for row in batch)
+
+    def count(self) -> int:
+        return int(self.client.get_collection_stats(self.collection)["row_count"])
+
+    def search(self, vector: np.ndarray, limit: int, expr: str = "") -> list[tuple[str, float]]:
+        """(row_id, inner product) best first."""
+        result = self.client.search(
+            self.collection, [vector.astype(np.float32).tolist()], limit=limit, filter=expr,
+            output_fields=["row_id"], search_params={"metric_type": "IP"},
+        )
+        return [(hit["entity"]["row_id"], float(hit["distance"])) for hit in result[0]]
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None

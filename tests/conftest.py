@@ -1,0 +1,47 @@
+"""Shared fixtures: one embedding cache and one demo KB per test run (embedding is slow)."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_DIR = REPO / "knowledge" / "demo"
+
+# Subprocesses (CLI tests) inherit this, so the whole run embeds each text at most once.
+_RUN_CACHE = Path(tempfile.mkdtemp(prefix="citescope-test-cache-"))
+os.environ.setdefault("CITESCOPE_CACHE_DIR", str(_RUN_CACHE))
+
+
+def find_datasets() -> Path | None:
+    for parent in REPO.parents:
+        candidate = parent / "shared" / "datasets"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="session")
+def datasets_dir() -> Path:
+    found = find_datasets()
+    if found is None:
+        pytest.skip("../shared/datasets is not present on this machine")
+    return found
+
+
+@pytest.fixture(scope="session")
+def demo_kb(tmp_path_factory):
+    """The built-in demo KB, ingested once per run; tests must not modify it."""
+    from knowledge.ingest import Ingestor
+    from knowledge.kb import KnowledgeBase
+    from knowledge.settings import get_settings
+
+    kb_dir = tmp_path_factory.mktemp("demo-kb")
+    kb = KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir), create=True)
+    summary = Ingestor(kb, show_progress=False).run([DEMO_DIR])
+    assert not summary.issues, summary.issues
+    kb.warm_up()
+    yield kb
+    kb.close()
