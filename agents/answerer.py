@@ -1,0 +1,81 @@
+"""Answerers: evidence (+ conflicts, + the inspector's findings on a retry) -> a cited answer text.
+
+Two implementations share one call shape, `run(question, evidence, conflicts, feedback)`:
+ExtractiveAnswerer (agents/extractive.py, offline default, synchronous) and LLMAnswerer (a chat
+model filling prompts/answerer.md, or answerer_retry.md with the findings; asynchronous, every
+request budgeted, timed out and retried through workflows.budget). `generate` calls either.
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from agentscope.formatter import FormatterBase
+from agentscope.message import Msg
+from agentscope.model import ChatModelBase
+
+from agents.extractive import ExtractiveAnswerer
+from agents.inspector import InspectionReport
+from agents.prompts import load_prompt
+from tools.base import EvidenceHit
+from workflows.budget import BudgetTracker, ModelFailure, RetryPolicy, budgeted_model_call
+from workflows.evidence import EvidencePool, render_conflicts
+
+if TYPE_CHECKING:
+    from workflows.conflicts import Conflict
+
+__all__ = ["Answerer", "ExtractiveAnswerer", "LLMAnswerer", "generate"]
+
+
+class Answerer(Protocol):
+    def run(self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
+            feedback: InspectionReport | None = None) -> str | Awaitable[str]: ...
+
+
+def answer_prompt(question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
+                  feedback: InspectionReport | None = None) -> str:
+    """The filled answerer prompt; with feedback, the retry prompt carrying the findings."""
+    values = {"question": question, "evidence": EvidencePool.render(evidence), "conflicts": render_conflicts(conflicts)}
+    if feedback is None:
+        return load_prompt("answerer", **values)
+    return load_prompt("answerer_retry", findings=feedback.findings(), **values)
+
+
+class LLMAnswerer:
+    """A chat model answering from the evidence; raises ModelFailure when it cannot."""
+
+    def __init__(self, model: ChatModelBase, formatter: FormatterBase, retry: RetryPolicy | None = None):
+        self.model = model
+        self.formatter = formatter
+        self.retry = retry or RetryPolicy()
+
+    @property
+    def name(self) -> str:
+        return self.model.model_name
+
+    async def run(self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
+                  feedback: InspectionReport | None = None, budget: BudgetTracker | None = None) -> str:
+        tracker = budget or BudgetTracker()
+        messages = await self.formatter.format([Msg("user", answer_prompt(question, evidence, conflicts, feedback), "user")])
+        response = await budgeted_model_call(self.model, messages, tracker, self.retry, validate=_has_text)
+        return _text_of(response)
+
+
+def _text_of(response) -> str:
+    return "".join(block.get("text", "") for block in response.content if block.get("type") == "text").strip()
+
+
+def _has_text(response) -> None:
+    if not _text_of(response):
+        raise ModelFailure("the answerer model returned no text")
+
+
+async def generate(answerer: Answerer, question: str, evidence: Sequence[EvidenceHit],
+                   conflicts: Sequence["Conflict"] = (), feedback: InspectionReport | None = None,
+                   budget: BudgetTracker | None = None) -> str:
+    """Run either kind of answerer; only a model-backed one spends the question's budget."""
+    if isinstance(answerer, LLMAnswerer):
+        return await answerer.run(question, evidence, conflicts, feedback, budget=budget)
+    text = answerer.run(question, evidence, conflicts, feedback)
+    return await text if inspect.isawaitable(text) else text

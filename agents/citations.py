@@ -1,0 +1,184 @@
+"""Citation parsing: every way a model writes 【chunk_id】, and answers split into cited sentences.
+
+Parsing only decides what *looks like* an id (chunk ids `doc#section-0`, `sku-p-x#sku-ABC`,
+dataset doc ids `cmrc-DEV_0`); whether an id was really in the evidence is the inspector's job.
+Positional markers (`[1]`) and bracketed words (`[图片]`, `【注意】`) are never ids.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from functools import lru_cache
+
+from pydantic import BaseModel
+
+from knowledge.text import normalize, tokenize
+
+# Any bracket pair, half or full width; 【id]-style mismatches are tolerated.
+_BRACKET = re.compile(r"[【\[［〔]([^【】\[\]［］〔〕\n]{1,300})[】\]］〕]")
+# (来源: id) / （出处：id） — parentheses count only with a label, "(3.7V / 74Wh)" is prose.
+_LABELLED_PAREN = re.compile(r"[（(]\s*((?:来源|出处|引用|source|ref)[^（）()\n]{1,300})[）)]", re.IGNORECASE)
+_LABEL = re.compile(
+    r"^\s*(?:来源|出处|引用|参考|证据|source|ref|citation)s?\s*(?:id|ID|编号|号)?\s*[:：]?\s*", re.IGNORECASE
+)
+_SEPARATOR = re.compile(r"(\s*[,，;；、]\s*|\s+)")
+_NOT_IN_ID = re.compile(r"[\s【】\[\]［］\"'`\\|<>{}]")
+_ASCII_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.~\-]*[A-Za-z0-9]$")
+_CANONICAL = re.compile(r"【([^【】\n]+)】")
+_CANONICAL_RUN_GAP = re.compile(r"(?<=】)[^\S\n]+(?=【)")
+
+# A sentence ends at 。！？!? (a run of them), "." before whitespace (not "1. " in an inline
+# list) or at the end, or a line break.
+# Canonical 【…】 brackets come first in the alternation, so an id with "？" in it stays whole.
+SENTENCE_BOUNDARY = r"[。！？!?]+|(?<!\d)\.(?=\s)|\.(?=\s*$)"
+_SENTENCE_END = re.compile(r"【[^【】\n]*】|" + SENTENCE_BOUNDARY)
+_FOLLOWING_CITATION = re.compile(r"[^\S\n]*(【[^【】\n]*】)")
+_CLOSERS = re.compile(r"[”’」』）)\"']*")
+_LIST_MARKER = re.compile(r"^(?:\s*(?:[-*•·>]+|\d{1,2}[.、)）](?!\d)|[（(]\d{1,2}[）)])\s*)+")
+_DIGIT = re.compile(r"\d")
+
+# Sentences made only of these words (and no digits) are courtesy, framing or refusal: they
+# state nothing about the shop, so they need no citation.
+COURTESY_PHRASES = (
+    "您好", "你好", "亲", "感谢您的咨询", "谢谢您的耐心等待", "很高兴为您服务", "以下是为您查到的相关信息",
+    "以下是相关信息如下", "希望对您有帮助", "如需帮助请随时联系在线客服", "如有其他问题欢迎再次咨询",
+    "祝您购物愉快", "请问还有什么可以帮您", "为您整理总结如下",
+    "抱歉，知识库中暂未找到可靠信息来回答这个问题。为避免误导您，建议您换个问法，或转人工客服进一步确认。",
+    "hello hi thanks thank you here is what i found the following hope this helps please contact "
+    "customer service sorry",
+)
+
+
+class AnswerSentence(BaseModel):
+    text: str  # the claim, citation markers removed
+    cited_ids: list[str]
+    is_factual: bool
+
+
+def looks_like_id(token: str, strict: bool = False) -> bool:
+    """Does a bracketed token look like a chunk or doc id? `strict` (square brackets, which prose
+    also uses) additionally needs a digit or '#', so `[USB-C]` stays prose."""
+    if not token or _NOT_IN_ID.search(token):
+        return False
+    if "#" in token:
+        doc, _, section = token.partition("#")
+        return bool(doc) and bool(section) and "#" not in section
+    if not _ASCII_ID.match(token) or not re.search(r"[A-Za-z]", token) or not re.search(r"[-_]", token):
+        return False
+    return not strict or bool(_DIGIT.search(token))
+
+
+def _ids_in(content: str, strict: bool, known_ids: Collection[str] | None) -> list[str]:
+    """Ids inside one bracket's content: `来源ID: a`, `a, b`, `a；b`; separators inside a
+    chunk id (a heading may contain 、) are glued back when the piece alone is no id."""
+    content = _LABEL.sub("", content).strip()
+    content = re.sub(r"\s*#\s*", "#", content)
+    if known_ids is not None:
+        for whole in (content, normalize(content)):
+            if whole in known_ids:
+                return [whole]
+    ids: list[str] = []
+    pieces = _SEPARATOR.split(content)  # [piece, separator, piece, ...]
+    for index in range(0, len(pieces), 2):
+        piece = normalize(pieces[index]).strip("\"'`“”‘’")
+        if not piece:
+            continue
+        if looks_like_id(piece, strict):
+            ids.append(piece)
+        elif ids and "#" in ids[-1]:
+            candidate = ids[-1] + pieces[index - 1].strip() + piece
+            if looks_like_id(candidate, strict):
+                ids[-1] = candidate
+    return ids
+
+
+def _bracket_ids(match: re.Match, known_ids: Collection[str] | None) -> list[str]:
+    strict = match.group(0)[0] in "[［"
+    return _ids_in(match.group(1), strict, known_ids)
+
+
+def normalize_citations(text: str, known_ids: Collection[str] | None = None) -> str:
+    """Rewrite every citation variant to runs of canonical 【id】; other brackets stay as written."""
+
+    def rewrite(match: re.Match) -> str:
+        ids = _bracket_ids(match, known_ids)
+        return "".join(f"【{i}】" for i in ids) if ids else match.group(0)
+
+    text = _LABELLED_PAREN.sub(rewrite, text)
+    text = _BRACKET.sub(rewrite, text)
+    return _CANONICAL_RUN_GAP.sub("", text)
+
+
+def parse_citations(text: str, known_ids: Collection[str] | None = None) -> list[str]:
+    """Every cited id in order of first appearance."""
+    found: list[str] = []
+    for match in _CANONICAL.finditer(normalize_citations(text, known_ids)):
+        for chunk_id in _ids_in(match.group(1), False, known_ids):
+            if chunk_id not in found:
+                found.append(chunk_id)
+    return found
+
+
+def strip_citations(text: str, known_ids: Collection[str] | None = None) -> str:
+    """The text without its citation markers (non-id brackets are kept)."""
+    normalized = normalize_citations(text, known_ids)
+    return _CANONICAL.sub(lambda m: "" if _ids_in(m.group(1), False, known_ids) else m.group(0), normalized)
+
+
+@lru_cache(maxsize=1)
+def _courtesy_tokens() -> frozenset[str]:
+    return frozenset(token for phrase in COURTESY_PHRASES for token in tokenize(phrase))
+
+
+@lru_cache(maxsize=8192)
+def is_factual(claim: str) -> bool:
+    """False for courtesy/hedging/refusal sentences: no digits and no word beyond the courtesy list."""
+    if _DIGIT.search(claim) or len(claim) > 80:
+        return True
+    tokens = tokenize(claim)
+    return any(token not in _courtesy_tokens() for token in tokens)
+
+
+def split_sentences(answer: str, known_ids: Collection[str] | None = None) -> list[AnswerSentence]:
+    """Sentences of an answer with the ids cited at (or right after) their end.
+
+    "……15天。【a】" cites a; a line holding only citations belongs to the sentence before it.
+    """
+    sentences: list[AnswerSentence] = []
+    for line in normalize_citations(answer, known_ids).split("\n"):
+        line = _LIST_MARKER.sub("", line, count=1)
+        for raw in _split_line(line, known_ids):
+            ids = [i for m in _CANONICAL.finditer(raw) for i in _ids_in(m.group(1), False, known_ids)]
+            claim = strip_citations(raw, known_ids).strip()
+            if not re.search(r"\w", claim):
+                if ids and sentences:  # citations alone on their line or after a stray mark
+                    sentences[-1].cited_ids.extend(i for i in ids if i not in sentences[-1].cited_ids)
+                continue
+            unique = list(dict.fromkeys(ids))
+            sentences.append(AnswerSentence(text=claim, cited_ids=unique, is_factual=is_factual(claim)))
+    return sentences
+
+
+def _split_line(line: str, known_ids: Collection[str] | None) -> list[str]:
+    """Cut one line after each sentence end, taking closing quotes and the citations behind it."""
+    pieces: list[str] = []
+    start = 0
+    position = 0
+    while True:
+        match = _SENTENCE_END.search(line, position)
+        if match is None:
+            break
+        position = match.end()
+        if match.group(0).startswith("【"):
+            continue
+        end = _CLOSERS.match(line, position).end()
+        while True:  # absorb trailing spaces + citation brackets
+            follow = _FOLLOWING_CITATION.match(line, end)
+            if follow is None or not _ids_in(follow.group(1)[1:-1], False, known_ids):
+                break
+            end = follow.end()
+        pieces.append(line[start:end])
+        start = position = end
+    if line[start:].strip():
+        pieces.append(line[start:])
+    return pieces

@@ -1,0 +1,418 @@
+"""Offline extractive answerer: quotes the best evidence sentences, each ending in 【chunk_id】.
+
+Deterministic and fast (no model, no per-sentence embedding): candidate sentences from the
+evidence are scored by question-term overlap, matching numbers/units and model numbers, the
+chunk's retrieval score, authority and recency; 1-3 non-redundant sentences that each add
+something the question asked about are framed in the user's language. Conflicts are disclosed
+first, newest/official first. The composed answer is checked with the Inspector on its own
+evidence and anything it would reject is dropped, so the answer always passes (or becomes the
+fixed refusal).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from agents.citations import SENTENCE_BOUNDARY, split_sentences, strip_citations
+from agents.inspector import Facts, InspectionReport, Inspector, facts_of
+from agents.prompts import load_prompt
+from knowledge.filters import day_number
+from knowledge.lexicon import Lexicon
+from knowledge.text import normalize, tokenize
+from tools.base import EvidenceHit
+from workflows.evidence import RERANK_LEG
+
+if TYPE_CHECKING:
+    from workflows.conflicts import Conflict, ConflictValue
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_INNER_BOUNDARY = re.compile(SENTENCE_BOUNDARY)
+_TRAILING = re.compile(r"[\s。！？!?；;，,、:：.]+$")
+_LEADING = re.compile(r"^[\s\-*•·>:：，,；;]+")
+_LIST_AFTER_LABEL = re.compile(r"：\s*[-*•·]\s+")
+# What a question asks for -> units and words a sentence that answers it carries.
+_ASKS = (
+    (re.compile(r"多少钱|价格|售价|价钱|卖多少|几块|how much|price|cost", re.I), {"元"}, ("价格", "售价", "元")),
+    (re.compile(r"库存|有货|现货|还有几|几件|几双|in stock|stock", re.I), {"件"}, ("库存",)),
+    (re.compile(r"多重|重量|克重|几克|多少克|weigh", re.I), {"g", "kg"}, ("重量", "克重")),
+    (re.compile(r"多久|几天|多长时间|时效|期限|有效期|几年|how long", re.I), {"天", "h", "min", "工作日", "月", "年"}, ()),
+    (re.compile(r"容量|多大|几升|多少升", re.I), {"l", "mah"}, ("容量",)),
+    (re.compile(r"多少瓦|功率|输出", re.I), {"w"}, ("功率", "输出")),
+)
+_QUESTION_WORD = re.compile(r"^(?:几|多[少久重大高长远宽厚]|哪|什么|怎么|怎样|如何|是否|能否|可否|有没有|是不是|请问|吗)")
+_NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|多宽|how (?:much|many|long|big)", re.I)
+_MAX_SENTENCE_CHARS = 220
+_MIN_SCORE_SHARE = 0.7  # a further sentence must score this share of the best one
+# Term weights: entity words found in a hit's title, words naming what is asked, single characters.
+_ENTITY_WEIGHT, _ASKED_WEIGHT, _CHAR_WEIGHT = 0.5, 1.5, 0.3
+
+
+@dataclass
+class _Question:
+    terms: list[str]  # words worth matching (no question words), CJK runs of single characters joined
+    chars: list[str]  # lone single CJK characters: weak evidence of a match
+    facts: Facts
+    asked_units: set[str]
+    asked_words: list[str]
+    numeric: bool
+    english: bool
+
+
+@dataclass
+class _Candidate:
+    hit: EvidenceHit
+    order: int  # position of the hit in the evidence list (best first)
+    body: str  # the evidence sentence as written, citations and brackets removed
+    tokens: set[str]
+    score: float = 0.0
+    term_share: float = 0.0  # weighted share of question terms the sentence matches
+    answers: bool = False  # matches what is asked, not only the entity's name
+    covered: set[str] = field(default_factory=set)  # question terms it covers (title included)
+    models: set[str] = field(default_factory=set)  # question model numbers it is about
+
+
+class ExtractiveAnswerer:
+    def __init__(self, lexicon: Lexicon | None = None, max_sentences: int = 3, inspector: Inspector | None = None):
+        self.lexicon = lexicon
+        self.max_sentences = max_sentences
+        self.inspector = inspector or Inspector(lexicon=lexicon)
+        self._token_cache: dict[str, list[str]] = {}
+
+    # -- entry point ----------------------------------------------------------------------
+    def run(self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
+            feedback: InspectionReport | None = None) -> str:
+        """An answer whose every factual sentence ends in 【chunk_id】, or the fixed refusal.
+
+        With `feedback` (the inspector's report on an earlier answer), sentences it found
+        unsupported or uncited are not used again.
+        """
+        profile = self._profile(question)
+        banned: set[str] = set()
+        if feedback is not None:
+            banned = {u.sentence for u in feedback.unsupported} | set(feedback.uncited)
+        by_id = {hit.chunk_id: hit for hit in evidence}
+        pieces: list[str] = []
+        disclosed_chunks: set[str] = set()
+        for conflict in conflicts:
+            if self.inspector.conflict_disclosed(conflict, split_sentences("".join(pieces))):
+                continue  # an earlier disclosure already states these values
+            disclosure = self._disclose(conflict, by_id, profile.english)
+            if disclosure and strip_citations(disclosure).strip() not in banned:
+                pieces.append(disclosure)
+                disclosed_chunks |= {v.chunk_id for v in conflict.values}
+
+        def allowed(candidate: _Candidate) -> bool:
+            return not banned or all(
+                strip_citations(self._frame(candidate, profile.english, cautious)).strip() not in banned
+                for cautious in (False, True)
+            )
+
+        chosen = self._select(profile, evidence, disclosed_chunks, self.max_sentences - len(pieces), allowed)
+        # Hedge when the best sentence matches under half of the question; an English question
+        # cannot be matched word for word against Chinese evidence, so its answer always hedges.
+        cautious = bool(chosen) and not pieces and (profile.english or chosen[0].term_share < 0.5)
+        for index, candidate in enumerate(chosen):
+            pieces.append(self._frame(candidate, profile.english, cautious=cautious and index == 0))
+        return self._checked(question, evidence, conflicts, pieces)
+
+    def warm_up(self) -> "ExtractiveAnswerer":
+        """Load jieba's dictionary (and the lexicon's words) now rather than on the first answer."""
+        self._tokens("预热")
+        self.inspector.warm_up()
+        return self
+
+    def refusal(self) -> str:
+        return load_prompt("refusal").strip()
+
+    # -- question -------------------------------------------------------------------------
+    def _tokens(self, text: str) -> list[str]:
+        tokens = self._token_cache.get(text)
+        if tokens is None:
+            if len(self._token_cache) > 20000:
+                self._token_cache.clear()
+            tokens = self._token_cache[text] = tokenize(text, self.lexicon)
+        return tokens
+
+    def _canonical(self, text: str) -> str:
+        text = normalize(text)
+        return self.lexicon.canonicalize(text) if self.lexicon is not None else text
+
+    def _profile(self, question: str) -> _Question:
+        canonical = self._canonical(question)
+        terms, chars, run = [], [], []
+        for token in [*self._tokens(question), ""]:
+            single = len(token) == 1 and not token.isascii()
+            if single and not _QUESTION_WORD.match(token):
+                run.append(token)
+                continue
+            if len(run) > 1:  # jieba split an unknown word (跟差) into characters
+                terms.append("".join(run))
+            elif run:
+                chars.append(run[0])
+            run = []
+            if token and not single and not _QUESTION_WORD.match(token):
+                terms.append(token)
+        asked_units, asked_words = set(), []
+        for pattern, units, words in _ASKS:
+            if pattern.search(canonical):
+                asked_units |= units
+                asked_words += words
+        if self.lexicon is not None:
+            for key, values in self.lexicon.synonyms.items():
+                group = [key, *values]
+                if any(word.lower() in canonical.lower() for word in group):
+                    asked_words += group
+        return _Question(
+            terms=list(dict.fromkeys(terms)), chars=list(dict.fromkeys(chars)), facts=facts_of(canonical),
+            asked_units=asked_units, asked_words=[w.lower() for w in asked_words],
+            numeric=bool(_NUMERIC_QUESTION.search(canonical)), english=not _CJK.search(question),
+        )
+
+    # -- candidates -------------------------------------------------------------------------
+    def _candidates(self, question: _Question, evidence: Sequence[EvidenceHit], skip_chunks: set[str]) -> list[_Candidate]:
+        newest = max((day_number(h.updated_at) for h in evidence), default=0)
+        candidates = []
+        for order, hit in enumerate(evidence):
+            if hit.chunk_id in skip_chunks:
+                continue
+            title = self._canonical(hit.title).lower()
+            label_tokens = set(self._tokens(self._canonical(f"{hit.title} {hit.section}")))
+            title_facts = facts_of(self._canonical(hit.title))
+            title_models = title_facts.models
+            # Question words in a product's or policy's title only name the entity; the other
+            # words name what is asked and must be in the sentence. A FAQ title is a question,
+            # so there a title match is as good as a sentence match.
+            faq = hit.doc_type == "faq"
+            entity = set() if faq else {t for t in question.terms if _has_term(title, t)}
+            total = (_ENTITY_WEIGHT * len(entity) + _ASKED_WEIGHT * (len(question.terms) - len(entity))
+                     + _CHAR_WEIGHT * len(question.chars))
+            prior = hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 1.0 - order / max(len(evidence), 1)
+            context = 0.4 * prior + 0.05 * (hit.authority == "official") + 0.05 * (day_number(hit.updated_at) == newest)
+            for sentence in split_sentences(hit.text):
+                body = _clean(sentence.text)
+                if len(re.findall(r"\w", body)) < 4 or len(body) > _MAX_SENTENCE_CHARS:
+                    continue
+                canonical = self._canonical(body)
+                tokens = set(self._tokens(canonical))
+                if tokens <= label_tokens:  # a bare heading or table label says nothing
+                    continue
+                searched = f"{title} {canonical.lower()}" if faq else canonical.lower()
+                facts = facts_of(canonical)
+                asked = {t for t in question.terms if t not in entity and _has_term(searched, t)}
+                chars = {c for c in question.chars if c in searched}
+                share = ((_ENTITY_WEIGHT * len(entity) + _ASKED_WEIGHT * len(asked) + _CHAR_WEIGHT * len(chars))
+                         / total if total else 0.0)
+                # A product chunk that mentions another model (请选择 XZ-3000) is still about its own.
+                models = title_models or facts.models
+                score, answers = self._fact_score(question, facts, title_facts, models, searched)
+                # It answers when it has a word of what is asked, or when nothing is asked beyond
+                # the entity itself ("XZ-3000 怎么样").
+                nothing_asked = not (set(question.terms) - entity or question.chars or question.asked_words
+                                     or question.asked_units)
+                answers = answers or bool(asked) or nothing_asked
+                candidates.append(_Candidate(
+                    hit, order, body, tokens, 1.6 * share + score + context, share, answers,
+                    asked | entity, question.facts.models & models,
+                ))
+        candidates.sort(key=lambda c: (-c.score, c.order))
+        return candidates
+
+    @staticmethod
+    def _fact_score(question: _Question, facts: Facts, title_facts: Facts, models: set[str],
+                    searched: str) -> tuple[float, bool]:
+        """Bonus for the asked kind of value (unit, cue word), the question's numbers and models.
+
+        A question number that is part of the hit's title (the 1 of Air Jordan 1) names the
+        entity, so finding it in the sentence answers nothing.
+        """
+        score = 0.0
+        cue = any(word in searched for word in question.asked_words)
+        score += 0.3 * cue
+        if question.asked_units and any(unit in question.asked_units for _, unit in facts.numbers):
+            score += 0.4
+        elif question.numeric and facts.numbers:
+            score += 0.1
+        title_numbers = {v for v, _ in title_facts.numbers}
+        shared = {v for v, _ in question.facts.numbers} & {v for v, _ in facts.numbers} - title_numbers
+        if question.facts.numbers:
+            score += 0.3 * len(shared) / len(question.facts.numbers)
+        if question.facts.models:
+            matched = question.facts.models & models
+            score += 0.6 * len(matched) / len(question.facts.models) - (0.0 if matched else 0.6)
+        return score, cue or bool(shared)
+
+    def _select(self, question: _Question, evidence: Sequence[EvidenceHit], skip_chunks: set[str],
+                room: int, allowed: Callable[[_Candidate], bool]) -> list[_Candidate]:
+        """The best sentence, then up to room-1 more that each add a question word or model."""
+        if room <= 0 or not evidence:
+            return []
+        candidates = [c for c in self._candidates(question, evidence, skip_chunks) if allowed(c)]
+        if not candidates:
+            return []
+        best = candidates[0]
+        if not (best.answers or question.english):  # only the entity matched: nothing answers
+            return []
+        chosen = [best]
+        while len(chosen) < room:
+            covered = set().union(*(c.covered for c in chosen))
+            models = set().union(*(c.models for c in chosen))
+            chosen_chunks = {c.hit.chunk_id for c in chosen}
+            pick, pick_gain = None, 0.0
+            for candidate in candidates:
+                if any(candidate is c or _redundant(candidate, c) for c in chosen):
+                    continue
+                new_models = len(candidate.models - models) / max(len(question.facts.models), 1)
+                new_terms = len(candidate.covered - covered) / max(len(question.terms), 1)
+                # Another chunk must add a question word or model; the same chunk a question word.
+                if not (new_models or new_terms) or (candidate.hit.chunk_id in chosen_chunks and not new_terms):
+                    continue
+                gain = candidate.score + 0.8 * new_models + 0.4 * new_terms
+                if gain >= _MIN_SCORE_SHARE * best.score and gain > pick_gain:
+                    pick, pick_gain = candidate, gain
+            if pick is None:
+                break
+            chosen.append(pick)
+        return chosen
+
+    # -- composing --------------------------------------------------------------------------
+    def _frame(self, candidate: _Candidate, english: bool, cautious: bool = False) -> str:
+        """The quoted sentence with a short frame (whose product/policy, user voice), cited."""
+        hit, title = candidate.hit, _clean(candidate.hit.title)
+        body = _LIST_AFTER_LABEL.sub("：", candidate.body)  # "功能特点：- 单口输出" reads "功能特点：单口输出"
+        headed = bool(hit.section) and body.startswith(hit.section + "：")
+        rest = (_LEADING.sub("", body[len(hit.section) + 1:]) or body) if headed else body
+        if english:
+            if hit.authority == "community" or hit.doc_type in ("review", "post"):
+                framed = f"A user {'review' if hit.doc_type == 'review' else 'post'} says: {body}"
+            elif hit.doc_type in ("product", "policy") and title and not self._names_title(body, title):
+                framed = f"According to “{title}”: {body}"
+            else:
+                framed = body
+            if cautious:
+                framed = "Based on the available information, " + framed[:1].lower() + framed[1:]
+            return f"{_TRAILING.sub('', framed)}【{hit.chunk_id}】."
+        if hit.doc_type == "review":
+            framed = f"有用户评价称：{body}"
+        elif hit.doc_type == "post" or hit.authority == "community":
+            framed = f"有用户分享：{body}"
+        elif hit.doc_type == "policy" and title and title not in body:
+            framed = f"根据《{title}》，{rest}"
+        elif hit.doc_type == "product" and title and not self._names_title(body, title):
+            framed = f"{title}的{hit.section}：{rest}" if headed else f"{title}：{body}"
+        else:
+            framed = body
+        framed = ("根据现有资料，" + framed) if cautious else framed
+        return f"{_TRAILING.sub('', framed)}【{hit.chunk_id}】。"
+
+    def _names_title(self, body: str, title: str) -> bool:
+        """Does the sentence already name its product (its model number, else a title word)?"""
+        title_models = facts_of(title).models
+        if title_models:
+            return bool(title_models & facts_of(body).models)
+        # whole title words only (星择, 氮化镓充电器), not their pieces (充电 would match anything)
+        words = [w for w in self._tokens(title) if len(w) >= 2 and not re.fullmatch(r"[\d.]+[a-z]*", w)]
+        whole = [w for w in words if not any(w != other and w in other for other in words)]
+        return any(w in body.lower() for w in whole)
+
+    def _disclose(self, conflict: "Conflict", by_id: dict[str, EvidenceHit], english: bool) -> str:
+        """One sentence stating the conflicting values, each cited: official before user reports,
+        else newest first (the detector's order)."""
+        values, seen = [], set()
+        for value in conflict.values:
+            if value.chunk_id in by_id and value.chunk_id not in seen:
+                seen.add(value.chunk_id)
+                values.append(value)
+        if len(values) < 2:
+            return ""
+        statements = [(v, by_id[v.chunk_id], _statement(v, by_id[v.chunk_id])) for v in values[:3]]
+        parts = []
+        if len({v.authority for v, _, _ in statements}) > 1:
+            statements.sort(key=lambda s: s[0].authority != "official")
+            for value, hit, text in statements:
+                if value.authority == "official":
+                    source = _clean(hit.source) or ("product page" if english else "详情页")
+                    parts.append(f"the official {source} says: {text}【{hit.chunk_id}】" if english
+                                 else f"官方{source}显示：{text}【{hit.chunk_id}】")
+                elif english:
+                    kind = "review" if hit.doc_type == "review" else "post"
+                    parts.append(f"however a user {kind} says: {text}【{hit.chunk_id}】")
+                else:
+                    kind = "评价" if hit.doc_type == "review" else "分享"
+                    parts.append(f"但有用户{kind}称：{text}【{hit.chunk_id}】")
+            if english:
+                sentence = "; ".join(parts)
+                return sentence[0].upper() + sentence[1:] + "."
+            return "；".join(parts) + "。"
+        for value, hit, text in statements:
+            date = value.updated_at or hit.updated_at
+            title = _clean(hit.title)
+            if english:
+                parts.append(f"“{title}”" + (f" ({date})" if date else "") + f" says: {text}【{hit.chunk_id}】")
+            else:
+                label = (f"{date} 的" if date else "") + (f"《{title}》" if title else "来源")
+                parts.append(f"{label}为：{text}【{hit.chunk_id}】")
+        if english:
+            return "Sources disagree: " + "; ".join(parts) + "; the newest one prevails."
+        kind = "政策" if all(h.doc_type == "policy" for _, h, _ in statements) else "信息"
+        return "不同来源说法不一致：" + "；".join(parts) + f"，以最新{kind}为准。"
+
+    def _checked(self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"],
+                 pieces: list[str]) -> str:
+        """Drop pieces the inspector rejects (unsupported, uncited); none left -> the refusal.
+
+        A failure that dropping whole pieces cannot repair also ends in the refusal, except an
+        undisclosed conflict (whose values were not in the evidence): that is left for the
+        pipeline to see in its own inspection.
+        """
+        while pieces:
+            report = self.inspector.run("".join(pieces), evidence, conflicts, question)
+            if report.passed:
+                break
+            bad = {u.sentence for u in report.unsupported} | set(report.uncited)
+            kept = [p for p in pieces if strip_citations(p).strip() not in bad]
+            if len(kept) == len(pieces):
+                if bad or report.invalid_ids:
+                    pieces = []
+                break
+            pieces = kept
+        return "".join(pieces) if pieces else self.refusal()
+
+
+def _clean(text: str) -> str:
+    """Evidence text safe to quote inside one answer sentence: no citation markers, no 【】,
+    no sentence end in the middle, one line."""
+    text = strip_citations(text).replace("【", "「").replace("】", "」")
+    text = " ".join(text.split())
+    return _INNER_BOUNDARY.sub("，", _TRAILING.sub("", text)).strip("，")
+
+
+def _statement(value: "ConflictValue", hit: EvidenceHit) -> str:
+    """The sentence that carries a conflicting value: the detector's, else the value itself."""
+    sentence = _clean(value.sentence or "")
+    if hit.section and sentence.startswith(hit.section + "："):
+        sentence = _LEADING.sub("", sentence[len(hit.section) + 1:])
+    compact_value = re.sub(r"\s+", "", value.value)
+    if sentence and compact_value in re.sub(r"\s+", "", sentence) and len(sentence) <= _MAX_SENTENCE_CHARS:
+        return sentence
+    return _clean(value.value)
+
+
+def _has_term(text: str, term: str) -> bool:
+    """Substring match for CJK words; ASCII words must stand alone (the L of L码, not of LED)."""
+    if term.isascii():
+        return re.search(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", text) is not None
+    return term in text
+
+
+def _redundant(a: _Candidate, b: _Candidate) -> bool:
+    """Same fact twice: no number or model that b lacks, and most words shared (or, from the
+    same document, the same numbers). Two SKU rows share most words but not their prices."""
+    a_facts, b_facts = facts_of(a.body), facts_of(b.body)
+    if not (a_facts.numbers <= b_facts.numbers and a_facts.models <= b_facts.models):
+        return False
+    union = a.tokens | b.tokens
+    if union and len(a.tokens & b.tokens) / len(union) >= 0.5:
+        return True
+    return bool(a_facts.numbers) and a_facts.numbers == b_facts.numbers and a.hit.doc_id == b.hit.doc_id

@@ -1,0 +1,306 @@
+"""QA inspector: are the answer's citations real, complete, supporting, and are conflicts disclosed?
+
+The deterministic checks always run and decide failures on their own; an optional model judge
+(prompts/inspector_judge.md) can only add a failure on top. Support is checked on what a
+citation can prove cheaply and exactly: numbers with units, model numbers, dates, and at least
+half of the sentence's content words must appear in the cited chunks (title and date included).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, NamedTuple
+
+from pydantic import BaseModel, Field
+
+from agents.citations import AnswerSentence, split_sentences
+from knowledge.lexicon import Lexicon
+from knowledge.text import normalize, tokenize
+from tools.base import EvidenceHit
+
+if TYPE_CHECKING:
+    from workflows.conflicts import Conflict
+
+log = logging.getLogger(__name__)
+
+# Words the answer's own framing adds ("根据现有资料", "有用户评价称", "以最新政策为准"): they
+# are never evidence, so they neither count for nor against support.
+FRAMING_PHRASES = (
+    "根据现有资料显示", "官方详情页显示", "有用户评价称", "有用户分享", "不同来源说法不一致",
+    "新版旧版为准", "以最新政策为准", "以最新信息为准", "另外其中此外同时但是而且", "分别",
+    "according to the available information the official page says however a user review says "
+    "sources disagree newer older policy prevails latest",
+)
+
+# Model numbers: letters then digits (XZ-3000, XZ3000, IPX4, T20, UPF50); not the C1 of USB-C1.
+MODEL_NUMBER = re.compile(r"(?<![A-Za-z0-9\-])[A-Za-z]{1,6}-?\d{1,6}[A-Za-z]?(?![A-Za-z0-9])")
+_DATE = re.compile(r"(?<!\d)(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})(?!\d)\s*日?")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_CURRENCY = re.compile(r"(?:[¥￥]|RMB|CNY)\s*(\d+(?:\.\d+)?)")
+# Longest first; ASCII units are case-sensitive (M码 is a size, not metres).
+_UNITS = {
+    "个工作日": "工作日", "工作日": "工作日", "个小时": "h", "小时": "h", "分钟": "min", "个月": "月",
+    "英寸": "英寸", "毫米": "mm", "厘米": "cm", "千克": "kg", "公斤": "kg", "毫升": "ml", "积分": "积分",
+    "days": "天", "day": "天", "hours": "h", "months": "月", "years": "年", "yuan": "元",
+    "mAh": "mah", "mah": "mah", "Wh": "wh", "min": "min", "mm": "mm", "cm": "cm", "ml": "ml",
+    "mL": "ml", "kg": "kg", "km": "km", "FP": "fp", "°C": "℃", "℃": "℃", "%": "%",
+    "天": "天", "日": "天", "周": "周", "月": "月", "年": "年", "秒": "s", "元": "元", "块": "元",
+    "件": "件", "双": "件", "个": "件", "只": "件", "台": "件", "条": "件", "套": "件",
+    "次": "次", "期": "期", "码": "码", "寸": "英寸", "克": "g", "斤": "斤", "升": "l", "米": "m",
+    "折": "折", "倍": "倍", "W": "w", "V": "v", "h": "h", "g": "g", "L": "l", "m": "m",
+}
+_UNIT_PATTERN = "|".join(
+    re.escape(u) + ("(?![A-Za-z])" if u[-1].isascii() and u[-1].isalpha() else "")
+    for u in sorted(_UNITS, key=len, reverse=True)
+)
+_NUMBER = re.compile(rf"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)(?:\s*({_UNIT_PATTERN}))?")
+_RANGE_JOIN = re.compile(r"^\s*(?:-|~|～|—|–|至|到)\s*-?\s*$")
+
+
+class Facts(NamedTuple):
+    numbers: frozenset[tuple[str, str | None]]  # (value, canonical unit or None)
+    models: frozenset[str]  # upper case, no hyphen
+    dates: frozenset[str]  # YYYY-MM-DD
+
+
+def _number_value(raw: str) -> str:
+    if "." in raw:
+        raw = raw.rstrip("0").rstrip(".")
+    return raw.lstrip("0") or "0"
+
+
+@lru_cache(maxsize=16384)
+def facts_of(text: str) -> Facts:
+    """Numbers with units (15天 = 15 天, 1,299 = 1299, ¥899 = 899元, 899.00 = 899), model numbers
+    and dates found in a text; a range's unit applies to both ends (1-3 个工作日)."""
+    text = _CURRENCY.sub(r"\1元", _THOUSANDS.sub("", normalize(text)))
+    models = {m.upper().replace("-", "") for m in MODEL_NUMBER.findall(text)}
+    text = MODEL_NUMBER.sub(" ", text)
+    dates = {f"{int(y):04d}-{int(m):02d}-{int(d):02d}" for y, m, d in _DATE.findall(text)}
+    text = _DATE.sub(" ", text)
+    found = list(_NUMBER.finditer(text))
+    numbers: set[tuple[str, str | None]] = set()
+    for index, match in enumerate(found):
+        unit = match.group(2)
+        if unit is None and index + 1 < len(found):
+            follower = found[index + 1]
+            if _RANGE_JOIN.match(text[match.end():follower.start()]):
+                unit = follower.group(2)
+        numbers.add((_number_value(match.group(1)), _UNITS[unit] if unit else None))
+    return Facts(frozenset(numbers), frozenset(models), frozenset(dates))
+
+
+def _number_supported(number: tuple[str, str | None], available: set[tuple[str, str | None]]) -> bool:
+    value, unit = number
+    return any(v == value and (unit is None or u is None or u == unit) for v, u in available)
+
+
+def number_text(number: tuple[str, str | None]) -> str:
+    return number[0] + (number[1] or "")
+
+
+class UnsupportedClaim(BaseModel):
+    sentence: str
+    cited_ids: list[str]
+    missing: list[str]  # numbers, model numbers, dates or content words the cited text lacks
+
+
+class InspectionReport(BaseModel):
+    passed: bool
+    coverage: float  # cited factual sentences / factual sentences (1.0 when there are none)
+    sentences: int
+    factual_sentences: int = 0
+    cited_ids: list[str] = Field(default_factory=list)  # valid ids, in order of citation
+    invalid_ids: list[str] = Field(default_factory=list)
+    uncited: list[str] = Field(default_factory=list)  # factual sentences without any citation
+    unsupported: list[UnsupportedClaim] = Field(default_factory=list)
+    missing_conflicts: list[str] = Field(default_factory=list)  # conflict attributes not disclosed
+    judge: dict | None = None  # the model judge's verdict, when one ran
+
+    def findings(self) -> str:
+        """The problems in Chinese, one per line, for the answerer's retry prompt."""
+        lines = []
+        if self.invalid_ids:
+            lines.append("以下引用ID不在证据列表中，不能使用：" + "、".join(self.invalid_ids))
+        lines += [f"这句事实陈述没有引用：{s}" for s in self.uncited]
+        lines += [
+            f"这句与所引证据不符（证据中没有：{'、'.join(u.missing)}）：{u.sentence}" for u in self.unsupported
+        ]
+        if self.missing_conflicts:
+            lines.append("来源之间存在冲突但回答没有同时说明各方说法：" + "、".join(self.missing_conflicts))
+        if self.judge and not self.judge.get("supported", True):
+            lines += [f"审核意见：{p}" for p in self.judge.get("problems", [])]
+        return "\n".join(f"- {line}" for line in lines) or "- 无"
+
+
+def cited_doc_ids(ids: Iterable[str], evidence: Sequence[EvidenceHit]) -> list[str]:
+    """Cited chunk ids -> their doc ids, deduplicated in order (for doc-level scoring).
+
+    A cited doc id that was shown stays as is; an unknown id maps to its part before '#'.
+    """
+    doc_of = {hit.chunk_id: hit.doc_id for hit in evidence}
+    doc_of.update({hit.doc_id: hit.doc_id for hit in evidence})
+    out: list[str] = []
+    for cited in ids:
+        doc_id = doc_of.get(cited) or cited.partition("#")[0]
+        if doc_id not in out:
+            out.append(doc_id)
+    return out
+
+
+def make_prompt_judge(complete: Callable[[str], str]) -> Callable[[str, str], dict]:
+    """A judge from any text-completion callable: fills prompts/inspector_judge.md, parses JSON."""
+    from agents.prompts import load_prompt
+
+    def judge(answer: str, evidence_text: str) -> dict:
+        return parse_judge_reply(complete(load_prompt("inspector_judge", answer=answer, evidence=evidence_text)))
+
+    return judge
+
+
+def parse_judge_reply(reply: str) -> dict:
+    """{"supported": bool, "problems": [str]} from a model reply (JSON possibly in a code fence)."""
+    match = re.search(r"\{.*\}", reply, re.DOTALL)
+    if match is None:
+        raise ValueError(f"judge reply has no JSON object: {reply[:200]!r}")
+    data = json.loads(match.group(0))
+    problems = data.get("problems") or []
+    return {"supported": bool(data.get("supported")), "problems": [str(p) for p in problems]}
+
+
+class Inspector:
+    """Checks one answer against the evidence it was given; `run` is pure and fast (no models)."""
+
+    def __init__(self, min_coverage: float = 1.0, min_term_share: float = 0.5,
+                 lexicon: Lexicon | None = None, judge: Callable[[str, str], dict] | None = None):
+        self.min_coverage = min_coverage
+        self.min_term_share = min_term_share
+        self.lexicon = lexicon
+        self.judge = judge
+        self._ignored_terms = frozenset(t for phrase in FRAMING_PHRASES for t in tokenize(phrase))
+
+    def warm_up(self) -> "Inspector":
+        """Load jieba's dictionary (and the lexicon's words) now rather than on the first check."""
+        tokenize("预热", self.lexicon)
+        tokenize("预热")
+        return self
+
+    def run(self, answer: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
+            question: str = "") -> InspectionReport:
+        by_id = {hit.chunk_id: hit for hit in evidence}
+        sentences = split_sentences(answer, known_ids=by_id.keys())
+        factual = [s for s in sentences if s.is_factual]
+        all_ids = list(dict.fromkeys(i for s in sentences for i in s.cited_ids))
+        invalid = [i for i in all_ids if i not in by_id]
+        uncited = [s.text for s in factual if not any(i in by_id for i in s.cited_ids)]
+        coverage = 1.0 if not factual else (len(factual) - len(uncited)) / len(factual)
+        question_facts = facts_of(question)
+        unsupported = []
+        for sentence in factual:
+            hits = [by_id[i] for i in sentence.cited_ids if i in by_id]
+            if hits:
+                missing = self.missing_support(sentence.text, hits, question_facts)
+                if missing:
+                    unsupported.append(UnsupportedClaim(sentence=sentence.text, cited_ids=sentence.cited_ids,
+                                                        missing=missing))
+        missing_conflicts = [c.attribute for c in conflicts if not self.conflict_disclosed(c, sentences)]
+        report = InspectionReport(
+            passed=False, coverage=round(coverage, 4), sentences=len(sentences), factual_sentences=len(factual),
+            cited_ids=[i for i in all_ids if i in by_id], invalid_ids=invalid, uncited=uncited,
+            unsupported=unsupported, missing_conflicts=missing_conflicts,
+        )
+        deterministic_ok = (not invalid and coverage >= self.min_coverage and not unsupported
+                            and not missing_conflicts)
+        judge_ok = True
+        if self.judge is not None and factual:
+            report.judge = self._ask_judge(answer, evidence)
+            judge_ok = bool(report.judge.get("supported", True))
+        report.passed = deterministic_ok and judge_ok
+        return report
+
+    # -- support ------------------------------------------------------------------------
+    def support_text(self, hits: Iterable[EvidenceHit]) -> str:
+        parts = [" ".join(filter(None, (h.title, h.section, h.source, h.updated_at or "", h.text))) for h in hits]
+        return self._canonical("\n".join(parts))
+
+    def _canonical(self, text: str) -> str:
+        """Width-normalised, aliases canonical; case kept (ASCII units are case-sensitive)."""
+        text = normalize(text)
+        return self.lexicon.canonicalize(text) if self.lexicon is not None else text
+
+    def content_terms(self, claim: str) -> list[str]:
+        """Words that carry the claim: no stopwords, framing words, numbers or single characters."""
+        terms = []
+        for token in tokenize(claim, self.lexicon):
+            if token in self._ignored_terms or len(token) < 2 or re.fullmatch(r"[\d.\-]+[a-z%]*", token):
+                continue
+            if token not in terms:
+                terms.append(token)
+        return terms
+
+    def missing_support(self, claim: str, hits: Sequence[EvidenceHit], question_facts: Facts | None = None) -> list[str]:
+        """What the claim states that its cited chunks do not; empty when supported.
+
+        Numbers, model numbers and dates must all appear (the user's own numbers from the
+        question count as given); content words only matter when the claim has no number or
+        model number that the evidence confirmed: then at least `min_term_share` must appear.
+        """
+        support = self.support_text(hits)
+        claim_facts = facts_of(self._canonical(claim))
+        support_facts = facts_of(support)
+        given = question_facts or Facts(frozenset(), frozenset(), frozenset())
+        available_numbers = support_facts.numbers | given.numbers
+        missing = [number_text(n) for n in sorted(claim_facts.numbers, key=str)
+                   if not _number_supported(n, available_numbers)]
+        missing += sorted(claim_facts.models - support_facts.models - given.models)
+        missing += sorted(claim_facts.dates - support_facts.dates - given.dates)
+        if missing:
+            return missing
+        if claim_facts.numbers or claim_facts.models:
+            return []
+        terms = self.content_terms(claim)
+        lowered = support.lower()
+        absent = [t for t in terms if not self._term_in(t, lowered)]
+        if terms and (len(terms) - len(absent)) / len(terms) < self.min_term_share:
+            return absent
+        return []
+
+    def _term_in(self, term: str, support: str) -> bool:
+        if term in support:
+            return True
+        return self.lexicon is not None and any(e.lower() in support for e in self.lexicon.expansions(term))
+
+    # -- conflicts ------------------------------------------------------------------------
+    def conflict_disclosed(self, conflict: "Conflict", sentences: Sequence[AnswerSentence]) -> bool:
+        """At least two of the conflict's values are stated, each in a sentence citing its chunk."""
+        stated = 0
+        for value in conflict.values:
+            if any(value.chunk_id in s.cited_ids and self._mentions(s.text, value.value) for s in sentences):
+                stated += 1
+        return stated >= min(2, len(conflict.values))
+
+    def _mentions(self, text: str, value: str) -> bool:
+        compact_text = re.sub(r"\s+", "", self._canonical(text))
+        compact_value = re.sub(r"\s+", "", self._canonical(value))
+        if compact_value and compact_value.lower() in compact_text.lower():
+            return True
+        value_facts = facts_of(compact_value)
+        if not (value_facts.numbers or value_facts.models or value_facts.dates):
+            return False
+        text_facts = facts_of(compact_text)
+        return (all(_number_supported(n, text_facts.numbers) for n in value_facts.numbers)
+                and value_facts.models <= text_facts.models and value_facts.dates <= text_facts.dates)
+
+    # -- optional model judge ---------------------------------------------------------------
+    def _ask_judge(self, answer: str, evidence: Sequence[EvidenceHit]) -> dict:
+        from workflows.evidence import EvidencePool
+
+        try:
+            verdict = self.judge(answer, EvidencePool.render(list(evidence)))
+            return {"supported": bool(verdict.get("supported", True)), "problems": list(verdict.get("problems", []))}
+        except Exception as exc:  # a broken judge must not block a deterministically good answer
+            log.warning("inspector judge failed: %s", type(exc).__name__)
+            return {"supported": True, "problems": [], "error": f"{type(exc).__name__}: {exc}"[:300]}

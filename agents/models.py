@@ -1,0 +1,188 @@
+"""Model factory: a spec string -> AgentScope's own chat model and formatter.
+
+Specs: "offline", "dashscope[:model]", "openai[:model][@base_url]",
+"compatible:model@http://host:port/v1" (vLLM, Ollama, llama.cpp server...).
+API keys come from the environment only; they are never serialised, printed or logged.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Iterable, Literal
+
+from agentscope.formatter import (
+    DashScopeChatFormatter,
+    FormatterBase,
+    OpenAIChatFormatter,
+)
+from agentscope.model import ChatModelBase, DashScopeChatModel, OpenAIChatModel
+from pydantic import BaseModel, Field, SecretStr, model_validator
+
+log = logging.getLogger(__name__)
+
+Provider = Literal["offline", "dashscope", "openai", "compatible"]
+
+API_KEY_ENV: dict[str, str] = {
+    "dashscope": "DASHSCOPE_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "compatible": "CITESCOPE_LLM_API_KEY",
+}
+DEFAULT_MODEL: dict[str, str] = {
+    "offline": "offline",
+    "dashscope": "qwen-plus",
+    "openai": "gpt-4o-mini",
+}
+# Local OpenAI-compatible servers usually need no key; the SDK needs a string, and passing
+# None would make it fall back to OPENAI_API_KEY and send that key to a third-party server.
+NO_KEY_PLACEHOLDER = "EMPTY"
+
+
+class StreamSafeOpenAIChatModel(OpenAIChatModel):
+    """AgentScope's OpenAIChatModel, with one fix for streaming under openai>=3 (pinned 3.57).
+
+    AgentScope 1.0.21 tests `hasattr(delta, "audio") and "data" in delta.audio`; the openai SDK
+    now always sets `ChoiceDelta.audio = None`, so every streamed chunk raised TypeError.
+    Chunks with no audio get an empty dict there; everything else is AgentScope's own code.
+    """
+
+    async def _parse_openai_stream_response(self, start_datetime, response, structured_model=None):
+        async for parsed in super()._parse_openai_stream_response(
+            start_datetime, _NoneAudioAsEmpty(response), structured_model,
+        ):
+            yield parsed
+
+
+class _NoneAudioAsEmpty:
+    """Wraps the SDK's async stream (an async context manager yielding chunks or events)."""
+
+    def __init__(self, response) -> None:
+        self._response = response
+
+    async def __aenter__(self) -> "_NoneAudioAsEmpty":
+        self._stream = await self._response.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self._response.__aexit__(*exc)
+
+    async def __aiter__(self):
+        async for item in self._stream:
+            chunk = item.chunk if getattr(item, "type", None) == "chunk" else item
+            for choice in getattr(chunk, "choices", None) or []:
+                delta = getattr(choice, "delta", None)
+                if delta is not None and getattr(delta, "audio", {}) is None:
+                    delta.audio = {}
+            yield item
+
+
+class ModelConfig(BaseModel):
+    provider: Provider = "offline"
+    model: str = "offline"
+    base_url: str | None = None
+    # Filled from API_KEY_ENV[provider]; excluded from dumps so it never lands in a file.
+    api_key: SecretStr | None = Field(default=None, repr=False, exclude=True)
+    timeout_s: float = Field(default=30.0, gt=0)
+    # 0: the pipeline owns retries and time budgets; SDK retries would hide calls from them.
+    max_retries: int = Field(default=0, ge=0)
+    temperature: float | None = None
+    stream: bool = True  # AgentScope's own default for both clients
+
+    @model_validator(mode="after")
+    def _check(self) -> "ModelConfig":
+        if self.provider == "compatible" and not self.base_url:
+            raise ValueError("compatible models need a base_url: 'compatible:<model>@http://host:port/v1'")
+        if self.base_url and not re.match(r"^https?://", self.base_url):
+            raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
+        if self.api_key is None and self.provider in API_KEY_ENV:
+            value = os.environ.get(API_KEY_ENV[self.provider], "").strip()
+            self.api_key = SecretStr(value) if value else None
+        return self
+
+    @classmethod
+    def parse(cls, spec: str, **overrides) -> "ModelConfig":
+        """"openai:gpt-4o-mini@https://proxy/v1" -> ModelConfig; overrides set the other fields."""
+        provider, _, rest = spec.strip().partition(":")
+        model, _, base_url = rest.partition("@")
+        if provider not in ("offline", "dashscope", "openai", "compatible"):
+            raise ValueError(f"model spec {spec!r}: unknown provider {provider!r} "
+                             "(use offline, dashscope:<model>, openai:<model>, compatible:<model>@<base_url>)")
+        if provider == "offline" and rest:
+            raise ValueError(f"model spec {spec!r}: 'offline' takes no model name")
+        if provider == "compatible" and not model:
+            raise ValueError(f"model spec {spec!r}: compatible needs a model name")
+        model = model or DEFAULT_MODEL[provider]
+        return cls(provider=provider, model=model, base_url=base_url or None, **overrides)
+
+    @property
+    def api_key_env(self) -> str | None:
+        return API_KEY_ENV.get(self.provider)
+
+    def require_api_key(self) -> str:
+        if self.api_key is not None:
+            return self.api_key.get_secret_value()
+        if self.provider == "compatible":
+            return NO_KEY_PLACEHOLDER
+        raise RuntimeError(f"{self.provider} models need an API key: set the environment variable "
+                           f"{self.api_key_env} (it is read from the environment only)")
+
+    def describe(self) -> str:
+        """A log-safe one-liner."""
+        where = f" @ {self.base_url}" if self.base_url else ""
+        return f"{self.provider}:{self.model}{where} (stream={self.stream}, timeout={self.timeout_s}s)"
+
+
+def make_chat_model(config: ModelConfig | str) -> tuple[ChatModelBase | None, FormatterBase]:
+    """Build AgentScope's client and formatter for a config; offline -> (None, formatter)."""
+    if isinstance(config, str):
+        config = ModelConfig.parse(config)
+    generate_kwargs = {} if config.temperature is None else {"temperature": config.temperature}
+
+    if config.provider == "offline":
+        # The pipeline supplies its own deterministic planner model.
+        return None, OpenAIChatFormatter()
+
+    if config.provider == "dashscope":
+        # base_address/request_timeout go per request to the SDK; DashScopeChatModel's own
+        # base_http_api_url argument would rewrite a process-wide global instead.
+        generate_kwargs["request_timeout"] = config.timeout_s
+        if config.base_url:
+            generate_kwargs["base_address"] = config.base_url
+        model = DashScopeChatModel(
+            model_name=config.model,
+            api_key=config.require_api_key(),
+            stream=config.stream,
+            generate_kwargs=generate_kwargs,
+        )
+        log.info("chat model: %s", config.describe())
+        return model, DashScopeChatFormatter()
+
+    client_kwargs: dict = {"timeout": config.timeout_s, "max_retries": config.max_retries}
+    if config.base_url:
+        client_kwargs["base_url"] = config.base_url
+    model = StreamSafeOpenAIChatModel(
+        model_name=config.model,
+        api_key=config.require_api_key(),
+        stream=config.stream,
+        client_kwargs=client_kwargs,
+        generate_kwargs=generate_kwargs,
+    )
+    log.info("chat model: %s", config.describe())
+    return model, OpenAIChatFormatter()
+
+
+_KEY_PATTERNS = [
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),
+    re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9_\-.=]{8,}"),
+]
+REDACTED = "[REDACTED]"
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """Remove API-key lookalikes and the configured key values from text bound for logs/traces."""
+    known = [os.environ.get(env, "") for env in API_KEY_ENV.values()] + list(secrets)
+    # Longest first so a key that contains another is removed whole.
+    for secret in sorted({s.strip() for s in known if s and len(s.strip()) >= 6}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    text = _KEY_PATTERNS[0].sub(REDACTED, text)
+    return _KEY_PATTERNS[1].sub(lambda m: m.group(1) + REDACTED, text)

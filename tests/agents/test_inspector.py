@@ -1,0 +1,224 @@
+"""Inspector: invalid ids, uncited sentences, unsupported numbers/terms, undisclosed conflicts.
+
+Evidence is made of real chunks of the demo documents (loaded and chunked, not embedded), so
+ids and texts are exactly what the answerer would see.
+"""
+from __future__ import annotations
+
+import pytest
+
+from agents.inspector import Inspector, cited_doc_ids, facts_of, make_prompt_judge, parse_judge_reply
+from agents.prompts import load_prompt
+from knowledge.chunking import chunk_document
+from knowledge.loaders import load_path
+from tests.conftest import DEMO_DIR
+from tools.base import EvidenceHit
+
+RET26 = "policy-returns-2026#无理由退换-0"
+RET24 = "policy-returns-2024#无理由退换-0"
+XZ3000_INTRO = "prod-xz3000#商品简介-0"
+XZ3000_SKU = "sku-p-xz3000#sku-XZ3000-GRY"
+JG700_M = "prod-bjy-jiguang700#尺码表-r1-0"
+
+
+@pytest.fixture(scope="module")
+def evidence() -> list[EvidenceHit]:
+    wanted = {RET26, RET24, XZ3000_INTRO, XZ3000_SKU, JG700_M}
+    hits = []
+    for path in ("policies", "products/p-xz3000.md", "products/p-bjy-jiguang700.md", "skus.csv"):
+        documents, issues, _ = load_path(DEMO_DIR / path)
+        assert not issues
+        for document in documents:
+            hits += [EvidenceHit.from_chunk(c, 1.0) for c in chunk_document(document) if c.chunk_id in wanted]
+    assert {h.chunk_id for h in hits} == wanted
+    return hits
+
+
+@pytest.fixture(scope="module")
+def inspector() -> Inspector:
+    return Inspector()
+
+
+def test_a_good_answer_passes(inspector, evidence):
+    answer = f"您好！自签收次日起 15 天内可以无理由退换【{RET26}】。如需帮助请联系客服。"
+    report = inspector.run(answer, evidence)
+    assert report.passed, report
+    assert report.coverage == 1.0 and report.factual_sentences == 1 and report.sentences == 3
+    assert report.cited_ids == [RET26]
+
+
+def test_an_id_that_was_not_shown_is_invalid(inspector, evidence):
+    report = inspector.run("退货期限为15天【policy-returns-2026#不存在-0】。", evidence)
+    assert not report.passed
+    assert report.invalid_ids == ["policy-returns-2026#不存在-0"]
+    assert report.uncited == ["退货期限为15天。"]  # an invalid citation cites nothing
+
+
+def test_a_doc_id_is_not_a_valid_citation(inspector, evidence):
+    report = inspector.run("退货期限为15天【policy-returns-2026】。", evidence)
+    assert report.invalid_ids == ["policy-returns-2026"] and not report.passed
+
+
+def test_an_uncited_factual_sentence_fails(inspector, evidence):
+    answer = f"自签收次日起 15 天内可以无理由退换【{RET26}】。星择 XZ-3000 单口最大 65W 输出。"
+    report = inspector.run(answer, evidence)
+    assert not report.passed
+    assert report.uncited == ["星择 XZ-3000 单口最大 65W 输出。"]
+    assert report.coverage == 0.5
+    assert Inspector(min_coverage=0.5).run(answer, evidence).passed
+
+
+def test_a_wrong_number_is_unsupported(inspector, evidence):
+    report = inspector.run(f"退货期限为30天【{RET26}】。", evidence)
+    assert not report.passed
+    assert [(u.sentence, u.missing) for u in report.unsupported] == [("退货期限为30天。", ["30天"])]
+    assert inspector.run(f"退货期限为15天【{RET26}】。", evidence).passed
+
+
+def test_a_number_with_the_wrong_unit_is_unsupported(inspector, evidence):
+    # 15 appears in the chunk as 15天, not as a price
+    report = inspector.run(f"无理由退换需支付15元【{RET26}】。", evidence)
+    assert report.unsupported and report.unsupported[0].missing == ["15元"]
+
+
+def test_a_wrong_model_number_is_unsupported(inspector, evidence):
+    report = inspector.run(f"XZ-2000 单口最大 65W 输出【{XZ3000_INTRO}】。", evidence)
+    assert report.unsupported[0].missing == ["XZ2000"]
+    assert inspector.run(f"xz3000 单口最大 65W 输出【{XZ3000_INTRO}】。", evidence).passed
+
+
+def test_price_forms_are_normalised(inspector, evidence):
+    for claim in ("XZ-3000 售价 ¥299", "XZ-3000 售价 299 元", "XZ-3000 售价299.00元", "XZ-3000 售价 299"):
+        assert inspector.run(f"{claim}【{XZ3000_SKU}】。", evidence).passed, claim
+    assert not inspector.run(f"XZ-3000 售价 1,299 元【{XZ3000_SKU}】。", evidence).passed
+
+
+def test_content_words_must_mostly_appear(inspector, evidence):
+    report = inspector.run(f"这款充电宝自带太阳能板和手电筒照明功能【{XZ3000_INTRO}】。", evidence)
+    assert report.unsupported and "太阳能" in "".join(report.unsupported[0].missing)
+    assert inspector.run(f"它可以给 MacBook Air 等笔记本电脑供电【{XZ3000_INTRO}】。", evidence).passed
+
+
+def test_the_users_own_numbers_from_the_question_count_as_given(inspector, evidence):
+    question = "身高170厘米、体重62公斤，北极驿极光700应该选哪个码？"
+    answer = f"身高170厘米、体重62公斤，建议选 M 码（适合身高 165-172cm）【{JG700_M}】。"
+    assert inspector.run(answer, evidence, question=question).passed
+    assert not inspector.run(answer, evidence).passed
+
+
+def test_dates_must_match_the_cited_chunk(inspector, evidence):
+    good = f"2026-06-01 的新版政策为：自签收次日起15天无理由退换【{RET26}】。"
+    assert inspector.run(good, evidence).passed
+    bad = inspector.run(good.replace("2026-06-01", "2025-06-01"), evidence)
+    assert bad.unsupported[0].missing == ["2025-06-01"]
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("15天", "15 天"),
+        ("1,299元", "1299 元"),
+        ("¥899", "899元"),
+        ("899.00元", "899元"),
+        ("XZ-3000", "xz3000"),
+        ("2026年6月1日", "2026-06-01"),
+        ("1-3 个工作日", "1 至 3 工作日"),
+        ("4.8克", "4.8 g"),
+    ],
+)
+def test_facts_normalisation(a, b):
+    assert facts_of(a) == facts_of(b)
+
+
+def test_conflict_must_be_disclosed_with_both_values_cited(inspector, evidence):
+    conflicts = pytest.importorskip("workflows.conflicts")
+    conflict = conflicts.Conflict(attribute="无理由退换期限", entity="退换货政策", values=[
+        conflicts.ConflictValue(value="15天", chunk_id=RET26, updated_at="2026-06-01", authority="official",
+                                sentence="自签收次日起 15天无理由退换"),
+        conflicts.ConflictValue(value="7天", chunk_id=RET24, updated_at="2024-05-01", authority="official",
+                                sentence="自签收之日起 7天无理由退换"),
+    ])
+    one_sided = f"自签收次日起 15 天内可以无理由退换【{RET26}】。"
+    report = inspector.run(one_sided, evidence, [conflict])
+    assert not report.passed and report.missing_conflicts == ["无理由退换期限"]
+
+    wrong_citation = f"新版政策为15天，旧版为7天【{RET26}】。"
+    assert inspector.run(wrong_citation, evidence, [conflict]).missing_conflicts == ["无理由退换期限"]
+
+    disclosed = (f"不同来源说法不一致：2026-06-01 的新版政策为自签收次日起 15 天无理由退换【{RET26}】；"
+                 f"2024-05-01 的旧版政策为 7 天【{RET24}】，以最新政策为准。")
+    report = inspector.run(disclosed, evidence, [conflict])
+    assert report.passed, report
+
+
+def test_findings_name_every_problem(inspector, evidence):
+    answer = f"退货期限为30天【{RET26}】。星择 XZ-3000 单口最大 65W 输出。详见【nope#x-0】。"
+    findings = inspector.run(answer, evidence).findings()
+    assert "nope#x-0" in findings and "30天" in findings and "星择 XZ-3000 单口最大 65W 输出。" in findings
+
+
+def test_cited_doc_ids(evidence):
+    ids = [RET26, RET24, RET26, "policy-returns-2026", "gone-doc#x-0"]
+    assert cited_doc_ids(ids, evidence) == ["policy-returns-2026", "policy-returns-2024", "gone-doc"]
+
+
+def test_a_model_judge_adds_a_failure_over_http(evidence):
+    """The judge path end to end: prompt file filled, real HTTP to a scripted server, JSON parsed."""
+    openai = pytest.importorskip("openai")
+    from tests.support.replay_server import ReplayServer
+
+    verdict = '```json\n{"supported": false, "problems": ["第1句：证据未提到赠品"]}\n```'
+    with ReplayServer(script=[{"content": verdict}, {"content": '{"supported": true, "problems": []}'}]) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="test-key")
+
+        def complete(prompt: str) -> str:
+            reply = client.chat.completions.create(model="judge", messages=[{"role": "user", "content": prompt}])
+            return reply.choices[0].message.content
+
+        inspector = Inspector(judge=make_prompt_judge(complete))
+        answer = f"自签收次日起 15 天内可以无理由退换【{RET26}】。"
+        first = inspector.run(answer, evidence)
+        second = inspector.run(answer, evidence)
+        sent = server.chat_requests()[0].body["messages"][0]["content"]
+    assert not first.passed and first.judge == {"supported": False, "problems": ["第1句：证据未提到赠品"]}
+    assert "审核意见：第1句：证据未提到赠品" in first.findings()
+    assert second.passed
+    assert answer in sent and f"【{RET26}】(policy, 2026-06-01, 店铺政策)" in sent
+    assert '{"supported": true 或 false' in sent  # the JSON example survives placeholder filling
+
+
+def test_a_broken_judge_never_blocks_a_good_answer(evidence):
+    def judge(answer: str, evidence_text: str) -> dict:
+        return parse_judge_reply("no json here")
+
+    report = Inspector(judge=judge).run(f"自签收次日起 15 天内可以无理由退换【{RET26}】。", evidence)
+    assert report.passed and "ValueError" in report.judge["error"]
+
+
+def test_deterministic_failures_stand_whatever_the_judge_says(evidence):
+    report = Inspector(judge=lambda a, e: {"supported": True, "problems": []}).run(f"退货期限为30天【{RET26}】。", evidence)
+    assert not report.passed and report.judge["supported"]
+
+
+def test_load_prompt_fills_placeholders_and_keeps_other_braces():
+    text = load_prompt("inspector_judge", answer="答【a#b-0】", evidence="【a#b-0】(faq, -, -) {x}")
+    assert "答【a#b-0】" in text and "【a#b-0】(faq, -, -) {x}" in text
+    assert "{answer}" not in text and '{"supported": true, "problems": []}' in text
+    assert "{question}" in load_prompt("answerer", evidence="e", conflicts="无")  # unknown stays as written
+
+
+def test_load_prompt_names_a_missing_file():
+    with pytest.raises(FileNotFoundError, match=r"no_such_prompt\.md"):
+        load_prompt("no_such_prompt")
+
+
+def test_every_prompt_is_chinese_first_and_the_refusal_is_fixed():
+    for name in ("answerer", "answerer_retry", "inspector_judge", "refusal"):
+        first_line = load_prompt(name).strip().splitlines()[0]
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in first_line[:10]), name
+    assert load_prompt("refusal").strip() == (
+        "抱歉，知识库中暂未找到可靠信息来回答这个问题。为避免误导您，建议您换个问法，或转人工客服进一步确认。"
+    )
+    for placeholder in ("{question}", "{evidence}", "{conflicts}"):
+        assert placeholder in load_prompt("answerer") and placeholder in load_prompt("answerer_retry")
+    assert "{findings}" in load_prompt("answerer_retry")

@@ -1,0 +1,1 @@
+"""Test support: real local stand-ins for remote services (no mocks)."""

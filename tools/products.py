@@ -1,0 +1,420 @@
+"""Product skills over structured data: exact product look-up and size recommendation.
+
+Prices, stock and sizes come from the SKU table and from the size-table rows of a product's
+detail page, never from prose, and every number the model sees sits in a citable chunk.
+
+No `from __future__ import annotations`: tool schemas are built from the real annotations.
+"""
+import re
+import threading
+import weakref
+from dataclasses import dataclass, field
+
+from knowledge.kb import KnowledgeBase
+from knowledge.schema import Chunk
+from knowledge.text import normalize
+from tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
+
+MIN_COVERAGE = 0.6  # share of the asked name that must be found in a product name
+TIE_MARGIN = 0.05  # scores this close count as "equally good": list candidates, never guess
+_SIZE_ORDER = {s: i for i, s in enumerate(["XXS", "XS", "S", "M", "L", "XL", "XXL", "2XL", "XXXL", "3XL"])}
+_ROW_ID = re.compile(r"-r(\d+)-\d+$")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_SKU_LIKE = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+|[A-Za-z0-9]{4,}")
+# A unit is one CJK character, one letter run or one digit run: "XZ-2000", "XZ 2000" and
+# "xz2000" all become [xz, 2000], so model numbers compare whole and spelling-independent.
+_UNIT = re.compile(r"[a-z]+|\d+(?:\.\d+)?|[^\sa-z\d\W]", re.UNICODE)
+_QUANTITY_WORDS = frozenset("码 号 件 个 双 只 元 块 斤 岁 cm mm kg g".split())  # "42码" is not a model
+
+
+# ----------------------------------------------------------------------------- product index
+
+
+@dataclass
+class Product:
+    product_id: str
+    name: str
+    brand: str = ""
+    category: str = ""
+    skus: list[dict] = field(default_factory=list)  # SKU table rows
+    size_rows: list[Chunk] = field(default_factory=list)  # size-table row chunks of its page
+    units: list[str] = field(default_factory=list)  # of the alias-canonical name
+    keys: set = field(default_factory=set)  # its multi-character units and unit pairs
+
+
+@dataclass
+class Match:
+    product: Product | None = None
+    candidates: list[Product] = field(default_factory=list)  # several equally good: ask
+    sku: dict | None = None  # the SKU row when the text named a SKU code
+    score: float = 0.0
+
+
+def _units(text: str) -> list[str]:
+    return _UNIT.findall(normalize(text).lower())
+
+
+def _match_keys(units: list[str]) -> set:
+    """What two unit lists must share for any run of 2+ characters to be common to both."""
+    return {u for u in units if len(u) > 1} | set(zip(units, units[1:]))
+
+
+def _longest_common_run(query: list, name: list) -> tuple[int, int, int]:
+    """(query start, name start, length) of the longest common run of units; None units never match."""
+    best = (0, 0, 0)
+    previous = [0] * (len(name) + 1)
+    for i, unit in enumerate(query):
+        current = [0] * (len(name) + 1)
+        for j, other in enumerate(name):
+            if unit is not None and unit == other:
+                current[j + 1] = previous[j] + 1
+                if current[j + 1] > best[2]:
+                    best = (i - current[j + 1] + 1, j - current[j + 1] + 1, current[j + 1])
+        previous = current
+    return best
+
+
+def _coverage(query: list[str], name: list[str]) -> float:
+    """Share of the query's characters found in the name, as common runs of 2+ characters in any
+    order (longest first), so "低帮 AJ1" and "AJ1 低帮" match alike.
+
+    Returns 0 when the query has a number the name lacks (XZ-2500 vs XZ-2000, 轻羽5 vs 轻羽Pro),
+    unless it is a quantity such as "42码", or when a matched run sits next to a different number
+    on both sides: a model number decides, it is never "close enough".
+    """
+    total = sum(len(u) for u in query)
+    if not total:
+        return 0.0
+    for i, unit in enumerate(query):
+        follower = query[i + 1] if i + 1 < len(query) else ""
+        if unit[0].isdigit() and follower not in _QUANTITY_WORDS and unit not in name:
+            return 0.0  # the query names a number this product does not have
+    left, right = list(query), list(name)
+    matched = 0
+    while True:
+        qi, ni, size = _longest_common_run(left, right)
+        chars = sum(len(u) for u in query[qi:qi + size])
+        if not size or chars < 2:
+            return matched / total
+        for qn, nn in ((qi - 1, ni - 1), (qi + size, ni + size)):
+            if 0 <= qn < len(query) and 0 <= nn < len(name):
+                if query[qn][0].isdigit() and name[nn][0].isdigit() and query[qn] != name[nn]:
+                    return 0.0
+        matched += chars
+        left[qi:qi + size] = [None] * size
+        right[ni:ni + size] = [None] * size
+
+
+class ProductIndex:
+    """Every product of one KB generation: SKU rows, size rows and matchable names."""
+
+    def __init__(self, kb: KnowledgeBase):
+        self.generation = kb.version
+        self.lexicon = kb.lexicon
+        self.products: dict[str, Product] = {}
+        self.by_sku: dict[str, dict] = {}
+        for row in kb.skus():
+            product = self.products.setdefault(row["product_id"], Product(
+                row["product_id"], row.get("name") or row["product_id"], row.get("brand") or "",
+                row.get("category") or ""))
+            product.skus.append(row)
+            self.by_sku[row["sku"].upper()] = row
+        for chunk in kb.all_chunks():
+            if chunk.doc_type != "product" or not chunk.product_id:
+                continue
+            product = self.products.get(chunk.product_id)
+            if product is None:  # a detail page without SKU rows is still a product
+                product = self.products[chunk.product_id] = Product(
+                    chunk.product_id, chunk.title or chunk.product_id, chunk.brand or "", chunk.category or "")
+            fragment = chunk.chunk_id.partition("#")[2]
+            if "尺码" in chunk.section and _ROW_ID.search(fragment):
+                product.size_rows.append(chunk)
+        for product in self.products.values():
+            product.units = _units(self.lexicon.canonicalize(product.name))
+            product.keys = _match_keys(product.units)
+            product.skus.sort(key=lambda r: (r.get("colour") or "", size_key(r.get("size") or "")))
+
+    def resolve(self, text: str) -> Match:
+        """Product by SKU code, product id, or (alias-canonical) name; ambiguous -> candidates."""
+        text = normalize(text or "").strip()
+        if not text:
+            return Match()
+        by_id = next((p for pid, p in self.products.items() if pid.lower() == text.lower()), None)
+        if by_id is not None:
+            return Match(by_id, score=1.0)
+        named = {m.group(0).upper() for m in _SKU_LIKE.finditer(text)} & set(self.by_sku)
+        if named:
+            rows = [self.by_sku[code] for code in sorted(named)]
+            owners = {row["product_id"] for row in rows}
+            if len(owners) > 1:
+                return Match(candidates=[self.products[pid] for pid in sorted(owners)])
+            return Match(self.products[rows[0]["product_id"]], sku=rows[0], score=1.0)
+        query = _units(self.lexicon.canonicalize(text))
+        exact = [p for p in self.products.values() if p.units == query]
+        if len(exact) == 1:
+            return Match(exact[0], score=1.0)
+        keys = _match_keys(query)
+        scored = sorted(((_coverage(query, p.units), p.product_id) for p in self.products.values()
+                         if keys & p.keys), reverse=True)
+        best = scored[0][0] if scored else 0.0
+        if best < MIN_COVERAGE:
+            return Match()
+        tied = [self.products[pid] for score, pid in scored if score >= best - TIE_MARGIN]
+        if len(tied) > 1:
+            return Match(candidates=sorted(tied, key=lambda p: p.product_id), score=best)
+        return Match(tied[0], score=best)
+
+
+_indexes: "weakref.WeakKeyDictionary[KnowledgeBase, ProductIndex]" = weakref.WeakKeyDictionary()
+_indexes_lock = threading.Lock()
+
+
+def product_index(kb: KnowledgeBase) -> ProductIndex:
+    """The KB's product index, rebuilt only when the KB's generation has moved on."""
+    with _indexes_lock:
+        index = _indexes.get(kb)
+        if index is None or index.generation != kb.version:
+            index = _indexes[kb] = ProductIndex(kb)
+        return index
+
+
+def size_key(size: str) -> tuple:
+    """Numeric sizes by value, letter sizes S < M < L < XL, anything else after, by text."""
+    if _NUMBER.fullmatch(size.strip()):
+        return (0, float(size), "")
+    if size.strip().upper() in _SIZE_ORDER:
+        return (1, _SIZE_ORDER[size.strip().upper()], "")
+    return (2, 0, size)
+
+
+# ----------------------------------------------------------------------------- shared helpers
+
+
+def _hit(kb: KnowledgeBase, chunk_id: str, leg: str, rank: int) -> EvidenceHit | None:
+    chunk = kb.get(chunk_id)
+    if chunk is None:
+        return None
+    return EvidenceHit.from_chunk(chunk, 1.0, {leg: LegScore(score=1.0, rank=rank)})
+
+
+def _sku_hits(kb: KnowledgeBase, rows: list[dict], start_rank: int = 1) -> list[EvidenceHit]:
+    hits = []
+    for row in rows:
+        chunk_id = row.get("chunk_id") or f"sku-{row['product_id']}#sku-{row['sku']}"
+        hit = _hit(kb, chunk_id, "sku_table", start_rank + len(hits))
+        if hit is not None:
+            hits.append(hit)
+    return hits
+
+
+def _unresolved(skill: str, asked: str, match: Match) -> SkillResult:
+    """Not found, or several products equally likely: say so and ask, never pick one."""
+    if match.candidates:
+        listed = "；".join(f"{p.name}（{p.product_id}）" for p in match.candidates)
+        return SkillResult(skill=skill, note=f"“{asked}”可能指以下多款商品，请确认是哪一款：{listed}。",
+                           data={"candidates": [{"product_id": p.product_id, "name": p.name}
+                                                for p in match.candidates]})
+    return SkillResult(skill=skill, note=f"商品表中没有找到“{asked}”，请提供更准确的商品名称、型号或 SKU 编码。")
+
+
+def _price(value: float) -> str:
+    return f"{value:.2f}"
+
+
+# ----------------------------------------------------------------------------- product_lookup
+
+
+def product_lookup(product: str, *, ctx: SkillContext) -> SkillResult:
+    """商品结构化查询：按商品名、别名（如 AJ1）、型号（如 XZ-2000）、商品 ID 或 SKU 编码查商品表，返回价格、颜色、尺码和库存。
+
+    价格、库存等数字来自商品表本身，适合回答“多少钱”“有没有货”“有哪些尺码/颜色”。
+    同名或含糊时会列出候选商品，请向顾客确认，不要猜测。
+
+    Args:
+        product: 商品名称、别名、型号、商品 ID 或 SKU 编码，例如“AJ1 低帮”“XZ-3000”“AJ1L-WR-42”。
+    """
+    match = product_index(ctx.kb).resolve(product)
+    if match.product is None:
+        return _unresolved("product_lookup", product, match)
+    item = match.product
+    rows = item.skus
+    if not rows:
+        return SkillResult(skill="product_lookup", note=f"{item.name}（{item.product_id}）在商品表中暂无 SKU、价格和库存数据。",
+                           data={"product_id": item.product_id, "name": item.name, "brand": item.brand,
+                                 "category": item.category, "skus": []})
+    ordered = ([match.sku] if match.sku else []) + [r for r in rows if r is not match.sku]
+    prices = [float(r["price"]) for r in rows]
+    in_stock = sorted({r["size"] for r in rows if r["stock"] > 0 and r.get("size")}, key=size_key)
+    out_of_stock = [r["sku"] for r in rows if r["stock"] <= 0]
+    data = {
+        "product_id": item.product_id, "name": item.name, "brand": item.brand, "category": item.category,
+        "skus": [{"sku": r["sku"], "colour": r.get("colour") or "", "size": r.get("size") or "",
+                  "price": float(r["price"]), "stock": int(r["stock"])} for r in ordered],
+        "price_range": [min(prices), max(prices)],
+        "in_stock_sizes": in_stock,
+        "out_of_stock": out_of_stock,
+    }
+    parts = []
+    if match.sku:
+        row = match.sku
+        data["matched_sku"] = row["sku"]
+        parts.append(f"SKU {row['sku']}：颜色 {row.get('colour') or '-'}，尺码 {row.get('size') or '-'}，"
+                     f"价格 {_price(row['price'])} 元，库存 {row['stock']} 件")
+    low, high = data["price_range"]
+    parts.append(f"{item.name}（{item.product_id}）价格 {_price(low)} 元" if low == high
+                 else f"{item.name}（{item.product_id}）价格 {_price(low)}–{_price(high)} 元")
+    parts.append("有货尺码/规格：" + ("、".join(in_stock) if in_stock else "无"))
+    if out_of_stock:
+        parts.append("缺货 SKU：" + "、".join(out_of_stock))
+    return SkillResult(skill="product_lookup", hits=_sku_hits(ctx.kb, ordered), data=data, note="；".join(parts) + "。")
+
+
+# ----------------------------------------------------------------------------- size_recommend
+
+
+@dataclass
+class SizeRow:
+    chunk_id: str
+    size: str
+    columns: dict[str, str]
+
+    def raw(self, keyword: str) -> str:
+        """The table's own text of the first column whose name contains keyword (quoted in reasons,
+        so a cited reason repeats the source's numbers exactly)."""
+        return next((value for name, value in self.columns.items() if keyword in name), "")
+
+    def number_range(self, keyword: str) -> tuple[float, float] | None:
+        """(low, high) of that column: "160-167" -> (160, 167), "24.5" -> (24.5, 24.5)."""
+        numbers = [float(n) for n in _NUMBER.findall(self.raw(keyword))]
+        return (numbers[0], numbers[-1]) if numbers else None
+
+
+def parse_size_rows(chunks: list[Chunk]) -> list[SizeRow]:
+    """Row chunks ("<title> 尺码表 — 尺码: 39；脚长(cm): 24.5") -> columns; rows without 尺码 dropped."""
+    by_row: dict[int, SizeRow] = {}
+    for chunk in sorted(chunks, key=lambda c: c.position):
+        _, dash, body = chunk.text.partition(" — ")
+        columns = {}
+        for pair in (body if dash else chunk.text).split("；"):
+            name, colon, value = pair.partition(": ")
+            if colon:
+                columns[name.strip()] = value.strip()
+        row_no = int(_ROW_ID.search(chunk.chunk_id).group(1))
+        if row_no in by_row:  # a long row split into pieces: one row, first piece's id
+            by_row[row_no].columns.update(columns)
+            continue
+        size = next((v for k, v in columns.items() if "尺码" in k), None)
+        if size is not None:
+            by_row[row_no] = SizeRow(chunk.chunk_id, size, columns)
+    return [by_row[k] for k in sorted(by_row)]
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}"
+
+
+def _pick_by_range(rows: list[SizeRow], keyword: str, value: float, label: str, unit: str) -> tuple[SizeRow | None, str]:
+    """The row whose range holds value (the larger one on a shared boundary, the next larger in a gap)."""
+    ranged = [(row, row.number_range(keyword)) for row in rows]
+    ranged = [(row, r) for row, r in ranged if r is not None]
+    inside = [(row, r) for row, r in ranged if r[0] <= value <= r[1]]
+    if inside:
+        row = inside[-1][0]
+        shared = "（恰在两个尺码的分界上，取较大的一码）" if len(inside) > 1 else ""
+        return row, f"{label} {_fmt(value)}{unit} 在 {row.size} 码的适合{label} {row.raw(keyword)}{unit} 内{shared}"
+    if value < ranged[0][1][0]:
+        row = ranged[0][0]
+        return row, f"{label} {_fmt(value)}{unit} 低于最小码 {row.size} 的适合{label} {row.raw(keyword)}{unit}，按最小码 {row.size}"
+    larger = [row for row, r in ranged if r[0] > value]
+    if not larger:
+        row = ranged[-1][0]
+        return None, f"{label} {_fmt(value)}{unit} 超出最大码 {row.size} 的适合{label} {row.raw(keyword)}{unit}"
+    row = larger[0]
+    return row, f"{label} {_fmt(value)}{unit} 介于两个尺码之间，取较大的 {row.size} 码（适合{label} {row.raw(keyword)}{unit}）"
+
+
+def _recommend_shoe(rows: list[SizeRow], foot_length_cm: float) -> tuple[SizeRow | None, list[SizeRow], str]:
+    measured = sorted(((row.number_range("脚长")[1], row) for row in rows if row.number_range("脚长")),
+                      key=lambda pair: pair[0])
+    for length, row in measured:
+        if length >= foot_length_cm:
+            return row, [row], (f"脚长 {_fmt(foot_length_cm)}cm：{row.size} 码对应脚长 {row.raw('脚长')}cm，"
+                                f"是尺码表中脚长不小于 {_fmt(foot_length_cm)}cm 的最小尺码")
+    row = measured[-1][1]
+    return None, [row], f"脚长 {_fmt(foot_length_cm)}cm 超出尺码表最大码 {row.size}（脚长 {row.raw('脚长')}cm）"
+
+
+def _recommend_by_body(rows: list[SizeRow], height_cm: float | None, weight_kg: float | None
+                       ) -> tuple[SizeRow | None, list[SizeRow], str]:
+    picks = []
+    if height_cm is not None and any(r.number_range("身高") for r in rows):
+        picks.append(_pick_by_range(rows, "身高", height_cm, "身高", "cm"))
+    if weight_kg is not None and any(r.number_range("体重") for r in rows):
+        picks.append(_pick_by_range(rows, "体重", weight_kg, "体重", "kg"))
+    used = [row for row, _ in picks if row is not None]
+    reasons = [reason for _, reason in picks]
+    if any(row is None for row, _ in picks):
+        return None, used, "；".join(reasons) + "，尺码表中没有合适的尺码"
+    order = {id(row): i for i, row in enumerate(rows)}
+    chosen = max(used, key=lambda row: order[id(row)])
+    if len({row.size for row in used}) > 1:
+        sizes = "、".join(f"{label}对应 {row.size} 码" for (row, _), label in zip(picks, ("身高", "体重")))
+        reasons.append(f"{sizes}，两者不一致时建议选较大的 {chosen.size} 码，穿着不会紧绷")
+    return chosen, list({id(r): r for r in used}.values()), "；".join(reasons)
+
+
+def size_recommend(product: str, height_cm: float | None = None, weight_kg: float | None = None,
+                   foot_length_cm: float | None = None, *, ctx: SkillContext) -> SkillResult:
+    """尺码推荐：按商品详情页的尺码表，根据顾客的身高体重（服装）或脚长（鞋）推荐尺码并说明理由。
+
+    缺少必要信息时（服装缺身高/体重、鞋缺脚长）不会猜测，而是返回需要向顾客询问的信息。
+
+    Args:
+        product: 商品名称、别名、型号或商品 ID，例如“峰刃冲锋衣”“AJ1 低帮”。
+        height_cm: 顾客身高，单位厘米，例如 175。
+        weight_kg: 顾客体重，单位公斤，例如 70。
+        foot_length_cm: 顾客脚长，单位厘米，例如 25.5（鞋类必填）。
+    """
+    skill = "size_recommend"
+    match = product_index(ctx.kb).resolve(product)
+    if match.product is None:
+        return _unresolved(skill, product, match)
+    item = match.product
+    given = {"height_cm": height_cm, "weight_kg": weight_kg, "foot_length_cm": foot_length_cm}
+    bad = [name for name, value in given.items() if value is not None and not value > 0]
+    if bad:
+        return SkillResult(skill=skill, note=f"参数无效（{'、'.join(bad)} 须为正数），请向顾客确认。", data={"need": bad})
+    rows = parse_size_rows(item.size_rows)
+    if not rows:
+        sizes = {r.get("size") for r in item.skus}
+        if sizes == {"均码"}:
+            return SkillResult(skill=skill, hits=_sku_hits(ctx.kb, item.skus[:1]),
+                               note=f"{item.name} 为均码商品，无需选择尺码。",
+                               data={"size": "均码", "reason": "商品表中该商品只有均码", "rows_used": []})
+        return SkillResult(skill=skill, note=f"{item.name}（{item.product_id}）没有找到按尺码划分的尺码表，无法推荐尺码。")
+    by_foot = any(row.number_range("脚长") for row in rows)
+    by_body = [key for key, word in (("height_cm", "身高"), ("weight_kg", "体重"))
+               if any(row.number_range(word) for row in rows)]
+    need = ([] if foot_length_cm is not None else ["foot_length_cm"]) if by_foot else \
+        [key for key in by_body if given[key] is None]
+    if need:
+        asks = {"foot_length_cm": "脚长（厘米）", "height_cm": "身高（厘米）", "weight_kg": "体重（公斤）"}
+        return SkillResult(skill=skill, data={"need": need},
+                           note=f"为 {item.name} 推荐尺码需要先请顾客提供：{'和'.join(asks[k] for k in need)}。")
+    if by_foot:
+        chosen, used, reason = _recommend_shoe(rows, foot_length_cm)
+    elif by_body:
+        chosen, used, reason = _recommend_by_body(rows, height_cm, weight_kg)
+    else:
+        return SkillResult(skill=skill, note=f"{item.name} 的尺码表只有成衣尺寸，没有身高、体重或脚长对照，无法据此推荐。",
+                           hits=[h for h in (_hit(ctx.kb, r.chunk_id, "size_table", i) for i, r in enumerate(rows, 1)) if h])
+    hits = [h for h in (_hit(ctx.kb, r.chunk_id, "size_table", i) for i, r in enumerate(used, 1)) if h]
+    data = {"size": chosen.size if chosen else None, "reason": reason, "rows_used": [r.chunk_id for r in used]}
+    if chosen is None:
+        return SkillResult(skill=skill, hits=hits, data=data, note=f"{item.name}：{reason}，建议联系客服确认。")
+    same_size = [r for r in item.skus if r.get("size") == chosen.size]
+    data["in_stock"] = any(r["stock"] > 0 for r in same_size) if same_size else None
+    stock_note = {True: "该尺码目前有货", False: "该尺码目前缺货", None: "本店暂未上架该尺码"}[data["in_stock"]]
+    hits += _sku_hits(ctx.kb, same_size, start_rank=len(hits) + 1)
+    return SkillResult(skill=skill, hits=hits, data=data,
+                       note=f"{item.name} 推荐 {chosen.size} 码：{reason}。{stock_note}。")

@@ -1,0 +1,273 @@
+"""The QA pipeline: one question in, one QAResult out.
+
+validate -> analyze -> policy -> planner (ReActAgent, hard budgets; every hit in one pool) ->
+final calibrated rerank of the pool -> evidence top-N (count and characters) -> refusal gate
+(weak best evidence: fixed refusal, nothing generated) -> conflicts -> answerer -> inspector ->
+pass | one regeneration with the findings | extractive answer if it passes | refusal.
+
+Guarantees live here, whatever a model writes: only answers that pass the inspector are
+returned (so never one with an invalid citation id); any model failure falls back to the
+offline engine for that stage and is reported (degraded + reason).
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from agents.answerer import ExtractiveAnswerer, LLMAnswerer, generate
+from agents.citations import normalize_citations
+from agents.inspector import InspectionReport, Inspector
+from agents.models import make_chat_model
+from agents.planner import RetrievalPlanner
+from agents.prompts import load_prompt
+from knowledge.filters import SearchFilters, day_number
+from knowledge.kb import KnowledgeBase
+from tools.base import EvidenceHit, LegScore, SkillContext
+from tools.registry import SkillRegistry
+from tools.rerank import make_reranker
+from workflows import conflicts as conflict_check
+from workflows.arms import template_values
+from workflows.budget import BudgetTracker, ModelFailure
+from workflows.evidence import RERANK_LEG, EvidencePool
+from workflows.pipeline_config import PipelineConfig
+from workflows.policy import RulesPolicy
+from workflows.query_analysis import Entity, QueryAnalyzer, QueryFeatures
+from workflows.result import Citation, ConflictOut, PolicySummary, QAResult, features_summary
+
+
+class QuestionError(ValueError):
+    """A question the pipeline will not take (empty, too long, not text); the message says why."""
+
+
+class _Stopwatch:
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+        self._start = self._last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.timings[stage] = round(self.timings.get(stage, 0.0) + (now - self._last) * 1000, 2)
+        self._last = now
+
+    def total(self) -> None:
+        self.timings["total"] = round((time.perf_counter() - self._start) * 1000, 2)
+
+
+class QAPipeline:
+    def __init__(self, kb: KnowledgeBase, config: PipelineConfig | None = None,
+                 registry: SkillRegistry | None = None, policy: Any | None = None):
+        """policy: anything with `choose(features, plan_budget) -> PolicyDecision` (default rules)."""
+        self.kb = kb
+        self.config = config or PipelineConfig.load(kb.dir)
+        self.registry = registry
+        self.policy = policy or RulesPolicy()
+        self._warm = False
+
+    # -- setup -----------------------------------------------------------------------------
+    def warm_up(self) -> "QAPipeline":
+        """Load everything heavy once: KB indexes, reranker, entity index, skills, models."""
+        if self._warm:
+            return self
+        config = self.config
+        self.kb.warm_up()
+        self.reranker = make_reranker(config.reranker, kb=self.kb)
+        self.reranker.warm_up()
+        self.lexicon = self.kb.lexicon
+        self.analyzer = QueryAnalyzer(self.kb).warm_up()
+        if self.registry is None:
+            self.registry = SkillRegistry.from_config()
+        self.registry.check_health(SkillContext(self.kb, reranker=self.reranker))
+        self.inspector = Inspector(lexicon=self.lexicon)
+        self.extractive = ExtractiveAnswerer(lexicon=self.lexicon, inspector=self.inspector)
+        self.refusal_text = load_prompt("refusal").strip()
+        conflict_check.warm_up()
+        self.planner_llm, self.planner_formatter = (None, None)
+        if config.planner != "offline":
+            self.planner_llm, self.planner_formatter = make_chat_model(config.model_config_for(config.planner))
+        self.answerer: LLMAnswerer | ExtractiveAnswerer = self.extractive
+        if config.answerer != "offline":
+            model, formatter = make_chat_model(config.model_config_for(config.answerer))
+            self.answerer = LLMAnswerer(model, formatter, config.retry())
+        self._warm = True
+        return self
+
+    def validate(self, question: Any) -> str:
+        if not isinstance(question, str):
+            raise QuestionError(f"the question must be text, got {type(question).__name__}")
+        question = question.strip()
+        if not question:
+            raise QuestionError("the question is empty: ask something, e.g. “XZ-3000 充电宝多少钱？”")
+        if len(question) > self.config.max_question_chars:
+            raise QuestionError(f"the question is {len(question)} characters long; the limit is "
+                                f"{self.config.max_question_chars} (max_question_chars)")
+        return question
+
+    # -- entry points ----------------------------------------------------------------------
+    def run(self, question: str, session_entity: Entity | None = None,
+            filters: SearchFilters | Mapping | None = None) -> QAResult:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(question, session_entity, filters))
+        raise RuntimeError("QAPipeline.run was called inside an event loop; await QAPipeline.arun instead")
+
+    async def arun(self, question: str, session_entity: Entity | None = None,
+                   filters: SearchFilters | Mapping | None = None) -> QAResult:
+        question = self.validate(question)
+        search_filters = _as_filters(filters)
+        self.warm_up()
+        clock = _Stopwatch()
+        tracker = BudgetTracker(self.config.budget())
+
+        features = self.analyzer.run(question, session_entity)
+        clock.lap("analyze")
+        decision = self.policy.choose(features, self.config.budget().plan_budget())
+        clock.lap("policy")
+
+        pool = EvidencePool()
+        planner = RetrievalPlanner(self.registry, SkillContext(self.kb, reranker=self.reranker), pool, tracker,
+                                   decision, llm=self.planner_llm, formatter=self.planner_formatter,
+                                   retry=self.config.retry(), filters=search_filters)
+        outcome = await planner.run(_planner_message(question, features))
+        clock.lap("planner")
+        degradations = list(outcome.degradations)
+        degradations += [f"tool {r.name}: {reason}" for r in planner.records if r.degraded for reason in r.reasons]
+
+        evidence, best, rerank_problem = self._rank_evidence(pool, template_values(features)["query"], search_filters)
+        if rerank_problem:
+            degradations.append(rerank_problem)
+        clock.lap("rerank")
+
+        result = QAResult(
+            question=question, answer=self.refusal_text, features=features_summary(features),
+            policy=PolicySummary(arm=decision.arm, scores=decision.scores, reason=decision.reason,
+                                 source=decision.source),
+            plan=decision.plan, planner_source=outcome.source, tool_calls=planner.records,
+            best_score=None if best is None else round(best, 4), evidence_ids=[h.chunk_id for h in evidence],
+            models=self._model_names(),
+        )
+        if best is None or best < self.config.refusal_threshold:
+            result.refused = True
+            result.refusal_reason = "no_evidence" if best is None else "weak_evidence"
+        else:
+            await self._answer(result, question, evidence, tracker, degradations, clock)
+
+        result.degradation_reasons = degradations
+        result.degraded = bool(degradations)
+        result.budget = tracker.used()
+        clock.total()
+        result.timings_ms = clock.timings
+        return result
+
+    # -- stages ----------------------------------------------------------------------------
+    def _rank_evidence(self, pool: EvidencePool, query: str, filters: SearchFilters | None
+                       ) -> tuple[list[EvidenceHit], float | None, str]:
+        """The pool re-scored by the calibrated reranker for the question, filtered, cut to the
+        shown evidence; plus the best score (None: no evidence) and a degradation, if any."""
+        pairs = [(hit, chunk) for hit in pool.hits() if (chunk := self.kb.get(hit.chunk_id)) is not None]
+        if filters is not None and pairs:
+            keep = filters.mask(_columns([chunk for _, chunk in pairs]))
+            pairs = [pair for pair, kept in zip(pairs, keep) if kept]
+        if not pairs:
+            return [], None, ""
+        problem = ""
+        try:
+            scores = self.reranker.score(query, [chunk for _, chunk in pairs])
+        except Exception as exc:  # keep the skills' own calibrated scores; none -> nothing passes the gate
+            problem = f"final rerank failed ({type(exc).__name__}); earlier rerank scores used"
+            scores = [hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 0.0 for hit, _ in pairs]
+        order = sorted(range(len(pairs)), key=lambda i: (-scores[i], pairs[i][0].chunk_id))
+        ranked = []
+        for rank, i in enumerate(order, start=1):
+            hit = pairs[i][0].model_copy(deep=True)
+            hit.score = float(scores[i])
+            hit.legs[RERANK_LEG] = LegScore(score=float(scores[i]), rank=rank)
+            ranked.append(hit)
+        shown = EvidencePool.from_hits(ranked).top(self.config.evidence_top_n, self.config.evidence_max_chars)
+        return shown, float(max(scores)), problem
+
+    async def _answer(self, result: QAResult, question: str, evidence: list[EvidenceHit], tracker: BudgetTracker,
+                      degradations: list[str], clock: _Stopwatch) -> None:
+        conflicts = conflict_check.detect_conflicts(question, evidence, self.lexicon)
+        result.conflicts = [ConflictOut.of(c) for c in conflicts]
+        clock.lap("conflicts")
+
+        answerer = self.answerer
+        source = "llm" if isinstance(answerer, LLMAnswerer) else "extractive"
+
+        async def attempt(feedback: InspectionReport | None) -> tuple[str, InspectionReport]:
+            nonlocal answerer, source
+            try:
+                text = await generate(answerer, question, evidence, conflicts, feedback, budget=tracker)
+            except ModelFailure as exc:
+                degradations.append(f"answerer model failed ({exc}); extractive answer used")
+                answerer, source = self.extractive, "extractive"
+                text = self.extractive.run(question, evidence, conflicts, feedback)
+            clock.lap("answer")
+            report = self.inspector.run(text, evidence, conflicts, question)
+            clock.lap("inspect")
+            return text, report
+
+        text, report = await attempt(None)
+        if not report.passed:
+            result.regenerated = True
+            text, report = await attempt(report)
+        if not report.passed and source == "llm":
+            source = "extractive"
+            text = self.extractive.run(question, evidence, conflicts)
+            clock.lap("answer")
+            report = self.inspector.run(text, evidence, conflicts, question)
+            clock.lap("inspect")
+        result.inspection = report
+        if not report.passed or report.invalid_ids or self._is_refusal(text, report):
+            result.refused, result.answer_source = True, "refusal"
+            result.refusal_reason = "no_supported_answer"
+            result.answer = self.refusal_text
+            return
+        by_id = {hit.chunk_id: hit for hit in evidence}
+        result.answer = normalize_citations(text, known_ids=by_id.keys()).strip()
+        result.citations = [Citation.of(by_id[i]) for i in report.cited_ids]
+        result.answer_source = source
+
+    def _is_refusal(self, text: str, report: InspectionReport) -> bool:
+        return not report.cited_ids and (text.strip() == self.refusal_text or self.refusal_text in text)
+
+    def _model_names(self) -> dict[str, str]:
+        return {
+            "planner": self.planner_llm.model_name if self.planner_llm is not None else "policy-planner",
+            "answerer": self.answerer.name if isinstance(self.answerer, LLMAnswerer) else "extractive",
+            "reranker": getattr(self.reranker, "name", type(self.reranker).__name__),
+        }
+
+
+def _planner_message(question: str, features: QueryFeatures) -> str:
+    """The planner's user message: the question, plus the product a follow-up refers to."""
+    carried = features.carried_entity
+    if carried is not None and not features.products:
+        return f"{question}\n（这是追问，指的是上一轮提到的商品「{carried.name}」）"
+    return question
+
+
+def _as_filters(filters: SearchFilters | Mapping | None) -> SearchFilters | None:
+    if filters is None or isinstance(filters, SearchFilters):
+        return None if filters is None or filters.is_empty() else filters
+    try:
+        parsed = SearchFilters(**dict(filters))
+    except Exception as exc:
+        raise QuestionError(f"invalid filters: {exc}") from None
+    return None if parsed.is_empty() else parsed
+
+
+def _columns(chunks: list) -> dict[str, np.ndarray]:
+    """The metadata columns SearchFilters.mask reads, for a few chunks."""
+    return {
+        "doc_type": np.array([c.doc_type for c in chunks], dtype=object),
+        "brand": np.array([c.brand or "" for c in chunks], dtype=object),
+        "category": np.array([c.category or "" for c in chunks], dtype=object),
+        "product_id": np.array([c.product_id or "" for c in chunks], dtype=object),
+        "updated_day": np.array([day_number(c.updated_at) for c in chunks], dtype=np.int64),
+    }

@@ -1,0 +1,105 @@
+"""PipelineConfig: the QA pipeline's knobs, loaded in layers.
+
+Later layers win: workflows/pipeline.yaml (defaults) < `<kb>/config.yaml` (per-KB calibrated
+values such as refusal_threshold; keys this config does not know are left to other readers of
+that file) < environment CITESCOPE_<FIELD> (e.g. CITESCOPE_REFUSAL_THRESHOLD=0.35) < explicit
+overrides (CLI flags, tests).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agents.models import ModelConfig
+from workflows.budget import Budget, RetryPolicy
+
+DEFAULTS_PATH = Path(__file__).with_name("pipeline.yaml")
+KB_CONFIG_NAME = "config.yaml"
+ENV_PREFIX = "CITESCOPE_"
+
+
+class PipelineConfigError(ValueError):
+    """A config layer that cannot be used; the message names the layer."""
+
+
+class PipelineConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_tool_calls: int = Field(4, ge=0)
+    max_calls_per_tool: int = Field(2, ge=0)
+    max_model_calls: int = Field(10, ge=0)
+    deadline_s: float = Field(60.0, gt=0)
+    evidence_top_n: int = Field(6, ge=1)
+    evidence_max_chars: int = Field(2400, ge=100)
+    refusal_threshold: float = Field(0.3, ge=0.0, le=1.0)
+    planner: str = "offline"
+    answerer: str = "offline"
+    reranker: str = "offline"
+    max_question_chars: int = Field(2000, ge=1)
+    model_timeout_s: float = Field(20.0, gt=0)
+    max_retries: int = Field(1, ge=0)
+    backoff_s: float = Field(0.5, ge=0)
+
+    @field_validator("planner", "answerer")
+    @classmethod
+    def _model_spec(cls, spec: str) -> str:
+        ModelConfig.parse(spec)  # raises ValueError naming what is wrong with the spec
+        return spec.strip()
+
+    @field_validator("reranker")
+    @classmethod
+    def _reranker_spec(cls, spec: str) -> str:
+        kind, _, arg = spec.strip().partition(":")
+        if not (kind == "offline" or (kind == "bge" and arg)):
+            raise ValueError(f"unknown reranker spec {spec!r} (use 'offline', 'offline:<weights.json>' or 'bge:<path or name>')")
+        return spec.strip()
+
+    def budget(self) -> Budget:
+        return Budget(max_tool_calls=self.max_tool_calls, max_calls_per_tool=self.max_calls_per_tool,
+                      max_model_calls=self.max_model_calls, deadline_s=self.deadline_s)
+
+    def retry(self) -> RetryPolicy:
+        return RetryPolicy(max_retries=self.max_retries, backoff_s=self.backoff_s, call_timeout_s=self.model_timeout_s)
+
+    def model_config_for(self, spec: str) -> ModelConfig:
+        # The pipeline owns retries (SDK retries would hide attempts from the budget).
+        return ModelConfig.parse(spec, timeout_s=self.model_timeout_s, max_retries=0)
+
+    @classmethod
+    def load(cls, kb_dir: Path | str | None = None, environ: Mapping[str, str] | None = None,
+             defaults_path: Path | str = DEFAULTS_PATH, **overrides: Any) -> "PipelineConfig":
+        """Defaults < <kb_dir>/config.yaml < CITESCOPE_* environment < overrides (None = not set)."""
+        values = _read_yaml(Path(defaults_path), strict=True)
+        if kb_dir is not None and (Path(kb_dir) / KB_CONFIG_NAME).exists():
+            values.update(_read_yaml(Path(kb_dir) / KB_CONFIG_NAME, strict=False))
+        environ = os.environ if environ is None else environ
+        for name in cls.model_fields:
+            raw = environ.get(ENV_PREFIX + name.upper())
+            if raw is not None and raw.strip():
+                values[name] = raw.strip()
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise PipelineConfigError(f"pipeline config: {problems}") from None
+
+
+def _read_yaml(path: Path, strict: bool) -> dict:
+    """The file's mapping; strict = every key must be a field (the defaults file), else the keys
+    that are fields (a KB's config.yaml is shared with other components)."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise PipelineConfigError(f"{path}: cannot read pipeline config ({exc})") from exc
+    if not isinstance(raw, dict):
+        raise PipelineConfigError(f"{path}: expected a mapping of settings")
+    unknown = set(raw) - set(PipelineConfig.model_fields)
+    if strict and unknown:
+        raise PipelineConfigError(f"{path}: unknown setting(s) {sorted(unknown)}")
+    return {k: v for k, v in raw.items() if k in PipelineConfig.model_fields}

@@ -1,0 +1,111 @@
+"""QAResult: everything one question produced — the answer and its sources, the flags, and the
+decision trace (features, policy, plan, tool calls, budgets, timings) that explains it."""
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agents.inspector import InspectionReport
+from agents.planner import ToolCallRecord
+from tools.base import SNIPPET_CHARS, EvidenceHit
+from workflows.arms import PlannedCall
+from workflows.budget import BudgetUsage
+from workflows.conflicts import Conflict
+from workflows.query_analysis import QueryFeatures
+
+
+def new_trace_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Citation(BaseModel):
+    id: str
+    doc_id: str
+    title: str = ""
+    source: str = ""
+    doc_type: str = "doc"
+    updated_at: str | None = None
+    snippet: str = ""
+
+    @classmethod
+    def of(cls, hit: EvidenceHit) -> "Citation":
+        text = " ".join(hit.text.split())
+        snippet = text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS] + "…"
+        return cls(id=hit.chunk_id, doc_id=hit.doc_id, title=hit.title, source=hit.source, doc_type=hit.doc_type,
+                   updated_at=hit.updated_at, snippet=snippet)
+
+
+class ConflictValueOut(BaseModel):
+    value: str
+    chunk_id: str
+    updated_at: str | None = None
+
+
+class ConflictOut(BaseModel):
+    attribute: str
+    entity: str = ""
+    values: list[ConflictValueOut]
+
+    @classmethod
+    def of(cls, conflict: Conflict) -> "ConflictOut":
+        return cls(attribute=conflict.attribute, entity=conflict.entity, values=[
+            ConflictValueOut(value=v.value, chunk_id=v.chunk_id, updated_at=v.updated_at) for v in conflict.values])
+
+
+class PolicySummary(BaseModel):
+    arm: str
+    scores: dict[str, float] = Field(default_factory=dict)
+    reason: str = ""
+    source: str = "rules"
+
+
+def features_summary(features: QueryFeatures) -> dict[str, Any]:
+    """The analysis fields a reader of the trace needs (not the whole feature vector)."""
+    return {
+        "intent": features.intent,
+        "products": [{"name": e.name, "product_id": e.product_id} for e in features.products],
+        "carried_entity": features.carried_entity.name if features.carried_entity else None,
+        "brands": features.brands, "categories": features.categories, "model_codes": features.model_codes,
+        "sizes": features.sizes, "numbers": features.numbers, "is_followup": features.is_followup,
+        "asks_price_stock": features.asks_price_stock, "asks_size_advice": features.asks_size_advice,
+        "colloquial": features.colloquial, "length": features.length,
+    }
+
+
+class QAResult(BaseModel):
+    question: str
+    answer: str
+    citations: list[Citation] = Field(default_factory=list)  # ids actually cited, in order of citation
+    refused: bool = False
+    refusal_reason: str = ""  # "weak_evidence" | "no_evidence" | "no_supported_answer"
+    degraded: bool = False
+    degradation_reasons: list[str] = Field(default_factory=list)
+    conflicts: list[ConflictOut] = Field(default_factory=list)
+    inspection: InspectionReport | None = None
+    regenerated: bool = False  # the first answer failed inspection and was rewritten
+    answer_source: Literal["llm", "extractive", "refusal"] = "refusal"
+    features: dict[str, Any] = Field(default_factory=dict)
+    policy: PolicySummary | None = None
+    plan: list[PlannedCall] = Field(default_factory=list)
+    planner_source: Literal["offline", "llm"] = "offline"
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    budget: BudgetUsage | None = None
+    best_score: float | None = None  # best calibrated evidence score (what the refusal gate read)
+    evidence_ids: list[str] = Field(default_factory=list)  # the evidence shown to the answerer, in order
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    models: dict[str, str] = Field(default_factory=dict)  # stage -> model name
+    trace_id: str = Field(default_factory=new_trace_id)
+
+    def render_text(self) -> str:
+        """The answer, then numbered sources: [1] 【id】 title — source, updated_at."""
+        lines = [self.answer.strip()]
+        if self.citations:
+            lines += ["", "来源："]
+            for number, citation in enumerate(self.citations, start=1):
+                where = ", ".join(part for part in (citation.source, citation.updated_at or "") if part)
+                lines.append(f"[{number}] 【{citation.id}】 {citation.title}" + (f" — {where}" if where else ""))
+        if self.degraded:
+            lines += ["", "（降级运行：" + "；".join(self.degradation_reasons) + "）"]
+        return "\n".join(lines)
