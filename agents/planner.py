@@ -14,7 +14,9 @@ good is replaced by the offline plan for the rest of the question (same budget, 
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -28,7 +30,7 @@ from pydantic import BaseModel, Field
 
 from agents.policy_planner_model import DONE_TEXT, PolicyPlannerModel
 from agents.prompts import load_prompt
-from agents.toolkit import build_toolkit
+from agents.toolkit import build_toolkit, tool_function
 from knowledge.filters import SearchFilters
 from tools.base import SkillContext, SkillResult
 from tools.registry import SkillRegistry
@@ -52,6 +54,7 @@ class ToolCallRecord(BaseModel):
     degraded: bool = False
     outcome: Literal["ran", "cached", "over_budget"] = "ran"
     reasons: list[str] = Field(default_factory=list)  # degradation or budget reasons
+    elapsed_ms: float = 0.0
 
 
 class PlannerOutcome(BaseModel):
@@ -120,8 +123,11 @@ class RetrievalPlanner:
     def __init__(self, registry: SkillRegistry, ctx: SkillContext, pool: EvidencePool, tracker: BudgetTracker,
                  decision: PolicyDecision, llm: ChatModelBase | None = None,
                  formatter: FormatterBase | None = None, retry: RetryPolicy | None = None,
-                 filters: SearchFilters | None = None):
+                 filters: SearchFilters | None = None, toolkit_template: Toolkit | None = None):
+        """toolkit_template: build_toolkit(registry, any ctx) made once and shared across questions
+        (only its schemas are used); None builds one for this question."""
         self.registry = registry
+        self.toolkit_template = toolkit_template
         self.ctx = ctx
         self.pool = pool
         self.tracker = tracker
@@ -150,9 +156,14 @@ class RetrievalPlanner:
         return agent
 
     def build_toolkit(self) -> Toolkit:
-        toolkit = build_toolkit(self.registry, self.ctx, on_result=self._on_result)
-        for name, registered in toolkit.tools.items():
-            registered.original_func = self._guarded(name, registered.original_func)
+        """This question's toolkit: the template's tool schemas (parsing them is the slow part of
+        building a Toolkit), each tool bound to this question's context and budget guard."""
+        template = self.toolkit_template or build_toolkit(self.registry, self.ctx)
+        toolkit = Toolkit()
+        for name, registered in template.tools.items():
+            call_skill = tool_function(self.registry, self.registry.get(name), self.ctx, self._on_result)
+            toolkit.tools[name] = dataclasses.replace(
+                registered, original_func=self._guarded(name, call_skill), preset_kwargs={"ctx": self.ctx})
         return toolkit
 
     def offline_model(self) -> PolicyPlannerModel:
@@ -164,11 +175,15 @@ class RetrievalPlanner:
             model = BudgetedPlannerModel(self.llm, self.tracker, self.retry)
             try:
                 reply = await self.build_agent(model, self.formatter)(Msg("user", question, "user"))
-                return PlannerOutcome(source="llm", reply=reply.get_text_content() or "")
             except Exception as exc:  # ModelFailure, or anything else the LLM path broke on
                 reason = str(exc) if isinstance(exc, ModelFailure) else f"{type(exc).__name__}: {exc}"[:300]
                 log.warning("planner model failed, offline plan used: %s", reason)
                 degradations = [f"planner model failed ({reason}); offline plan used"]
+            else:
+                if len(self.pool):
+                    return PlannerOutcome(source="llm", reply=reply.get_text_content() or "")
+                # Stopping without evidence would turn into a refusal the policy's plan may avoid.
+                degradations = ["planner model gathered no evidence; offline plan used"]
         else:
             degradations = []
         reply = await self.build_agent(self.offline_model(), OpenAIChatFormatter())(Msg("user", question, "user"))
@@ -208,11 +223,13 @@ class RetrievalPlanner:
                                                    reasons=[decision.reason]))
                 return ToolResponse(content=[TextBlock(type="text", text=BUDGET_EXHAUSTED_TEXT)],
                                     metadata={"budget": decision.reason})
+            started = time.perf_counter()
             response: ToolResponse = await call_skill(**args, **({"ctx": ctx} if ctx is not None else {}))
             self.tracker.record_tool(name, args, response)
             degraded = list((response.metadata or {}).get("degraded") or [])
             self.records.append(ToolCallRecord(name=name, arguments=args, hit_ids=_hit_ids(response),
-                                               degraded=bool(degraded), reasons=degraded))
+                                               degraded=bool(degraded), reasons=degraded,
+                                               elapsed_ms=round((time.perf_counter() - started) * 1000, 2)))
             return response
 
         guarded.__name__ = name

@@ -204,11 +204,17 @@ async def budgeted_model_call(model: Any, messages: list[dict], tracker: BudgetT
         except asyncio.CancelledError:
             raise
         except (asyncio.TimeoutError, TimeoutError):
-            failures.append(f"timed out after {timeout:.1f}s")
+            failures.append(f"timed out after {timeout:.3g}s")
         except Exception as exc:  # 429/5xx, connection, bad JSON, invalid tool call: all retried alike
             failures.append(describe_failure(exc))
         log.warning("model %s attempt %d failed: %s", getattr(model, "model_name", "?"), attempt + 1, failures[-1])
         pause = retry.backoff_s * (2 ** attempt)
         if attempt < retry.max_retries and pause < tracker.remaining_s():
             await asyncio.sleep(pause)
-    raise ModelFailure("; ".join(failures) or "no attempt was allowed")
+    raise ModelFailure(_summarise(failures))
+
+
+def _summarise(failures: list[str]) -> str:
+    """Distinct reasons in order, a repeated one counted: "HTTP 500 (x2); timed out"."""
+    counts = {reason: failures.count(reason) for reason in dict.fromkeys(failures)}
+    return "; ".join(f"{reason} (x{n})" if n > 1 else reason for reason, n in counts.items()) or "no attempt was allowed"

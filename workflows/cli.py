@@ -115,6 +115,37 @@ def demo(kb: Path = KbOption) -> None:
     base.close()
 
 
+@app.command()
+def ask(
+    question: str = typer.Argument(..., help="the customer's question"),
+    kb: Path = KbOption,
+    as_json: bool = typer.Option(False, "--json", help="print the whole QAResult as JSON"),
+    planner: str = typer.Option(None, "--planner", help="planner model: offline | dashscope:qwen-plus | "
+                                "openai:gpt-4o-mini | compatible:<model>@<base_url>"),
+    answerer: str = typer.Option(None, "--answerer", help="answerer model (same forms as --planner)"),
+) -> None:
+    """Answer one question from a KB: the cited answer and its numbered sources."""
+    from workflows.pipeline import QAPipeline, QuestionError, validate_question
+    from workflows.pipeline_config import PipelineConfig, PipelineConfigError
+
+    try:
+        config = PipelineConfig.load(kb, planner=planner, answerer=answerer)
+        question = validate_question(question, config.max_question_chars)
+    except (PipelineConfigError, QuestionError) as exc:
+        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        raise typer.Exit(2) from exc
+    base = open_kb(kb)
+    try:
+        pipeline = QAPipeline(base, config).warm_up()
+    except (RuntimeError, ValueError) as exc:  # e.g. a model spec whose API key is not set
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        base.close()
+        raise typer.Exit(2) from exc
+    result = pipeline.run(question)
+    base.close()
+    print(result.model_dump_json(indent=2) if as_json else result.render_text())
+
+
 @bench_app.command("bm25")
 def bench_bm25(as_json: bool = typer.Option(False, "--json"), queries: int = 200) -> None:
     """BM25 latency at 10k and 100k chunks, ours vs rank-bm25, same run."""
@@ -131,6 +162,81 @@ def bench_ingest(as_json: bool = typer.Option(False, "--json"), limit: int = typ
 
     result = run_ingest_bench(DATASETS / "baoxianzhidao", limit=limit)
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_ingest_report(result))
+
+
+@bench_app.command("simulate")
+def bench_simulate(
+    rounds: int = typer.Option(3000, help="rounds of the simulated question stream"),
+    seed: int = typer.Option(0, help="first seed"),
+    repeats: int = typer.Option(5, help="seeds to average over"),
+    plot: Path = typer.Option(REPO / "docs" / "strategy_learning.png", help="where the learning curves go"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Strategy learning on real retrieval outcomes: rules vs bandit vs per-intent oracle vs random."""
+    from workflows.bench.simulate_policy import format_policy_report, run_policy_simulation
+
+    result = run_policy_simulation(DATASETS, rounds=rounds, seed=seed, repeats=repeats, plot_path=plot)
+    if as_json:
+        print(json.dumps({k: v for k, v in result.items() if k != "curves"}, ensure_ascii=False, indent=2))
+    else:
+        print(format_policy_report(result))
+
+
+@app.command()
+def feedback(
+    trace_id: str = typer.Argument(..., help="the trace id of the answer (shown with every answer)"),
+    rating: str = typer.Argument(..., help="up (👍) or down (👎)"),
+    comment: str = typer.Option("", "--comment", help="what was wrong or right"),
+    kb: Path = KbOption,
+) -> None:
+    """Record 👍/👎 on an answer; the strategy policy re-learns that round at once."""
+    from workflows.experience import FILE_NAME, ExperienceLearner, ExperienceStore
+    from workflows.rewards import parse_rating
+
+    try:
+        value = parse_rating(rating)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    if not (kb / FILE_NAME).exists():
+        err.print(f"[red]error:[/red] no experience store at {kb / FILE_NAME} (answer questions with this KB first)")
+        raise typer.Exit(2)
+    store = ExperienceStore.for_kb(kb)
+    try:
+        before = store.get(trace_id)
+        if before is None:
+            err.print(f"[red]error:[/red] no answer with trace id {trace_id!r} in {store.path}")
+            raise typer.Exit(2)
+        after = ExperienceLearner(store).feedback(trace_id, value, comment)
+    finally:
+        store.close()
+    old = "none" if before.reward is None else f"{before.reward:.2f}"
+    console.print(f"{'👍' if value > 0 else '👎'} recorded for {trace_id}: arm {after.arm}, "
+                  f"reward {old} -> {after.reward:.2f}")
+
+
+@bench_app.command("retrieval")
+def bench_retrieval(
+    as_json: bool = typer.Option(False, "--json"),
+    limit: int | None = typer.Option(None, help="questions per set (stratified by qtype)"),
+    sets: str = typer.Option("a,b,c", help="a: cmrc2018 in a mixed KB, b: baoxianzhidao paraphrases, c: domainrag"),
+    legs: str = typer.Option("bm25,dense,hybrid,hybrid+rerank,rank_bm25,agentscope", help="legs to run"),
+    max_docs: int | None = typer.Option(None, help="only the first N documents of each corpus (dev slices)"),
+    scale: str = typer.Option("10000,100000", help="KB sizes (chunks) for the latency table; '' to skip"),
+    ablation: bool = typer.Option(True, help="ablation table and cross-validated reranker fit"),
+    history: bool = typer.Option(False, help="prepend earlier turns to conversational questions"),
+    seed: int = 0,
+) -> None:
+    """Retrieval quality (Recall@k, MRR) and latency: our skills vs rank-bm25 and AgentScope's KB."""
+    from workflows.bench.retrieval import SETS, format_retrieval_report, run_retrieval_bench
+
+    chosen = [spec for spec in SETS if spec.key in {s.strip() for s in sets.split(",")}]
+    result = run_retrieval_bench(
+        DATASETS, limit=limit, legs=[leg.strip() for leg in legs.split(",") if leg.strip()], seed=seed, sets=chosen,
+        max_docs=max_docs, ablation=ablation, history=history,
+        scale_sizes=[int(size) for size in scale.split(",") if size.strip()],
+    )
+    print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_retrieval_report(result))
 
 
 def main() -> None:  # console-script entry point

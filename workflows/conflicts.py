@@ -4,11 +4,12 @@ Three general rules find candidate conflicts between hits from *different* docum
 never contradicts itself: its table rows, or a price and a discounted price, are different facts):
 
 1. Aligned statements. Two sentences that say the same thing word for word except one slot
-   (`共有70个议席` / `共有170个议席`, `7天无理由退换` / `15天无理由退换`, `在武汉举办` / `在成都举办`).
-   The shared words around the slot are what make it the same attribute; free text with no
-   product or title to anchor it is only ever compared this way. A slot that names *which* thing
-   (a year, a model code, a size, or a value of a kind the question itself fixes, such as
-   `五次会议`) marks two different facts, not a conflict; so does a changed function word.
+   (`共有70个议席` / `共有170个议席`, `7天无理由退换` / `15天无理由退换`, `在武汉举办` / `在成都举办`,
+   or list items one side leaves out). The shared words around the slot are what make it the
+   same attribute; free text with no product or title to anchor it is only ever compared this
+   way. A slot that names *which* thing (a year, a model code, a size, a label, or a value of a
+   kind the question itself fixes, such as `五次会议`) marks two different facts, not a conflict;
+   so does a reworded function word, and a value of another kind than the question asks for.
 2. Versions. Two versions of one document (same title once a bracketed version mark such as
    （2024版） is removed) whose same section reads differently where the question asks: the
    clause each version says and the other does not is its value.
@@ -17,7 +18,8 @@ never contradicts itself: its table rows, or a price and a discounted price, are
 
 Only slots near the question's own terms count. Values are compared in canonical form (15天 =
 十五天 = 15 天, 1年 = 12个月, 149.00元 = 149元, 12月20日 = 2021年12月20日), and each conflict
-lists one source per value, newest first, official before community at equal dates.
+lists one source per value, official before community, then newest first.
+Measured rates and known limits: docs/conflicts.md.
 """
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ class ConflictValue(BaseModel):
 class Conflict(BaseModel):
     attribute: str
     entity: str
-    values: list[ConflictValue]  # newest first, official before community at equal dates
+    values: list[ConflictValue]  # official before community, then newest first
 
 
 def warm_up() -> None:
@@ -67,9 +69,11 @@ NUMBER_TOLERANCE = 0.005  # 1051.41 vs 1051.42 is rounding, not a conflict
 # The passages (with their titles) must each hold at least this share of the question's terms:
 # what is asked is what they are about.
 MIN_COVERAGE = 0.5
+# Versions: the clause that differs must hold at least this many of the question's terms.
+MIN_VERSION_CLAUSE_TERMS = 2
 # A slot is relevant when a question term occurs within this many characters of it.
 RELEVANCE_WINDOW = 32
-# Claims: a material or property mention counts when a question term is this close.
+# Claims: a material mention counts when a question term (鞋面) is this close.
 CLAIM_WINDOW = 30
 
 # Words that only shape a question; they never anchor an attribute.
@@ -81,17 +85,6 @@ _QUESTION_WORDS = frozenset(
 # jieba part-of-speech tags of the words of a name: nouns, proper names, numerals, abbreviations,
 # the "·" inside foreign names.
 _NAME_POS = ("n", "m", "eng", "j", "q", "x")
-# Frequent characters that only traditional script uses: 北青網 / 北青网 is one name in two
-# scripts, so names are not compared across scripts.
-_TRADITIONAL = frozenset(
-    "們這個說國會為與於時來對發後經過電學體網關當開長門間東車書區華語點見產業報場實現聯動機帶運營爾禮"
-    "歲層萬與舉億價傳優兒內兩寫軍農這將專導屆師幣幹廣廳張彈徵應戰護擇擔據數斷無舊術樂標權歐歷殺氣漢"
-    "滿為燈狀獎環現產畫當療發盡監眾碼確種稅穩窮節範築紀約紅級細終組結統經綠維網線練總績義習聖職聲腦"
-    "興舊艦藝號處衛裝複見規視親覺觀計訂認討議記許論設訪證評識試話該詳語誤說請調談論譯護讀變讓貝負財"
-    "貨質販貴費貿資賣賽贊車軍軟輕載輸辦農連進運過達違遠適選遺鄉醫採釋重針鐵錢錯長門開間閱關陸陳陽隊階際隨"
-    "險隻離難電需靈韓頂項順須預領頭題額類顯風飛飯館馬驗體髮鬥魚鳥麥黃點黨齊齡龍"
-)
-
 # ----------------------------------------------------------------------------- canonical text
 _ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
 _CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
@@ -265,16 +258,18 @@ def _date_value(match: re.Match) -> _Value:
 @dataclass
 class _Passage:
     hit: EvidenceHit
-    shown: str  # canonical_text of the hit
-    text: str = ""  # the same, ASCII lower-cased: what is compared (same positions as `shown`)
+    shown: str  # canonical_text of the hit's text: what values and sentences are shown from
+    about: str  # title, section and text, canonical and lower-cased: what the passage is about
+    text: str = ""  # `shown` with ASCII lower-cased: what is compared (same positions as `shown`)
 
     def __post_init__(self) -> None:
         self.text = _ascii_lower(self.shown)
 
-    @cached_property
-    def about(self) -> str:
-        """Title, section and text: what the passage is about (a chunk may not repeat its title)."""
-        return _ascii_lower(canonical_text(f"{self.hit.title}\n{self.hit.section}\n", None)) + self.text
+    @classmethod
+    def of(cls, hit: EvidenceHit, lexicon: Lexicon | None) -> "_Passage":
+        shown = canonical_text(hit.text, lexicon)
+        heading = canonical_text(f"{hit.title}\n{hit.section}", lexicon)
+        return cls(hit, shown, _ascii_lower(f"{heading}\n{shown}"))
 
     def show(self, span: tuple[int, int]) -> str:
         return self.shown[span[0]:span[1]].strip()
@@ -347,6 +342,10 @@ class _Candidate:
     dimension: str
     sides: list[_Side] = field(default_factory=list)
 
+    @property
+    def product_id(self) -> str | None:
+        return self.sides[0].passage.hit.product_id
+
     def keys(self) -> set[str]:
         return {side.key for side in self.sides}
 
@@ -380,18 +379,18 @@ class _Question:
         return kinds or {"date", "number", "name"}  # 是什么 / 如何: any kind of value
 
     @cached_property
-    def _coverage_terms(self) -> list[tuple[str, list[str]]]:
+    def key_terms(self) -> list[tuple[str, list[str]]]:
         """Each longest term with the shorter terms inside it (立法会: 立法, 法会)."""
         longest = [t for t in self.terms if not any(t != o and t in o for o in self.terms)]
         return [(t, [o for o in self.terms if o != t and o in t]) for t in longest]
 
     def coverage(self, text: str) -> float:
         """Share of the question's terms in `text` (half credit for part of a long term)."""
-        if not self._coverage_terms:
+        if not self.key_terms:
             return 0.0
         score = sum(1.0 if term in text else 0.5 if any(p in text for p in parts) else 0.0
-                    for term, parts in self._coverage_terms)
-        return score / len(self._coverage_terms)
+                    for term, parts in self.key_terms)
+        return score / len(self.key_terms)
 
     def is_qualifier(self, value: _Value) -> bool:
         """A value that says *which* thing (a size, a model, a year when no date is asked, a kind
@@ -400,9 +399,21 @@ class _Question:
             return True
         return value.dimension == "年份" and "date" not in self.asks
 
+    @cached_property
+    def asked_dimension(self) -> str | None:
+        """The kind of amount the question names (几天 -> 天, 多少个 -> 数量, 多少钱 -> 元)."""
+        match = re.search(rf"(?:多少|几)\s*({_UNIT_PATTERN}|钱)", _ascii_lower(self.raw))
+        if match is None:
+            return None
+        unit = "元" if match.group(1) == "钱" else match.group(1)
+        canonical_unit = _UNITS[unit][0]
+        return "数量" if canonical_unit in _COUNTERS else canonical_unit
+
     def accepts_value(self, a: _Value, b: _Value) -> bool:
         if a.dimension != b.dimension and not (a.date and b.date):
             return False
+        if self.asked_dimension and a.dimension != self.asked_dimension:
+            return False  # asked how many stations, the slot says how many minutes
         if a.dimension in _DATE_DIMENSIONS and "date" in self.asks:
             return True
         return "number" in self.asks and a.dimension not in ("日期", "年份") or "name" in self.asks and a.dimension == "编码"
@@ -545,7 +556,21 @@ def _is_content(slot: _Slot, a: _Passage, b: _Passage) -> bool:
     clean_b = _NOT_WORD.sub("", b.text[slice(*slot.b_span)])
     if not clean_a or not clean_b or _is_subsequence(clean_a, clean_b) or _is_subsequence(clean_b, clean_a):
         return False  # an omission, an elaboration or punctuation: not a different value
-    return not _TRADITIONAL.intersection(clean_a + clean_b)
+    return not _has_traditional(clean_a + clean_b)  # 北青網 / 北青网: one name, two scripts
+
+
+def _has_traditional(text: str) -> bool:
+    """Whether text has Chinese characters outside GB2312, the simplified set: traditional
+    script (網, 運, 爾) or rare characters."""
+    return any(_CJK_CHAR.match(char) and not _in_gb2312(char) for char in text)
+
+
+def _in_gb2312(char: str) -> bool:
+    try:
+        char.encode("gb2312")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_name(text: str) -> bool:
@@ -557,8 +582,12 @@ def _is_name(text: str) -> bool:
     words = [w for w in jieba.posseg.lcut(clean) if w.word.strip()]
     if all(w.flag.startswith(("m", "q")) for w in words):
         return False
-    # Rare names fall apart into single characters of any tag; a longer word must be a noun.
-    return all(len(w.word) == 1 or w.flag.startswith(_NAME_POS) for w in words)
+    if len(words) == 1:  # one word: a noun or a name (not 举办, 以及, 近日, 于)
+        return words[0].flag.startswith(_NAME_POS)
+    # Rare names fall apart into single characters (是枝裕和), but never into particles or
+    # pronouns (的个人); a longer word must be a noun.
+    return all(w.flag.startswith(_NAME_POS) or (len(w.word) == 1 and not w.flag.startswith(("u", "y", "r")))
+               for w in words)
 
 
 def _omitted_items(slot: _Slot, a: _Passage, b: _Passage) -> tuple[str, ...]:
@@ -611,9 +640,15 @@ def _answer_slot(slots: list[_Slot], a: _Passage, b: _Passage, question: _Questi
         slot = typed[0]
         return slot if question.accepts_value(slot.value_a, slot.value_b) else None
     changed_names = {(_NOT_WORD.sub("", a.text[slice(*s.a_span)]), _NOT_WORD.sub("", b.text[slice(*s.b_span)])) for s in names}
-    if not typed and len(content) == len(names) and len(changed_names) == 1:
+    # A changed name counts only in an otherwise identical sentence: the counterfeit copy of a
+    # statement, not a caption that differs in who took the photo and who is in it.
+    others_tiny = all(max(s.a_span[1] - s.a_span[0], s.b_span[1] - s.b_span[0]) <= 2 for s in slots if s not in names)
+    if not typed and len(content) == len(names) and len(changed_names) == 1 and others_tiny:
         slot = names[0]
         side_a, side_b = a.text[slice(*slot.a_span)], b.text[slice(*slot.b_span)]
+        sentence_a, sentence_b = (p.text[slice(*p.sentence_at(span[0]))] for p, span in ((a, slot.a_span), (b, slot.b_span)))
+        if _has_traditional(sentence_a) != _has_traditional(sentence_b):
+            return None  # one sentence in traditional script: names differ in spelling, not in fact
         if question.names_term(side_a) or question.names_term(side_b):
             return None  # the question names one side: the other is about something else
         return slot if "name" in question.asks else None
@@ -715,12 +750,14 @@ def _version_candidate(a: _Passage, b: _Passage, entity: str, question: _Questio
     """The clause each version says about the question that the other version does not say."""
     sides = []
     for mine, other in ((a, b), (b, a)):
-        best, best_score = None, 1  # a clause must hold at least two question terms
+        best, best_score = None, 0.0
         for start, end in _clauses(mine):
             clause = mine.text[start:end].strip(" -\n")
             if not clause or clause in other.text:
                 continue
-            score = sum(term in clause for term in question.terms)
+            score = question.coverage(clause) * len(question.key_terms)
+            if score < MIN_VERSION_CLAUSE_TERMS:
+                continue
             if score > best_score:
                 best, best_score = (start, end), score
         if best is None:
@@ -769,7 +806,9 @@ def _claims(passage: _Passage, terms: list[str]) -> dict[str, dict[str, tuple[st
         before = passage.text[max(0, start - 6):start]
         if any(marker in before for marker in _QUOTED) or any(n in before[-3:] for n in _NEGATION):
             continue  # "不像宣传的真皮": quoted or denied, not asserted
-        if word not in terms and not _terms_near(passage.text, start, match.end(), terms, CLAIM_WINDOW):
+        # A material belongs to a part (鞋面, 内里): only one near what is asked counts. A
+        # property (防水) belongs to the product, whichever of its words the question used.
+        if word in MATERIALS and word not in terms and not _terms_near(passage.text, start, match.end(), terms, CLAIM_WINDOW):
             continue
         if word in MATERIALS:
             family, kind = MATERIALS[word]
@@ -812,7 +851,7 @@ def detect_conflicts(question: str, evidence: list[EvidenceHit], lexicon: Lexico
     asked = _Question.of(question, lexicon)
     if not asked.terms or len(evidence) < 2:
         return []
-    passages = [_Passage(hit, canonical_text(hit.text, lexicon)) for hit in _unique(evidence)]
+    passages = [_Passage.of(hit, lexicon) for hit in _unique(evidence)]
     candidates: list[_Candidate] = []
     aligned_docs: set[tuple[str, str]] = set()
     version_sections: dict[tuple[str, str], list[tuple[float, _Passage, _Passage, str]]] = {}
@@ -852,11 +891,12 @@ def _unique(evidence: list[EvidenceHit]) -> list[EvidenceHit]:
 
 
 def _merge(candidates: list[_Candidate]) -> list[_Candidate]:
-    """One conflict per (entity, kind of value) whose value sets overlap."""
+    """One conflict per kind of value whose value sets overlap, for one product (or, for
+    documents without products, for the question's topic however the pairs named it)."""
     merged: list[_Candidate] = []
     for candidate in candidates:
         for existing in merged:
-            if (existing.entity, existing.dimension) == (candidate.entity, candidate.dimension) and (
+            if (existing.product_id, existing.dimension) == (candidate.product_id, candidate.dimension) and (
                     existing.keys() & candidate.keys()):
                 existing.sides += candidate.sides
                 break
@@ -867,7 +907,9 @@ def _merge(candidates: list[_Candidate]) -> list[_Candidate]:
 
 def _rank(side: _Side) -> tuple:
     hit = side.passage.hit
-    return (hit.updated_at or "", AUTHORITY_RANK.get(hit.authority, 0), hit.score)
+    # Official before community whatever the dates (a newer review does not outrank the
+    # product page), then newest first (the 2026 policy before the 2024 one).
+    return (AUTHORITY_RANK.get(hit.authority, 0), hit.updated_at or "", hit.score)
 
 
 def _to_conflict(candidate: _Candidate) -> Conflict:

@@ -18,9 +18,13 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from knowledge.chunking import chunk_document
+from knowledge.embedders import make_embedder
 from knowledge.filters import SearchFilters, day_number
 from knowledge.ingest import Ingestor, embedding_text
 from knowledge.kb import Hit, KnowledgeBase
+from knowledge.lexicon import Lexicon
+from knowledge.loaders import load_path
 from knowledge.settings import Settings, get_settings
 
 MARKER = "dataset.json"  # written after a complete ingest; its presence means "reuse me"
@@ -144,6 +148,21 @@ def _first_docs(path: Path, max_docs: int, folder: Path) -> Path:
                 dst.write(line)
                 written += 1
     return target
+
+
+def missing_embeddings(corpus_paths: Sequence[Path | str], max_docs: int | None = None,
+                       settings: Settings | None = None) -> int:
+    """How many distinct chunk texts of these corpora the embedding cache lacks, i.e. what a
+    dataset_kb build would have to embed (a few per second on a CPU)."""
+    settings = settings or get_settings()
+    embedder = make_embedder(settings.embedder, settings.cache_dir, settings.embed_batch)
+    texts: list[str] = []
+    for path in corpus_paths:
+        docs, _, lexicon = load_path(Path(path))
+        for doc in docs[:max_docs] if max_docs else docs:
+            for chunk in chunk_document(doc, settings.chunk_size, settings.chunk_overlap):
+                texts.append(embedding_text(chunk, lexicon or Lexicon()))
+    return len(embedder.missing(texts))
 
 
 def kb_doc_ids(kb: KnowledgeBase) -> set[str]:

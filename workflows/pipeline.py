@@ -23,6 +23,7 @@ from agents.citations import normalize_citations
 from agents.inspector import InspectionReport, Inspector
 from agents.models import make_chat_model
 from agents.planner import RetrievalPlanner
+from agents.toolkit import build_toolkit
 from agents.prompts import load_prompt
 from knowledge.filters import SearchFilters, day_number
 from knowledge.kb import KnowledgeBase
@@ -41,6 +42,19 @@ from workflows.result import Citation, ConflictOut, PolicySummary, QAResult, fea
 
 class QuestionError(ValueError):
     """A question the pipeline will not take (empty, too long, not text); the message says why."""
+
+
+def validate_question(question: Any, max_chars: int) -> str:
+    """The question stripped; QuestionError when it is not text, empty, or longer than max_chars."""
+    if not isinstance(question, str):
+        raise QuestionError(f"the question must be text, got {type(question).__name__}")
+    question = question.strip()
+    if not question:
+        raise QuestionError("the question is empty: ask something, e.g. “XZ-3000 充电宝多少钱？”")
+    if len(question) > max_chars:
+        raise QuestionError(f"the question is {len(question)} characters long; the limit is {max_chars} "
+                            "(max_question_chars)")
+    return question
 
 
 class _Stopwatch:
@@ -81,6 +95,7 @@ class QAPipeline:
         if self.registry is None:
             self.registry = SkillRegistry.from_config()
         self.registry.check_health(SkillContext(self.kb, reranker=self.reranker))
+        self.toolkit_template = build_toolkit(self.registry, SkillContext(self.kb))
         self.inspector = Inspector(lexicon=self.lexicon)
         self.extractive = ExtractiveAnswerer(lexicon=self.lexicon, inspector=self.inspector)
         self.refusal_text = load_prompt("refusal").strip()
@@ -96,15 +111,7 @@ class QAPipeline:
         return self
 
     def validate(self, question: Any) -> str:
-        if not isinstance(question, str):
-            raise QuestionError(f"the question must be text, got {type(question).__name__}")
-        question = question.strip()
-        if not question:
-            raise QuestionError("the question is empty: ask something, e.g. “XZ-3000 充电宝多少钱？”")
-        if len(question) > self.config.max_question_chars:
-            raise QuestionError(f"the question is {len(question)} characters long; the limit is "
-                                f"{self.config.max_question_chars} (max_question_chars)")
-        return question
+        return validate_question(question, self.config.max_question_chars)
 
     # -- entry points ----------------------------------------------------------------------
     def run(self, question: str, session_entity: Entity | None = None,
@@ -131,7 +138,8 @@ class QAPipeline:
         pool = EvidencePool()
         planner = RetrievalPlanner(self.registry, SkillContext(self.kb, reranker=self.reranker), pool, tracker,
                                    decision, llm=self.planner_llm, formatter=self.planner_formatter,
-                                   retry=self.config.retry(), filters=search_filters)
+                                   retry=self.config.retry(), filters=search_filters,
+                                   toolkit_template=self.toolkit_template)
         outcome = await planner.run(_planner_message(question, features))
         clock.lap("planner")
         degradations = list(outcome.degradations)
@@ -187,7 +195,8 @@ class QAPipeline:
             hit.score = float(scores[i])
             hit.legs[RERANK_LEG] = LegScore(score=float(scores[i]), rank=rank)
             ranked.append(hit)
-        shown = EvidencePool.from_hits(ranked).top(self.config.evidence_top_n, self.config.evidence_max_chars)
+        varied = _at_most_per_doc(ranked, self.config.evidence_per_doc)
+        shown = EvidencePool.from_hits(varied).top(self.config.evidence_top_n, self.config.evidence_max_chars)
         return shown, float(max(scores)), problem
 
     async def _answer(self, result: QAResult, question: str, evidence: list[EvidenceHit], tracker: BudgetTracker,
@@ -260,6 +269,18 @@ def _as_filters(filters: SearchFilters | Mapping | None) -> SearchFilters | None
     except Exception as exc:
         raise QuestionError(f"invalid filters: {exc}") from None
     return None if parsed.is_empty() else parsed
+
+
+def _at_most_per_doc(hits: list[EvidenceHit], limit: int) -> list[EvidenceHit]:
+    """The best `limit` hits of each document, order kept: one product's SKU rows or one
+    policy's sections must not fill the evidence and push out a disagreeing source."""
+    seen: dict[str, int] = {}
+    kept = []
+    for hit in hits:
+        seen[hit.doc_id] = seen.get(hit.doc_id, 0) + 1
+        if seen[hit.doc_id] <= limit:
+            kept.append(hit)
+    return kept
 
 
 def _columns(chunks: list) -> dict[str, np.ndarray]:

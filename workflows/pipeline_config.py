@@ -36,7 +36,8 @@ class PipelineConfig(BaseModel):
     deadline_s: float = Field(60.0, gt=0)
     evidence_top_n: int = Field(6, ge=1)
     evidence_max_chars: int = Field(2400, ge=100)
-    refusal_threshold: float = Field(0.3, ge=0.0, le=1.0)
+    evidence_per_doc: int = Field(2, ge=1)
+    refusal_threshold: float = Field(0.1, ge=0.0, le=1.0)
     planner: str = "offline"
     answerer: str = "offline"
     reranker: str = "offline"

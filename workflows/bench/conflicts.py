@@ -24,7 +24,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-import numpy as np
 
 from knowledge.bm25 import BM25Index
 from knowledge.chunking import chunk_document
@@ -41,11 +40,15 @@ TITLE_WEIGHT = 0.5
 DEMO_DIR = Path(__file__).resolve().parents[2] / "knowledge" / "demo"
 
 
-def run_conflict_bench(datasets_dir: Path, demo_dir: Path | None = DEMO_DIR, limit: int | None = None) -> dict:
-    """Flag rates per dataset and question type. `limit` keeps the first N questions of each set."""
+def run_conflict_bench(datasets_dir: Path, demo_dir: Path | None = DEMO_DIR, limit: int | None = None,
+                       datasets: tuple[str, ...] = DATASETS) -> dict:
+    """Flag rates per dataset and question type; `limit` keeps the first N questions of each type.
+
+    {dataset: {"by_qtype": {qtype: {n, expect_conflict, flagged, rate, fake_in_conflict,
+    flagged_qids}}, "seconds", "rows": [per question: qid, qtype, flagged, conflicts]}}."""
     datasets_dir = Path(datasets_dir)
     report: dict = {}
-    for name in DATASETS:
+    for name in datasets:
         folder = datasets_dir / name
         if (folder / "questions.jsonl").exists():
             report[name] = _bench_dataset(folder, limit)

@@ -1,0 +1,85 @@
+"""Answerers: the LLM answerer's prompts, budget and failures; one call shape for both kinds."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agentscope.formatter import OpenAIChatFormatter
+
+from agents.answerer import ExtractiveAnswerer, LLMAnswerer, answer_prompt, generate
+from agents.inspector import Inspector
+from agents.offline_models import ScriptedModel
+from tools.base import EvidenceHit
+from workflows.budget import Budget, BudgetTracker, ModelFailure, RetryPolicy
+
+EVIDENCE = [
+    EvidenceHit(chunk_id="policy-returns-2026#无理由退换-0", doc_id="policy-returns-2026", score=0.9,
+                title="退换货政策（2026版）", doc_type="policy", source="店铺公告", updated_at="2026-06-01",
+                text="无理由退换：自签收次日起 15天无理由退换。"),
+    EvidenceHit(chunk_id="faq-015#body-0", doc_id="faq-015", score=0.5, title="可以无理由退货吗？",
+                doc_type="faq", source="常见问题", updated_at="2026-06-01",
+                text="自签收次日起 15天无理由退换，需保持商品原包装、吊牌完整。"),
+]
+QUESTION = "现在退货政策是几天？"
+RETRY = RetryPolicy(max_retries=1, backoff_s=0)
+
+
+def llm(script, stream=False) -> tuple[LLMAnswerer, ScriptedModel]:
+    model = ScriptedModel(script, stream=stream)
+    return LLMAnswerer(model, OpenAIChatFormatter(), RETRY), model
+
+
+def prompt_text(model: ScriptedModel, call: int = 0) -> str:
+    [message] = model.calls[call].messages
+    content = message["content"]
+    return content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
+
+
+def test_llm_answerer_sends_the_filled_prompt_and_returns_the_text():
+    answerer, model = llm(["  自签收次日起 15 天内可无理由退换【policy-returns-2026#无理由退换-0】。\n"])
+    tracker = BudgetTracker()
+    text = asyncio.run(answerer.run(QUESTION, EVIDENCE, budget=tracker))
+    assert text == "自签收次日起 15 天内可无理由退换【policy-returns-2026#无理由退换-0】。"
+    sent = prompt_text(model)
+    assert sent == answer_prompt(QUESTION, EVIDENCE)
+    assert "【policy-returns-2026#无理由退换-0】(policy, 2026-06-01, 店铺公告)" in sent and QUESTION in sent
+    assert "【审核意见】" not in sent and tracker.model_calls == 1 and model.calls[0].tools is None
+
+
+def test_a_retry_carries_the_inspectors_findings():
+    report = Inspector().run("退货期是 30 天【policy-returns-2026#无理由退换-0】。【made-up#id-9】", EVIDENCE)
+    assert not report.passed
+    answerer, model = llm(["自签收次日起 15天无理由退换【policy-returns-2026#无理由退换-0】。"])
+    asyncio.run(answerer.run(QUESTION, EVIDENCE, feedback=report))
+    sent = prompt_text(model)
+    assert "【审核意见】" in sent and "made-up#id-9" in sent and "30天" in sent
+
+
+def test_a_streamed_reply_is_collected():
+    answerer, _ = llm(["自签收次日起 15天无理由退换【faq-015#body-0】。"], stream=True)
+    assert asyncio.run(answerer.run(QUESTION, EVIDENCE)).endswith("【faq-015#body-0】。")
+
+
+def test_an_empty_reply_is_retried_then_fails():
+    answerer, model = llm(["", "  "])
+    with pytest.raises(ModelFailure, match="no text"):
+        asyncio.run(answerer.run(QUESTION, EVIDENCE))
+    assert len(model.calls) == 2
+
+
+def test_no_model_call_without_budget():
+    answerer, model = llm(["不会被调用"])
+    tracker = BudgetTracker(Budget(max_model_calls=0))
+    with pytest.raises(ModelFailure, match="model-call budget used up"):
+        asyncio.run(answerer.run(QUESTION, EVIDENCE, budget=tracker))
+    assert model.calls == []
+
+
+def test_generate_runs_either_kind_of_answerer():
+    extractive = asyncio.run(generate(ExtractiveAnswerer(), QUESTION, EVIDENCE))
+    assert "15" in extractive and "【" in extractive
+    answerer, _ = llm(["自签收次日起 15天无理由退换【faq-015#body-0】。"])
+    tracker = BudgetTracker()
+    assert asyncio.run(generate(answerer, QUESTION, EVIDENCE, budget=tracker)).endswith("】。")
+    assert tracker.model_calls == 1

@@ -1,0 +1,194 @@
+"""The retrieval planner: a real ReActAgent over the real skills of the demo KB, driven by the
+policy's plan (offline) or by a model that misbehaves; budgets hold whatever the model does."""
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+import pytest
+from agentscope.message import ToolUseBlock
+from agentscope.model import ChatResponse
+
+from agents.offline_models import FunctionModel
+from agents.planner import BUDGET_EXHAUSTED_TEXT, RetrievalPlanner, render_plan
+from agents.policy_planner_model import DONE_TEXT, PolicyPlannerModel, tool_results_seen
+from knowledge.filters import SearchFilters
+from tools.base import SkillContext
+from tools.registry import SkillRegistry
+from workflows.arms import PlannedCall, load_arms
+from workflows.budget import Budget, BudgetTracker, RetryPolicy
+from workflows.evidence import EvidencePool
+from workflows.policy import PolicyDecision, RulesPolicy
+from workflows.query_analysis import analyze
+
+NO_RETRY = RetryPolicy(max_retries=0, backoff_s=0)
+
+
+@pytest.fixture(scope="module")
+def registry() -> SkillRegistry:
+    registry = SkillRegistry.from_config(plugins=False)
+    for skill in registry.skills.values():  # a busy machine must not turn a slow call into a degraded one
+        skill.spec.timeout_s = 120
+    return registry
+
+
+def make_planner(registry, kb, question, llm=None, budget=None, filters=None, decision=None):
+    budget = budget or Budget()
+    tracker = BudgetTracker(budget)
+    decision = decision or RulesPolicy().choose(analyze(question, kb), budget.plan_budget())
+    planner = RetrievalPlanner(registry, SkillContext(kb), EvidencePool(), tracker, decision, llm=llm,
+                               retry=NO_RETRY, filters=filters)
+    return planner, tracker
+
+
+def run(planner, question):
+    return asyncio.run(planner.run(question))
+
+
+def test_offline_planner_plays_the_policy_plan_as_tool_calls(registry, demo_kb):
+    question = "XZ-3000 充电宝多少钱？"
+    planner, tracker = make_planner(registry, demo_kb, question)
+    plan = planner.decision.plan
+    assert [c.skill for c in plan] == ["product_lookup", "hybrid_search", "rerank"]
+
+    outcome = run(planner, question)
+
+    assert outcome.source == "offline" and outcome.reply == DONE_TEXT and not outcome.degradations
+    assert [(r.name, r.arguments, r.outcome) for r in planner.records] == [(c.skill, c.args, "ran") for c in plan]
+    assert tracker.used().tool_calls == len(plan)
+    found = {i for r in planner.records for i in r.hit_ids}
+    assert "sku-p-xz3000#sku-XZ3000-GRY" in found and found <= {h.chunk_id for h in planner.pool.hits()}
+    assert planner.ctx.pool.keys() == {h.chunk_id for h in planner.pool.hits()}  # rerank reads ctx.pool
+    assert planner.outputs["product_lookup"]["product_id"] == "p-xz3000"
+
+
+def test_a_bound_argument_is_filled_from_an_earlier_result(registry, demo_kb):
+    question = "我想问下那个充电宝能不能带上飞机啊"
+    features = analyze(question, demo_kb)
+    plan = load_arms()["rewrite_hybrid_rerank"].plan(features)
+    decision = PolicyDecision(arm="rewrite_hybrid_rerank", reason="测试", plan=plan)
+    planner, _ = make_planner(registry, demo_kb, question, decision=decision)
+
+    run(planner, question)
+
+    queries = planner.outputs["rewrite_query"]["queries"]
+    searches = [r for r in planner.records if r.name == "hybrid_search"]
+    assert searches[0].arguments["query"] == queries[0]
+    # queries[1] when rewrite made one; otherwise the template value, an identical call answered from cache
+    expected = queries[1] if len(queries) > 1 else plan[2].args["query"]
+    assert searches[1].arguments["query"] == expected
+
+
+def test_a_model_that_never_stops_calling_tools_stays_inside_every_budget(registry, demo_kb):
+    counter = itertools.count()
+    tools = ["hybrid_search", "keyword_search", "semantic_search"]
+
+    def greedy(messages, offered):  # two fresh calls in every reply, forever
+        return [{"name": tools[n % 3], "arguments": {"query": f"退货政策 {n}"}} for n in (next(counter), next(counter))]
+
+    model = FunctionModel(greedy)
+    budget = Budget(max_tool_calls=4, max_calls_per_tool=2)
+    planner, tracker = make_planner(registry, demo_kb, "退货政策是什么？", llm=model, budget=budget)
+
+    outcome = run(planner, "退货政策是什么？")
+
+    assert outcome.source == "llm" and not outcome.degradations
+    ran = [r for r in planner.records if r.outcome == "ran"]
+    assert len(ran) == 4 and tracker.tool_calls == 4
+    assert all(sum(r.name == tool for r in ran) <= 2 for tool in tools)
+    refused = [r for r in planner.records if r.outcome == "over_budget"]
+    assert refused and len(planner.records) == 2 * len(model.calls)
+    assert len(model.calls) == budget.max_tool_calls + 1  # max_iters; the closing summary is answered locally
+    told = [m["content"] for m in model.calls[-1].messages if m["role"] == "tool"]
+    assert any(BUDGET_EXHAUSTED_TEXT in str(content) for content in told)
+
+
+def test_an_identical_repeated_call_is_answered_from_cache(registry, demo_kb):
+    call = {"name": "keyword_search", "arguments": {"query": "发票怎么开", "top_k": 5}}
+    replies = iter([[call], [dict(call)], [call], "检索完成"])
+    model = FunctionModel(lambda messages, tools: next(replies))
+    planner, tracker = make_planner(registry, demo_kb, "发票怎么开？", llm=model)
+
+    run(planner, "发票怎么开？")
+
+    assert [r.outcome for r in planner.records] == ["ran", "cached", "cached"]
+    assert planner.records[1].hit_ids == planner.records[0].hit_ids != []
+    assert tracker.used().tool_calls == 1 and tracker.used().cached_calls == 2
+
+
+def test_an_unknown_tool_falls_back_to_the_offline_plan(registry, demo_kb):
+    model = FunctionModel(lambda messages, tools: [{"name": "web_search", "arguments": {"query": "退货"}}])
+    planner, _ = make_planner(registry, demo_kb, "退货政策是什么？", llm=model)
+
+    outcome = run(planner, "退货政策是什么？")
+
+    assert outcome.source == "offline"
+    assert "unknown tool 'web_search'" in outcome.degradations[0]
+    assert [r.name for r in planner.records] == [c.skill for c in planner.decision.plan]
+
+
+def test_a_malformed_tool_call_falls_back_to_the_offline_plan(registry, demo_kb):
+    # What AgentScope makes of arguments that are not JSON: the raw text, and {} as input.
+    broken = ChatResponse(content=[ToolUseBlock(type="tool_use", id="bad-1", name="hybrid_search", input={},
+                                                raw_input="这不是JSON {")])
+    model = FunctionModel(lambda messages, tools: broken)
+    planner, tracker = make_planner(registry, demo_kb, "退货政策是什么？", llm=model)
+
+    outcome = run(planner, "退货政策是什么？")
+
+    assert outcome.source == "offline" and "malformed tool call: hybrid_search" in outcome.degradations[0]
+    assert all(r.outcome == "ran" for r in planner.records)  # the broken call never ran
+    assert tracker.model_calls == 1
+
+
+def test_a_model_that_gathers_nothing_is_backed_by_the_offline_plan(registry, demo_kb):
+    model = FunctionModel(lambda messages, tools: "检索完成")
+    planner, _ = make_planner(registry, demo_kb, "发票怎么开？", llm=model)
+
+    outcome = run(planner, "发票怎么开？")
+
+    assert outcome.source == "offline" and outcome.degradations == [
+        "planner model gathered no evidence; offline plan used"]
+    assert len(model.calls) == 1 and len(planner.pool) > 0
+
+
+def test_caller_filters_override_the_models_arguments(registry, demo_kb):
+    replies = iter([[{"name": "keyword_search", "arguments": {"query": "退货 运费", "doc_type": "review"}}],
+                    "检索完成"])
+    model = FunctionModel(lambda messages, tools: next(replies))
+    planner, _ = make_planner(registry, demo_kb, "退货运费谁出？", llm=model,
+                              filters=SearchFilters(doc_type=["policy"]))
+
+    run(planner, "退货运费谁出？")
+
+    [record] = planner.records
+    assert record.arguments["doc_type"] == "policy" and record.hit_ids
+    assert {h.doc_type for h in planner.pool.hits()} == {"policy"}
+
+
+def test_policy_model_counts_tool_results_and_stops_with_text():
+    plan = [PlannedCall(skill="rewrite_query", args={"query": "q"}),
+            PlannedCall(skill="hybrid_search", args={"query": "q"}, bind={"query": "rewrite_query.queries[0]"})]
+    outputs: dict = {}
+    model = PolicyPlannerModel(plan, outputs)
+    tools = [{"type": "function", "function": {"name": name, "parameters": {}}} for name in ("rewrite_query", "hybrid_search")]
+    user = {"role": "user", "content": "q"}
+    tool_result = {"role": "tool", "tool_call_id": "x", "content": "…"}
+
+    first = asyncio.run(model([user], tools=tools))
+    assert first.content[0]["name"] == "rewrite_query"
+    outputs["rewrite_query"] = {"queries": ["改写后的检索式"]}
+    second = asyncio.run(model([user, tool_result], tools=tools))
+    assert second.content[0]["name"] == "hybrid_search" and second.content[0]["input"] == {"query": "改写后的检索式"}
+    done = asyncio.run(model([user, tool_result, tool_result], tools=tools))
+    assert done.content[0]["text"] == DONE_TEXT
+    # a skill the toolkit does not offer is skipped
+    only_search = asyncio.run(model([user], tools=tools[1:]))
+    assert only_search.content[0]["name"] == "hybrid_search"
+    assert tool_results_seen([user, tool_result, user, tool_result]) == 1
+
+
+def test_the_plan_is_rendered_for_the_llm_prompt():
+    text = render_plan([PlannedCall(skill="hybrid_search", args={"query": "XZ-3000", "top_k": 10},
+                                    bind={"query": "rewrite_query.queries[0]"})])
+    assert text == "1. hybrid_search(query='XZ-3000', top_k=10)  # query 取自 rewrite_query.queries[0]"

@@ -1,0 +1,180 @@
+"""detect_conflicts on hand-written Chinese evidence, on the demo KB's documents, and a small
+real-data check on rgb_zh (floors and ceilings set from the measured bench, minus a margin)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from knowledge.loaders import load_path
+from tools.base import EvidenceHit
+from workflows.bench.conflicts import evidence_for, run_conflict_bench
+from workflows.conflicts import canonical_text, detect_conflicts, parse_value
+
+DEMO_DIR = Path(__file__).resolve().parents[2] / "knowledge" / "demo"
+
+
+def hit(chunk_id: str, text: str, **fields) -> EvidenceHit:
+    fields.setdefault("doc_id", chunk_id.split("#")[0])
+    return EvidenceHit(chunk_id=chunk_id, text=text, score=fields.pop("score", 1.0), **fields)
+
+
+def policy(version: int, date: str, text: str, section: str = "无理由退换") -> EvidenceHit:
+    return hit(f"policy-returns-v{version}#{section}-0", f"{section}：{text}", title=f"退换货政策（{date[:4]}版）",
+               section=section, doc_type="policy", updated_at=date, version=version)
+
+
+# ----------------------------------------------------------------------------- conflicts found
+def test_two_policy_versions_give_one_conflict_newest_first():
+    evidence = [
+        policy(1, "2024-05-01", "自签收之日起 7天无理由退换。申请无理由退换的商品需保持原包装。"),
+        policy(2, "2026-06-01", "自签收次日起 15天无理由退换。申请无理由退换的商品需保持原包装。"),
+    ]
+    conflicts = detect_conflicts("现在买的东西几天之内可以无理由退换？", evidence)
+    assert len(conflicts) == 1
+    values = conflicts[0].values
+    assert [v.value for v in values] == ["15天", "7天"]
+    assert [v.chunk_id for v in values] == ["policy-returns-v2#无理由退换-0", "policy-returns-v1#无理由退换-0"]
+    assert values[0].updated_at == "2026-06-01" and "15天无理由退换" in values[0].sentence
+
+
+def test_versions_that_reword_a_rule_report_the_clauses_that_differ():
+    evidence = [
+        policy(1, "2024-05-01", "- 无理由退换产生的退货运费由买家承担；换货时，店铺承担寄出新商品的运费。", "运费说明"),
+        policy(2, "2026-06-01", "- 每笔订单均赠送退货运费险，无理由退货的运费由运费险赔付，超出部分由买家承担。", "运费说明"),
+    ]
+    conflicts = detect_conflicts("无理由退货的运费是谁承担？", evidence)
+    assert len(conflicts) == 1
+    first, second = conflicts[0].values
+    assert "运费险" in first.value and first.updated_at == "2026-06-01"
+    assert "买家承担" in second.value and second.updated_at == "2024-05-01"
+
+
+def test_review_contradicting_the_product_page_on_material_lists_official_first():
+    evidence = [
+        hit("rev-1#body-0", "收到后仔细看了鞋面，摸起来很硬，我觉得就是人造革，根本不像宣传的真皮。",
+            product_id="p-aj1", authority="community", doc_type="review", updated_at="2026-04-03"),
+        hit("prod-aj1#材质-0", "材质：\n- 鞋面：头层牛皮（全粒面）\n- 内里：透气网布与合成材料",
+            product_id="p-aj1", authority="official", doc_type="product", updated_at="2026-04-03"),
+    ]
+    conflicts = detect_conflicts("AJ1芝加哥的鞋面是真皮的吗？", evidence)
+    assert len(conflicts) == 1
+    assert conflicts[0].entity == "p-aj1"
+    assert [(v.value, v.authority) for v in conflicts[0].values] == [("头层牛皮", "official"), ("人造革", "community")]
+
+
+def test_review_saying_it_leaks_contradicts_a_waterproof_product_page():
+    evidence = [
+        hit("prod-fr#功能特点-0", "功能特点：- 防水：面料防水指数 20000mm，可应对暴雨和持续降雪。",
+            product_id="p-fr", doc_type="product", updated_at="2026-01-10"),
+        hit("rev-18#body-0", "宣传说防水，结果上周爬山遇到中雨，走了不到一个小时就湿透了，一下雨就渗水。",
+            product_id="p-fr", authority="community", doc_type="review", updated_at="2026-04-18"),
+    ]
+    conflicts = detect_conflicts("山野峰刃冲锋衣下雨天会渗水吗？", evidence)
+    assert [c.attribute for c in conflicts] == ["防水"]
+    assert {v.chunk_id for v in conflicts[0].values} == {"prod-fr#功能特点-0", "rev-18#body-0"}
+
+
+def test_a_counterfeit_copy_of_a_news_passage_conflicts_on_the_changed_number_and_name():
+    true_text = "第六届立法会共有70个议席，经2016年9月4日的选举产生。"
+    fake_text = "第六届立法会共有170个议席，经2016年9月4日的选举产生。"
+    conflicts = detect_conflicts("香港第六届立法会选举有多少个议席？",
+                                 [hit("news-1#body-0", true_text), hit("news-2#body-0", fake_text)])
+    assert len(conflicts) == 1 and {v.value for v in conflicts[0].values} == {"70个", "170个"}
+
+    conflicts = detect_conflicts("2019年军运会在哪个城市举办？", [
+        hit("news-3#body-0", "2019年军运会在中国武汉举办，这是中国首次承办世界军人运动会。"),
+        hit("news-4#body-0", "2019年军运会在中国成都举办，这是中国首次承办世界军人运动会。"),
+    ])
+    assert len(conflicts) == 1 and {v.value for v in conflicts[0].values} == {"武汉", "成都"}
+
+
+# ----------------------------------------------------------------------------- no conflict
+def test_different_products_with_different_prices_are_not_a_conflict():
+    evidence = [
+        hit("sku-xz2000#sku-1", "商品: 星择XZ-2000 充电宝；价格: 149.00元；库存: 12件", product_id="p-xz2000"),
+        hit("sku-xz3000#sku-1", "商品: 星择XZ-3000 充电宝；价格: 299.00元；库存: 12件", product_id="p-xz3000"),
+    ]
+    assert detect_conflicts("XZ-2000和XZ-3000两款充电宝各卖多少钱？", evidence) == []
+    # Without product ids the differing model code still says they are two things.
+    for item in evidence:
+        item.product_id = None
+    assert detect_conflicts("XZ-2000和XZ-3000两款充电宝各卖多少钱？", evidence) == []
+
+
+def test_size_table_rows_are_different_facts():
+    rows = ["尺码: 39；脚长(cm): 24.5", "尺码: 40；脚长(cm): 25.0", "尺码: 41；脚长(cm): 25.5"]
+    same_doc = [hit(f"prod-shoe#尺码表-r{i}-0", f"跑鞋 尺码表 — {row}", product_id="p-shoe") for i, row in enumerate(rows)]
+    assert detect_conflicts("这双跑鞋的脚长多少厘米？", same_doc) == []
+    two_docs = [hit("prod-shoe#尺码表-r0-0", f"跑鞋 尺码表 — {rows[0]}", product_id="p-shoe"),
+                hit("guide-shoe#尺码表-r1-0", f"跑鞋 尺码表 — {rows[1]}", product_id="p-shoe")]
+    assert detect_conflicts("这双跑鞋的脚长多少厘米？", two_docs) == []
+
+
+def test_a_price_and_its_discounted_price_in_one_chunk_are_not_a_conflict():
+    evidence = [hit("prod-tote#价格-0", "价格：原价 199 元，活动价 149 元。", product_id="p-tote"),
+                hit("faq-9#body-0", "托特包活动价 149 元，原价 199 元。", product_id="p-tote")]
+    assert detect_conflicts("托特包多少钱？", evidence) == []
+
+
+def test_the_same_value_written_differently_is_not_a_conflict():
+    evidence = [
+        hit("faq-1#body-0", "自签收次日起 15天内可以无理由退货。"),
+        hit("faq-2#body-0", "自签收次日起十五天内可以无理由退货。"),
+        hit("faq-3#body-0", "自签收次日起15 天内可以无理由退货。"),
+    ]
+    assert detect_conflicts("几天内可以无理由退货？", evidence) == []
+
+
+def test_a_difference_the_question_does_not_ask_about_is_ignored():
+    evidence = [
+        hit("faq-a#body-0", "无理由退货：签收后7天内可申请。\n退款时效：退款在1-3个工作日内原路退回。"),
+        hit("faq-b#body-0", "无理由退货：签收后15天内可申请。\n退款时效：退款在1-3个工作日内原路退回。"),
+    ]
+    assert detect_conflicts("退款多久能到账？", evidence) == []
+    conflicts = detect_conflicts("签收后多少天内可以申请无理由退货？", evidence)
+    assert len(conflicts) == 1 and {v.value for v in conflicts[0].values} == {"7天", "15天"}
+
+
+def test_one_name_in_two_scripts_is_not_a_conflict():
+    evidence = [hit("n-1#body-0", "张译王俊凯《重生之门》开机，据北青网报道，导演为杨冬。"),
+                hit("n-2#body-0", "张译王俊凯《重生之门》开机，据北青網报道，导演为杨冬。")]
+    assert detect_conflicts("《重生之门》的导演是谁？", evidence) == []
+
+
+# ----------------------------------------------------------------------------- canonical values
+@pytest.mark.parametrize(("left", "right"), [
+    ("15天", "十五天"), ("15 天", "15天"), ("1年", "12个月"), ("149.00元", "149元"), ("1周", "7天"),
+    ("12月20日", "2021年12月20日"), ("90个", "90名"), ("1051.41亿元", "1051.42亿元"),
+])
+def test_values_written_differently_are_the_same(left, right):
+    assert parse_value(canonical_text(left)).same_as(parse_value(canonical_text(right)))
+
+
+@pytest.mark.parametrize(("left", "right"), [
+    ("7天", "15天"), ("15天", "15个月"), ("2021年12月20日", "2021年12月19日"), ("70个", "170个"), ("3-5个工作日", "1-3个工作日"),
+])
+def test_different_values_differ(left, right):
+    assert not parse_value(canonical_text(left)).same_as(parse_value(canonical_text(right)))
+
+
+# ----------------------------------------------------------------------------- real data
+def test_demo_returns_policies_disagree_on_the_return_window():
+    documents, _, lexicon = load_path(DEMO_DIR)
+    by_id = {doc.doc_id: doc for doc in documents}
+    question = "现在买的东西几天之内可以无理由退换？"
+    evidence = evidence_for(question, [by_id["policy-returns-2024"], by_id["policy-returns-2026"]], lexicon)
+    conflicts = detect_conflicts(question, evidence, lexicon)
+    assert len(conflicts) == 1
+    assert [(v.value, v.chunk_id.split("#")[0]) for v in conflicts[0].values] == [
+        ("15天", "policy-returns-2026"), ("7天", "policy-returns-2024")]
+
+
+def test_rgb_zh_sample_flags_conflicts_and_little_else(datasets_dir):
+    # First 10 questions of each type: measured 9/10 conflicting flagged and 0/40 other questions.
+    report = run_conflict_bench(datasets_dir, demo_dir=None, limit=10, datasets=("rgb_zh",))["rgb_zh"]["by_qtype"]
+    assert report["conflicting_evidence"]["rate"] >= 0.7
+    others = [stats for qtype, stats in report.items() if not stats["expect_conflict"]]
+    assert sum(s["n"] for s in others) >= 30
+    assert sum(s["flagged"] for s in others) / sum(s["n"] for s in others) <= 0.1
+    assert report["conflicting_evidence"]["fake_in_conflict"] == report["conflicting_evidence"]["flagged"]

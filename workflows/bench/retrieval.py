@@ -1,0 +1,571 @@
+"""Retrieval benchmark on the dev half of ../shared/datasets: our skills against the baselines a
+user would otherwise pick, with an ablation of each idea and the latency of each leg.
+
+Sets: (a) cmrc2018_dev questions in one mixed KB of the cmrc2018_dev, baoxianzhidao and
+domainrag corpora (the other two are distractors); (b) baoxianzhidao `faq_description` (user
+paraphrases) against its corpus; (c) domainrag against its corpus.
+Legs: the real skills of tools/ (keyword_search, semantic_search, hybrid_search, hybrid 30 ->
+rerank) with the params of tools/skills.yaml, and the same skills with PROPOSED_PARAMS; then
+rank-bm25 BM25Okapi over the same jieba tokens, and AgentScope's SimpleKnowledge (dense).
+Every leg returns DEPTH chunks; scores are doc-level (workflows.metrics).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import tempfile
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from rank_bm25 import BM25Okapi
+
+from knowledge.chunking import chunk_document
+from knowledge.kb import KnowledgeBase
+from knowledge.loaders import load_path
+from tools.base import EvidenceHit, SkillContext, hits_from_chunks
+from tools.fusion import rrf_fuse
+from tools.registry import DEFAULT_CONFIG, read_config
+from tools.rerank import FEATURES, OfflineReranker, fit_offline_reranker, rerank, save_weights
+from tools.search import hybrid_search, keyword_search, semantic_search
+from workflows.bench.agentscope_baseline import AgentScopeBaseline
+from workflows.datasets import Question, dataset_kb, kb_doc_ids, load_questions, missing_embeddings, sample
+from workflows.metrics import latency_summary, ranked_doc_ids, retrieval_scores
+
+DEPTH = 30  # chunks per leg (= the hybrid candidates the reranker sees); docs come from these
+KS = (1, 5, 10)
+LEGS = ("bm25", "dense", "hybrid", "hybrid+rerank", "rank_bm25", "agentscope")
+PROPOSED_LEGS = ("bm25*", "hybrid*", "hybrid+rerank*")  # same skills, PROPOSED_PARAMS, CV reranker
+# Skill params this benchmark argues for (tools/skills.yaml is not this module's; see the report).
+PROPOSED_PARAMS = {
+    "keyword_search": {"title_weight": 2.0},
+    "hybrid_search": {"candidates": 30, "fusion": "rrf", "rrf_k": 60, "title_weight": 2.0},
+}
+SCALE_QUERIES = 100
+BENCH_DIR = Path.home() / ".cache" / "citescope" / "bench"
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    key: str
+    title: str
+    corpora: tuple[str, ...]  # dataset folders whose corpus.jsonl make the KB
+    questions: str  # dataset folder of questions.jsonl
+    qtypes: tuple[str, ...] | None = None
+
+
+SETS = (
+    EvalSet("a", "cmrc2018_dev in a mixed KB (cmrc2018_dev + baoxianzhidao + domainrag)",
+            ("cmrc2018_dev", "baoxianzhidao", "domainrag"), "cmrc2018_dev"),
+    EvalSet("b", "baoxianzhidao faq_description (user paraphrases)", ("baoxianzhidao",), "baoxianzhidao",
+            ("faq_description",)),
+    EvalSet("c", "domainrag (all question types)", ("domainrag",), "domainrag"),
+)
+
+
+def current_params() -> dict[str, dict]:
+    """Each skill's params as tools/skills.yaml sets them today."""
+    return {spec.name: dict(spec.params) for spec in read_config(DEFAULT_CONFIG)}
+
+
+def proposed_params() -> dict[str, dict]:
+    params = current_params()
+    for name, extra in PROPOSED_PARAMS.items():
+        params.setdefault(name, {}).update(extra)
+    return params
+
+
+def query_text(question: Question, with_history: bool) -> str:
+    """The question, optionally after the earlier turns' questions (a follow-up's context)."""
+    if with_history and question.history:
+        return " ".join([*(turn["question"] for turn in question.history), question.question])
+    return question.question
+
+
+def _docs(hits: Sequence[EvidenceHit]) -> list[str]:
+    return ranked_doc_ids(h.doc_id for h in hits)
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+class QueryMemo:
+    """A KB embedder stand-in that computes each query vector once (ablation reruns only; the
+    main legs are timed without it)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.memo: dict[str, np.ndarray] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        if text not in self.memo:
+            self.memo[text] = self.inner.embed_query(text)
+        return self.memo[text]
+
+
+@contextlib.contextmanager
+def memoized_queries(kb: KnowledgeBase):
+    inner = kb.embedder
+    kb.embedder = QueryMemo(inner)
+    try:
+        yield
+    finally:
+        kb.embedder = inner
+
+
+class LegRunner:
+    """Runs one leg for one query on one KB and says how long each step took."""
+
+    def __init__(self, kb: KnowledgeBase, folder: Path, legs: Sequence[str]):
+        self.kb = kb
+        self.current, self.proposed = current_params(), proposed_params()
+        self.reranker = OfflineReranker(kb)
+        self.rank_bm25: BM25Okapi | None = None
+        self.agentscope: AgentScopeBaseline | None = None
+        self._chunks = kb.all_chunks()
+        if "rank_bm25" in legs:
+            # Title + text tokens of the KB's own catalog: exactly what our BM25 indexes.
+            tokens = [title + body for _, _, body, title in kb.catalog.iter_chunks()]
+            self.rank_bm25 = BM25Okapi(tokens)
+        if "agentscope" in legs:
+            self.agentscope = AgentScopeBaseline(kb, folder / "agentscope").warm_up()
+        self._title_vectors: np.ndarray | None = None
+
+    def ctx(self, skill: str, params: dict, **extra) -> SkillContext:
+        return SkillContext(self.kb, {**params.get(skill, {}), **extra}, reranker=self.reranker)
+
+    def run(self, leg: str, query: str) -> tuple[list[str], dict[str, float]]:
+        """(ranked doc ids, {step: ms}) of one of LEGS."""
+        started = time.perf_counter()
+        if leg == "bm25":
+            docs = _docs(keyword_search(query, top_k=DEPTH, ctx=self.ctx("keyword_search", self.current)).hits)
+            return docs, {"bm25": _ms(started)}
+        if leg == "dense":
+            docs = _docs(semantic_search(query, top_k=DEPTH, ctx=self.ctx("semantic_search", self.current)).hits)
+            return docs, {"dense": _ms(started)}
+        if leg == "hybrid":
+            docs = _docs(hybrid_search(query, top_k=DEPTH, ctx=self.ctx("hybrid_search", self.current)).hits)
+            return docs, {"hybrid": _ms(started)}
+        if leg == "hybrid+rerank":
+            candidates, hybrid_ms = self.hybrid(query, self.current)
+            reranked, rerank_ms = self.rerank(query, candidates, self.current)
+            return _docs(reranked), {"hybrid": hybrid_ms, "rerank": rerank_ms}
+        if leg == "rank_bm25":
+            scores = self.rank_bm25.get_scores(self.kb.query_tokens(query))
+            top = [i for i in np.argsort(-scores, kind="stable")[:DEPTH] if scores[i] > 0]
+            return ranked_doc_ids(self._chunks[i].doc_id for i in top), {"rank_bm25": _ms(started)}
+        if leg == "agentscope":
+            docs = ranked_doc_ids(self.agentscope.retrieve_doc_ids(query, limit=DEPTH))
+            return docs, {"agentscope": _ms(started)}
+        raise ValueError(f"unknown leg {leg!r} (use {', '.join(LEGS)})")
+
+    def hybrid(self, query: str, params: dict, **extra) -> tuple[list[EvidenceHit], float]:
+        started = time.perf_counter()
+        hits = hybrid_search(query, top_k=DEPTH, ctx=self.ctx("hybrid_search", params, **extra)).hits
+        return hits, _ms(started)
+
+    def rerank(self, query: str, candidates: list[EvidenceHit], params: dict,
+               reranker: OfflineReranker | None = None) -> tuple[list[EvidenceHit], float]:
+        """The rerank skill over the candidates (with another reranker, e.g. refitted weights)."""
+        ctx = self.ctx("rerank", params)
+        if reranker is not None:
+            ctx.reranker = reranker
+        ctx.remember(candidates)
+        started = time.perf_counter()
+        hits = rerank(query, top_k=len(candidates) or 1, chunk_ids=[h.chunk_id for h in candidates], ctx=ctx).hits
+        return hits, _ms(started)
+
+    def title_dense(self, query: str) -> list[EvidenceHit]:
+        """Experimental leg (not a skill): cosine of the query and each chunk's *title* alone.
+        FAQ titles are the standard questions a paraphrase should match."""
+        if self._title_vectors is None:
+            titles = [c.title or c.text[:64] for c in self._chunks]
+            self._title_vectors = self.kb.embedder.embed_passages(titles)  # cached after the first run
+        vector = self.kb.embedder.embed_query(self.kb.lexicon.canonicalize(query))
+        scores = self._title_vectors @ vector
+        top = np.argsort(-scores, kind="stable")[:DEPTH]
+        return hits_from_chunks(self.kb, [(self._chunks[i].chunk_id, float(scores[i])) for i in top], "title_dense")
+
+    def close(self) -> None:
+        if self.agentscope is not None:
+            self.agentscope.close()
+
+
+# ----------------------------------------------------------------------------- one set
+
+
+def _set_questions(spec: EvalSet, datasets_dir: Path, kb: KnowledgeBase, limit: int | None, seed: int,
+                   sliced: bool) -> list[Question]:
+    questions = load_questions(datasets_dir / spec.questions / "questions.jsonl", qtypes=spec.qtypes)
+    if sliced:  # a development slice of the corpus: keep questions it can answer
+        present = kb_doc_ids(kb)
+        questions = [q for q in questions if present & set(q.gold_doc_ids)]
+    return sample(questions, limit, seed)
+
+
+def _scores(runs: list[tuple[list[str], list[str]]]) -> dict:
+    return retrieval_scores(runs, KS)
+
+
+def _ablation(runner: LegRunner, questions: list[Question], history: bool) -> dict:
+    """Each idea measured on its own against the current skill params (same questions)."""
+    current, proposed = runner.current, runner.proposed
+    gold = [q.gold_doc_ids for q in questions]
+    queries = [query_text(q, history) for q in questions]
+
+    def measure(ranker: Callable[[str], list[str]], texts: Sequence[str] = queries) -> dict:
+        return _scores([(ranker(t), g) for t, g in zip(texts, gold)])
+
+    def keyword(weight: float) -> Callable[[str], list[str]]:
+        return lambda t: _docs(keyword_search(t, top_k=DEPTH, ctx=runner.ctx("keyword_search", current,
+                                                                            title_weight=weight)).hits)
+
+    def hybrid(**extra) -> Callable[[str], list[str]]:
+        return lambda t: _docs(runner.hybrid(t, current, **extra)[0])
+
+    def with_title_leg(weights: dict | None, title_weight: float) -> Callable[[str], list[str]]:
+        def ranker(t: str) -> list[str]:
+            ctx = runner.ctx("hybrid_search", current, title_weight=title_weight)
+            legs = {"bm25": keyword_search(t, top_k=DEPTH, ctx=ctx).hits,
+                    "dense": semantic_search(t, top_k=DEPTH, ctx=ctx).hits,
+                    "title_dense": runner.title_dense(t)}
+            return _docs(rrf_fuse(legs, weights, k=int(ctx.config.get("rrf_k", 60)), top_k=DEPTH))
+        return ranker
+
+    variants: dict[str, Callable[[str], list[str]]] = {}
+    for weight in (0.0, 0.5, 1.0, 2.0, 4.0):
+        variants[f"bm25, title_weight={weight:g}"] = keyword(weight)
+    variants["hybrid (skills.yaml)"] = hybrid()
+    variants["hybrid, title_weight=2"] = hybrid(title_weight=2.0)
+    variants["hybrid, title_weight=2, rrf_k=20"] = hybrid(title_weight=2.0, rrf_k=20)
+    variants["hybrid, title_weight=2, rrf bm25:dense=2:1"] = hybrid(title_weight=2.0, weights={"bm25": 2, "dense": 1})
+    variants["hybrid, title_weight=2, rrf bm25:dense=1:2"] = hybrid(title_weight=2.0, weights={"bm25": 1, "dense": 2})
+    variants["hybrid, title_weight=2, weighted fusion"] = hybrid(title_weight=2.0, fusion="weighted")
+    variants["title-only dense (experimental leg)"] = lambda t: _docs(runner.title_dense(t))
+    variants["hybrid + title-dense leg, rrf 1:1:1, title_weight=2"] = with_title_leg(None, 2.0)
+    variants["hybrid + title-dense leg, rrf 2:1:2, title_weight=2"] = with_title_leg(
+        {"bm25": 2, "dense": 1, "title_dense": 2}, 2.0)
+    out = {name: measure(ranker) for name, ranker in variants.items()}
+    if any(q.history for q in questions):  # the other way round: what the history adds or costs
+        other = [query_text(q, not history) for q in questions]
+        label = "hybrid*, questions without history" if history else "hybrid*, earlier turns prepended"
+        out[label] = measure(lambda t: _docs(runner.hybrid(t, proposed)[0]), other)
+    return out
+
+
+def _rerank_examples(runner: LegRunner, questions: list[Question], history: bool) -> list[dict]:
+    """Per question: hybrid* candidates, their reranker features and labels (gold doc or not)."""
+    examples = []
+    for q in questions:
+        query = query_text(q, history)
+        candidates, _ = runner.hybrid(query, runner.proposed)
+        chunks = [runner.kb.get(h.chunk_id) for h in candidates]
+        features = runner.reranker.features(query, chunks)
+        labels = [int(c.doc_id in q.gold_doc_ids) for c in chunks]
+        examples.append({"qid": q.qid, "query": query, "candidates": candidates,
+                         "features": features.tolist(), "labels": labels})
+    return examples
+
+
+def fold_of(qid: str, folds: int = 2) -> int:
+    """Deterministic cross-validation fold of a question."""
+    return zlib.crc32(qid.encode("utf-8")) % folds
+
+
+# ----------------------------------------------------------------------------- the benchmark
+
+
+def run_retrieval_bench(datasets_dir: Path, limit: int | None = None, legs: Sequence[str] = LEGS, seed: int = 0,
+                        sets: Sequence[EvalSet] = SETS, max_docs: int | None = None, ablation: bool = True,
+                        history: bool = False, scale_sizes: Sequence[int] = (10_000, 100_000),
+                        kb_root: Path | None = None, allow_embedding: bool = False) -> dict:
+    """Recall@1/5/10, MRR@10 and latency per set and leg; with `ablation`, each idea on its own
+    and a 2-fold cross-validated reranker fit (pooled over the sets); latency at replicated KB sizes.
+
+    limit: questions per set (stratified by qtype, seed). max_docs: only the first N documents
+    of each corpus (development slices; questions without a gold doc inside are dropped).
+    history: prepend earlier turns to conversational questions, for every leg alike.
+    A set whose corpus is not fully in the embedding cache is skipped (building it would embed
+    the corpus, hours on a CPU) unless allow_embedding.
+    """
+    datasets_dir = Path(datasets_dir)
+    unknown = set(legs) - set(LEGS)
+    if unknown:
+        raise ValueError(f"unknown legs {sorted(unknown)} (use {', '.join(LEGS)})")
+    result: dict = {"config": {"depth": DEPTH, "limit": limit, "seed": seed, "max_docs": max_docs,
+                               "history": history, "legs": list(legs), "current_params": current_params(),
+                               "proposed_params": PROPOSED_PARAMS},
+                    "sets": {}, "skipped": {}}
+    active: dict[str, tuple[EvalSet, LegRunner, list[Question]]] = {}
+    runs: dict[str, dict[str, list]] = {}
+    examples: dict[str, list[dict]] = {}
+    with tempfile.TemporaryDirectory(prefix="citescope-retrieval-") as tmp:
+        try:
+            for spec in sets:
+                corpora = [datasets_dir / name / "corpus.jsonl" for name in spec.corpora]
+                missing = 0 if allow_embedding else missing_embeddings(corpora, max_docs)
+                if missing:
+                    result["skipped"][spec.key] = f"{missing} chunk texts of {', '.join(spec.corpora)} not embedded yet"
+                    continue
+                kb = dataset_kb(corpora, "+".join(spec.corpora), max_docs=max_docs, root=kb_root)
+                questions = _set_questions(spec, datasets_dir, kb, limit, seed, sliced=max_docs is not None)
+                runner = LegRunner(kb, Path(tmp) / spec.key, legs)
+                active[spec.key] = (spec, runner, questions)
+                runs[spec.key], latency = _run_set(runner, questions, legs, history)
+                result["sets"][spec.key] = {
+                    "title": spec.title, "n_questions": len(questions),
+                    "qtypes": {t: sum(q.qtype == t for q in questions) for t in sorted({q.qtype for q in questions})},
+                    "kb": {"corpora": list(spec.corpora), "chunks": len(kb), "docs": len(kb_doc_ids(kb)),
+                           "dir": str(kb.dir)},
+                    "latency_ms": latency,
+                }
+                if ablation:
+                    with memoized_queries(kb):
+                        result["sets"][spec.key]["ablation"] = _ablation(runner, questions, history)
+                        examples[spec.key] = _rerank_examples(runner, questions, history)
+            if examples:
+                fit = _cross_validated_rerank(active, examples, Path(tmp))
+                for key, set_runs in fit.pop("runs", {}).items():
+                    runs[key]["hybrid+rerank*"] = set_runs
+                result["rerank_fit"] = fit
+        finally:
+            for _, runner, _ in active.values():
+                runner.close()
+    for key, (_, _, questions) in active.items():
+        result["sets"][key].update(_summarise(questions, runs[key]))
+    if scale_sizes:
+        result["scale"] = run_scale_latency(datasets_dir, scale_sizes, seed, kb_root, allow_embedding)
+    result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
+                         "platform": platform.platform()}
+    return result
+
+
+def _run_set(runner: LegRunner, questions: list[Question], legs: Sequence[str],
+             history: bool) -> tuple[dict[str, list], dict]:
+    """Every leg on every question (legs interleaved per question, so load hits all alike)."""
+    runs: dict[str, list] = {leg: [] for leg in (*legs, "bm25*", "hybrid*")}
+    timings: dict[str, list[float]] = {}
+    for q in questions:
+        query = query_text(q, history)
+        for leg in legs:
+            docs, steps = runner.run(leg, query)
+            runs[leg].append((docs, q.gold_doc_ids))
+            for step, ms in steps.items():
+                timings.setdefault(step, []).append(ms)
+        # the same skills with the proposed params (hybrid+rerank* follows the reranker fit)
+        ctx = runner.ctx("keyword_search", runner.proposed)
+        runs["bm25*"].append((_docs(keyword_search(query, top_k=DEPTH, ctx=ctx).hits), q.gold_doc_ids))
+        runs["hybrid*"].append((_docs(runner.hybrid(query, runner.proposed)[0]), q.gold_doc_ids))
+    return runs, {step: latency_summary(values) for step, values in timings.items()}
+
+
+def _summarise(questions: list[Question], runs: dict[str, list]) -> dict:
+    out = {"legs": {leg: _scores(r) for leg, r in runs.items()}, "by_qtype": {}}
+    qtypes = sorted({q.qtype for q in questions})
+    if len(qtypes) > 1:
+        for qtype in qtypes:
+            index = [i for i, q in enumerate(questions) if q.qtype == qtype]
+            out["by_qtype"][qtype] = {leg: _scores([r[i] for i in index]) for leg, r in runs.items()}
+    return out
+
+
+def _cross_validated_rerank(active: dict, examples: dict[str, list[dict]], tmp: Path) -> dict:
+    """Fit the offline reranker's weights on one fold of every set's questions and rerank the
+    other fold with the real rerank skill using them (2 folds); then fit on all (the proposal)."""
+    pooled = [(e, fold_of(e["qid"])) for key in examples for e in examples[key]]
+    weight_files = {}
+    for fold in (0, 1):
+        rows = [(x, y) for e, f in pooled if f != fold for x, y in zip(e["features"], e["labels"])]
+        if len({y for _, y in rows}) < 2:
+            return {"skipped": "too few labelled candidates in a fold to fit"}
+        weight_files[fold] = tmp / f"rerank_fold{fold}.json"
+        save_weights(fit_offline_reranker(rows), weight_files[fold])
+    everything = fit_offline_reranker([(x, y) for e, _ in pooled for x, y in zip(e["features"], e["labels"])])
+    runs, latency = {}, {}
+    for key, (_, runner, questions) in active.items():
+        by_qid = {e["qid"]: e for e in examples[key]}
+        rerankers = {fold: OfflineReranker(runner.kb, path) for fold, path in weight_files.items()}
+        runs[key], timings = [], []
+        for q in questions:
+            e = by_qid[q.qid]
+            hits, ms = runner.rerank(e["query"], e["candidates"], runner.proposed, rerankers[fold_of(q.qid)])
+            runs[key].append((_docs(hits), q.gold_doc_ids))
+            timings.append(ms)
+        latency[key] = latency_summary(timings)
+    return {"folds": 2, "examples": sum(len(e["labels"]) for e, _ in pooled),
+            "positives": sum(sum(e["labels"]) for e, _ in pooled), "features": list(FEATURES),
+            "weights_all_dev": everything, "rerank_latency_ms": latency,
+            "runs": runs}
+
+
+# ----------------------------------------------------------------------------- latency at scale
+
+
+def scale_corpus(datasets_dir: Path, n_chunks: int, corpora: Sequence[str] = SETS[0].corpora,
+                 folder: Path = BENCH_DIR) -> Path:
+    """A corpus of about n_chunks chunks: the real documents of `corpora`, repeated under new doc
+    ids once they run out. Same texts -> every vector comes from the embedding cache."""
+    path = Path(folder) / f"scale-{'+'.join(corpora)}-{n_chunks}.jsonl"
+    if path.exists():
+        return path
+    from knowledge.settings import get_settings
+
+    settings = get_settings()
+    docs = [d for name in corpora for d in load_path(datasets_dir / name / "corpus.jsonl")[0]]
+    sizes = [len(chunk_document(d, settings.chunk_size, settings.chunk_overlap)) for d in docs]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    total, copy = 0, 0
+    with open(tmp, "w", encoding="utf-8") as out:
+        while total < n_chunks:
+            for doc, size in zip(docs, sizes):
+                doc_id = doc.doc_id if copy == 0 else f"{doc.doc_id}-copy{copy}"
+                out.write(json.dumps({"doc_id": doc_id, "title": doc.title, "text": doc.text,
+                                      "source": doc.source}, ensure_ascii=False) + "\n")
+                total += size
+                if total >= n_chunks:
+                    break
+            copy += 1
+    os.replace(tmp, path)
+    return path
+
+
+def run_scale_latency(datasets_dir: Path, sizes: Sequence[int], seed: int = 0, kb_root: Path | None = None,
+                      allow_embedding: bool = False, corpora: Sequence[str] = SETS[0].corpora,
+                      folder: Path = BENCH_DIR, n_queries: int = SCALE_QUERIES) -> dict:
+    """Per-query latency of the real skills (dense, BM25, hybrid, rerank of 30) on KBs of the
+    given sizes, built from replicated real documents; n_queries real questions of the sets."""
+    pool = [q for spec in SETS for q in load_questions(datasets_dir / spec.questions / "questions.jsonl",
+                                                       qtypes=spec.qtypes)]
+    queries = [q.question for q in sample(pool, n_queries, seed, stratify_by="qtype")]
+    out: dict = {}
+    for size in sizes:
+        corpus = scale_corpus(datasets_dir, size, corpora, folder)
+        missing = 0 if allow_embedding else missing_embeddings([corpus])
+        if missing:
+            out[size] = {"skipped": f"{missing} chunk texts not embedded yet"}
+            continue
+        kb = dataset_kb([corpus], f"scale-{size}", root=kb_root)
+        runner = LegRunner(kb, Path(tempfile.gettempdir()), legs=())
+        current = runner.current
+        timings: dict[str, list[float]] = {"dense": [], "bm25": [], "hybrid": [], "rerank": []}
+        runner.hybrid(queries[0], current)  # warm caches before timing
+        for query in queries:
+            for leg in ("dense", "bm25"):
+                timings[leg].append(runner.run(leg, query)[1][leg])
+            candidates, ms = runner.hybrid(query, current)
+            timings["hybrid"].append(ms)
+            timings["rerank"].append(runner.rerank(query, candidates, current)[1])
+        out[size] = {"chunks": len(kb), "queries": len(queries),
+                     **{step: latency_summary(values) for step, values in timings.items()}}
+        runner.close()
+        kb.close()
+    return out
+
+
+# ----------------------------------------------------------------------------- report
+
+TARGETS_R5 = {"a": 0.99, "b": 0.70, "c": 0.75}
+LEG_LABELS = {
+    "bm25": "bm25 (keyword_search)", "dense": "dense (semantic_search)", "hybrid": "hybrid (hybrid_search)",
+    "hybrid+rerank": "hybrid 30 → rerank", "rank_bm25": "baseline: rank-bm25 BM25Okapi",
+    "agentscope": "baseline: AgentScope SimpleKnowledge (Milvus Lite)",
+    "bm25*": "bm25, proposed params", "hybrid*": "hybrid, proposed params",
+    "hybrid+rerank*": "hybrid* 30 → rerank, weights fitted on the other fold",
+}
+
+
+def _fmt(value: float) -> str:
+    return "–" if value != value else f"{value:.3f}"
+
+
+def _ms_cell(summary: dict | None) -> str:
+    return "–" if not summary or not summary.get("n") else f"{summary['p50']:.1f} / {summary['p95']:.1f}"
+
+
+def _step_of(leg: str) -> str | None:
+    return {"bm25": "bm25", "dense": "dense", "hybrid": "hybrid", "hybrid+rerank": "rerank",
+            "rank_bm25": "rank_bm25", "agentscope": "agentscope"}.get(leg)
+
+
+def format_retrieval_report(result: dict) -> str:
+    """Markdown: per set, legs x (Recall@1/5/10, MRR@10, ms); qtype breakdown; ablation; reranker
+    fit; latency by KB size; targets."""
+    lines: list[str] = []
+    config = result["config"]
+    lines.append(f"Depth {config['depth']} chunks per leg, doc-level scores; limit {config['limit']}, "
+                 f"seed {config['seed']}, max_docs {config['max_docs']}, history {config['history']}.")
+    for key, why in result.get("skipped", {}).items():
+        lines.append(f"Set ({key}) skipped: {why}.")
+    for key, s in result["sets"].items():
+        kb = s["kb"]
+        lines += ["", f"### ({key}) {s['title']}",
+                  f"{s['n_questions']} questions {s['qtypes']}; KB {kb['docs']:,} docs / {kb['chunks']:,} chunks.", "",
+                  "| leg | R@1 | R@5 | R@10 | MRR@10 | ms p50 / p95 (rerank rows: the rerank step) |", "|---|---:|---:|---:|---:|---:|"]
+        for leg, sc in s["legs"].items():
+            step = _step_of(leg)
+            ms = _ms_cell(s["latency_ms"].get(step)) if step else "–"
+            if leg == "hybrid+rerank*":
+                ms = _ms_cell(result.get("rerank_fit", {}).get("rerank_latency_ms", {}).get(key))
+            lines.append(f"| {LEG_LABELS.get(leg, leg)} | {_fmt(sc['recall@1'])} | {_fmt(sc['recall@5'])} "
+                         f"| {_fmt(sc['recall@10'])} | {_fmt(sc['mrr@10'])} | {ms} |")
+        if s.get("by_qtype"):
+            legs = list(s["legs"])
+            lines += ["", "Recall@5 by question type:", "",
+                      "| qtype (n) | " + " | ".join(legs) + " |", "|---|" + "---:|" * len(legs)]
+            for qtype, per_leg in s["by_qtype"].items():
+                n = s["qtypes"].get(qtype, 0)
+                lines.append(f"| {qtype} ({n}) | " + " | ".join(_fmt(per_leg[leg]["recall@5"]) for leg in legs) + " |")
+    ablations = {key: s["ablation"] for key, s in result["sets"].items() if s.get("ablation")}
+    if ablations:
+        keys = list(ablations)
+        names = list(dict.fromkeys(n for a in ablations.values() for n in a))
+        lines += ["", "### Ablation (Recall@5 / MRR@10, same questions)", "",
+                  "| variant | " + " | ".join(f"({k})" for k in keys) + " |", "|---|" + "---:|" * len(keys)]
+        for name in names:
+            cells = [f"{_fmt(ablations[k][name]['recall@5'])} / {_fmt(ablations[k][name]['mrr@10'])}"
+                     if name in ablations[k] else "–" for k in keys]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    fit = result.get("rerank_fit")
+    if fit and "weights_all_dev" in fit:
+        weights = ", ".join(f"{k} {v:+.2f}" for k, v in fit["weights_all_dev"]["weights"].items())
+        lines += ["", f"Reranker refit: 2-fold by question (crc32 of qid), pooled over the sets, "
+                      f"{fit['examples']:,} candidates ({fit['positives']:,} from a gold doc). Weights fitted on all "
+                      f"dev questions: intercept {fit['weights_all_dev']['intercept']:+.2f}, {weights}."]
+    elif fit:
+        lines += ["", f"Reranker refit skipped: {fit.get('skipped')}."]
+    scale = result.get("scale")
+    if scale:
+        lines += ["", "### Latency by KB size (ms p50 / p95, real skills, replicated real documents)", "",
+                  "| chunks | dense (semantic_search) | bm25 (keyword_search) | hybrid_search | rerank 30 |",
+                  "|---:|---:|---:|---:|---:|"]
+        for size, row in scale.items():
+            if "skipped" in row:
+                lines.append(f"| {int(size):,} | skipped: {row['skipped']} | | | |")
+            else:
+                lines.append(f"| {row['chunks']:,} | {_ms_cell(row['dense'])} | {_ms_cell(row['bm25'])} "
+                             f"| {_ms_cell(row['hybrid'])} | {_ms_cell(row['rerank'])} |")
+    lines += ["", "### Targets (Recall@5)", "", "| set | target | hybrid+rerank | hybrid+rerank* | best single leg "
+              "| AgentScope | met |", "|---|---:|---:|---:|---:|---:|---|"]
+    for key, s in result["sets"].items():
+        legs = s["legs"]
+        r5 = {leg: sc["recall@5"] for leg, sc in legs.items()}
+        best_single = max((leg for leg in ("bm25", "dense", "bm25*") if leg in r5), key=r5.get, default=None)
+        ours = r5.get("hybrid+rerank*", r5.get("hybrid+rerank", float("nan")))
+        target = TARGETS_R5.get(key)
+        met = (target is not None and ours >= target and (best_single is None or ours > r5[best_single])
+               and ours > r5.get("agentscope", -1.0))
+        lines.append(f"| ({key}) | {target if target is not None else '–'} | {_fmt(r5.get('hybrid+rerank', float('nan')))} "
+                     f"| {_fmt(r5.get('hybrid+rerank*', float('nan')))} "
+                     f"| {_fmt(r5[best_single]) + ' ' + best_single if best_single else '–'} "
+                     f"| {_fmt(r5.get('agentscope', float('nan')))} | {'yes' if met else 'no'} |")
+    return "\n".join(lines)
