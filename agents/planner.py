@@ -97,17 +97,19 @@ def check_tool_calls(response: ChatResponse, tools: list[dict]) -> None:
 class BudgetedPlannerModel(ChatModelBase):
     """An LLM behind the planner's budget: counted, timed out, retried, tool calls checked."""
 
-    def __init__(self, model: ChatModelBase, tracker: BudgetTracker, retry: RetryPolicy):
+    def __init__(self, model: ChatModelBase, tracker: BudgetTracker, retry: RetryPolicy, reserve: int = 0):
+        """reserve: model calls left for later stages (the answerer); the planner stops before them."""
         super().__init__(model.model_name, stream=False)  # collects a streamed reply itself
         self.model = model
         self.tracker = tracker
         self.retry = retry
+        self.reserve = reserve
 
     async def __call__(self, messages: list[dict], tools: list[dict] | None = None,
                        tool_choice: str | None = None, **kwargs: Any) -> ChatResponse:
         if not tools:  # ReActAgent's summary after max_iters: nothing the pipeline reads
             return ChatResponse(content=[TextBlock(type="text", text=DONE_TEXT)])
-        if self.tracker.model_calls >= self.tracker.budget.max_model_calls:
+        if self.tracker.model_calls >= self.tracker.budget.max_model_calls - self.reserve:
             return ChatResponse(content=[TextBlock(type="text", text=DONE_TEXT)])  # the cap did its job
         return await budgeted_model_call(
             self.model, messages, self.tracker, self.retry,
@@ -123,9 +125,12 @@ class RetrievalPlanner:
     def __init__(self, registry: SkillRegistry, ctx: SkillContext, pool: EvidencePool, tracker: BudgetTracker,
                  decision: PolicyDecision, llm: ChatModelBase | None = None,
                  formatter: FormatterBase | None = None, retry: RetryPolicy | None = None,
-                 filters: SearchFilters | None = None, toolkit_template: Toolkit | None = None):
+                 filters: SearchFilters | None = None, toolkit_template: Toolkit | None = None,
+                 reserve_model_calls: int = 0):
         """toolkit_template: build_toolkit(registry, any ctx) made once and shared across questions
-        (only its schemas are used); None builds one for this question."""
+        (only its schemas are used); None builds one for this question. reserve_model_calls: model
+        calls the planner leaves for the answerer."""
+        self.reserve_model_calls = reserve_model_calls
         self.registry = registry
         self.toolkit_template = toolkit_template
         self.ctx = ctx
@@ -172,7 +177,7 @@ class RetrievalPlanner:
     async def run(self, question: str) -> PlannerOutcome:
         """Gather evidence for the question; never raises for a model failure."""
         if self.llm is not None:
-            model = BudgetedPlannerModel(self.llm, self.tracker, self.retry)
+            model = BudgetedPlannerModel(self.llm, self.tracker, self.retry, self.reserve_model_calls)
             try:
                 reply = await self.build_agent(model, self.formatter)(Msg("user", question, "user"))
             except Exception as exc:  # ModelFailure, or anything else the LLM path broke on

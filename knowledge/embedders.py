@@ -171,6 +171,7 @@ class CachedEmbedder:
         self.inner = inner
         self.cache = cache
         self.batch_size = batch_size
+        self._recent_queries: dict[str, np.ndarray] = {}
 
     @property
     def name(self) -> str:
@@ -208,7 +209,16 @@ class CachedEmbedder:
         return np.stack([cached[EmbeddingCache.key(t)] for t in texts])
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.inner.embed_query(text)
+        # One question is embedded by several skills (dense leg, rerank, final rerank): ~40 ms
+        # each on this machine, so remember recent queries.
+        vector = self._recent_queries.get(text)
+        if vector is None:
+            vector = self.inner.embed_query(text)
+            vector.setflags(write=False)
+            if len(self._recent_queries) >= 1024:
+                self._recent_queries.pop(next(iter(self._recent_queries)))
+            self._recent_queries[text] = vector
+        return vector
 
 
 def make_embedder(spec: str, cache_dir: Path, batch_size: int = 16) -> CachedEmbedder:

@@ -125,6 +125,8 @@ def ask(
     answerer: str = typer.Option(None, "--answerer", help="answerer model (same forms as --planner)"),
 ) -> None:
     """Answer one question from a KB: the cited answer and its numbered sources."""
+    from rich.markup import escape
+
     from workflows.pipeline import QAPipeline, QuestionError, validate_question
     from workflows.pipeline_config import PipelineConfig, PipelineConfigError
 
@@ -132,13 +134,13 @@ def ask(
         config = PipelineConfig.load(kb, planner=planner, answerer=answerer)
         question = validate_question(question, config.max_question_chars)
     except (PipelineConfigError, QuestionError) as exc:
-        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
     base = open_kb(kb)
     try:
         pipeline = QAPipeline(base, config).warm_up()
     except (RuntimeError, ValueError) as exc:  # e.g. a model spec whose API key is not set
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         base.close()
         raise typer.Exit(2) from exc
     result = pipeline.run(question)

@@ -262,7 +262,13 @@ class ExperienceLearner:
         self._version = 0
         self._lock = threading.RLock()
 
+    @classmethod
+    def for_kb(cls, kb_dir: Path | str, policy: LinUCBPolicy | None = None) -> "ExperienceLearner":
+        """The learner of one KB: its store is `<kb_dir>/experience.sqlite`."""
+        return cls(ExperienceStore.for_kb(kb_dir), policy)
+
     def warm_up(self) -> "ExperienceLearner":
+        """Load the learned state (the policy starts from the rules when there is none)."""
         self._sync()
         return self
 

@@ -139,7 +139,8 @@ class QAPipeline:
         planner = RetrievalPlanner(self.registry, SkillContext(self.kb, reranker=self.reranker), pool, tracker,
                                    decision, llm=self.planner_llm, formatter=self.planner_formatter,
                                    retry=self.config.retry(), filters=search_filters,
-                                   toolkit_template=self.toolkit_template)
+                                   toolkit_template=self.toolkit_template,
+                                   reserve_model_calls=self._answerer_model_calls())
         outcome = await planner.run(_planner_message(question, features))
         clock.lap("planner")
         degradations = list(outcome.degradations)
@@ -241,6 +242,10 @@ class QAPipeline:
         result.answer = normalize_citations(text, known_ids=by_id.keys()).strip()
         result.citations = [Citation.of(by_id[i]) for i in report.cited_ids]
         result.answer_source = source
+
+    def _answerer_model_calls(self) -> int:
+        """What an LLM answerer may need: an answer and one regeneration, each with its retries."""
+        return 2 * (1 + self.config.max_retries) if isinstance(self.answerer, LLMAnswerer) else 0
 
     def _is_refusal(self, text: str, report: InspectionReport) -> bool:
         return not report.cited_ids and (text.strip() == self.refusal_text or self.refusal_text in text)

@@ -32,12 +32,12 @@ def registry() -> SkillRegistry:
     return registry
 
 
-def make_planner(registry, kb, question, llm=None, budget=None, filters=None, decision=None):
+def make_planner(registry, kb, question, llm=None, budget=None, filters=None, decision=None, reserve=0):
     budget = budget or Budget()
     tracker = BudgetTracker(budget)
     decision = decision or RulesPolicy().choose(analyze(question, kb), budget.plan_budget())
     planner = RetrievalPlanner(registry, SkillContext(kb), EvidencePool(), tracker, decision, llm=llm,
-                               retry=NO_RETRY, filters=filters)
+                               retry=NO_RETRY, filters=filters, reserve_model_calls=reserve)
     return planner, tracker
 
 
@@ -101,6 +101,18 @@ def test_a_model_that_never_stops_calling_tools_stays_inside_every_budget(regist
     assert len(model.calls) == budget.max_tool_calls + 1  # max_iters; the closing summary is answered locally
     told = [m["content"] for m in model.calls[-1].messages if m["role"] == "tool"]
     assert any(BUDGET_EXHAUSTED_TEXT in str(content) for content in told)
+
+
+def test_the_planner_leaves_the_reserved_model_calls_to_the_answerer(registry, demo_kb):
+    counter = itertools.count()
+    model = FunctionModel(lambda messages, tools: [{"name": "keyword_search", "arguments": {"query": f"发票 {next(counter)}"}}])
+    planner, tracker = make_planner(registry, demo_kb, "发票怎么开？", llm=model, budget=Budget(max_model_calls=3),
+                                    reserve=1)
+
+    outcome = run(planner, "发票怎么开？")
+
+    assert outcome.source == "llm" and len(model.calls) == tracker.model_calls == 2
+    assert [r.outcome for r in planner.records] == ["ran", "ran"]
 
 
 def test_an_identical_repeated_call_is_answered_from_cache(registry, demo_kb):

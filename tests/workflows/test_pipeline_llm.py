@@ -38,10 +38,10 @@ def make_pipeline(kb, registry, server, planner=False, answerer=False, **overrid
     return QAPipeline(kb, config, registry=registry).warm_up()
 
 
-def prompt_of(request) -> str:
+def prompt_text(body: dict) -> str:
     """All text the client sent in one chat request."""
     parts = []
-    for message in request.body["messages"]:
+    for message in body["messages"]:
         content = message.get("content")
         parts += [content] if isinstance(content, str) else [p.get("text", "") for p in content or []]
     return "\n".join(parts)
@@ -49,13 +49,8 @@ def prompt_of(request) -> str:
 
 def valid_price_answer(body: dict) -> dict:
     """A correct answer built from the evidence the server was shown (whatever its order)."""
-    chunk_id, price = _SKU_LINE.search(prompt_of_body(body)).groups()
+    chunk_id, price = _SKU_LINE.search(prompt_text(body)).groups()
     return {"content": f"星择 XZ-3000 充电宝的价格是 {price}元【{chunk_id}】。"}
-
-
-def prompt_of_body(body: dict) -> str:
-    return "\n".join(m["content"] if isinstance(m["content"], str) else "".join(p.get("text", "") for p in m["content"])
-                     for m in body["messages"])
 
 
 def test_llm_planner_tool_calls_run_through_the_budgeted_toolkit(demo_kb, registry, server):
@@ -75,8 +70,8 @@ def test_llm_planner_tool_calls_run_through_the_budgeted_toolkit(demo_kb, regist
     assert result.budget.model_calls == 3 and result.models["planner"] == "test"
     first = server.chat_requests()[0].body
     assert first["stream"] is True and "rerank" in {t["function"]["name"] for t in first["tools"]}
-    assert "【建议计划】" in prompt_of_body(first) and "product_lookup(product='p-xz3000')" in prompt_of_body(first)
-    later = prompt_of(server.chat_requests()[2])
+    assert "【建议计划】" in prompt_text(first) and "product_lookup(product='p-xz3000')" in prompt_text(first)
+    later = prompt_text(server.chat_requests()[2].body)
     assert "星择 XZ-3000" in later  # the model saw the tool results
 
 
@@ -89,8 +84,8 @@ def test_an_invented_citation_is_rejected_and_the_regeneration_passes(demo_kb, r
     assert [c.id for c in result.citations] == re.findall(r"【([^】]+)】", result.answer)
     assert set(result.evidence_ids) >= {c.id for c in result.citations}
     first, retry = server.chat_requests()
-    assert "【审核意见】" not in prompt_of(first)
-    assert "【审核意见】" in prompt_of(retry) and "sku-p-xz3000#sku-XZ3000-GOLD" in prompt_of(retry)
+    assert "【审核意见】" not in prompt_text(first.body)
+    assert "【审核意见】" in prompt_text(retry.body) and "sku-p-xz3000#sku-XZ3000-GOLD" in prompt_text(retry.body)
     assert result.budget.model_calls == 2
 
 

@@ -45,7 +45,7 @@ from workflows.bandit import LinUCBPolicy
 from workflows.budget import Budget, BudgetTracker
 from workflows.datasets import Question, dataset_kb, load_questions
 from workflows.evidence import EvidencePool
-from workflows.metrics import ranked_doc_ids, recall_at_k
+from workflows.metrics import ranked_doc_ids
 from workflows.policy import PolicyDecision, RulesPolicy
 from workflows.query_analysis import Entity, QueryAnalyzer, QueryFeatures
 
@@ -54,6 +54,7 @@ DEMO_DIR = REPO / "knowledge" / "demo"
 DEFAULT_PLOT = REPO / "docs" / "strategy_learning.png"
 TOP_DOCS = 5
 BX_STEP = 500  # slice sizes move in steps, so a growing embedding cache does not rebuild the KB every run
+TABLE_FORMAT = 2  # bump when RewardRow changes: cached tables of another format are not read
 POLICIES = ("rules", "bandit", "oracle_per_intent", "random")
 
 
@@ -66,6 +67,14 @@ class RewardRow(BaseModel):
     question: str
     features: QueryFeatures
     rewards: dict[str, float | None]
+    gold_ranks: dict[str, int | None] = {}  # rank of the first gold doc in the arm's evidence (None: absent)
+
+    def graded(self) -> "RewardRow":
+        """The same row with reward = 1 / rank of the first gold doc within the top 5 (MRR@5)."""
+        rewards = {arm: None if self.rewards[arm] is None else
+                   (1.0 / rank if (rank := self.gold_ranks.get(arm)) and rank <= TOP_DOCS else 0.0)
+                   for arm in self.rewards}
+        return self.model_copy(update={"rewards": rewards})
 
     @property
     def group(self) -> tuple[str, str]:
@@ -128,7 +137,8 @@ def simulation_sources(datasets_dir: Path, bx_titles: int = 150, bx_docs: int | 
 def _table_key(sources, arms_path: Path, budget: Budget) -> str:
     parts = [[name, kb.dir.name, [q.qid for q in questions]] for name, kb, questions in sources]
     files = [arms_path, REPO / "tools" / "skills.yaml", REPO / "tools" / "rerank_weights.json"]
-    raw = json.dumps([parts, [p.read_text(encoding="utf-8") for p in files], budget.model_dump()], ensure_ascii=False)
+    raw = json.dumps([TABLE_FORMAT, parts, [p.read_text(encoding="utf-8") for p in files], budget.model_dump()],
+                     ensure_ascii=False)
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:12]
 
 
@@ -177,11 +187,12 @@ async def _run_arms(name: str, kb: KnowledgeBase, questions: list[Question], arm
         if question.session:
             carried[question.session] = features.product or carried.get(question.session)
         outcomes: dict[str, float | None] = {}
-        by_plan: dict[str, float] = {}  # arms with identical plans share one run
+        ranks: dict[str, int | None] = {}
+        by_plan: dict[str, int | None] = {}  # arms with identical plans share one run
         for arm_name, arm in arms.items():
             plan = arm.plan(features, plan_budget.max_calls, plan_budget.max_per_tool)
             if not plan:
-                outcomes[arm_name] = None
+                outcomes[arm_name] = ranks[arm_name] = None
                 continue
             key = json.dumps([c.model_dump() for c in plan], ensure_ascii=False, sort_keys=True)
             if key not in by_plan:
@@ -191,10 +202,12 @@ async def _run_arms(name: str, kb: KnowledgeBase, questions: list[Question], arm
                                            BudgetTracker(budget), decision)
                 await planner.run(question.question)
                 docs = ranked_doc_ids(hit.doc_id for hit in pool.hits())
-                by_plan[key] = recall_at_k(docs, question.gold_doc_ids, TOP_DOCS)
-            outcomes[arm_name] = by_plan[key]
+                gold = set(question.gold_doc_ids)
+                by_plan[key] = next((rank for rank, doc in enumerate(docs, start=1) if doc in gold), None)
+            ranks[arm_name] = by_plan[key]
+            outcomes[arm_name] = 1.0 if by_plan[key] is not None and by_plan[key] <= TOP_DOCS else 0.0
         rows.append(RewardRow(qid=question.qid, kb=name, qtype=question.qtype, question=question.question,
-                              features=features, rewards=outcomes))
+                              features=features, rewards=outcomes, gold_ranks=ranks))
         if number % 25 == 0 or number == len(questions):
             progress(f"{name}: {number}/{len(questions)} questions")
     return rows
