@@ -101,17 +101,31 @@ def show_evidence(base: KnowledgeBase, query: str, k: int) -> None:
     console.print(table)
 
 
+DEMO_QUESTIONS = (
+    "AJ1 Retro 的鞋面是真皮吗？",  # a review contradicts the product page: disclosed
+    "星择 XZ-3000 充电宝多少钱？有货吗？",  # numbers from the SKU table, not prose
+    "现在买的东西几天之内可以无理由退换？",  # an old and a new policy version disagree
+    "你们支持货到付款吗？",  # not in the KB: refused, not guessed
+)
+
+
 @app.command()
 def demo(kb: Path = KbOption) -> None:
-    """Ingest the built-in demo KB and answer a few sample questions."""
+    """Ingest the built-in demo KB and answer a few sample questions with citations."""
     from knowledge.ingest import Ingestor
+    from workflows.pipeline import QAPipeline
+    from workflows.pipeline_config import PipelineConfig
 
     base = open_kb(kb, create=True)
     summary = Ingestor(base).run([DEMO_DIR])
     console.print(f"[bold]demo KB[/bold] {kb}: {summary.documents} documents, {len(base)} chunks "
                   f"({summary.added} added, {summary.skipped} unchanged, {summary.embedded} embedded, {summary.seconds}s)")
-    for question in ("AJ1 的鞋面是什么材质？", "XZ-3000 充电宝多少钱？", "现在退货政策是几天？"):
-        show_evidence(base, question, 3)
+    pipeline = QAPipeline(base, PipelineConfig.load(kb)).warm_up()
+    for question in DEMO_QUESTIONS:
+        result = pipeline.run(question)
+        flags = [f for f, on in (("refused", result.refused), ("conflict disclosed", bool(result.conflicts))) if on]
+        console.rule(f"[bold]{question}[/bold]" + (f"  ({', '.join(flags)})" if flags else ""))
+        print(result.render_text())
     base.close()
 
 
@@ -123,6 +137,8 @@ def ask(
     planner: str = typer.Option(None, "--planner", help="planner model: offline | dashscope:qwen-plus | "
                                 "openai:gpt-4o-mini | compatible:<model>@<base_url>"),
     answerer: str = typer.Option(None, "--answerer", help="answerer model (same forms as --planner)"),
+    session: str = typer.Option(None, "--session", help="continue (or start) this conversation: follow-ups, "
+                                "clarifying questions and the carried product use its history"),
 ) -> None:
     """Answer one question from a KB: the cited answer and its numbered sources."""
     from rich.markup import escape
@@ -136,6 +152,16 @@ def ask(
     except (PipelineConfigError, QuestionError) as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
+    if session is not None:
+        assistant = open_assistant(kb, config)
+        try:
+            result = assistant.ask_sync(question, session)
+        finally:
+            assistant.close()
+        print(result.model_dump_json(indent=2) if as_json else result.render_text())
+        if not as_json:
+            err.print(f"[dim]session {escape(session)} · trace {result.trace_id}[/dim]", highlight=False)
+        return
     base = open_kb(kb)
     try:
         pipeline = QAPipeline(base, config).warm_up()
@@ -146,6 +172,135 @@ def ask(
     result = pipeline.run(question)
     base.close()
     print(result.model_dump_json(indent=2) if as_json else result.render_text())
+
+
+def open_assistant(kb_dir: Path, config, policy: str = "bandit"):
+    """A warmed Assistant on an existing KB, or a clean exit with the reason."""
+    from rich.markup import escape
+
+    from workflows.assistant import Assistant
+
+    try:
+        return Assistant(kb_dir, config=config, policy=policy).warm_up()
+    except KBError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from exc
+    except (RuntimeError, ValueError) as exc:  # e.g. a model spec whose API key is not set
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from exc
+
+
+CHAT_HELP = "/new 新会话 · /feedback up|down [意见] 评价上一条回答 · /trace 查看上一条回答的决策过程 · /quit 退出"
+
+
+@app.command()
+def chat(
+    kb: Path = KbOption,
+    session: str = typer.Option(None, "--session", help="resume this conversation (default: a new one)"),
+    policy: str = typer.Option("bandit", "--policy", help="strategy policy: bandit (learns from feedback) | rules"),
+    planner: str = typer.Option(None, "--planner", help="planner model (as for ask)"),
+    answerer: str = typer.Option(None, "--answerer", help="answerer model (as for ask)"),
+) -> None:
+    """Talk to the shop assistant: follow-ups, clarifying questions, 👍/👎 and decision traces."""
+    from rich.markup import escape
+    from rich.prompt import Prompt
+
+    from workflows.pipeline import QuestionError
+    from workflows.pipeline_config import PipelineConfig, PipelineConfigError
+    from workflows.rewards import parse_rating
+    from workflows.sessions import new_session_id
+    from workflows.traces import render_trace
+
+    try:
+        config = PipelineConfig.load(kb, planner=planner, answerer=answerer)
+    except PipelineConfigError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from exc
+    assistant = open_assistant(kb, config, policy)
+    session = session or new_session_id()
+    state = assistant.session(session)
+    if state is not None:
+        carried = f"，当前商品：{state.entity.name}" if state.entity else ""
+        console.print(f"[dim]继续会话 {escape(session)}（已有 {len(state.turns)} 轮{escape(carried)}）[/dim]")
+    console.print(f"[dim]{CHAT_HELP}[/dim]")
+    last_trace = state.turns[-1].trace_id if state is not None and state.turns else None
+    try:
+        while True:
+            try:
+                line = Prompt.ask("[bold cyan]你[/bold cyan]", console=console).strip()
+            except (EOFError, KeyboardInterrupt):
+                break
+            if not line:
+                continue
+            if line.startswith("/"):
+                command, _, rest = line[1:].partition(" ")
+                if command in ("quit", "exit", "q"):
+                    break
+                if command == "new":
+                    session, last_trace = new_session_id(), None
+                    console.print(f"[dim]新会话 {session}[/dim]")
+                elif command in ("feedback", "trace") and last_trace is None:
+                    console.print("[yellow]还没有回答可以评价或查看[/yellow]")
+                elif command == "feedback":
+                    rating, _, comment = rest.strip().partition(" ")
+                    try:
+                        assistant.feedback(last_trace, parse_rating(rating), comment.strip() or None)
+                    except ValueError as exc:
+                        console.print(f"[yellow]{escape(str(exc))}[/yellow]")
+                    else:
+                        console.print(f"[dim]已记录 {'👍' if parse_rating(rating) > 0 else '👎'}，策略已更新[/dim]")
+                elif command == "trace":
+                    console.print(render_trace(assistant.trace(last_trace)))
+                else:
+                    console.print(f"[yellow]未知命令 /{escape(command)}[/yellow]  {CHAT_HELP}")
+                continue
+            try:
+                result = assistant.ask_sync(line, session)
+            except QuestionError as exc:
+                console.print(f"[yellow]{escape(str(exc))}[/yellow]")
+                continue
+            last_trace = result.trace_id
+            console.print("[bold green]客服[/bold green] " + escape(result.render_text()))
+            cached = " · cached" if result.timings_ms.get("cached") else ""
+            console.print(f"[dim]trace {result.trace_id}{cached}[/dim]")
+    finally:
+        assistant.close()
+    console.print(f"[dim]session {escape(session)} — resume: python run.py chat --kb {escape(str(kb))} "
+                  f"--session {escape(session)}[/dim]")
+
+
+@app.command()
+def trace(
+    trace_id: str = typer.Argument(..., help="the trace id of an answer (shown with every answer)"),
+    kb: Path = KbOption,
+    as_json: bool = typer.Option(False, "--json", help="print the stored trace as JSON"),
+) -> None:
+    """Show why an answer is what it is: analysis, policy scores, tool calls, evidence, checks, costs."""
+    from workflows.experience import FILE_NAME as EXPERIENCE_FILE
+    from workflows.experience import ExperienceStore
+    from workflows.traces import FILE_NAME, TraceStore, attach_outcome, render_trace
+
+    if not (kb / FILE_NAME).exists():
+        err.print(f"[red]error:[/red] no traces at {kb / FILE_NAME} (answer questions with this KB first)")
+        raise typer.Exit(2)
+    store = TraceStore(kb / FILE_NAME)
+    try:
+        found = store.get(trace_id)
+    finally:
+        store.close()
+    if found is None:
+        err.print(f"[red]error:[/red] no trace {trace_id!r} in {kb / FILE_NAME}", highlight=False)
+        raise typer.Exit(2)
+    if (kb / EXPERIENCE_FILE).exists():
+        experience = ExperienceStore(kb / EXPERIENCE_FILE)
+        try:
+            found = attach_outcome(found, experience)
+        finally:
+            experience.close()
+    if as_json:
+        print(json.dumps(found, ensure_ascii=False, indent=2))
+    else:
+        console.print(render_trace(found))
 
 
 @bench_app.command("bm25")
@@ -239,6 +394,141 @@ def bench_retrieval(
         scale_sizes=[int(size) for size in scale.split(",") if size.strip()],
     )
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_retrieval_report(result))
+
+
+def pipeline_config_or_exit(kb: Path, planner: str | None, answerer: str | None):
+    """The KB's PipelineConfig with the command's model choices, or the reason and exit code 2."""
+    from rich.markup import escape
+
+    from workflows.pipeline_config import PipelineConfig, PipelineConfigError
+
+    try:
+        return PipelineConfig.load(kb, planner=planner, answerer=answerer)
+    except PipelineConfigError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from exc
+
+
+@app.command()
+def serve(
+    kb: Path = KbOption,
+    host: str = typer.Option("127.0.0.1", help="interface to listen on (0.0.0.0: every interface)"),
+    port: int = typer.Option(8000, help="TCP port"),
+    policy: str = typer.Option("bandit", help="strategy policy: bandit | rules"),
+    planner: str = typer.Option(None, "--planner", help="planner model (as in `ask`)"),
+    answerer: str = typer.Option(None, "--answerer", help="answerer model (as in `ask`)"),
+) -> None:
+    """HTTP service: /v1/ask, /v1/chat/completions (OpenAI-compatible), /v1/feedback, /docs.
+
+    API keys: CITESCOPE_API_KEYS=key1,key2 (Bearer); body limit: CITESCOPE_MAX_BODY_BYTES."""
+    from rich.markup import escape
+
+    from workflows.assistant import Assistant
+    from workflows.service import ServiceSettings, create_app
+    from workflows.service import serve as run_service
+
+    config = pipeline_config_or_exit(kb, planner, answerer)
+    settings = ServiceSettings()
+    if not settings.keys() and host not in ("127.0.0.1", "localhost", "::1"):
+        err.print(f"[yellow]warning:[/yellow] no CITESCOPE_API_KEYS: anyone who reaches {host}:{port} can use the service")
+    try:  # not warmed here: the app warms it in the background while /healthz already answers
+        assistant = Assistant(kb, config=config, policy=policy)
+    except (KBError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from exc
+    run_service(create_app(assistant, settings), host, port)
+
+
+@app.command()
+def batch(
+    input_path: Path = typer.Argument(..., help="questions: JSONL or CSV with id (or qid), question, session_id?"),
+    output: Path = typer.Option(..., "-o", "--output", help="answers, one JSON line per id (resumed if present)"),
+    kb: Path = KbOption,
+    concurrency: int = typer.Option(4, min=1, help="questions in flight (a session's turns stay in order)"),
+    retry_errors: bool = typer.Option(False, help="ask again the ids whose output line is an error"),
+    progress: bool = typer.Option(True, help="progress bar with ETA on stderr"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+    policy: str = typer.Option("bandit", help="strategy policy: bandit | rules"),
+    planner: str = typer.Option(None, "--planner", help="planner model (as in `ask`)"),
+    answerer: str = typer.Option(None, "--answerer", help="answerer model (as in `ask`)"),
+) -> None:
+    """Answer a file of questions; rerun the same command after an interruption to finish it."""
+    from workflows.batch import BatchRunner
+
+    if not input_path.is_file():
+        err.print(f"[red]error:[/red] no input file {input_path}")
+        raise typer.Exit(2)
+    assistant = open_assistant(kb, pipeline_config_or_exit(kb, planner, answerer), policy)
+    try:
+        summary = BatchRunner(assistant, concurrency, show_progress=progress).run(input_path, output, retry_errors)
+    except ValueError as exc:  # an input format it cannot read
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    except KeyboardInterrupt:
+        err.print(f"interrupted: the answers so far are in {output}; run the same command again to finish")
+        raise typer.Exit(130) from None
+    finally:
+        assistant.close()
+    print(summary.model_dump_json(indent=2) if as_json else summary.render())
+
+
+@app.command()
+def studio(
+    kb: Path = KbOption,
+    studio_url: str = typer.Option("http://127.0.0.1:3000", help="AgentScope Studio (start it with `as_studio`)"),
+    project: str = typer.Option("citescope", help="Studio project the run is listed under"),
+    name: str = typer.Option(None, help="run name (default: time + random suffix)"),
+    question: str = typer.Option(None, "--question", help="ask this one question and exit; without it, "
+                                 "type questions in the Studio page until `exit`"),
+    policy: str = typer.Option("bandit", help="strategy policy: bandit | rules"),
+    planner: str = typer.Option(None, "--planner", help="planner model (as in `ask`)"),
+    answerer: str = typer.Option(None, "--answerer", help="answerer model (as in `ask`)"),
+) -> None:
+    """A multi-turn session in AgentScope Studio: the planner's, answerer's and inspector's messages."""
+    import asyncio
+
+    from rich.markup import escape
+
+    from workflows.pipeline import QuestionError
+    from workflows.studio import StudioSession
+
+    assistant = open_assistant(kb, pipeline_config_or_exit(kb, planner, answerer), policy)
+    session = StudioSession(assistant, studio_url, project=project, name=name)
+    try:
+        try:
+            session.connect()
+        except Exception as exc:  # requests' connection errors, StudioUserInput's RuntimeError
+            err.print(f"[red]error:[/red] cannot reach AgentScope Studio at {escape(studio_url)} ({escape(str(exc))}); "
+                      "start it with `as_studio` (npm install -g @agentscope/studio)", highlight=False)
+            raise typer.Exit(2) from exc
+        if question is not None:
+            try:
+                print(asyncio.run(session.ask(question)).render_text())
+            except QuestionError as exc:
+                err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+                raise typer.Exit(2) from exc
+        else:
+            console.print(f"connected to {escape(studio_url)} (project {escape(project)}): type questions in "
+                          "Studio, `exit` to finish", highlight=False)
+            turns = asyncio.run(session.chat())
+            console.print(f"session {session.session_id}: {turns} answers")
+    finally:
+        assistant.close()
+
+
+@bench_app.command("load")
+def bench_load(
+    kb: Path = KbOption,
+    requests: int = typer.Option(200, help="measured /v1/ask requests"),
+    concurrency: int = typer.Option(20, help="requests in flight"),
+    questions: Path = typer.Option(DEMO_DIR / "questions.jsonl", help="questions (JSONL with `question`)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """HTTP load on `serve` in a subprocess (a copy of the KB): throughput, latency, resources before/after."""
+    from workflows.bench.load import format_load_report, run_load_bench
+
+    result = run_load_bench(kb, n_requests=requests, concurrency=concurrency, questions_path=questions)
+    print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_load_report(result))
 
 
 def main() -> None:  # console-script entry point

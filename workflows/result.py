@@ -97,6 +97,8 @@ class QAResult(BaseModel):
     timings_ms: dict[str, float] = Field(default_factory=dict)
     models: dict[str, str] = Field(default_factory=dict)  # stage -> model name
     trace_id: str = Field(default_factory=new_trace_id)
+    session_id: str | None = None  # the conversation this answer belongs to, when there is one
+    clarification: dict | None = None  # set when the reply asks the customer for facts instead of answering
 
     def render_text(self) -> str:
         """The answer, then numbered sources: [1] 【id】 title — source, updated_at."""

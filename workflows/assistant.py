@@ -1,0 +1,193 @@
+"""Assistant: the QA pipeline as a conversation partner for a service, a batch runner or a chat.
+
+One question's path around the pipeline:
+  session (carried product, pending clarification) -> the reply completes a pending task? (merge
+  the facts into the waiting question) -> analysis -> clarifying question needed? (ask, do not
+  guess) -> result cache (same question, product and KB version) -> QAPipeline -> decision trace
+  (<kb>/traces.sqlite) + experience round (<kb>/experience.sqlite: logged, implicit reward
+  learned) -> session turn (<kb>/sessions.sqlite).
+
+policy "bandit" (default) chooses arms with the LinUCB learner warm-started from the rules;
+"rules" chooses with the rules alone (rounds are still logged and learned from, so the
+bandit is warm when switched on). Feedback re-learns the rated round at once; the learned state
+lives in the experience store, so it survives restarts.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from concurrent.futures import Future
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from agents.models import redact
+from agents.planner import ToolCallRecord
+from knowledge.kb import KnowledgeBase
+from knowledge.settings import get_settings
+from workflows.experience import ExperienceLearner, ExperienceStore
+from workflows.pipeline import QAPipeline
+from workflows.pipeline_config import PipelineConfig
+from workflows.policy import RulesPolicy
+from workflows.query_analysis import Entity, QueryFeatures
+from workflows.result import QAResult, features_summary
+from workflows.result_cache import ResultCache
+from workflows.sessions import (Clarification, Clarifier, PendingTask, SessionState, SessionStore, Turn,
+                                check_session_id)
+from workflows.traces import TraceStore, attach_outcome
+
+POLICIES = ("bandit", "rules")
+
+
+class Assistant:
+    def __init__(self, kb_dir: Path | str, *, config: PipelineConfig | None = None, policy: str = "bandit",
+                 **overrides: Any):
+        """overrides: PipelineConfig fields (e.g. planner="dashscope"), applied over `config` or
+        over the layered config of this KB."""
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+        self.kb_dir = Path(kb_dir)
+        if config is None:
+            config = PipelineConfig.load(self.kb_dir, **overrides)
+        elif overrides:
+            config = PipelineConfig.load(None, environ={}, **{**config.model_dump(), **overrides})
+        self.config = config
+        self.policy_name = policy
+        self.kb = KnowledgeBase(self.kb_dir, get_settings(kb_dir=self.kb_dir))
+        self.experience = ExperienceStore.for_kb(self.kb_dir)
+        self.learner = ExperienceLearner(self.experience)
+        self.pipeline = QAPipeline(self.kb, config, policy=self.learner if policy == "bandit" else RulesPolicy())
+        self.sessions = SessionStore.for_kb(self.kb_dir)
+        self.traces = TraceStore.for_kb(self.kb_dir)
+        self.cache = ResultCache()
+        self.clarifier: Clarifier | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._loop_lock = threading.Lock()
+
+    def warm_up(self) -> "Assistant":
+        if self.clarifier is None:
+            self.pipeline.warm_up()
+            self.learner.warm_up()
+            self.clarifier = Clarifier(self.kb, self.pipeline.analyzer)
+        return self
+
+    # -- questions ---------------------------------------------------------------------------
+    async def ask(self, question: str, session_id: str | None = None, filters: dict | None = None) -> QAResult:
+        """Answer (or ask back) one turn; with a session id the turn joins that conversation
+        (created on first use) and result.session_id is set."""
+        question = self.pipeline.validate(question)
+        session_id = check_session_id(session_id) if session_id is not None else None
+        self.warm_up()
+        started = time.perf_counter()
+        state = self.sessions.get(session_id) if session_id is not None else None
+        entity = state.entity if state else None
+        asked, asked_entity = question, entity
+        if state is not None and state.pending is not None:
+            completed = self.clarifier.complete(state.pending, question)
+            if completed is not None:
+                asked, asked_entity = completed
+                asked = self.pipeline.validate(asked)
+        features = self.pipeline.analyzer.run(asked, asked_entity)
+        clarification = self.clarifier.check(features)
+
+        if clarification is not None:
+            result = self._ask_back(asked, features, clarification, started)
+            result.session_id = session_id
+            self._record(result, features, session_id)
+        else:
+            result = self.cache.get(asked, features.carried_entity, self.kb.version, filters)
+            if result is not None:
+                result.timings_ms["total"] = _ms_since(started)
+                result.session_id = session_id
+            else:
+                result = await self.pipeline.arun(asked, asked_entity, filters)
+                result.session_id = session_id
+                self._record(result, features, session_id)
+                if not result.degraded:  # a model outage must not be served again once it is over
+                    self.cache.put(asked, features.carried_entity, self.kb.version, result, filters)
+        if session_id is not None:
+            self._remember(session_id, question, result, features, clarification, entity)
+        return result
+
+    def ask_sync(self, question: str, session_id: str | None = None, filters: dict | None = None) -> QAResult:
+        """ask() from synchronous code. Every call runs on this Assistant's own event loop (one
+        background thread), so model clients bound to a loop keep working across calls."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            future: Future = asyncio.run_coroutine_threadsafe(self.ask(question, session_id, filters), self._sync_loop())
+            return future.result()
+        raise RuntimeError("Assistant.ask_sync was called inside an event loop; await Assistant.ask instead")
+
+    def _sync_loop(self) -> asyncio.AbstractEventLoop:
+        with self._loop_lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._loop_thread = threading.Thread(target=self._loop.run_forever, name="assistant-loop", daemon=True)
+                self._loop_thread.start()
+            return self._loop
+
+    def _ask_back(self, question: str, features: QueryFeatures, clarification: Clarification,
+                  started: float) -> QAResult:
+        """A reply that asks for the missing facts; nothing retrieved, nothing guessed."""
+        calls = [ToolCallRecord(name=clarification.skill, arguments=clarification.arguments)] if clarification.skill else []
+        return QAResult(question=question, answer=clarification.text, features=features_summary(features),
+                        tool_calls=calls, clarification=clarification.model_dump(mode="json"),
+                        timings_ms={"clarify": _ms_since(started), "total": _ms_since(started)})
+
+    def _record(self, result: QAResult, features: QueryFeatures, session_id: str | None) -> None:
+        """Store the decision trace and log the round (its implicit reward is learned at once;
+        a clarifying reply has no arm, so it is logged but teaches the policy nothing)."""
+        self.traces.record(result, self.kb)
+        self.learner.record(result, features, session_id)
+
+    def _remember(self, session_id: str, question: str, result: QAResult, features: QueryFeatures,
+                  clarification: Clarification | None, entity: Entity | None) -> None:
+        pending = None
+        if clarification is not None:
+            entity = clarification.product or entity
+            pending = PendingTask(kind=clarification.kind, need=clarification.need, question=result.question,
+                                  entity=clarification.product, trace_id=result.trace_id)
+        elif features.product is not None:
+            entity = features.product
+        turn = Turn(question=redact(question), answer=redact(result.answer), trace_id=result.trace_id,
+                    refused=result.refused, at=datetime.now(timezone.utc), clarification=result.clarification)
+        self.sessions.add_turn(session_id, turn, entity, pending)
+
+    # -- feedback, sessions, traces ------------------------------------------------------------
+    def feedback(self, trace_id: str, rating: int, comment: str | None = None) -> None:
+        """👍 (+1) / 👎 (-1) on an answer: the policy re-learns that round at once. KeyError for an
+        unknown trace id."""
+        self.learner.feedback(trace_id, rating, comment or "")
+
+    def session(self, session_id: str) -> SessionState | None:
+        return self.sessions.get(session_id)
+
+    def trace(self, trace_id: str) -> dict | None:
+        """The stored decision trace, with the round's reward and latest feedback ("outcome")."""
+        trace = self.traces.get(trace_id)
+        return attach_outcome(trace, self.experience) if trace is not None else None
+
+    def close(self) -> None:
+        with self._loop_lock:
+            if self._loop is not None:
+                self._loop.call_soon_threadsafe(self._loop.stop)
+                self._loop_thread.join(timeout=10)
+                self._loop.close()
+                self._loop = self._loop_thread = None
+        self.traces.close()
+        self.sessions.close()
+        self.experience.close()
+        self.kb.close()
+
+    def __enter__(self) -> "Assistant":
+        return self.warm_up()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)

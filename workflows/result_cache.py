@@ -1,0 +1,94 @@
+"""ResultCache: the same question, about the same product, against the same KB generation, is
+answered from memory instead of running retrieval and generation again.
+
+The key is the question normalised (knowledge.text.normalize, case-folded, whitespace
+collapsed), the product a follow-up carries from its session (None when the question names
+its own), the caller's filters and the KB version (the catalog generation). Any ingest moves
+the generation on and empties the cache. A hit is a copy of the stored result that keeps the
+original trace id (its decision trace and experience round stay the ones to look at and rate)
+and says where it came from: timings_ms {"cached": 1.0, "original_total": ..., "total": ...}.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from knowledge.text import normalize
+from workflows.query_analysis import Entity
+from workflows.result import QAResult
+
+DEFAULT_MAX_ENTRIES = 512
+CacheKey = tuple[str, str, str]
+
+
+def normalized_question(question: str) -> str:
+    return " ".join(normalize(question).casefold().split())
+
+
+def _entity_key(entity: Entity | None) -> str:
+    if entity is None:
+        return ""
+    return entity.product_id or f"name:{normalized_question(entity.name)}"
+
+
+def _filters_key(filters: Any) -> str:
+    """The filters that constrain anything, as stable text ("" for none: {} and None are the same)."""
+    if hasattr(filters, "model_dump"):
+        filters = filters.model_dump()
+    if not isinstance(filters, Mapping):
+        return "" if filters is None else json.dumps(filters, ensure_ascii=False, default=str)
+    given = {name: value for name, value in filters.items() if value not in (None, "", [], ())}
+    return json.dumps(given, sort_keys=True, ensure_ascii=False, default=str) if given else ""
+
+
+class ResultCache:
+    """A bounded LRU of QAResults for one KB; thread-safe."""
+
+    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):
+        if max_entries < 1:
+            raise ValueError("ResultCache needs room for at least one entry")
+        self.max_entries = max_entries
+        self._entries: OrderedDict[CacheKey, QAResult] = OrderedDict()
+        self._kb_version: int | None = None
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(question: str, entity: Entity | None = None, filters: Any = None) -> CacheKey:
+        return normalized_question(question), _entity_key(entity), _filters_key(filters)
+
+    def _at_version(self, kb_version: int) -> None:
+        """Forget everything answered against another KB generation (caller holds the lock)."""
+        if kb_version != self._kb_version:
+            self._entries.clear()
+            self._kb_version = kb_version
+
+    def get(self, question: str, entity: Entity | None, kb_version: int, filters: Any = None) -> QAResult | None:
+        with self._lock:
+            self._at_version(kb_version)
+            key = self.key(question, entity, filters)
+            stored = self._entries.get(key)
+            if stored is None:
+                return None
+            self._entries.move_to_end(key)
+        hit = stored.model_copy(deep=True)
+        hit.timings_ms = {"cached": 1.0, "original_total": stored.timings_ms.get("total", 0.0)}
+        return hit
+
+    def put(self, question: str, entity: Entity | None, kb_version: int, result: QAResult, filters: Any = None) -> None:
+        with self._lock:
+            self._at_version(kb_version)
+            key = self.key(question, entity, filters)
+            self._entries[key] = result.model_copy(deep=True)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -1,0 +1,476 @@
+"""The HTTP service: one warmed Assistant per process behind FastAPI.
+
+    POST /v1/ask                 {question, session_id?, filters?} -> QAResult JSON
+    POST /v1/feedback            {trace_id, rating: 1 | -1 | "up" | "down", comment?}
+    GET  /v1/sessions/{id}       the session's turns;  GET /v1/traces/{trace_id}: one answer's trace
+    POST /v1/chat/completions    OpenAI-compatible (stream=true: SSE chat.completion.chunk deltas)
+    GET  /v1/models              the one model name, for OpenAI clients that list models first
+    GET  /healthz, /readyz       process alive / KB warmed (never behind the API key)
+
+The pipeline is async but does CPU work between its awaits (analysis, rerank, answer,
+inspection); on the server's event loop that work would stall every other request, health checks
+included. So the Assistant lives on its own thread and event loop (`AssistantLoop`) and the
+server loop only awaits it. Auth is a Bearer key from CITESCOPE_API_KEYS; bodies over
+max_body_bytes get 413 before any handler runs; every request is one JSON log line (method, path,
+status, latency, trace id) that never includes headers or keys.
+"""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import re
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
+from contextlib import asynccontextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+import uvicorn
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from workflows.pipeline import QuestionError, validate_question
+from workflows.result import QAResult
+from workflows.rewards import parse_rating
+from workflows.sessions import check_session_id
+
+log = logging.getLogger("citescope.service")
+access_log = logging.getLogger("citescope.access")
+
+MODEL_NAME = "citescope"
+SENTENCE_END = re.compile(r"(?<=[。！？!?\n])")
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CITESCOPE_", extra="ignore")
+
+    api_keys: str = Field("", repr=False)  # comma-separated; empty: no auth
+    max_body_bytes: int = Field(64 * 1024, ge=1024)
+
+    def keys(self) -> list[str]:
+        return [key.strip() for key in self.api_keys.split(",") if key.strip()]
+
+
+# -- request bodies -----------------------------------------------------------------------------
+class AskRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    session_id: str | None = Field(None, max_length=128)
+    filters: dict[str, Any] | None = None  # SearchFilters fields: doc_type, brand, category, ...
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    trace_id: str = Field(..., max_length=128)
+    rating: int | str  # 1 | -1 | "up" | "down" | 👍 | 👎
+    comment: str | None = Field(None, max_length=2000)
+
+
+class FeedbackResponse(BaseModel):
+    trace_id: str
+    rating: int
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatRequest(BaseModel):
+    """OpenAI's chat request; the last user message is the question. The session comes from
+    `session_id` (an extra body field), else `metadata.session_id`, else `user`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = MODEL_NAME
+    messages: list[ChatMessage] = Field(..., min_length=1)
+    stream: bool = False
+    user: str | None = Field(None, max_length=128)
+    session_id: str | None = Field(None, max_length=128)
+    metadata: dict[str, Any] | None = None
+    filters: dict[str, Any] | None = None
+
+    def question(self) -> str:
+        for message in reversed(self.messages):
+            if message.role == "user":
+                return _text_of(message.content)
+        raise QuestionError("messages contain no user message: the last user message is the question")
+
+    def session(self) -> str | None:
+        from_metadata = (self.metadata or {}).get("session_id")
+        return self.session_id or (str(from_metadata) if from_metadata else None) or self.user
+
+
+def _text_of(content: str | list[dict[str, Any]] | None) -> str:
+    if isinstance(content, list):  # content parts: only text parts carry a question
+        return "".join(str(part.get("text", "")) for part in content if part.get("type") == "text")
+    return content or ""
+
+
+# -- the Assistant on its own loop --------------------------------------------------------------
+class AssistantLoop:
+    """Runs an Assistant's warm-up and every call on one background thread and event loop.
+    Calls are coroutines awaited from the server loop; session and feedback calls go through the
+    same loop, so the Assistant never sees two threads."""
+
+    def __init__(self, assistant: Any):
+        self.assistant = assistant
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+        self.error: str | None = None
+        self._warmed: Future = Future()
+        self._thread = threading.Thread(target=self._run, name="assistant-loop", daemon=True)
+
+    def start(self) -> "AssistantLoop":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.assistant.warm_up()
+        except Exception as exc:  # reported by /readyz and every ask; the process stays up for health checks
+            self.error = f"{type(exc).__name__}: {exc}"
+            log.error("warm-up failed: %s", self.error)
+        self.ready.set()
+        self._warmed.set_result(None)
+        self.loop.run_forever()
+
+    async def _ready(self) -> None:
+        await asyncio.wrap_future(self._warmed)
+        if self.error is not None:
+            raise HTTPException(503, f"the assistant could not start: {self.error}")
+
+    async def ask(self, question: str, session_id: str | None, filters: dict | None) -> QAResult:
+        await self._ready()
+        coroutine = self.assistant.ask(question, session_id=session_id, filters=filters)
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, self.loop))
+
+    async def call(self, function: Callable, *args: Any) -> Any:
+        """A quick sync Assistant method (session, feedback, trace) run on the Assistant's loop."""
+        await self._ready()
+
+        async def run() -> Any:
+            return function(*args)
+
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(run(), self.loop))
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=10)
+        self.assistant.close()
+
+
+# -- middleware ---------------------------------------------------------------------------------
+class BodySizeLimit:
+    """413 for a body over max_bytes, declared (Content-Length) or streamed (chunked)."""
+
+    def __init__(self, app: Any, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            return await self._reject(send)
+        buffered, size = [], 0
+        while True:
+            message = await receive()
+            buffered.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            if size > self.max_bytes:
+                return await self._reject(send)
+            if not message.get("more_body", False):
+                break
+
+        async def replay() -> dict:
+            return buffered.pop(0) if buffered else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _reject(self, send: Callable) -> None:
+        body = json.dumps(_error_body(413, f"request body over the {self.max_bytes}-byte limit")).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+class AccessLog:
+    """One JSON line per request, written when the response body is complete (so a streamed
+    answer's trace id and full latency are known). Never headers, never the query string."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = time.perf_counter()
+        state = scope.setdefault("state", {})
+        status = 500
+
+        async def watch(message: dict) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            access_log.info("request", extra={"fields": {
+                "method": scope["method"], "path": scope["path"], "status": status,
+                "latency_ms": round((time.perf_counter() - started) * 1000, 1), "trace_id": state.get("trace_id"),
+            }})
+
+
+class JsonLogFormatter(logging.Formatter):
+    """Each record as one JSON object; `extra={"fields": {...}}` adds fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {"ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
+                "level": record.levelname, "logger": record.name, "msg": record.getMessage()}
+        line.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            line["exc"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False)
+
+
+def configure_json_logging(level: int = logging.INFO) -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonLogFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+# -- the app ------------------------------------------------------------------------------------
+def _error_body(status: int, message: str) -> dict:
+    kind = {401: "authentication_error", 404: "not_found_error", 413: "request_too_large",
+            422: "invalid_request_error", 503: "service_unavailable"}.get(status, "server_error")
+    return {"error": {"message": message, "type": kind, "code": status}}
+
+
+def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastAPI:
+    """The service around `assistant` (a workflows.assistant.Assistant, warmed or not). The app
+    owns it: warm-up starts with the app, close() runs at shutdown."""
+    settings = settings or ServiceSettings()
+    keys = settings.keys()
+    runner = AssistantLoop(assistant)
+    max_question_chars = assistant.config.max_question_chars
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        runner.start()
+        yield
+        await asyncio.to_thread(runner.stop)
+
+    app = FastAPI(title="citescope", version="0.1.0", lifespan=lifespan,
+                  description="Cited answers (【来源ID】) for e-commerce customer service; see docs/usage.md.")
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(AccessLog)  # outermost: logs 413s too
+    app.state.runner = runner
+    bearer = HTTPBearer(auto_error=False, description="CITESCOPE_API_KEYS; open when none are configured")
+
+    def require_key(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
+        if not keys:
+            return
+        given = credentials.credentials.encode() if credentials is not None else b""
+        if not any(hmac.compare_digest(given, key.encode()) for key in keys):
+            raise HTTPException(401, "missing or invalid API key (Authorization: Bearer <key>)",
+                                headers={"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse(_error_body(exc.status_code, str(exc.detail)), exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
+                             for e in exc.errors())
+        return JSONResponse(_error_body(422, problems), 422)
+
+    @app.exception_handler(QuestionError)
+    async def invalid_question(request: Request, exc: QuestionError) -> JSONResponse:
+        return JSONResponse(_error_body(422, str(exc)), 422)
+
+    async def answer(request: Request, question: str, session_id: str | None, filters: dict | None) -> QAResult:
+        # 422 before queueing behind other questions
+        question = validate_question(question, max_question_chars)
+        try:
+            session_id = check_session_id(session_id) if session_id is not None else None
+        except ValueError as exc:
+            raise QuestionError(str(exc)) from None
+        result = await runner.ask(question, session_id, filters)
+        request.state.trace_id = result.trace_id
+        return result
+
+    # -- health --------------------------------------------------------------------------------
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"])
+    async def readyz() -> JSONResponse:
+        if not runner.ready.is_set():
+            return JSONResponse({"ready": False, "status": "warming up"}, 503)
+        if runner.error is not None:
+            return JSONResponse({"ready": False, "status": "failed", "error": runner.error}, 503)
+        return JSONResponse({"ready": True, "status": "ok"})
+
+    # -- native API ----------------------------------------------------------------------------
+    v1 = [Depends(require_key)]
+
+    @app.post("/v1/ask", response_model=QAResult, dependencies=v1, tags=["qa"])
+    async def ask(body: AskRequest, request: Request) -> QAResult:
+        """Answer one question; the answer cites 【chunk_id】 and `citations` describes each id."""
+        return await answer(request, body.question, body.session_id, body.filters)
+
+    @app.post("/v1/feedback", response_model=FeedbackResponse, dependencies=v1, tags=["qa"])
+    async def feedback(body: FeedbackRequest, request: Request) -> FeedbackResponse:
+        """👍/👎 on an answer by its trace id; the strategy policy learns from it at once."""
+        try:
+            rating = parse_rating(body.rating)
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        request.state.trace_id = body.trace_id
+        try:
+            await runner.call(assistant.feedback, body.trace_id, rating, body.comment)
+        except KeyError:
+            raise HTTPException(404, f"no answer with trace id {body.trace_id!r}") from None
+        return FeedbackResponse(trace_id=body.trace_id, rating=rating)
+
+    @app.get("/v1/sessions/{session_id}", dependencies=v1, tags=["qa"])
+    async def session(session_id: str) -> dict:
+        state = await runner.call(assistant.session, session_id)
+        if state is None:
+            raise HTTPException(404, f"no session {session_id!r}")
+        return state.model_dump(mode="json")
+
+    @app.get("/v1/traces/{trace_id}", dependencies=v1, tags=["qa"])
+    async def trace(trace_id: str, request: Request) -> dict:
+        request.state.trace_id = trace_id
+        found = await runner.call(assistant.trace, trace_id)
+        if found is None:
+            raise HTTPException(404, f"no trace {trace_id!r}")
+        return found
+
+    # -- OpenAI-compatible ---------------------------------------------------------------------
+    @app.get("/v1/models", dependencies=v1, tags=["openai"])
+    async def models() -> dict:
+        return {"object": "list", "data": [{"id": MODEL_NAME, "object": "model", "created": 0, "owned_by": "citescope"}]}
+
+    @app.post("/v1/chat/completions", dependencies=v1, tags=["openai"])
+    async def chat_completions(body: ChatRequest, request: Request) -> Any:
+        """OpenAI chat completions: the answer (with 【id】 inline) as the message content,
+        `citations` at the top level and in the message, `x_citescope` with the flags."""
+        question = validate_question(body.question(), max_question_chars)
+        if body.stream:
+            return StreamingResponse(_stream_chat(request, body, question), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        result = await answer(request, question, body.session(), body.filters)
+        citations = [c.model_dump(mode="json") for c in result.citations]
+        return {
+            "id": f"chatcmpl-{result.trace_id}", "object": "chat.completion", "created": int(time.time()),
+            "model": body.model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": result.answer, "citations": citations}}],
+            "citations": citations, "x_citescope": _extension(result),
+        }
+
+    async def _stream_chat(request: Request, body: ChatRequest, question: str) -> AsyncIterator[str]:
+        chunk_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
+
+        def chunk(delta: dict, finish_reason: str | None = None, **extra: Any) -> str:
+            data = {"id": chunk_id, "object": "chat.completion.chunk", "created": created, "model": body.model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}], **extra}
+            return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+        yield chunk({"role": "assistant", "content": ""})  # the client sees the reply start at once
+        try:
+            result = await answer(request, question, body.session(), body.filters)
+        except Exception as exc:  # headers are sent: report in-stream, as OpenAI does
+            if isinstance(exc, HTTPException):
+                status, message = exc.status_code, str(exc.detail)
+            elif isinstance(exc, QuestionError):
+                status, message = 422, str(exc)
+            else:
+                log.exception("chat stream failed")
+                status, message = 500, "internal error"
+            yield f"data: {json.dumps(_error_body(status, message), ensure_ascii=False)}\n\n"
+            return
+        for piece in (p for p in SENTENCE_END.split(result.answer) if p):
+            yield chunk({"content": piece})
+        citations = [c.model_dump(mode="json") for c in result.citations]
+        yield chunk({}, "stop", citations=citations, x_citescope=_extension(result))
+        yield "data: [DONE]\n\n"
+
+    return app
+
+
+def _extension(result: QAResult) -> dict:
+    return {"trace_id": result.trace_id, "session_id": result.session_id,
+            "refused": result.refused, "refusal_reason": result.refusal_reason, "degraded": result.degraded,
+            "conflicts": [c.model_dump(mode="json") for c in result.conflicts]}
+
+
+# -- running it ---------------------------------------------------------------------------------
+def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Run the app in this process until interrupted (the `serve` command)."""
+    configure_json_logging()
+    uvicorn.run(app, host=host, port=port, access_log=False, log_config=None)
+
+
+class BackgroundServer:
+    """An ASGI app served by uvicorn on a daemon thread (tests, notebooks); port 0 = a free port."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0):
+        self.host = host
+        self._server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, access_log=False,
+                                                     log_level="warning", ws="wsproto"))
+        self._thread = threading.Thread(target=self._server.run, name="uvicorn", daemon=True)
+
+    def start(self, timeout_s: float = 30.0) -> "BackgroundServer":
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"uvicorn did not start on {self.host}")
+            time.sleep(0.02)
+        return self
+
+    @property
+    def port(self) -> int:
+        return self._server.servers[0].sockets[0].getsockname()[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=15)
+
+    def __enter__(self) -> "BackgroundServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

@@ -1,0 +1,214 @@
+"""Conversations: per-session history and dialogue state, and the clarifying questions.
+
+`SessionStore` keeps every session in one SQLite file per KB (`<kb>/sessions.sqlite`, WAL), so
+a session is resumable by id from another Assistant or process. A session carries the product
+the conversation is about (follow-ups such as "它多少钱？" are filtered to it) and, after a
+clarifying question, the pending task: the question waiting for facts and its product.
+
+`Clarifier` decides when to ask instead of guessing: a size recommendation whose skill
+(tools.products.size_recommend) reports facts it needs ({"need": [...]}) the customer has not
+given, or a "这个/它" question with no product anywhere in the conversation. The next turn that
+supplies them completes the pending task (the facts are merged into the earlier question).
+"""
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from knowledge.kb import KnowledgeBase
+from tools.base import SkillContext
+from tools.products import product_index, size_recommend
+from workflows.query_analysis import Entity, QueryAnalyzer, QueryFeatures
+
+FILE_NAME = "sessions.sqlite"
+MAX_SESSION_ID_CHARS = 128
+
+FACT_LABELS = {"height_cm": "身高（cm）", "weight_kg": "体重（kg）", "foot_length_cm": "脚长（cm）"}
+ASK_FACTS = "为了给您推荐合适的尺码，请告诉我您的{facts}。"
+ASK_PRODUCT = "请问您问的是哪款商品？请告诉我商品名称或型号，我再为您查询。"
+# Words that point at a product the question does not name.
+_PRODUCT_REFERENCE = re.compile(r"它|这款|那款|这件|那件|这双|那双|这只|那只|这台|那台|这条|那条|这个|那个|"
+                                r"该款|该商品|此款|同款")
+_NO_PRODUCT_INTENTS = ("policy", "out_of_scope", "comparison")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY, created_at REAL NOT NULL, updated_at REAL NOT NULL, entity TEXT, pending TEXT
+);
+CREATE TABLE IF NOT EXISTS turns (
+    session_id TEXT NOT NULL REFERENCES sessions(id), number INTEGER NOT NULL, question TEXT NOT NULL,
+    answer TEXT NOT NULL, trace_id TEXT NOT NULL, refused INTEGER NOT NULL, clarification TEXT, at REAL NOT NULL,
+    PRIMARY KEY (session_id, number)
+);
+"""
+
+
+def new_session_id() -> str:
+    return uuid.uuid4().hex
+
+
+def check_session_id(session_id: str) -> str:
+    if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > MAX_SESSION_ID_CHARS:
+        raise ValueError(f"a session id is non-empty text of at most {MAX_SESSION_ID_CHARS} characters")
+    return session_id.strip()
+
+
+def _when(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc)
+
+
+class Clarification(BaseModel):
+    """What a reply asked the customer for instead of answering."""
+
+    kind: Literal["facts", "product"]
+    need: list[str]  # facts (height_cm, weight_kg, foot_length_cm) or ["product"]
+    text: str  # the question put to the customer
+    product: Entity | None = None
+    skill: str | None = None  # the skill that reported the need
+    arguments: dict = Field(default_factory=dict)  # what that skill was called with
+
+
+class PendingTask(BaseModel):
+    """A question waiting for the facts a clarifying question asked for."""
+
+    kind: Literal["facts", "product"]
+    need: list[str]
+    question: str  # the question to complete (facts given so far merged in)
+    entity: Entity | None = None
+    trace_id: str  # the clarifying reply
+
+
+class Turn(BaseModel):
+    question: str  # what the customer typed
+    answer: str
+    trace_id: str
+    refused: bool = False
+    at: datetime
+    clarification: dict | None = None
+
+
+class SessionState(BaseModel):
+    id: str
+    created_at: datetime
+    updated_at: datetime
+    entity: Entity | None = None  # the product the conversation is about (carried into follow-ups)
+    pending: PendingTask | None = None
+    turns: list[Turn] = Field(default_factory=list)
+
+
+class SessionStore:
+    """SQLite store of sessions and their turns; one connection serialised by a lock."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+        self._lock = threading.Lock()
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.executescript(_SCHEMA)
+
+    @classmethod
+    def for_kb(cls, kb_dir: Path | str) -> "SessionStore":
+        return cls(Path(kb_dir) / FILE_NAME)
+
+    def get(self, session_id: str) -> SessionState | None:
+        with self._lock:
+            row = self._conn.execute("SELECT id, created_at, updated_at, entity, pending FROM sessions WHERE id = ?",
+                                     (session_id,)).fetchone()
+            if row is None:
+                return None
+            turns = self._conn.execute("SELECT question, answer, trace_id, refused, clarification, at FROM turns "
+                                       "WHERE session_id = ? ORDER BY number", (session_id,)).fetchall()
+        return SessionState(
+            id=row[0], created_at=_when(row[1]), updated_at=_when(row[2]),
+            entity=Entity.model_validate_json(row[3]) if row[3] else None,
+            pending=PendingTask.model_validate_json(row[4]) if row[4] else None,
+            turns=[Turn(question=q, answer=a, trace_id=t, refused=bool(r),
+                        clarification=json.loads(c) if c else None, at=_when(at)) for q, a, t, r, c, at in turns])
+
+    def add_turn(self, session_id: str, turn: Turn, entity: Entity | None, pending: PendingTask | None) -> None:
+        """Append a turn and set the session's carried product and pending task (one transaction;
+        the session is created on its first turn)."""
+        session_id = check_session_id(session_id)
+        now = turn.at.timestamp()
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("INSERT OR IGNORE INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?)",
+                                   (session_id, now, now))
+                number = self._conn.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM turns WHERE session_id = ?",
+                                            (session_id,)).fetchone()[0]
+                self._conn.execute(
+                    "INSERT INTO turns (session_id, number, question, answer, trace_id, refused, clarification, at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (session_id, number, turn.question, turn.answer, turn.trace_id, int(turn.refused),
+                     json.dumps(turn.clarification, ensure_ascii=False) if turn.clarification else None, now))
+                self._conn.execute("UPDATE sessions SET updated_at = ?, entity = ?, pending = ? WHERE id = ?",
+                                   (now, entity.model_dump_json() if entity else None,
+                                    pending.model_dump_json() if pending else None, session_id))
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+class Clarifier:
+    """When to ask the customer for facts, and how their answer completes the waiting question."""
+
+    def __init__(self, kb: KnowledgeBase, analyzer: QueryAnalyzer):
+        self.kb = kb
+        self.analyzer = analyzer
+
+    def check(self, features: QueryFeatures) -> Clarification | None:
+        """The clarifying question this question needs before it can be answered, if any."""
+        if features.intent in _NO_PRODUCT_INTENTS:
+            return None
+        product = features.product
+        if product is not None:
+            return self._missing_facts(features, product) if features.asks_size_advice and product.product_id else None
+        if features.brands or features.categories or features.model_codes or not product_index(self.kb).products:
+            return None  # something narrows the search, or the KB sells nothing (no product to ask for)
+        refers = _PRODUCT_REFERENCE.search(features.canonical) or (
+            features.is_followup and (features.sizes or features.asks_price_stock or features.asks_size))
+        return Clarification(kind="product", need=["product"], text=ASK_PRODUCT) if refers else None
+
+    def _missing_facts(self, features: QueryFeatures, product: Entity) -> Clarification | None:
+        given = {"height_cm": features.height_cm, "weight_kg": features.weight_kg,
+                 "foot_length_cm": features.foot_length_cm}
+        arguments = {"product": product.product_id, **{k: v for k, v in given.items() if v is not None}}
+        need = size_recommend(**arguments, ctx=SkillContext(self.kb)).data.get("need")
+        if not need:
+            return None
+        labels = [FACT_LABELS.get(name, name) for name in need]
+        facts = labels[0] if len(labels) == 1 else "、".join(labels[:-1]) + "和" + labels[-1]
+        return Clarification(kind="facts", need=list(need), text=ASK_FACTS.format(facts=facts), product=product,
+                             skill="size_recommend", arguments=arguments)
+
+    def complete(self, pending: PendingTask, reply: str) -> tuple[str, Entity | None] | None:
+        """(question, product) to answer when `reply` gives what `pending` waits for; None when
+        the reply is something else (a new question: the pending task is dropped)."""
+        turn = self.analyzer.run(reply)
+        if pending.kind == "facts":
+            gave = any(v is not None for v in (turn.height_cm, turn.weight_kg, turn.foot_length_cm))
+            same_product = all(p.product_id == (pending.entity.product_id if pending.entity else None)
+                               for p in turn.products)
+            return (f"{pending.question} {reply}", pending.entity) if gave and same_product else None
+        named = turn.products[0] if turn.products else None
+        just_a_name = not (turn.question_words or turn.asks_price_stock or turn.asks_size) and turn.intent == "fact"
+        if named is not None and named.product_id and just_a_name:
+            return f"{reply} {pending.question}", named
+        return None

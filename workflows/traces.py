@@ -1,0 +1,242 @@
+"""Decision traces: why each answer is what it is, stored per KB and shown readably.
+
+A trace is the whole QAResult (features, policy scores per arm, chosen arm and reason, plan,
+every tool call with its arguments and hit ids, conflicts, inspector report, budget, timings,
+models, degradations, clarification) plus the evidence shown to the answerer with titles and
+snippets as they were at answer time, and the KB version. `TraceStore` keeps them in
+`<kb>/traces.sqlite`; every string passes through agents.models.redact first, so an API key
+that reached an error message never lands on disk. The reward and feedback of a round live in
+the experience store; a reader joins them in (Assistant.trace).
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from agents.models import redact
+from knowledge.kb import KnowledgeBase
+from tools.base import EvidenceHit
+from workflows.experience import ExperienceStore
+from workflows.result import Citation, QAResult
+
+FILE_NAME = "traces.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS traces (
+    trace_id TEXT PRIMARY KEY, session_id TEXT, created_at REAL NOT NULL, question TEXT NOT NULL, trace TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS traces_session ON traces(session_id, created_at);
+"""
+
+
+def redacted(value: Any) -> Any:
+    """The value with every string redacted (dict keys included)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redacted(k): redacted(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redacted(v) for v in value]
+    return value
+
+
+def build_trace(result: QAResult, kb: KnowledgeBase | None = None) -> dict:
+    """The trace of one answer; the evidence shown is looked up in the KB while it is current."""
+    trace = result.model_dump(mode="json")
+    cited = {c.id for c in result.citations}
+    evidence = []
+    for chunk_id in result.evidence_ids:
+        chunk = kb.get(chunk_id) if kb is not None else None
+        shown = Citation.of(EvidenceHit.from_chunk(chunk, 0.0)).model_dump() if chunk else {"id": chunk_id}
+        evidence.append({**shown, "cited": chunk_id in cited})
+    trace["evidence"] = evidence
+    trace["kb_version"] = kb.version if kb is not None else None
+    trace["created_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return redacted(trace)
+
+
+def attach_outcome(trace: dict, experience: ExperienceStore) -> dict:
+    """The trace with its round's reward and latest feedback ("outcome"), when the round was logged."""
+    round_ = experience.get(trace["trace_id"])
+    if round_ is not None:
+        trace["outcome"] = {"implicit_reward": round_.implicit_reward, "reward": round_.reward,
+                            "rating": round_.rating, "comment": redact(round_.comment)}
+    return trace
+
+
+class TraceStore:
+    """SQLite store of traces by trace id; one connection serialised by a lock."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+        self._lock = threading.Lock()
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.executescript(_SCHEMA)
+
+    @classmethod
+    def for_kb(cls, kb_dir: Path | str) -> "TraceStore":
+        return cls(Path(kb_dir) / FILE_NAME)
+
+    def record(self, result: QAResult, kb: KnowledgeBase | None = None) -> dict:
+        trace = build_trace(result, kb)
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO traces (trace_id, session_id, created_at, question, trace) VALUES (?, ?, ?, ?, ?)",
+                (result.trace_id, result.session_id, time.time(), trace["question"], json.dumps(trace, ensure_ascii=False)))
+        return trace
+
+    def get(self, trace_id: str) -> dict | None:
+        with self._lock:
+            row = self._conn.execute("SELECT trace FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def _table(title: str, *columns: str) -> Table:
+    table = Table(title=title, title_justify="left", title_style="bold", show_lines=False, expand=False)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return escape(text if len(text) <= limit else text[:limit] + "…")
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _flags(trace: dict) -> str:
+    flags = []
+    if trace.get("clarification"):
+        flags.append("[cyan]clarifying question[/cyan]")
+    if trace.get("refused"):
+        flags.append(f"[red]refused[/red] ({escape(trace.get('refusal_reason') or '')})")
+    if trace.get("conflicts"):
+        flags.append(f"[yellow]conflicts {len(trace['conflicts'])}[/yellow]")
+    if trace.get("regenerated"):
+        flags.append("regenerated")
+    if trace.get("degraded"):
+        flags.append("[yellow]degraded[/yellow]")
+    return " · ".join(flags) or "[green]answered[/green]"
+
+
+def render_trace(trace: dict) -> RenderableType:
+    """The trace as rich sections: answer, analysis, policy, tool calls, evidence, checks, costs."""
+    parts: list[RenderableType] = []
+    head = Text.from_markup(
+        f"[bold]question[/bold] {escape(trace.get('question', ''))}\n"
+        f"[bold]answer[/bold] ({escape(trace.get('answer_source', ''))}) {escape(trace.get('answer', ''))}\n"
+        f"{_flags(trace)}\n"
+        f"[dim]trace {trace.get('trace_id')} · session {trace.get('session_id') or '-'} · "
+        f"KB version {trace.get('kb_version')} · {trace.get('created_at', '')}[/dim]")
+    parts.append(Panel(head, title="decision trace", title_align="left"))
+
+    clarification = trace.get("clarification")
+    if clarification:
+        table = _table("clarification", "asked", "need", "product", "skill arguments")
+        product = (clarification.get("product") or {}).get("name", "")
+        table.add_row(_short(clarification.get("text", ""), 120), ", ".join(clarification.get("need", [])),
+                      escape(product), _short(clarification.get("arguments", {})))
+        parts.append(table)
+
+    features = trace.get("features") or {}
+    if features:
+        table = _table("query analysis", "feature", "value")
+        for name, value in features.items():
+            if value not in (None, [], False, ""):
+                table.add_row(name, _short(value, 100))
+        parts.append(table)
+
+    policy = trace.get("policy")
+    if policy:
+        table = _table(f"policy ({policy.get('source')}) — {policy.get('reason', '')}", "arm", "score", "chosen")
+        for arm, score in sorted((policy.get("scores") or {}).items(), key=lambda item: -item[1]):
+            table.add_row(arm, f"{score:.3f}", "✔" if arm == policy.get("arm") else "")
+        parts.append(table)
+    if trace.get("plan"):
+        table = _table("plan", "#", "skill", "arguments")
+        for number, call in enumerate(trace["plan"], start=1):
+            table.add_row(str(number), call.get("skill", ""), _short(call.get("args", {}), 100))
+        parts.append(table)
+
+    if trace.get("tool_calls"):
+        table = _table(f"tool calls (planner: {trace.get('planner_source', '')})", "#", "tool", "arguments",
+                       "outcome", "hits", "ms")
+        for number, call in enumerate(trace["tool_calls"], start=1):
+            hits = call.get("hit_ids") or []
+            outcome = call.get("outcome", "") + (" (degraded)" if call.get("degraded") else "")
+            table.add_row(str(number), call.get("name", ""), _short(call.get("arguments", {}), 100), outcome,
+                          f"{len(hits)}: " + _short(", ".join(hits[:4]) + (" …" if len(hits) > 4 else ""), 90),
+                          f"{call.get('elapsed_ms', 0):.1f}")
+        parts.append(table)
+
+    if trace.get("evidence"):
+        best = trace.get("best_score")
+        table = _table(f"evidence shown (best score {best})", "#", "chunk", "title", "cited")
+        for number, item in enumerate(trace["evidence"], start=1):
+            table.add_row(str(number), escape(f"【{item['id']}】"), _short(item.get("title", ""), 50),
+                          "✔" if item.get("cited") else "")
+        parts.append(table)
+
+    if trace.get("conflicts"):
+        table = _table("conflicts", "attribute", "entity", "values")
+        for conflict in trace["conflicts"]:
+            values = "; ".join(f"{v['value']} 【{v['chunk_id']}】 {v.get('updated_at') or ''}" for v in conflict["values"])
+            table.add_row(escape(conflict.get("attribute", "")), escape(conflict.get("entity", "")), escape(values))
+        parts.append(table)
+
+    inspection = trace.get("inspection")
+    if inspection:
+        table = _table("inspector", "check", "result")
+        table.add_row("passed", "✔" if inspection.get("passed") else "✘")
+        table.add_row("coverage", f"{inspection.get('coverage', 0):.2f} of {inspection.get('factual_sentences', 0)} "
+                                  "factual sentences")
+        for name in ("invalid_ids", "uncited", "unsupported", "missing_conflicts"):
+            if inspection.get(name):
+                table.add_row(name, _short(inspection[name], 160))
+        parts.append(table)
+
+    costs = _table("costs", "item", "value")
+    for stage, ms in (trace.get("timings_ms") or {}).items():
+        costs.add_row(f"time {stage}", f"{ms:.1f} ms" if stage != "cached" else "yes")
+    budget = trace.get("budget")
+    if budget:
+        costs.add_row("tool calls", f"{budget['tool_calls']} (cached {budget['cached_calls']}, refused "
+                                    f"{budget['refused_calls']}) of {budget['limits']['max_tool_calls']}")
+        costs.add_row("model calls", f"{budget['model_calls']} of {budget['limits']['max_model_calls']}")
+    for stage, model in (trace.get("models") or {}).items():
+        costs.add_row(f"model {stage}", escape(model))
+    parts.append(costs)
+
+    if trace.get("degradation_reasons"):
+        parts.append(Text("degraded: " + "；".join(trace["degradation_reasons"]), style="yellow"))
+    outcome = trace.get("outcome")
+    if outcome:
+        rating = {1: "👍", -1: "👎"}.get(outcome.get("rating"), "none")
+        parts.append(Text(f"outcome: reward {_number(outcome.get('reward'))} (implicit "
+                          f"{_number(outcome.get('implicit_reward'))}) · feedback {rating} {outcome.get('comment') or ''}".rstrip()))
+    return Group(*parts)
