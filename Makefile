@@ -19,4 +19,10 @@ demo: install
 test: install
 	$(BIN)/python -m pytest
 
-.PHONY: install demo test
+# Every dev set through the real offline pipeline; rewrites docs/quality.md. About 2 h on a 2-core
+# machine once the embedding cache holds the corpora (see docs/quality.md); EVAL_ARGS=--resume
+# continues an interrupted run.
+eval: install
+	$(BIN)/python -m workflows.quality_report $(EVAL_ARGS)
+
+.PHONY: install demo test eval

@@ -10,7 +10,7 @@ import re
 from datetime import date
 
 import numpy as np
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from knowledge.schema import DocType
 
@@ -25,6 +25,7 @@ def day_number(iso_date: str | None) -> int:
 
 
 class SearchFilters(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt filter must fail, not silently match all
     doc_type: list[DocType] | None = None
     brand: str | None = None
     category: str | None = None

@@ -97,7 +97,8 @@ class Assistant:
             result.session_id = session_id
             self._record(result, features, session_id)
         else:
-            result = self.cache.get(asked, features.carried_entity, self.kb.version, filters)
+            kb_version = self.kb.version  # read once: an ingest while answering must not file this under the new one
+            result = self.cache.get(asked, features.carried_entity, kb_version, filters)
             if result is not None:
                 result.timings_ms["total"] = _ms_since(started)
                 result.session_id = session_id
@@ -106,7 +107,7 @@ class Assistant:
                 result.session_id = session_id
                 self._record(result, features, session_id)
                 if not result.degraded:  # a model outage must not be served again once it is over
-                    self.cache.put(asked, features.carried_entity, self.kb.version, result, filters)
+                    self.cache.put(asked, features.carried_entity, kb_version, result, filters)
         if session_id is not None:
             self._remember(session_id, question, result, features, clarification, entity)
         return result
@@ -132,7 +133,8 @@ class Assistant:
     def _ask_back(self, question: str, features: QueryFeatures, clarification: Clarification,
                   started: float) -> QAResult:
         """A reply that asks for the missing facts; nothing retrieved, nothing guessed."""
-        calls = [ToolCallRecord(name=clarification.skill, arguments=clarification.arguments)] if clarification.skill else []
+        calls = [ToolCallRecord(name=clarification.skill, arguments=clarification.arguments,
+                                elapsed_ms=clarification.elapsed_ms)] if clarification.skill else []
         return QAResult(question=question, answer=clarification.text, features=features_summary(features),
                         tool_calls=calls, clarification=clarification.model_dump(mode="json"),
                         timings_ms={"clarify": _ms_since(started), "total": _ms_since(started)})

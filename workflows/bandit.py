@@ -171,14 +171,17 @@ class LinearThompsonPolicy(LinUCBPolicy):
 def explain(chosen: str, estimates: dict[str, ArmEstimate], rules: PolicyDecision) -> str:
     """One Chinese sentence: what the rules said, what experience says, why this arm."""
     pick, favourite = estimates[chosen], estimates[rules.arm]
-    if pick.experience < _LITTLE_EXPERIENCE and chosen == rules.arm:
+    if chosen == rules.arm and pick.experience < _LITTLE_EXPERIENCE:
         return f"同类问题的经验还很少（约 {pick.experience:.1f} 次），沿用规则先验：{rules.reason.rstrip('。')}。"
     if chosen == rules.arm:
         return (f"规则首选「{chosen}」（先验 {pick.prior:.2f}），同类问题约 {pick.experience:.0f} 次经验的回报估计为 "
                 f"{pick.learned:.2f}，综合后仍是最佳，继续选用。")
-    best_mean = max(estimates.values(), key=lambda e: e.mean)
-    if best_mean.arm == chosen:
+    if pick.mean < max(e.mean for e in estimates.values()):
+        return (f"「{chosen}」在同类问题上经验较少（约 {pick.experience:.1f} 次），加上探索项后得分 {pick.score:.2f} 最高，"
+                f"先试探它；规则首选「{rules.arm}」目前的估计为 {favourite.mean:.2f}。")
+    if pick.experience >= _LITTLE_EXPERIENCE:
         return (f"经验改变了选择：同类问题上「{chosen}」约 {pick.experience:.0f} 次经验的回报估计为 {pick.learned:.2f}，"
                 f"综合 {pick.mean:.2f} 高于规则首选「{rules.arm}」的 {favourite.mean:.2f}（先验 {favourite.prior:.2f}），因此改用前者。")
-    return (f"「{chosen}」在同类问题上经验较少（约 {pick.experience:.1f} 次），加上探索项后得分 {pick.score:.2f} 最高，"
-            f"先试探它；规则首选「{rules.arm}」目前的估计为 {favourite.mean:.2f}。")
+    return (f"经验改变了选择：规则首选「{rules.arm}」在同类问题上约 {favourite.experience:.0f} 次经验的回报只有 "
+            f"{favourite.learned:.2f}（先验 {favourite.prior:.2f}），综合降到 {favourite.mean:.2f}，低于「{chosen}」的先验 "
+            f"{pick.prior:.2f}，因此改用后者。")

@@ -12,6 +12,7 @@ duplicating a line.
 from __future__ import annotations
 
 import asyncio
+import collections
 import csv
 import json
 import os
@@ -198,14 +199,16 @@ class BatchRunner:
         lanes: dict[str, list[BatchItem]] = {}  # one lane per session (in order), one per lone item
         for item in todo:
             lanes.setdefault(f"s:{item.session_id}" if item.session_id else f"i:{item.id}", []).append(item)
-        queue: asyncio.Queue[list[BatchItem]] = asyncio.Queue()
-        for lane in lanes.values():
-            queue.put_nowait(lane)
+        waiting = collections.deque(lanes.values())
 
         async def worker() -> None:
-            while not queue.empty():
-                for item in queue.get_nowait():
+            while waiting:
+                for item in waiting.popleft():
                     record = await self._answer(item)
+                    if asyncio.current_task().cancelling():
+                        # Ctrl-C: AgentScope agents turn a cancellation into an "interrupted" reply,
+                        # so this answer may be cut short. Drop it (the rerun asks again) and stop.
+                        raise asyncio.CancelledError
                     log.write(record)
                     advance(record)
 
@@ -268,7 +271,10 @@ class _progress:
         return self.advance
 
     def advance(self, record: dict) -> None:
-        self.counts["errors" if record.get("error") else "refused"] += bool(record.get("error") or record.get("refused"))
+        if record.get("error"):
+            self.counts["errors"] += 1
+        elif record.get("refused"):
+            self.counts["refused"] += 1
         self.bar.update(self.task, advance=1,
                         description=f"refused {self.counts['refused']}  errors {self.counts['errors']}")
 

@@ -153,6 +153,13 @@ def ask(
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
     if session is not None:
+        from workflows.sessions import check_session_id
+
+        try:
+            session = check_session_id(session)
+        except ValueError as exc:
+            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+            raise typer.Exit(2) from exc
         assistant = open_assistant(kb, config)
         try:
             result = assistant.ask_sync(question, session)
@@ -181,12 +188,15 @@ def open_assistant(kb_dir: Path, config, policy: str = "bandit"):
     from workflows.assistant import Assistant
 
     try:
-        return Assistant(kb_dir, config=config, policy=policy).warm_up()
-    except KBError as exc:
+        assistant = Assistant(kb_dir, config=config, policy=policy)
+    except (KBError, ValueError) as exc:  # no KB there, an unknown policy
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
-    except (RuntimeError, ValueError) as exc:  # e.g. a model spec whose API key is not set
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+    try:
+        return assistant.warm_up()
+    except Exception as exc:  # a model spec whose API key is not set, a Milvus Lite file another process holds
+        assistant.close()
+        err.print(f"[red]error:[/red] cannot open the assistant on {kb_dir}: {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
 
 
@@ -208,16 +218,16 @@ def chat(
     from workflows.pipeline import QuestionError
     from workflows.pipeline_config import PipelineConfig, PipelineConfigError
     from workflows.rewards import parse_rating
-    from workflows.sessions import new_session_id
+    from workflows.sessions import check_session_id, new_session_id
     from workflows.traces import render_trace
 
     try:
         config = PipelineConfig.load(kb, planner=planner, answerer=answerer)
-    except PipelineConfigError as exc:
+        session = check_session_id(session) if session is not None else new_session_id()
+    except (PipelineConfigError, ValueError) as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
     assistant = open_assistant(kb, config, policy)
-    session = session or new_session_id()
     state = assistant.session(session)
     if state is not None:
         carried = f"，当前商品：{state.entity.name}" if state.entity else ""
@@ -327,12 +337,14 @@ def bench_simulate(
     seed: int = typer.Option(0, help="first seed"),
     repeats: int = typer.Option(5, help="seeds to average over"),
     plot: Path = typer.Option(REPO / "docs" / "strategy_learning.png", help="where the learning curves go"),
+    sensitivity: bool = typer.Option(False, help="also sweep LinUCB's alpha and prior_weight"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Strategy learning on real retrieval outcomes: rules vs bandit vs per-intent oracle vs random."""
     from workflows.bench.simulate_policy import format_policy_report, run_policy_simulation
 
-    result = run_policy_simulation(DATASETS, rounds=rounds, seed=seed, repeats=repeats, plot_path=plot)
+    result = run_policy_simulation(DATASETS, rounds=rounds, seed=seed, repeats=repeats, plot_path=plot,
+                                   with_sensitivity=sensitivity)
     if as_json:
         print(json.dumps({k: v for k, v in result.items() if k != "curves"}, ensure_ascii=False, indent=2))
     else:
@@ -502,15 +514,18 @@ def studio(
                       "start it with `as_studio` (npm install -g @agentscope/studio)", highlight=False)
             raise typer.Exit(2) from exc
         if question is not None:
-            try:
-                print(asyncio.run(session.ask(question)).render_text())
+            try:  # the user's, answerer's and inspector's messages also print here, as in Studio
+                asyncio.run(session.ask(question))
             except QuestionError as exc:
                 err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
                 raise typer.Exit(2) from exc
         else:
             console.print(f"connected to {escape(studio_url)} (project {escape(project)}): type questions in "
                           "Studio, `exit` to finish", highlight=False)
-            turns = asyncio.run(session.chat())
+            try:
+                turns = asyncio.run(session.chat())
+            except KeyboardInterrupt:
+                turns = len(session.results)
             console.print(f"session {session.session_id}: {turns} answers")
     finally:
         assistant.close()
@@ -529,6 +544,72 @@ def bench_load(
 
     result = run_load_bench(kb, n_requests=requests, concurrency=concurrency, questions_path=questions)
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_load_report(result))
+
+
+def _names(values: list[str] | None) -> list[str]:
+    """Repeated options and comma-separated values alike: --strategy a --strategy b,c."""
+    return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
+
+
+@app.command("eval")
+def eval_command(
+    dataset: Path = typer.Option(..., "--dataset", help="a dataset folder: ../shared/datasets/NAME or knowledge/demo"),
+    questions: str = typer.Option(None, "--questions", help="one question file of the set (default: every questions*.jsonl)"),
+    limit: int = typer.Option(None, "--limit", help="questions per file, stratified by qtype (seeded)"),
+    per_qtype: int = typer.Option(None, "--per-qtype", help="or: this many questions of each qtype"),
+    mode: str = typer.Option("offline", "--mode", help="offline | llm"),
+    planner: str = typer.Option(None, "--planner", help="llm mode: planner model spec (e.g. dashscope:qwen-plus)"),
+    answerer: str = typer.Option(None, "--answerer", help="llm mode: answerer model spec"),
+    strategy: list[str] = typer.Option(None, "--strategy", help="policy and/or arm names of workflows/arms.yaml, "
+                                       "compared side by side (repeat or comma-separate; default: policy)"),
+    baseline: bool = typer.Option(True, help="AgentScope SimpleKnowledge retrieval row"),
+    as_json: bool = typer.Option(False, "--json", help="print the scores as JSON"),
+    concurrency: int = typer.Option(1, "--concurrency", help="questions in flight (latency is measured under it)"),
+    resume: bool = typer.Option(False, "--resume", help="continue the run: skip questions already in its results"),
+    seed: int = typer.Option(0, "--seed"),
+    run_dir: Path = typer.Option(None, "--run-dir", help="where results.jsonl and summary.json go "
+                                 "(default: ~/.cache/citescope/eval/runs/<dataset>-<split>-<hash>)"),
+    max_embed: int = typer.Option(2000, "--max-embed", help="refuse KBs that would embed more texts than this"),
+    root: Path = typer.Option(None, "--root", help="eval KBs and runs (default: ~/.cache/citescope/eval)"),
+) -> None:
+    """Run a dataset's questions through the real pipeline: retrieval, answers, citations, refusal,
+    conflicts, tool calls and latency, by question type and strategy."""
+    from workflows.evaluate import EvalError, EvalRequest, format_eval_report, run_eval
+
+    try:
+        request = EvalRequest(dataset_dir=dataset, questions_file=questions, limit=limit, per_qtype=per_qtype,
+                              mode=mode, planner=planner, answerer=answerer, strategies=_names(strategy) or ["policy"],
+                              baseline=baseline, concurrency=concurrency, resume=resume, seed=seed, run_dir=run_dir,
+                              max_embed=max_embed, progress=not as_json, **({"root": root} if root else {}))
+        result = run_eval(request)
+    except (EvalError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    print(json.dumps(result, ensure_ascii=False, indent=1) if as_json else format_eval_report(result))
+
+
+@app.command("calibrate")
+def calibrate_command(
+    dataset: list[Path] = typer.Option(None, "--dataset", help="dev sets (repeat; default: cmrc2018_dev, "
+                                       "baoxianzhidao, rgb_zh, domainrag and the demo, those embedded)"),
+    per_set: int = typer.Option(300, "--per-set", help="questions per set for the reranker fit and the threshold"),
+    fit_reranker: bool = typer.Option(True, help="refit tools/rerank_weights.json (written only if it wins held out)"),
+    threshold: bool = typer.Option(True, help="calibrate the refusal threshold"),
+    write_default: bool = typer.Option(False, help="also write the pooled threshold to workflows/pipeline.yaml"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="report only: write no weights, configs or plot"),
+    plot: Path = typer.Option(REPO / "docs" / "calibration_refusal.png", help="precision/recall curve PNG"),
+    as_json: bool = typer.Option(False, "--json"),
+    seed: int = typer.Option(0, "--seed"),
+    max_embed: int = typer.Option(2000, "--max-embed", help="refuse KBs that would embed more texts than this"),
+) -> None:
+    """Fit the offline reranker on dev data and choose the refusal threshold (≤ 5% false refusals)."""
+    from workflows.calibrate import CalibrationRequest, format_calibration_report, run_calibration
+
+    request = CalibrationRequest(datasets=list(dataset or []), per_set=per_set, fit_reranker=fit_reranker,
+                                 threshold=threshold, write_default=write_default, dry_run=dry_run, plot=plot, seed=seed,
+                                 max_embed=max_embed, progress=not as_json)
+    result = run_calibration(request)
+    print(json.dumps(result, ensure_ascii=False, indent=1) if as_json else format_calibration_report(result))
 
 
 def main() -> None:  # console-script entry point

@@ -1,16 +1,17 @@
 """ResultCache: the same question, about the same product, against the same KB generation, is
 answered from memory instead of running retrieval and generation again.
 
-The key is the question normalised (knowledge.text.normalize, case-folded, whitespace
-collapsed), the product a follow-up carries from its session (None when the question names
-its own), the caller's filters and the KB version (the catalog generation). Any ingest moves
-the generation on and empties the cache. A hit is a copy of the stored result that keeps the
+The key is the question normalised (knowledge.text.normalize, case-folded, whitespace collapsed
+and dropped next to Chinese, closing ?/! marks dropped), the product a follow-up carries from its
+session (None when the question names its own), the caller's filters and the KB version (the
+catalog generation). Any ingest moves the generation on and empties the cache. A hit is a copy of the stored result that keeps the
 original trace id (its decision trace and experience round stay the ones to look at and rate)
 and says where it came from: timings_ms {"cached": 1.0, "original_total": ..., "total": ...}.
 """
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -22,10 +23,14 @@ from workflows.result import QAResult
 
 DEFAULT_MAX_ENTRIES = 512
 CacheKey = tuple[str, str, str]
+_SPACE_BY_CJK = re.compile(r"(?<=[\u3000-\u9fff\uff00-\uffef])\s+|\s+(?=[\u3000-\u9fff\uff00-\uffef])")
+_TRAILING_MARKS = re.compile(r"[\s?？!！。.~～]+$")
 
 
 def normalized_question(question: str) -> str:
-    return " ".join(normalize(question).casefold().split())
+    """Half-width, case-folded, one space between words and none next to Chinese, no closing marks."""
+    text = " ".join(normalize(question).casefold().split())
+    return _TRAILING_MARKS.sub("", _SPACE_BY_CJK.sub("", text))
 
 
 def _entity_key(entity: Entity | None) -> str:

@@ -37,7 +37,9 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from knowledge.filters import SearchFilters
 from workflows.pipeline import QuestionError, validate_question
 from workflows.result import QAResult
 from workflows.rewards import parse_rating
@@ -61,12 +63,21 @@ class ServiceSettings(BaseSettings):
 
 
 # -- request bodies -----------------------------------------------------------------------------
+class Filters(SearchFilters):
+    """SearchFilters as the API takes them: an unknown field is an error, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def given(self) -> dict[str, Any] | None:
+        return self.model_dump(exclude_none=True) or None
+
+
 class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str
     session_id: str | None = Field(None, max_length=128)
-    filters: dict[str, Any] | None = None  # SearchFilters fields: doc_type, brand, category, ...
+    filters: Filters | None = None
 
 
 class FeedbackRequest(BaseModel):
@@ -101,7 +112,7 @@ class ChatRequest(BaseModel):
     user: str | None = Field(None, max_length=128)
     session_id: str | None = Field(None, max_length=128)
     metadata: dict[str, Any] | None = None
-    filters: dict[str, Any] | None = None
+    filters: Filters | None = None
 
     def question(self) -> str:
         for message in reversed(self.messages):
@@ -148,6 +159,7 @@ class AssistantLoop:
         self.ready.set()
         self._warmed.set_result(None)
         self.loop.run_forever()
+        self.loop.close()  # after stop(): questions still in flight are dropped with it
 
     async def _ready(self) -> None:
         await asyncio.wrap_future(self._warmed)
@@ -157,7 +169,10 @@ class AssistantLoop:
     async def ask(self, question: str, session_id: str | None, filters: dict | None) -> QAResult:
         await self._ready()
         coroutine = self.assistant.ask(question, session_id=session_id, filters=filters)
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, self.loop))
+        # Shielded: a client that hangs up mid-stream must not cancel the question. AgentScope
+        # agents turn a cancellation into an "interrupted" reply, and that cut-short answer would
+        # be stored in the session and taught to the strategy policy.
+        return await asyncio.shield(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, self.loop)))
 
     async def call(self, function: Callable, *args: Any) -> Any:
         """A quick sync Assistant method (session, feedback, trace) run on the Assistant's loop."""
@@ -298,8 +313,8 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
             raise HTTPException(401, "missing or invalid API key (Authorization: Bearer <key>)",
                                 headers={"WWW-Authenticate": "Bearer"})
 
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    @app.exception_handler(StarletteHTTPException)  # also the router's own 404 and 405
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return JSONResponse(_error_body(exc.status_code, str(exc.detail)), exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
@@ -342,7 +357,7 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
     @app.post("/v1/ask", response_model=QAResult, dependencies=v1, tags=["qa"])
     async def ask(body: AskRequest, request: Request) -> QAResult:
         """Answer one question; the answer cites 【chunk_id】 and `citations` describes each id."""
-        return await answer(request, body.question, body.session_id, body.filters)
+        return await answer(request, body.question, body.session_id, body.filters and body.filters.given())
 
     @app.post("/v1/feedback", response_model=FeedbackResponse, dependencies=v1, tags=["qa"])
     async def feedback(body: FeedbackRequest, request: Request) -> FeedbackResponse:
@@ -386,7 +401,7 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
         if body.stream:
             return StreamingResponse(_stream_chat(request, body, question), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        result = await answer(request, question, body.session(), body.filters)
+        result = await answer(request, question, body.session(), body.filters and body.filters.given())
         citations = [c.model_dump(mode="json") for c in result.citations]
         return {
             "id": f"chatcmpl-{result.trace_id}", "object": "chat.completion", "created": int(time.time()),
@@ -406,7 +421,7 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
 
         yield chunk({"role": "assistant", "content": ""})  # the client sees the reply start at once
         try:
-            result = await answer(request, question, body.session(), body.filters)
+            result = await answer(request, question, body.session(), body.filters and body.filters.given())
         except Exception as exc:  # headers are sent: report in-stream, as OpenAI does
             if isinstance(exc, HTTPException):
                 status, message = exc.status_code, str(exc.detail)

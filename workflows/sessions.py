@@ -75,6 +75,7 @@ class Clarification(BaseModel):
     product: Entity | None = None
     skill: str | None = None  # the skill that reported the need
     arguments: dict = Field(default_factory=dict)  # what that skill was called with
+    elapsed_ms: float = 0.0  # the skill call
 
 
 class PendingTask(BaseModel):
@@ -190,13 +191,15 @@ class Clarifier:
         given = {"height_cm": features.height_cm, "weight_kg": features.weight_kg,
                  "foot_length_cm": features.foot_length_cm}
         arguments = {"product": product.product_id, **{k: v for k, v in given.items() if v is not None}}
+        started = time.perf_counter()
         need = size_recommend(**arguments, ctx=SkillContext(self.kb)).data.get("need")
+        elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
         if not need:
             return None
         labels = [FACT_LABELS.get(name, name) for name in need]
         facts = labels[0] if len(labels) == 1 else "、".join(labels[:-1]) + "和" + labels[-1]
         return Clarification(kind="facts", need=list(need), text=ASK_FACTS.format(facts=facts), product=product,
-                             skill="size_recommend", arguments=arguments)
+                             skill="size_recommend", arguments=arguments, elapsed_ms=elapsed_ms)
 
     def complete(self, pending: PendingTask, reply: str) -> tuple[str, Entity | None] | None:
         """(question, product) to answer when `reply` gives what `pending` waits for; None when

@@ -12,7 +12,6 @@ Start the real Studio first: `npm install -g @agentscope/studio`, then `as_studi
 """
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from agentscope.agent import AgentBase, UserAgent
@@ -20,8 +19,7 @@ from agentscope.message import Msg
 
 from workflows.pipeline import QuestionError
 from workflows.result import QAResult
-
-log = logging.getLogger(__name__)
+from workflows.sessions import new_session_id
 
 EXIT_WORDS = {"exit", "quit", "q", "退出", "结束"}
 
@@ -33,7 +31,6 @@ class PipelineStageAgent(AgentBase):
     def __init__(self, name: str):
         super().__init__()
         self.name = name
-        self.set_console_output_enabled(False)  # the terminal gets render_text() instead
 
     def render(self, result: QAResult) -> Msg:
         raise NotImplementedError
@@ -75,6 +72,8 @@ class InspectorAgent(PipelineStageAgent):
 def verdict_text(result: QAResult) -> str:
     """The inspector's verdict in Chinese, one line plus findings."""
     report = result.inspection
+    if result.clarification is not None:
+        return "未审核：缺少必要信息，先向顾客追问，没有检索作答。"
     if report is None:
         return f"未审核：证据不足，直接拒答（{result.refusal_reason or 'refused'}），没有生成回答。"
     head = "审核通过" if report.passed and not result.refused else "审核未通过，已拒答" if result.refused else "审核未通过"
@@ -99,7 +98,7 @@ class StudioSession:
         self.studio_url = studio_url.rstrip("/")
         self.project = project
         self.name = name
-        self.session_id = session_id
+        self.session_id = session_id or new_session_id()  # every turn of this run joins one conversation
         self.results: list[QAResult] = []
 
     def connect(self) -> "StudioSession":
@@ -133,7 +132,6 @@ class StudioSession:
 
     async def _answer(self, question: str) -> QAResult:
         result = await self.assistant.ask(question, session_id=self.session_id)
-        self.session_id = result.session_id or self.session_id
         await self.answerer(result)
         await self.inspector(result)
         self.results.append(result)

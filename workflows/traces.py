@@ -147,9 +147,10 @@ def _flags(trace: dict) -> str:
 def render_trace(trace: dict) -> RenderableType:
     """The trace as rich sections: answer, analysis, policy, tool calls, evidence, checks, costs."""
     parts: list[RenderableType] = []
+    source = "clarifying question" if trace.get("clarification") else trace.get("answer_source", "")
     head = Text.from_markup(
         f"[bold]question[/bold] {escape(trace.get('question', ''))}\n"
-        f"[bold]answer[/bold] ({escape(trace.get('answer_source', ''))}) {escape(trace.get('answer', ''))}\n"
+        f"[bold]answer[/bold] ({escape(source)}) {escape(trace.get('answer', ''))}\n"
         f"{_flags(trace)}\n"
         f"[dim]trace {trace.get('trace_id')} · session {trace.get('session_id') or '-'} · "
         f"KB version {trace.get('kb_version')} · {trace.get('created_at', '')}[/dim]")
@@ -173,7 +174,9 @@ def render_trace(trace: dict) -> RenderableType:
 
     policy = trace.get("policy")
     if policy:
-        table = _table(f"policy ({policy.get('source')}) — {policy.get('reason', '')}", "arm", "score", "chosen")
+        parts.append(Text.from_markup(f"[bold]policy[/bold] ({escape(policy.get('source', ''))}) chose "
+                                      f"[bold]{escape(policy.get('arm', ''))}[/bold]: {escape(policy.get('reason', ''))}"))
+        table = _table("arm scores", "arm", "score", "chosen")
         for arm, score in sorted((policy.get("scores") or {}).items(), key=lambda item: -item[1]):
             table.add_row(arm, f"{score:.3f}", "✔" if arm == policy.get("arm") else "")
         parts.append(table)
@@ -184,13 +187,14 @@ def render_trace(trace: dict) -> RenderableType:
         parts.append(table)
 
     if trace.get("tool_calls"):
-        table = _table(f"tool calls (planner: {trace.get('planner_source', '')})", "#", "tool", "arguments",
-                       "outcome", "hits", "ms")
+        planner = f" (planner: {trace.get('planner_source', '')})" if policy else ""
+        table = _table(f"tool calls{planner}", "#", "tool", "arguments", "outcome", "hits", "ms")
         for number, call in enumerate(trace["tool_calls"], start=1):
             hits = call.get("hit_ids") or []
             outcome = call.get("outcome", "") + (" (degraded)" if call.get("degraded") else "")
             table.add_row(str(number), call.get("name", ""), _short(call.get("arguments", {}), 100), outcome,
-                          f"{len(hits)}: " + _short(", ".join(hits[:4]) + (" …" if len(hits) > 4 else ""), 90),
+                          f"{len(hits)}" + (": " + _short(", ".join(hits[:4]) + (" …" if len(hits) > 4 else ""), 90)
+                                            if hits else ""),
                           f"{call.get('elapsed_ms', 0):.1f}")
         parts.append(table)
 
@@ -222,7 +226,7 @@ def render_trace(trace: dict) -> RenderableType:
 
     costs = _table("costs", "item", "value")
     for stage, ms in (trace.get("timings_ms") or {}).items():
-        costs.add_row(f"time {stage}", f"{ms:.1f} ms" if stage != "cached" else "yes")
+        costs.add_row(f"time {stage}", f"{ms:.1f} ms")
     budget = trace.get("budget")
     if budget:
         costs.add_row("tool calls", f"{budget['tool_calls']} (cached {budget['cached_calls']}, refused "
@@ -236,6 +240,8 @@ def render_trace(trace: dict) -> RenderableType:
         parts.append(Text("degraded: " + "；".join(trace["degradation_reasons"]), style="yellow"))
     outcome = trace.get("outcome")
     if outcome:
+        if not policy:  # e.g. a clarifying question: no arm was played, the policy learned nothing
+            outcome = {**outcome, "reward": None, "implicit_reward": None}
         rating = {1: "👍", -1: "👎"}.get(outcome.get("rating"), "none")
         parts.append(Text(f"outcome: reward {_number(outcome.get('reward'))} (implicit "
                           f"{_number(outcome.get('implicit_reward'))}) · feedback {rating} {outcome.get('comment') or ''}".rstrip()))

@@ -6,8 +6,9 @@ client side against the three things AgentScope 1.0.21 talks to:
   POST /trpc/pushMessage       the pre_print hook forwards every message an agent prints
   POST /trpc/requestUserInput  StudioUserInput asks for input; the answer comes back over
                                socket.io (namespace /python, event forwardUserInput)
-plus POST /v1/traces (OTLP spans; accepted and counted). Scripted user inputs are fed to
-requestUserInput in order, the way a person typing in the Studio page would.
+plus POST /v1/traces (OTLP spans; accepted and counted). Scripted user inputs answer
+requestUserInput in order, the way a person typing in the Studio page would; when they run out
+the stand-in types "exit", so a test never waits forever.
 
     with StudioStandIn(user_inputs=["XZ-3000 多少钱？", "exit"]) as studio:
         studio.url          # "http://127.0.0.1:PORT"

@@ -62,6 +62,9 @@ def test_scale_latency_on_a_small_replicated_kb(datasets_dir, tmp_path):
     row = scale[150]
     assert row["chunks"] >= 150 and row["queries"] == 5
     assert {row[step]["n"] for step in ("dense", "bm25", "hybrid", "rerank")} == {5}
+    engines = row["vector_engines"]
+    assert set(engines) == {"milvus_lite_flat", "numpy", "faiss_flat", "faiss_hnsw"}
+    assert 0.9 <= engines["faiss_hnsw"]["recall@10"] <= 1.0  # HNSW is near exact on 150 vectors
 
 
 def test_unknown_legs_are_refused(datasets_dir):

@@ -3,15 +3,16 @@
 1. Reward table, computed once and cached: for every question of the mix and every arm, the
    arm's plan runs through the real skills (RetrievalPlanner, the offline planner the pipeline
    uses; every arm ends with the rerank skill); reward = 1 when a gold doc is among the first 5
-   distinct docs of the reranked evidence, else 0. KBs: the demo shop, and a baoxianzhidao
-   slice of only the documents whose chunks the shared embedding cache already holds (nothing
-   is embedded here but the questions).
+   distinct docs of the reranked evidence, else 0 (the rank is kept too, for a graded MRR@5
+   variant). KBs: the demo shop and each dev set of DATASET_CAPS over only the documents whose
+   chunks the shared embedding cache already holds (nothing is embedded here but questions).
 2. Simulation: a shuffled stream of those questions (every question once per epoch, new order
-   each epoch), played by: the rules alone; the bandit starting from the rules (one per KB, as
-   each KB keeps its own experience store), learning from each reward; the best fixed arm per
-   (KB, intent) in hindsight (the oracle); and a uniformly random arm. Several seeds.
-3. Held-out check: a bandit trained on a stream of one half of the questions chooses greedily
-   (alpha = 0) for the other half, against the rules on that half.
+   each epoch), played by: the rules alone; LinUCB starting from the rules (one per KB, as each
+   KB keeps its own experience store), learning from each reward; Thompson sampling on the same
+   model; the best fixed arm per (KB, intent) in hindsight (the oracle); a uniformly random
+   arm. Several seeds.
+3. Held-out check: a bandit trained on a stream of one half of the questions (alternating
+   within each KB and intent) chooses greedily (alpha = 0) for the other half, and vice versa.
 
 Run: `python run.py bench simulate --rounds 3000 --seed 0` (writes docs/strategy_learning.png).
 """
@@ -41,7 +42,7 @@ from tools.base import SkillContext
 from tools.registry import SkillRegistry
 from tools.rerank import make_reranker
 from workflows.arms import DEFAULT_ARMS, Arm, load_arms
-from workflows.bandit import LinUCBPolicy
+from workflows.bandit import LinearThompsonPolicy, LinUCBPolicy
 from workflows.budget import Budget, BudgetTracker
 from workflows.datasets import Question, dataset_kb, load_questions
 from workflows.evidence import EvidencePool
@@ -53,9 +54,15 @@ REPO = Path(__file__).resolve().parents[2]
 DEMO_DIR = REPO / "knowledge" / "demo"
 DEFAULT_PLOT = REPO / "docs" / "strategy_learning.png"
 TOP_DOCS = 5
-BX_STEP = 500  # slice sizes move in steps, so a growing embedding cache does not rebuild the KB every run
+SLICE_STEP = 500  # slice sizes move in steps, so a growing embedding cache does not rebuild the KB every run
+# Dev sets of the mix -> {qtype: at most this many questions} (easy, plentiful types are capped).
+DATASET_CAPS: dict[str, dict[str, int]] = {
+    "baoxianzhidao": {"faq_title": 150},
+    "domainrag": {},
+    "cmrc2018_dev": {"extractive": 150},
+}
 TABLE_FORMAT = 2  # bump when RewardRow changes: cached tables of another format are not read
-POLICIES = ("rules", "bandit", "oracle_per_intent", "random")
+POLICIES = ("rules", "bandit", "thompson", "oracle_per_intent", "random")
 
 
 class RewardRow(BaseModel):
@@ -108,55 +115,68 @@ class _QueryMemo(CachedEmbedder):
         return self._queries[text]
 
 
-def simulation_sources(datasets_dir: Path, bx_titles: int = 150, bx_docs: int | None = None,
+def simulation_sources(datasets_dir: Path, caps: dict[str, dict[str, int]] | None = None,
                        settings: Settings | None = None) -> list[tuple[str, KnowledgeBase, list[Question]]]:
-    """(name, warmed KB, questions) for the demo shop and the cached baoxianzhidao slice."""
+    """(name, warmed KB, questions): the demo shop, then each dev set of DATASET_CAPS over the
+    documents the embedding cache already holds (a prefix in SLICE_STEP steps, or all of it).
+    Questions: answerable ones whose gold docs are all in the KB, at most caps[qtype] of a qtype."""
     settings = settings or get_settings()
+    caps = DATASET_CAPS if caps is None else caps
     demo_kb = dataset_kb([DEMO_DIR], "demo", settings=settings)
-    demo_questions = [q for q in load_questions(DEMO_DIR / "questions.jsonl") if q.answerable and q.gold_doc_ids]
-    sources = [("demo", demo_kb, demo_questions)]
-    bx_dir = Path(datasets_dir) / "baoxianzhidao"
-    corpus = bx_dir / "corpus.jsonl"
-    if corpus.exists():
+    sources = [("demo", demo_kb, [q for q in load_questions(DEMO_DIR / "questions.jsonl")
+                                  if q.answerable and q.gold_doc_ids])]
+    for dataset, qtype_caps in caps.items():
+        corpus = Path(datasets_dir) / dataset / "corpus.jsonl"
+        if not corpus.exists():
+            continue
         total = sum(1 for line in corpus.open(encoding="utf-8") if line.strip())
-        if bx_docs is None:
-            prefix = cached_prefix(corpus, settings, demo_kb.embedder)
-            bx_docs = total if prefix >= total else prefix // BX_STEP * BX_STEP
-        if bx_docs:
-            kb = dataset_kb([corpus], "bx-sim", max_docs=None if bx_docs >= total else bx_docs, settings=settings)
-            present = {c.doc_id for c in kb.all_chunks()}
-            questions = [q for q in load_questions(bx_dir / "questions.jsonl")
-                         if q.answerable and q.gold_doc_ids and set(q.gold_doc_ids) <= present]
-            titles = [q for q in questions if q.qtype == "faq_title"]
-            chosen = {q.qid for q in random.Random(0).sample(titles, min(bx_titles, len(titles)))}
-            questions = [q for q in questions if q.qtype != "faq_title" or q.qid in chosen]
-            sources.append((f"baoxianzhidao[:{bx_docs}]", kb, questions))
+        cached = cached_prefix(corpus, settings, demo_kb.embedder)
+        docs = total if cached >= total else cached // SLICE_STEP * SLICE_STEP
+        if not docs:
+            continue
+        kb = dataset_kb([corpus], f"{dataset}-sim", max_docs=None if docs >= total else docs, settings=settings)
+        present = {c.doc_id for c in kb.all_chunks()}
+        questions = [q for q in load_questions(corpus.parent / "questions.jsonl")
+                     if q.answerable and q.gold_doc_ids and set(q.gold_doc_ids) <= present]
+        sources.append((dataset if docs >= total else f"{dataset}[:{docs}]", kb, _capped(questions, qtype_caps)))
     return sources
 
 
-def _table_key(sources, arms_path: Path, budget: Budget) -> str:
-    parts = [[name, kb.dir.name, [q.qid for q in questions]] for name, kb, questions in sources]
+def _capped(questions: list[Question], caps: dict[str, int]) -> list[Question]:
+    """At most caps[qtype] questions of each capped qtype (a seeded sample), file order kept."""
+    keep: set[str] = set()
+    for qtype, cap in caps.items():
+        of_type = [q.qid for q in questions if q.qtype == qtype]
+        keep |= set(random.Random(0).sample(of_type, min(cap, len(of_type))))
+    return [q for q in questions if q.qtype not in caps or q.qid in keep]
+
+
+def _table_key(name: str, kb: KnowledgeBase, questions: list[Question], arms_path: Path, budget: Budget) -> str:
     files = [arms_path, REPO / "tools" / "skills.yaml", REPO / "tools" / "rerank_weights.json"]
-    raw = json.dumps([TABLE_FORMAT, parts, [p.read_text(encoding="utf-8") for p in files], budget.model_dump()],
-                     ensure_ascii=False)
+    raw = json.dumps([TABLE_FORMAT, name, kb.dir.name, [q.qid for q in questions],
+                      [p.read_text(encoding="utf-8") for p in files], budget.model_dump()], ensure_ascii=False)
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:12]
 
 
 def build_reward_table(sources, arms: dict[str, Arm] | None = None, budget: Budget | None = None,
                        cache_dir: Path | None = None, arms_path: Path = DEFAULT_ARMS,
                        progress: Callable[[str], None] | None = None) -> list[RewardRow]:
-    """Every arm's reward for every question, read from the cache when computed before."""
+    """Every arm's reward for every question. Each source's rows are cached on their own, keyed
+    by its KB, questions, arms, skills and reranker weights, so only a changed source is rerun."""
     arms = arms or load_arms(arms_path)
     budget = budget or Budget()
     cache_dir = Path(cache_dir or get_settings().cache_dir) / "bench"
-    path = cache_dir / f"policy-rewards-{_table_key(sources, arms_path, budget)}.json"
-    if path.exists():
-        return [RewardRow.model_validate(row) for row in json.loads(path.read_text(encoding="utf-8"))]
     rows: list[RewardRow] = []
     for name, kb, questions in sources:
-        rows += asyncio.run(_rewards_for(name, kb, questions, arms, budget, progress or (lambda line: None)))
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([row.model_dump(mode="json") for row in rows], ensure_ascii=False), encoding="utf-8")
+        path = cache_dir / f"policy-rewards-{_table_key(name, kb, questions, arms_path, budget)}.json"
+        if path.exists():
+            rows += [RewardRow.model_validate(row) for row in json.loads(path.read_text(encoding="utf-8"))]
+            continue
+        computed = asyncio.run(_rewards_for(name, kb, questions, arms, budget, progress or (lambda line: None)))
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps([row.model_dump(mode="json") for row in computed], ensure_ascii=False),
+                        encoding="utf-8")
+        rows += computed
     return rows
 
 
@@ -246,27 +266,32 @@ def simulate_once(rows: Sequence[RewardRow], rounds: int, seed: int, arms: dict[
     arms = arms or load_arms()
     rules = RulesPolicy(arms)
     make_bandit = make_bandit or (lambda: LinUCBPolicy(rules=rules))
+    make_thompson = lambda: LinearThompsonPolicy(rules=rules, seed=seed)  # noqa: E731
     rng = random.Random(seed)
     stream = [rows[i] for i in _stream(len(rows), rounds, rng)]
     names = list(arms)
     oracle = best_fixed_arms(stream, names)
     rules_arm = {row.qid: rules.choose(row.features).arm for row in rows}
-    bandits = {kb: make_bandit() for kb in dict.fromkeys(row.kb for row in rows)}  # one per KB, as deployed
+    kbs = list(dict.fromkeys(row.kb for row in rows))
+    learners = {"bandit": {kb: make_bandit() for kb in kbs},  # one per KB, as deployed
+                "thompson": {kb: make_thompson() for kb in kbs}}
     rewards = {name: [] for name in POLICIES}
     bandit_arms: list[str] = []
     for row in stream:
         rewards["rules"].append(_value(row, rules_arm[row.qid]))
-        bandit = bandits[row.kb]
-        arm = bandit.choose(row.features).arm
-        value = _value(row, arm)
-        bandit.update(row.features.vector(), arm, value)
-        rewards["bandit"].append(value)
-        bandit_arms.append(arm)
+        for name, per_kb in learners.items():
+            learner = per_kb[row.kb]
+            arm = learner.choose(row.features).arm
+            value = _value(row, arm)
+            learner.update(row.features.vector(), arm, value)
+            rewards[name].append(value)
+            if name == "bandit":
+                bandit_arms.append(arm)
         rewards["oracle_per_intent"].append(_value(row, oracle[row.group]))
         available = [a for a in names if row.rewards.get(a) is not None] or names
         rewards["random"].append(_value(row, rng.choice(available)))
     return {"rewards": rewards, "oracle_arms": {f"{kb}/{intent}": arm for (kb, intent), arm in oracle.items()},
-            "bandit_arms": bandit_arms, "stream": [row.qid for row in stream], "bandits": bandits}
+            "bandit_arms": bandit_arms, "stream": [row.qid for row in stream], "bandits": learners["bandit"]}
 
 
 def held_out_check(rows: Sequence[RewardRow], rounds: int, seed: int, arms: dict[str, Arm] | None = None) -> dict:
@@ -321,11 +346,39 @@ def simulate(rows: Sequence[RewardRow], rounds: int, seed: int = 0, repeats: int
         "last_fifth_mean_reward": {name: float(np.mean([np.mean(run["rewards"][name][-tail:]) for run in runs]))
                                    for name in POLICIES},
         "regret_vs_oracle": {name: float(curves["oracle_per_intent"][-1] - curves[name][-1]) for name in POLICIES},
-        "bandit_wins_over_rules": sum(1 for a, b in zip(finals["bandit"], finals["rules"]) if a > b),
+        "wins_over_rules": {name: sum(1 for a, b in zip(finals[name], finals["rules"]) if a > b)
+                            for name in ("bandit", "thompson")},
+        "gap_closed": {name: _gap_closed(finals, name) for name in ("bandit", "thompson")},
         "groups": per_group,
         "held_out": held_out_check(rows, rounds, seed, arms),
         "curves": {name: curves[name].tolist() for name in POLICIES},
     }
+
+
+def sensitivity(rows: Sequence[RewardRow], rounds: int, seed: int = 0, repeats: int = 5,
+                alphas: Sequence[float] = (0.1, 0.3, 1.0), prior_weights: Sequence[float] = (1.0, 4.0),
+                arms: dict[str, Arm] | None = None) -> list[dict]:
+    """LinUCB's mean reward for each (alpha, prior_weight), with the rules and the oracle, same streams."""
+    arms = arms or load_arms()
+    rules = RulesPolicy(arms)
+    out = []
+    for alpha in alphas:
+        for weight in prior_weights:
+            make = lambda: LinUCBPolicy(rules=rules, alpha=alpha, prior_weight=weight)  # noqa: E731
+            runs = [simulate_once(rows, rounds, seed + r, arms, make_bandit=make)["rewards"] for r in range(repeats)]
+            finals = {name: [float(np.sum(run[name])) for run in runs] for name in POLICIES}
+            out.append({"alpha": alpha, "prior_weight": weight, "bandit": float(np.mean(finals["bandit"])) / rounds,
+                        "rules": float(np.mean(finals["rules"])) / rounds,
+                        "oracle": float(np.mean(finals["oracle_per_intent"])) / rounds,
+                        "gap_closed": _gap_closed(finals, "bandit"),
+                        "wins_over_rules": sum(1 for a, b in zip(finals["bandit"], finals["rules"]) if a > b)})
+    return out
+
+
+def _gap_closed(finals: dict[str, list[float]], name: str) -> float | None:
+    """Share of the rules -> oracle gap a learner closed (None when there is no gap)."""
+    rules, oracle = np.mean(finals["rules"]), np.mean(finals["oracle_per_intent"])
+    return float((np.mean(finals[name]) - rules) / (oracle - rules)) if oracle > rules else None
 
 
 def _groups(rows: Sequence[RewardRow]) -> dict[tuple[str, str], list[RewardRow]]:
@@ -346,13 +399,18 @@ def _most_common(values) -> str:
 
 
 def run_policy_simulation(datasets_dir: Path, rounds: int = 3000, seed: int = 0, repeats: int = 5,
-                          plot_path: Path | None = DEFAULT_PLOT, bx_titles: int = 150,
-                          bx_docs: int | None = None) -> dict:
-    """Build (or read) the reward table on the dev mix, simulate, plot, and report."""
+                          plot_path: Path | None = DEFAULT_PLOT, caps: dict[str, dict[str, int]] | None = None,
+                          with_sensitivity: bool = False) -> dict:
+    """Build (or read) the reward table on the dev mix, simulate, plot, and report; optionally
+    LinUCB's sensitivity to alpha and prior_weight on the same streams."""
     progress = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
-    sources = simulation_sources(Path(datasets_dir), bx_titles=bx_titles, bx_docs=bx_docs)
+    sources = simulation_sources(Path(datasets_dir), caps)
     rows = build_reward_table(sources, progress=progress)
     report = simulate(rows, rounds, seed, repeats)
+    graded = simulate([row.graded() for row in rows], rounds, seed, repeats)
+    report["graded"] = {k: v for k, v in graded.items() if k != "curves"}
+    if with_sensitivity:
+        report["sensitivity"] = sensitivity(rows, rounds, seed, repeats)
     report["qtypes"] = {f"{r.kb}/{r.qtype}": 0 for r in rows}
     for row in rows:
         report["qtypes"][f"{row.kb}/{row.qtype}"] += 1
@@ -365,7 +423,8 @@ def run_policy_simulation(datasets_dir: Path, rounds: int = 3000, seed: int = 0,
 
 
 def plot_learning(report: dict, path: Path) -> None:
-    """Cumulative reward and cumulative regret (vs the per-intent oracle) per round."""
+    """Cumulative reward gained over the rules, and cumulative regret against the per-intent
+    oracle, per round (mean over seeds). Plain cumulative reward hides gaps this small."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -373,15 +432,16 @@ def plot_learning(report: dict, path: Path) -> None:
 
     curves = {name: np.asarray(values) for name, values in report["curves"].items()}
     rounds = np.arange(1, len(curves["rules"]) + 1)
-    labels = {"rules": "rules only", "bandit": "LinUCB from rules", "oracle_per_intent": "best fixed arm per intent (hindsight)",
-              "random": "uniform random"}
+    labels = {"rules": "rules only", "bandit": "LinUCB from rules", "thompson": "Thompson sampling from rules",
+              "oracle_per_intent": "best fixed arm per intent (hindsight)", "random": "uniform random"}
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for name in POLICIES:
-        left.plot(rounds, curves[name], label=labels[name])
+        left.plot(rounds, curves[name] - curves["rules"], label=labels[name])
         right.plot(rounds, curves["oracle_per_intent"] - curves[name], label=labels[name])
-    left.set(title="cumulative reward (gold doc in top-5)", xlabel="round", ylabel="reward")
+    left.set(title="cumulative reward minus rules-only (gold doc in top-5)", xlabel="round", ylabel="reward")
     right.set(title="cumulative regret vs per-intent oracle", xlabel="round", ylabel="regret")
-    right.axhline(0, color="grey", linewidth=0.5)
+    for axis in (left, right):
+        axis.axhline(0, color="grey", linewidth=0.5)
     left.legend(fontsize=8)
     figure.suptitle(f"{report['questions']} questions, {report['rounds']} rounds, mean of {report['repeats']} seeds",
                     fontsize=10)
@@ -392,30 +452,47 @@ def plot_learning(report: dict, path: Path) -> None:
 
 
 def format_policy_report(report: dict) -> str:
-    names = {"rules": "rules only", "bandit": "LinUCB (warm start from rules)",
-             "oracle_per_intent": "best fixed arm per (KB, intent), hindsight", "random": "uniform random arm"}
     lines = [
         f"{report['questions']} questions ({', '.join(f'{k}: {v}' for k, v in report['kbs'].items())}), "
-        f"{report['rounds']} rounds, seeds {report['seed']}..{report['seed'] + report['repeats'] - 1}",
-        "",
-        "| policy | mean reward | reward, last fifth of rounds | total reward (± std over seeds) | regret vs oracle |",
-        "|---|---|---|---|---|",
-    ]
-    for name in POLICIES:
-        lines.append(f"| {names[name]} | {report['mean_reward'][name]:.3f} | {report['last_fifth_mean_reward'][name]:.3f} | "
-                     f"{report['total_reward'][name]:.0f} ± {report['total_reward_std'][name]:.0f} | "
-                     f"{report['regret_vs_oracle'][name]:.0f} |")
-    lines += [
-        "", f"Per-question ceiling (best arm for each question): {report['per_question_ceiling']:.3f}. "
-        f"The bandit beat the rules on {report['bandit_wins_over_rules']} of {report['repeats']} seeds.",
-        "", "| KB / intent | questions | rules' usual arm | oracle arm | " + " | ".join(
-            next(iter(report["groups"].values()))["arm_means"]) + " |",
-        "|---|---|---|---|" + "---|" * len(next(iter(report["groups"].values()))["arm_means"]),
-    ]
+        f"{report['rounds']} rounds, seeds {report['seed']}..{report['seed'] + report['repeats'] - 1}.",
+        "", "Reward = a gold doc in the top-5 evidence:", "", *_summary_table(report)]
+    if "graded" in report:
+        lines += ["", "Graded reward = 1 / rank of the first gold doc in the top 5 (MRR@5):", "",
+                  *_summary_table(report["graded"])]
+    if report.get("sensitivity"):
+        lines += ["", "LinUCB sensitivity (top-5 reward, same streams):", "",
+                  "| alpha | prior_weight | LinUCB | rules | oracle | gap closed | beats rules |", "|---|---|---|---|---|---|---|"]
+        for row in report["sensitivity"]:
+            closed = "" if row["gap_closed"] is None else f"{row['gap_closed']:.0%}"
+            lines.append(f"| {row['alpha']} | {row['prior_weight']} | {row['bandit']:.4f} | {row['rules']:.4f} | "
+                         f"{row['oracle']:.4f} | {closed} | {row['wins_over_rules']}/{report['repeats']} |")
+    arms = list(next(iter(report["groups"].values()))["arm_means"])
+    lines += ["", "Mean top-5 reward of each arm per KB and intent:", "",
+              "| KB / intent | questions | rules' usual arm | oracle arm | " + " | ".join(arms) + " |",
+              "|---|---|---|---|" + "---|" * len(arms)]
     for group, info in report["groups"].items():
         lines.append(f"| {group} | {info['questions']} | {info['rules_arm']} | {info['oracle_arm']} | "
                      + " | ".join(f"{v:.2f}" for v in info["arm_means"].values()) + " |")
-    held = report["held_out"]
-    lines += ["", f"Held-out halves ({held['n']} questions, trained on the other half): rules {held['rules']:.3f}, "
-                  f"bandit greedy {held['bandit_greedy']:.3f} mean reward."]
     return "\n".join(lines)
+
+
+_NAMES = {"rules": "rules only", "bandit": "LinUCB, warm start from the rules", "thompson": "Thompson sampling, same model",
+          "oracle_per_intent": "best fixed arm per (KB, intent), hindsight", "random": "uniform random arm"}
+
+
+def _summary_table(report: dict) -> list[str]:
+    lines = ["| policy | mean reward | last fifth of rounds | total (± std over seeds) | regret vs oracle | "
+             "gap closed | beats rules |", "|---|---|---|---|---|---|---|"]
+    repeats = report["repeats"]
+    for name in POLICIES:
+        closed, wins = report["gap_closed"].get(name), report["wins_over_rules"].get(name)
+        lines.append(
+            f"| {_NAMES[name]} | {report['mean_reward'][name]:.4f} | {report['last_fifth_mean_reward'][name]:.4f} | "
+            f"{report['total_reward'][name]:.1f} ± {report['total_reward_std'][name]:.1f} | "
+            f"{report['regret_vs_oracle'][name]:.1f} | {'' if closed is None else f'{closed:.0%}'} | "
+            f"{'' if wins is None else f'{wins}/{repeats}'} |")
+    held = report["held_out"]
+    lines += ["", f"Held-out halves ({held['n']} questions, each half learned on the other): "
+                  f"rules {held['rules']:.4f}, LinUCB greedy {held['bandit_greedy']:.4f} mean reward. "
+                  f"Per-question ceiling (best arm for each question): {report['per_question_ceiling']:.4f}."]
+    return lines

@@ -1,0 +1,155 @@
+"""Sessions and clarifying questions: SQLite round trip seen by a fresh store, turns appended
+concurrently without loss, and the Clarifier on the demo KB (ask for exactly the facts the size
+skill needs, ask which product a bare "它" means, never ask on policy questions or a KB that
+sells nothing) and how a reply completes the waiting question."""
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone
+
+import pytest
+
+from workflows.query_analysis import Entity, QueryAnalyzer
+from workflows.sessions import (ASK_PRODUCT, FILE_NAME, Clarifier, PendingTask, SessionStore, Turn,
+                                check_session_id, new_session_id)
+
+FENGREN = Entity(name="山野 峰刃 GTX 冲锋衣", product_id="p-sy-fengren", brand="山野", category="外套")
+
+
+def turn(question: str, trace_id: str = "t", **extra) -> Turn:
+    return Turn(question=question, answer=f"答：{question}", trace_id=trace_id, at=datetime.now(timezone.utc), **extra)
+
+
+@pytest.fixture(scope="module")
+def analyzer(demo_kb) -> QueryAnalyzer:
+    return QueryAnalyzer(demo_kb).warm_up()
+
+
+@pytest.fixture(scope="module")
+def clarifier(demo_kb, analyzer) -> Clarifier:
+    return Clarifier(demo_kb, analyzer)
+
+
+def test_store_round_trip_seen_by_a_fresh_store(tmp_path):
+    store = SessionStore.for_kb(tmp_path)
+    assert store.path == tmp_path / FILE_NAME and store.get("s-1") is None
+    pending = PendingTask(kind="facts", need=["height_cm", "weight_kg"], question="峰刃冲锋衣穿什么码？",
+                          entity=FENGREN, trace_id="t1")
+    store.add_turn("s-1", turn("峰刃冲锋衣穿什么码？", "t1", clarification={"kind": "facts"}), FENGREN, pending)
+    store.add_turn("s-1", turn("175cm 70kg", "t2", refused=True), FENGREN, None)
+    store.add_turn("s-2", turn("退货政策是几天？", "t3"), None, None)
+    store.close()
+
+    fresh = SessionStore.for_kb(tmp_path)
+    state = fresh.get("s-1")
+    assert state.id == "s-1" and state.entity == FENGREN and state.pending is None
+    assert [t.question for t in state.turns] == ["峰刃冲锋衣穿什么码？", "175cm 70kg"]
+    assert [t.trace_id for t in state.turns] == ["t1", "t2"] and state.turns[1].refused
+    assert state.turns[0].clarification == {"kind": "facts"} and state.turns[1].clarification is None
+    assert state.created_at == state.turns[0].at <= state.updated_at == state.turns[1].at
+    assert fresh.get("s-2").entity is None and len(fresh.get("s-2").turns) == 1
+    fresh.add_turn("s-1", turn("它多少钱？", "t4"), FENGREN, pending)
+    assert fresh.get("s-1").pending == pending and len(fresh.get("s-1").turns) == 3
+    fresh.close()
+
+
+def test_concurrent_turns_are_all_kept_in_order_per_writer(tmp_path):
+    stores = [SessionStore.for_kb(tmp_path) for _ in range(2)]  # two connections, like two processes
+
+    def write(writer: int) -> None:
+        for i in range(15):
+            stores[writer % 2].add_turn("busy", turn(f"w{writer}-{i}", f"w{writer}-{i}"), None, None)
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    turns = stores[0].get("busy").turns
+    assert len(turns) == 60 and len({t.trace_id for t in turns}) == 60
+    for writer in range(4):
+        mine = [t.question for t in turns if t.question.startswith(f"w{writer}-")]
+        assert mine == [f"w{writer}-{i}" for i in range(15)]
+    for store in stores:
+        store.close()
+
+
+def test_session_ids_are_checked():
+    assert check_session_id(" abc ") == "abc" and len(new_session_id()) == 32
+    for bad in ("", "   ", "x" * 129, None, 12):
+        with pytest.raises(ValueError):
+            check_session_id(bad)
+
+
+def test_size_question_asks_exactly_for_the_missing_facts(clarifier, analyzer):
+    asked = clarifier.check(analyzer.run("山野峰刃冲锋衣我穿什么码？"))
+    assert asked.kind == "facts" and asked.need == ["height_cm", "weight_kg"]
+    assert asked.text == "为了给您推荐合适的尺码，请告诉我您的身高（cm）和体重（kg）。"
+    assert asked.product.product_id == "p-sy-fengren" and asked.skill == "size_recommend"
+    assert asked.arguments == {"product": "p-sy-fengren"}
+
+    half = clarifier.check(analyzer.run("山野峰刃冲锋衣我穿什么码？体重140斤"))
+    assert half.need == ["height_cm"] and half.text == "为了给您推荐合适的尺码，请告诉我您的身高（cm）。"
+    assert half.arguments == {"product": "p-sy-fengren", "weight_kg": 70.0}
+
+    shoe = clarifier.check(analyzer.run("AJ1 Low 我该穿多大码？"))
+    assert shoe.need == ["foot_length_cm"] and "脚长（cm）" in shoe.text and shoe.product.product_id == "p-aj1-low"
+
+    # A follow-up about the carried product is checked the same way.
+    carried = clarifier.check(analyzer.run("这件我穿什么码？", FENGREN))
+    assert carried.need == ["height_cm", "weight_kg"] and carried.product == FENGREN
+
+
+def test_no_question_back_when_nothing_is_missing(clarifier, analyzer):
+    for question, entity in [
+        ("山野峰刃冲锋衣我穿什么码？身高175cm体重70kg", None),  # every fact given
+        ("AJ1 Low 脚长26cm穿多大码？", None),
+        ("山野峰刃冲锋衣多少钱？", None),  # not a size question
+        ("它多少钱？", FENGREN),  # the session knows the product
+        ("这个退货政策是几天？", None),  # a policy question names no product
+        ("星择充电宝有哪些型号？", None),  # a brand narrows the search
+        ("XZ-3000 我该选哪个码？", None),  # no size table with body measures: nothing to ask for
+    ]:
+        assert clarifier.check(analyzer.run(question, entity)) is None, question
+
+
+def test_a_bare_reference_without_a_product_asks_which_product(clarifier, analyzer):
+    for question in ("它多少钱？", "这款有货吗", "那M码呢？", "这个能机洗吗"):
+        asked = clarifier.check(analyzer.run(question))
+        assert asked is not None and asked.kind == "product" and asked.need == ["product"], question
+        assert asked.text == ASK_PRODUCT and asked.product is None
+
+
+def test_a_reply_with_the_facts_completes_the_waiting_question(clarifier):
+    pending = PendingTask(kind="facts", need=["height_cm", "weight_kg"], question="山野峰刃冲锋衣我穿什么码？",
+                          entity=FENGREN, trace_id="t1")
+    assert clarifier.complete(pending, "175cm 70kg") == ("山野峰刃冲锋衣我穿什么码？ 175cm 70kg", FENGREN)
+    assert clarifier.complete(pending, "我一米七五，140斤")[0].endswith("我一米七五，140斤")
+    assert clarifier.complete(pending, "峰刃冲锋衣，身高175cm") is not None  # the same product named again
+    assert clarifier.complete(pending, "XZ-3000 多少钱？") is None  # a new question: the task is dropped
+    assert clarifier.complete(pending, "AJ1 Low 脚长26cm") is None  # facts, but for another product
+
+
+def test_a_reply_naming_the_product_completes_the_waiting_question(clarifier):
+    pending = PendingTask(kind="product", need=["product"], question="它多少钱？", trace_id="t1")
+    question, entity = clarifier.complete(pending, "星择XZ-3000")
+    assert question == "星择XZ-3000 它多少钱？" and entity.product_id == "p-xz3000"
+    assert clarifier.complete(pending, "XZ-3000 的容量是多少？") is None  # its own question
+    assert clarifier.complete(pending, "算了") is None
+
+
+def test_a_kb_without_products_never_asks_which_product(tmp_path):
+    from knowledge.ingest import Ingestor
+    from knowledge.kb import KnowledgeBase
+    from knowledge.settings import get_settings
+
+    doc = tmp_path / "docs" / "school.md"
+    doc.parent.mkdir()
+    doc.write_text("# 文学院简介\n文学院的前身是1939年成立的华北联合大学文艺学院。\n", encoding="utf-8")
+    kb = KnowledgeBase(tmp_path / "kb", get_settings(kb_dir=tmp_path / "kb"), create=True)
+    try:
+        assert not Ingestor(kb, show_progress=False).run([doc.parent]).issues
+        analyzer = QueryAnalyzer(kb).warm_up()
+        assert Clarifier(kb, analyzer).check(analyzer.run("它成立于哪一年")) is None
+    finally:
+        kb.close()

