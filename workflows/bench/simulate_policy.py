@@ -63,6 +63,9 @@ DATASET_CAPS: dict[str, dict[str, int]] = {
 }
 TABLE_FORMAT = 2  # bump when RewardRow changes: cached tables of another format are not read
 POLICIES = ("rules", "bandit", "thompson", "oracle_per_intent", "random")
+_NAMES = {"rules": "rules only", "bandit": "LinUCB, warm start from the rules",
+          "thompson": "Thompson sampling, same model",
+          "oracle_per_intent": "best fixed arm per (KB, intent), hindsight", "random": "uniform random arm"}
 
 
 class RewardRow(BaseModel):
@@ -91,15 +94,15 @@ class RewardRow(BaseModel):
 # ----------------------------------------------------------------------------- reward table
 
 
-def cached_prefix(corpus: Path, settings: Settings, embedder: CachedEmbedder) -> int:
-    """How many leading documents of a corpus have every chunk in the embedding cache."""
+def cached_prefix(corpus: Path, settings: Settings, embedder: CachedEmbedder) -> tuple[int, int]:
+    """(leading documents with every chunk in the embedding cache, documents in the corpus)."""
     docs, _, lexicon = load_path(corpus)
     lexicon = lexicon or Lexicon()
     for i, doc in enumerate(docs):
         chunks = chunk_document(doc, settings.chunk_size, settings.chunk_overlap)
         if embedder.missing([embedding_text(c, lexicon) for c in chunks]):
-            return i
-    return len(docs)
+            return i, len(docs)
+    return len(docs), len(docs)
 
 
 class _QueryMemo(CachedEmbedder):
@@ -129,8 +132,7 @@ def simulation_sources(datasets_dir: Path, caps: dict[str, dict[str, int]] | Non
         corpus = Path(datasets_dir) / dataset / "corpus.jsonl"
         if not corpus.exists():
             continue
-        total = sum(1 for line in corpus.open(encoding="utf-8") if line.strip())
-        cached = cached_prefix(corpus, settings, demo_kb.embedder)
+        cached, total = cached_prefix(corpus, settings, demo_kb.embedder)
         docs = total if cached >= total else cached // SLICE_STEP * SLICE_STEP
         if not docs:
             continue
@@ -432,12 +434,10 @@ def plot_learning(report: dict, path: Path) -> None:
 
     curves = {name: np.asarray(values) for name, values in report["curves"].items()}
     rounds = np.arange(1, len(curves["rules"]) + 1)
-    labels = {"rules": "rules only", "bandit": "LinUCB from rules", "thompson": "Thompson sampling from rules",
-              "oracle_per_intent": "best fixed arm per intent (hindsight)", "random": "uniform random"}
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for name in POLICIES:
-        left.plot(rounds, curves[name] - curves["rules"], label=labels[name])
-        right.plot(rounds, curves["oracle_per_intent"] - curves[name], label=labels[name])
+        left.plot(rounds, curves[name] - curves["rules"], label=_NAMES[name])
+        right.plot(rounds, curves["oracle_per_intent"] - curves[name], label=_NAMES[name])
     left.set(title="cumulative reward minus rules-only (gold doc in top-5)", xlabel="round", ylabel="reward")
     right.set(title="cumulative regret vs per-intent oracle", xlabel="round", ylabel="regret")
     for axis in (left, right):
@@ -461,7 +461,8 @@ def format_policy_report(report: dict) -> str:
                   *_summary_table(report["graded"])]
     if report.get("sensitivity"):
         lines += ["", "LinUCB sensitivity (top-5 reward, same streams):", "",
-                  "| alpha | prior_weight | LinUCB | rules | oracle | gap closed | beats rules |", "|---|---|---|---|---|---|---|"]
+                  "| alpha | prior_weight | LinUCB | rules | oracle | gap closed | beats rules |",
+                  "|---|---|---|---|---|---|---|"]
         for row in report["sensitivity"]:
             closed = "" if row["gap_closed"] is None else f"{row['gap_closed']:.0%}"
             lines.append(f"| {row['alpha']} | {row['prior_weight']} | {row['bandit']:.4f} | {row['rules']:.4f} | "
@@ -474,10 +475,6 @@ def format_policy_report(report: dict) -> str:
         lines.append(f"| {group} | {info['questions']} | {info['rules_arm']} | {info['oracle_arm']} | "
                      + " | ".join(f"{v:.2f}" for v in info["arm_means"].values()) + " |")
     return "\n".join(lines)
-
-
-_NAMES = {"rules": "rules only", "bandit": "LinUCB, warm start from the rules", "thompson": "Thompson sampling, same model",
-          "oracle_per_intent": "best fixed arm per (KB, intent), hindsight", "random": "uniform random arm"}
 
 
 def _summary_table(report: dict) -> list[str]:
