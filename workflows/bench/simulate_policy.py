@@ -47,7 +47,7 @@ from workflows.budget import Budget, BudgetTracker
 from workflows.datasets import Question, dataset_kb, load_questions
 from workflows.evidence import EvidencePool
 from workflows.metrics import ranked_doc_ids
-from workflows.policy import PolicyDecision, RulesPolicy
+from workflows.policy import PolicyDecision, Rule, RulesPolicy
 from workflows.query_analysis import Entity, QueryAnalyzer, QueryFeatures
 
 REPO = Path(__file__).resolve().parents[2]
@@ -262,11 +262,11 @@ def best_fixed_arms(rows: Sequence[RewardRow], arms: Sequence[str]) -> dict[tupl
     return {group: max(arms, key=lambda a: (sums[a], -arms.index(a))) for group, sums in totals.items()}
 
 
-def simulate_once(rows: Sequence[RewardRow], rounds: int, seed: int, arms: dict[str, Arm] | None = None,
+def simulate_once(rows: Sequence[RewardRow], rounds: int, seed: int, rules: RulesPolicy | None = None,
                   make_bandit: Callable[[], LinUCBPolicy] | None = None) -> dict:
-    """Per-round rewards of each policy on one shuffled stream."""
-    arms = arms or load_arms()
-    rules = RulesPolicy(arms)
+    """Per-round rewards of each policy on one shuffled stream (`rules`: the prior, default RULES)."""
+    rules = rules or RulesPolicy()
+    arms = rules.arms
     make_bandit = make_bandit or (lambda: LinUCBPolicy(rules=rules))
     make_thompson = lambda: LinearThompsonPolicy(rules=rules, seed=seed)  # noqa: E731
     rng = random.Random(seed)
@@ -296,10 +296,9 @@ def simulate_once(rows: Sequence[RewardRow], rounds: int, seed: int, arms: dict[
             "bandit_arms": bandit_arms, "stream": [row.qid for row in stream], "bandits": learners["bandit"]}
 
 
-def held_out_check(rows: Sequence[RewardRow], rounds: int, seed: int, arms: dict[str, Arm] | None = None) -> dict:
+def held_out_check(rows: Sequence[RewardRow], rounds: int, seed: int, rules: RulesPolicy | None = None) -> dict:
     """Train on one half of the questions, choose greedily on the other half (and vice versa)."""
-    arms = arms or load_arms()
-    rules = RulesPolicy(arms)
+    rules = rules or RulesPolicy()
     halves: tuple[list[RewardRow], list[RewardRow]] = ([], [])
     for members in _groups(rows).values():  # alternate within each (KB, intent): both halves hold every group
         for i, row in enumerate(sorted(members, key=lambda r: zlib.crc32(r.qid.encode()))):
@@ -308,7 +307,7 @@ def held_out_check(rows: Sequence[RewardRow], rounds: int, seed: int, arms: dict
     for train, test in (halves, halves[::-1]):
         if not train or not test:
             continue
-        trained = simulate_once(train, rounds, seed, arms)["bandits"]
+        trained = simulate_once(train, rounds, seed, rules)["bandits"]
         for row in test:
             greedy = LinUCBPolicy(rules=rules, alpha=0.0)
             if row.kb in trained:
@@ -321,15 +320,15 @@ def held_out_check(rows: Sequence[RewardRow], rounds: int, seed: int, arms: dict
 
 
 def simulate(rows: Sequence[RewardRow], rounds: int, seed: int = 0, repeats: int = 5,
-             arms: dict[str, Arm] | None = None) -> dict:
+             rules: RulesPolicy | None = None) -> dict:
     """Mean cumulative reward curves and final totals over `repeats` seeds, plus the held-out check."""
-    arms = arms or load_arms()
-    runs = [simulate_once(rows, rounds, seed + r, arms) for r in range(repeats)]
+    rules = rules or RulesPolicy()
+    arms = rules.arms
+    runs = [simulate_once(rows, rounds, seed + r, rules) for r in range(repeats)]
     curves = {name: np.mean([np.cumsum(run["rewards"][name]) for run in runs], axis=0) for name in POLICIES}
     finals = {name: [float(np.sum(run["rewards"][name])) for run in runs] for name in POLICIES}
     tail = max(1, rounds // 5)
     last = runs[0]
-    rules = RulesPolicy(arms)
     per_group: dict[str, dict] = {}
     for (kb, intent), members in sorted(_groups(rows).items()):
         per_group[f"{kb}/{intent}"] = {
@@ -352,22 +351,21 @@ def simulate(rows: Sequence[RewardRow], rounds: int, seed: int = 0, repeats: int
                             for name in ("bandit", "thompson")},
         "gap_closed": {name: _gap_closed(finals, name) for name in ("bandit", "thompson")},
         "groups": per_group,
-        "held_out": held_out_check(rows, rounds, seed, arms),
+        "held_out": held_out_check(rows, rounds, seed, rules),
         "curves": {name: curves[name].tolist() for name in POLICIES},
     }
 
 
 def sensitivity(rows: Sequence[RewardRow], rounds: int, seed: int = 0, repeats: int = 5,
                 alphas: Sequence[float] = (0.1, 0.3, 1.0), prior_weights: Sequence[float] = (1.0, 4.0),
-                arms: dict[str, Arm] | None = None) -> list[dict]:
+                rules: RulesPolicy | None = None) -> list[dict]:
     """LinUCB's mean reward for each (alpha, prior_weight), with the rules and the oracle, same streams."""
-    arms = arms or load_arms()
-    rules = RulesPolicy(arms)
+    rules = rules or RulesPolicy()
     out = []
     for alpha in alphas:
         for weight in prior_weights:
             make = lambda: LinUCBPolicy(rules=rules, alpha=alpha, prior_weight=weight)  # noqa: E731
-            runs = [simulate_once(rows, rounds, seed + r, arms, make_bandit=make)["rewards"] for r in range(repeats)]
+            runs = [simulate_once(rows, rounds, seed + r, rules, make_bandit=make)["rewards"] for r in range(repeats)]
             finals = {name: [float(np.sum(run[name])) for run in runs] for name in POLICIES}
             out.append({"alpha": alpha, "prior_weight": weight, "bandit": float(np.mean(finals["bandit"])) / rounds,
                         "rules": float(np.mean(finals["rules"])) / rounds,
@@ -375,6 +373,12 @@ def sensitivity(rows: Sequence[RewardRow], rounds: int, seed: int = 0, repeats: 
                         "gap_closed": _gap_closed(finals, "bandit"),
                         "wins_over_rules": sum(1 for a, b in zip(finals["bandit"], finals["rules"]) if a > b)})
     return out
+
+
+def dense_everywhere_rules(arms: dict[str, Arm] | None = None) -> RulesPolicy:
+    """A plausible misconfiguration for the stress test: one rule, 'semantic search is always best'."""
+    rule = Rule("dense_rerank", 0.9, lambda f: True, lambda f: "（压力测试）任何问题都优先语义检索")
+    return RulesPolicy(arms, rules=(rule,))
 
 
 def _gap_closed(finals: dict[str, list[float]], name: str) -> float | None:
@@ -411,6 +415,8 @@ def run_policy_simulation(datasets_dir: Path, rounds: int = 3000, seed: int = 0,
     report = simulate(rows, rounds, seed, repeats)
     graded = simulate([row.graded() for row in rows], rounds, seed, repeats)
     report["graded"] = {k: v for k, v in graded.items() if k != "curves"}
+    stress = simulate(rows, rounds, seed, repeats, rules=dense_everywhere_rules())
+    report["stress_dense_everywhere"] = {k: v for k, v in stress.items() if k != "curves"}
     if with_sensitivity:
         report["sensitivity"] = sensitivity(rows, rounds, seed, repeats)
     report["qtypes"] = {f"{r.kb}/{r.qtype}": 0 for r in rows}
@@ -459,6 +465,9 @@ def format_policy_report(report: dict) -> str:
     if "graded" in report:
         lines += ["", "Graded reward = 1 / rank of the first gold doc in the top 5 (MRR@5):", "",
                   *_summary_table(report["graded"])]
+    if "stress_dense_everywhere" in report:
+        lines += ["", "Stress test, top-5 reward: the rules replaced by one misconfigured rule "
+                      "(dense_rerank for every question):", "", *_summary_table(report["stress_dense_everywhere"])]
     if report.get("sensitivity"):
         lines += ["", "LinUCB sensitivity (top-5 reward, same streams):", "",
                   "| alpha | prior_weight | LinUCB | rules | oracle | gap closed | beats rules |",
