@@ -305,7 +305,7 @@ def plot_refusal(curves: dict, chosen: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(15, 5))
     for name, curve in curves.items():
         if np.all(np.isnan(curve["refusal_recall"])):
             continue
@@ -324,7 +324,7 @@ def plot_refusal(curves: dict, chosen: dict, path: Path) -> None:
     right.set(xlabel="refusal threshold (best calibrated evidence score)", ylabel="rate", xlim=(0, 1), ylim=(0, 1.02),
               title="Calibration split (70% of the dev questions)")
     left.legend(fontsize=7, loc="lower left")
-    right.legend(fontsize=6, loc="center right")
+    right.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

@@ -153,10 +153,20 @@ def _capped(questions: list[Question], caps: dict[str, int]) -> list[Question]:
     return [q for q in questions if q.qtype not in caps or q.qid in keep]
 
 
-def _table_key(name: str, kb: KnowledgeBase, questions: list[Question], arms_path: Path, budget: Budget) -> str:
-    files = [arms_path, REPO / "tools" / "skills.yaml", REPO / "tools" / "rerank_weights.json"]
-    raw = json.dumps([TABLE_FORMAT, name, kb.dir.name, [q.qid for q in questions],
-                      [p.read_text(encoding="utf-8") for p in files], budget.model_dump()], ensure_ascii=False)
+def code_fingerprint(arms_path: Path = DEFAULT_ARMS) -> str:
+    """What the outcomes depend on besides the KB and the questions: the arms file, tools/ (skill
+    code, skill config, reranker weights) and the knowledge layer's code."""
+    files = [arms_path, *sorted(p for folder in ("tools", "knowledge") for p in (REPO / folder).iterdir()
+                                if p.suffix in (".py", ".yaml", ".json"))]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _table_key(name: str, kb: KnowledgeBase, questions: list[Question], fingerprint: str, budget: Budget) -> str:
+    raw = json.dumps([TABLE_FORMAT, name, kb.dir.name, [q.qid for q in questions], fingerprint, budget.model_dump()],
+                     ensure_ascii=False)
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:12]
 
 
@@ -164,17 +174,22 @@ def build_reward_table(sources, arms: dict[str, Arm] | None = None, budget: Budg
                        cache_dir: Path | None = None, arms_path: Path = DEFAULT_ARMS,
                        progress: Callable[[str], None] | None = None) -> list[RewardRow]:
     """Every arm's reward for every question. Each source's rows are cached on their own, keyed
-    by its KB, questions, arms, skills and reranker weights, so only a changed source is rerun."""
+    by its KB, questions and code_fingerprint(), so only a changed source is rerun. Raises if
+    the code changed during the run: the rows would not be one consistent table."""
     arms = arms or load_arms(arms_path)
     budget = budget or Budget()
     cache_dir = Path(cache_dir or get_settings().cache_dir) / "bench"
+    fingerprint = code_fingerprint(arms_path)
     rows: list[RewardRow] = []
     for name, kb, questions in sources:
-        path = cache_dir / f"policy-rewards-{_table_key(name, kb, questions, arms_path, budget)}.json"
+        path = cache_dir / f"policy-rewards-{_table_key(name, kb, questions, fingerprint, budget)}.json"
         if path.exists():
             rows += [RewardRow.model_validate(row) for row in json.loads(path.read_text(encoding="utf-8"))]
             continue
         computed = asyncio.run(_rewards_for(name, kb, questions, arms, budget, progress or (lambda line: None)))
+        if code_fingerprint(arms_path) != fingerprint:
+            raise RuntimeError("tools/, knowledge/ or the arms file changed while the reward table was computed; "
+                               "run again")
         cache_dir.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps([row.model_dump(mode="json") for row in computed], ensure_ascii=False),
                         encoding="utf-8")
