@@ -19,9 +19,9 @@ demo: install
 test: install
 	$(BIN)/python -m pytest
 
-# Every dev set through the real offline pipeline; rewrites docs/quality.md. About 2 h on a 2-core
-# machine once the embedding cache holds the corpora (see docs/quality.md); EVAL_ARGS=--resume
-# continues an interrupted run.
+# Every dev set through the real offline pipeline; rewrites docs/quality.md. About 35 min on a
+# 2-core machine once the embedding cache holds the corpora (see docs/quality.md);
+# EVAL_ARGS=--resume continues an interrupted run.
 eval: install
 	$(BIN)/python -m workflows.quality_report $(EVAL_ARGS)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -54,7 +55,7 @@ AGENTSCOPE = "agentscope"  # baseline retrieval row
 KS = (1, 5)
 MRR_K = 10
 BASELINE_DEPTH = 30  # chunks the AgentScope baseline returns per question
-DEFAULT_MAX_EMBED = 2000  # refuse to build a KB that would embed more texts than this (minutes each 500)
+DEFAULT_MAX_EMBED = 2000  # refuse to build a KB that would embed more texts (~3 min per 500 here)
 
 
 def default_root() -> Path:
@@ -85,7 +86,7 @@ class EvalRequest(BaseModel):
     overrides: dict[str, Any] = Field(default_factory=dict)  # PipelineConfig fields (e.g. refusal_threshold)
     max_embed: int = DEFAULT_MAX_EMBED
     root: Path = Field(default_factory=default_root)
-    run_dir: Path | None = None  # default: <root>/runs/<dataset>-<hash of the request>
+    run_dir: Path | None = None  # default: <root>/runs/<split label>-<hash> (run_dir_for)
     progress: bool = True
 
 
@@ -439,7 +440,9 @@ def _run_baseline(questions: Sequence[Question], kbs: SplitKBs, request: EvalReq
         mine = [q for q in todo if kbs.for_question(q) is kb] if kb is not None else []
         if not mine:
             continue
-        baseline = AgentScopeBaseline(kb, folder / f"agentscope-{role}")
+        store = folder / f"agentscope-{role}"
+        shutil.rmtree(store, ignore_errors=True)  # a fresh store: adding the chunks twice would duplicate them
+        baseline = AgentScopeBaseline(kb, store)
         try:
             baseline.warm_up()
             with _Progress(f"{AGENTSCOPE} ({role})", len(mine), request.progress) as advance:

@@ -13,8 +13,10 @@ from typer.testing import CliRunner
 
 from tests.conftest import DEMO_DIR
 from tests.support.replay_server import ReplayServer
-from workflows.calibrate import (GRID, choose_threshold, fit_reranker, refusal_curve, score_weights,
-                                 write_default_threshold, write_kb_threshold)
+from tools.rerank import DEFAULT_WEIGHTS_PATH
+from workflows.calibrate import (GRID, CalibrationRequest, choose_threshold, fit_reranker, format_calibration_report,
+                                 refusal_curve, run_calibration, score_weights, write_default_threshold,
+                                 write_kb_threshold)
 from workflows.cli import app
 from workflows.datasets import Question, load_questions
 from workflows.evaluate import (AGENTSCOPE, POLICY, EvalError, EvalRequest, FixedArmPolicy, choose_questions,
@@ -259,3 +261,17 @@ def test_llm_mode_runs_the_model_path_and_needs_a_model(mini_dataset, eval_root)
     with pytest.raises(EvalError, match="needs a model"):
         run_eval(EvalRequest(dataset_dir=mini_dataset, mode="llm", limit=1, baseline=False, root=eval_root,
                              progress=False))
+
+
+def test_a_dry_calibration_run_reports_both_steps_and_writes_nothing(mini_dataset, eval_root, first_run):
+    weights = DEFAULT_WEIGHTS_PATH.read_bytes()
+    result = run_calibration(CalibrationRequest(datasets=[mini_dataset], per_set=20, dry_run=True, root=eval_root,
+                                                progress=False))
+    fit = result["reranker"]
+    assert set(fit["sets"]) == {"mini_bx"} and fit["train_rows"] > 0 and not fit["written"]
+    thresholds = result["threshold"]
+    assert thresholds["sets"]["mini_bx"]["n_unanswerable"] + thresholds["sets"]["mini_bx"]["n_answerable"] > 0
+    assert "pooled" in thresholds and thresholds["written"] == []
+    assert DEFAULT_WEIGHTS_PATH.read_bytes() == weights
+    assert not list(eval_root.glob("kbs/*/config.yaml")) and not (eval_root / "calibration.json").exists()
+    assert "### Refusal threshold" in format_calibration_report(result)
