@@ -156,6 +156,7 @@ class Ingestor:
         return summary
 
     def delete(self, doc_ids: list[str]) -> int:
+        self.reconcile()  # a delete killed after its catalog commit left vector rows behind
         known = self.kb.catalog.content_hashes()
         present = [d for d in doc_ids if d in known]
         if present:
@@ -166,8 +167,11 @@ class Ingestor:
     def reconcile(self) -> int:
         """Delete vector rows that no catalog chunk references (left by an interrupted run)."""
         vectors = self.kb.open_vectors()
-        orphans = sorted(vectors.all_row_ids() - self.kb.catalog.all_row_ids())
+        copies = vectors.row_copies()
+        orphans = sorted(set(copies) - self.kb.catalog.all_row_ids())
         vectors.delete(orphans)
+        # milvus-lite can replay a flushed WAL after a crash: rows stored twice get one copy back
+        vectors.rewrite(sorted(r for r, n in copies.items() if n > 1 and r not in orphans))
         return len(orphans)
 
 

@@ -228,10 +228,11 @@ class KnowledgeBase:
         # Over-fetch: rows of superseded versions may still sit in Milvus until reconciled.
         with self._search_lock:
             found = self.open_vectors().search(vector, limit=k * 2 + 10, expr=expr)
-        hits = []
+        hits, seen = [], set()
         for row_id, score in found:
             i = self._index_of_row.get(row_id)
-            if i is not None:
+            if i is not None and row_id not in seen:  # a crash can leave a row stored twice
+                seen.add(row_id)
                 hits.append(Hit(self._chunks[i].chunk_id, score))
         return hits[:k]
 

@@ -88,15 +88,25 @@ class VectorStore:
             self.client.flush(self.collection)
 
     def all_row_ids(self) -> set[str]:
-        ids: set[str] = set()
+        return set(self.row_copies())
+
+    def rewrite(self, row_ids: list[str]) -> None:
+        """Store one copy of each row again: the upsert's delete masks every copy a crash left."""
+        if not row_ids:
+            return
+        rows = {r["row_id"]: r for r in self.client.query(self.collection, ids=row_ids, output_fields=["*"])}
+        self.client.upsert(self.collection, list(rows.values()))
+        self.client.flush(self.collection)
+
+    def row_copies(self) -> dict[str, int]:
+        copies: dict[str, int] = {}
         iterator = self.client.query_iterator(self.collection, batch_size=2000, filter='row_id != ""',
                                               output_fields=["row_id"])
-        while True:
-            batch = iterator.next()
-            if not batch:
-                iterator.close()
-                return ids
-            ids.update(row["row_id"] for row in batch)
+        while batch := iterator.next():
+            for row in batch:
+                copies[row["row_id"]] = copies.get(row["row_id"], 0) + 1
+        iterator.close()
+        return copies
 
     def count(self) -> int:
         return int(self.client.get_collection_stats(self.collection)["row_count"])
