@@ -2,8 +2,9 @@
 
 The deterministic checks always run and decide failures on their own; an optional model judge
 (prompts/inspector_judge.md) can only add a failure on top. Support is checked on what a
-citation can prove cheaply and exactly: numbers with units, model numbers, dates, and at least
-half of the sentence's content words must appear in the cited chunks (title and date included).
+citation can prove cheaply and exactly: numbers with units, model numbers, dates, price and gift
+words (免费, 全场, free: DECISIVE_WORDS), and at least half of the sentence's content words must
+appear in the cited chunks (title and date included).
 """
 from __future__ import annotations
 
@@ -34,6 +35,18 @@ FRAMING_PHRASES = (
     "according to the available information the official page says however a user review says "
     "sources disagree newer older policy prevails latest",
 )
+
+# Words that make a price or gift claim: whatever numbers or model numbers the cited text
+# confirms, it must also say one of these words (a SKU row confirms "XZ-3000" and "299元", not
+# "XZ-3000 全场免费"). A denied mention ("并不免费", "not free") claims nothing.
+DECISIVE_WORDS: dict[str, tuple[str, ...]] = {
+    "免费": ("免费",), "免单": ("免单", "免费"), "白送": ("白送", "免费"), "不要钱": ("不要钱", "免费"),
+    "零元": ("零元", "0元"), "全场": ("全场",), "清仓": ("清仓",), "赠送": ("赠送", "赠"), "包邮": ("包邮",),
+    "free": ("free", "免费", "包邮", "赠送", "赠"), "giveaway": ("giveaway", "免费", "赠送"),
+}
+_DECISIVE = re.compile("|".join(rf"(?<![A-Za-z]){re.escape(w)}(?![A-Za-z])" if w.isascii() else re.escape(w)
+                                for w in DECISIVE_WORDS), re.IGNORECASE)
+_DENIED = re.compile(r"(?:不是|不算|不|非|没有|没|无|未|\b(?:not|never|no)|n't)\s*$", re.IGNORECASE)
 
 # Model numbers: letters then digits (XZ-3000, XZ3000, IPX4, T20, UPF50); not the C1 of USB-C1.
 MODEL_NUMBER = re.compile(r"(?<![A-Za-z0-9\-])[A-Za-z]{1,6}-?\d{1,6}[A-Za-z]?(?![A-Za-z0-9])")
@@ -257,6 +270,7 @@ class Inspector:
                    if not _number_supported(n, available_numbers)]
         missing += sorted(claim_facts.models - support_facts.models - given.models)
         missing += sorted(claim_facts.dates - support_facts.dates - given.dates)
+        missing += self._missing_decisive(claim, support)
         if missing:
             return missing
         if claim_facts.numbers or claim_facts.models:
@@ -267,6 +281,18 @@ class Inspector:
         if terms and (len(terms) - len(absent)) / len(terms) < self.min_term_share:
             return absent
         return []
+
+    def _missing_decisive(self, claim: str, support: str) -> list[str]:
+        """DECISIVE_WORDS the claim asserts and the cited text never says."""
+        claim, lowered = self._canonical(claim), support.lower()
+        missing = []
+        for match in _DECISIVE.finditer(claim):
+            word = match.group(0).lower()
+            if _DENIED.search(claim[max(0, match.start() - 8):match.start()]):
+                continue
+            if not any(w.lower() in lowered for w in DECISIVE_WORDS[word]) and word not in missing:
+                missing.append(word)
+        return missing
 
     def _term_in(self, term: str, support: str) -> bool:
         if term in support:

@@ -15,6 +15,7 @@ from agentscope.message import TextBlock
 from agentscope.tool import Toolkit, ToolResponse
 
 from tools.base import SkillContext, SkillResult
+from workflows.evidence import cleaned_hit
 from tools.registry import Skill, SkillRegistry
 
 OnResult = Callable[[str, dict, SkillResult], None]
@@ -60,7 +61,9 @@ def tool_function(registry: SkillRegistry, skill: Skill, ctx: SkillContext,
         question_ctx.remember(result.hits)
         if on_result is not None:
             on_result(skill.name, kwargs, result)
-        return ToolResponse(content=[TextBlock(type="text", text=result.text())], metadata=result.model_dump())
+        # An LLM planner reads this text: hostile evidence is neutralised as the answerer's is.
+        shown = result.model_copy(update={"hits": [h for h in map(cleaned_hit, result.hits) if h.text]})
+        return ToolResponse(content=[TextBlock(type="text", text=shown.text())], metadata=result.model_dump())
 
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Any)
     call_skill.__signature__ = skill.signature.replace(  # type: ignore[attr-defined]

@@ -3,6 +3,11 @@
 A chunk found twice is kept once, with its best score, every retrieval leg that saw it and the
 skills that found it. `top` is what the answerer is shown: best first, bounded by count and by
 characters (a token proxy), and `render` is the exact text the model reads.
+
+Every hit is neutralised once, when it enters the pool (workflows/injection.py): whatever reads
+the evidence (answerer prompt, extractive answerer, conflict check, inspector, citations) sees
+the same cleaned text. A hit records what was neutralised in `sanitized`; an untrusted hit with
+nothing left is kept out of the pool and listed in `quarantined`.
 """
 from __future__ import annotations
 
@@ -11,12 +16,14 @@ from collections.abc import Iterable, Mapping
 from pydantic import Field
 
 from tools.base import EvidenceHit
+from workflows.injection import clean_evidence, is_untrusted
 
 RERANK_LEG = "rerank"
 
 
 class PooledHit(EvidenceHit):
     found_by: set[str] = Field(default_factory=set)  # skill names
+    sanitized: list[str] = Field(default_factory=list)  # injection families removed, or "bracket"
 
 
 def rank_key(hit: EvidenceHit) -> tuple[int, float]:
@@ -29,6 +36,7 @@ def rank_key(hit: EvidenceHit) -> tuple[int, float]:
 class EvidencePool:
     def __init__(self) -> None:
         self._hits: dict[str, PooledHit] = {}
+        self.quarantined: dict[str, list[str]] = {}  # chunk id -> families; nothing of it was left
 
     @classmethod
     def from_hits(cls, hits: Iterable[EvidenceHit] | Mapping[str, EvidenceHit], skill: str = "") -> "EvidencePool":
@@ -41,8 +49,12 @@ class EvidencePool:
         for hit in hits:
             known = self._hits.get(hit.chunk_id)
             if known is None:
-                known = PooledHit(**hit.model_dump(exclude={"found_by"}))
-                known.legs = {}
+                if hit.chunk_id in self.quarantined:
+                    continue
+                known = cleaned_hit(hit)
+                if hit.text.strip() and not known.text.strip():  # cleaning left nothing to show
+                    self.quarantined[hit.chunk_id] = known.sanitized
+                    continue
                 self._hits[hit.chunk_id] = known
             for leg, score in hit.legs.items():
                 if leg not in known.legs or score.score > known.legs[leg].score:
@@ -86,6 +98,16 @@ class EvidencePool:
     @staticmethod
     def render(hits: Iterable[EvidenceHit]) -> str:
         return "\n".join(render_line(hit) for hit in hits)
+
+
+def cleaned_hit(hit: EvidenceHit) -> PooledHit:
+    """A pooled copy of the hit, no legs yet, its title, section and text neutralised."""
+    clean = clean_evidence(hit.title, hit.section, hit.text, is_untrusted(hit.doc_type, hit.authority))
+    pooled = PooledHit(**hit.model_dump(exclude={"found_by"}))
+    pooled.legs = {}
+    pooled.title, pooled.section, pooled.text = clean.title, clean.section, clean.text
+    pooled.sanitized = sorted({*pooled.sanitized, *clean.families})
+    return pooled
 
 
 def render_line(hit: EvidenceHit) -> str:
