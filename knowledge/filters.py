@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import date
+from datetime import date, datetime
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -48,8 +48,8 @@ class SearchFilters(BaseModel):
     def _iso(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        try:
-            return date.fromisoformat(value.strip()[:10]).isoformat()
+        try:  # the whole value: "2026-01-01) or true" must fail, not be cut to its first ten characters
+            return datetime.fromisoformat(value.strip()).date().isoformat()
         except ValueError as exc:
             raise ValueError("must be a date YYYY-MM-DD") from exc
 

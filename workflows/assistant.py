@@ -27,14 +27,14 @@ from agents.planner import ToolCallRecord
 from knowledge.kb import KnowledgeBase
 from knowledge.settings import get_settings
 from workflows.experience import ExperienceLearner, ExperienceStore
-from workflows.pipeline import QAPipeline
+from workflows.pipeline import QAPipeline, parse_filters
 from workflows.pipeline_config import PipelineConfig
 from workflows.policy import RulesPolicy
 from workflows.query_analysis import Entity, QueryFeatures
 from workflows.result import QAResult, features_summary
 from workflows.result_cache import ResultCache
 from workflows.sessions import (Clarification, Clarifier, PendingTask, SessionState, SessionStore, Turn,
-                                check_session_id)
+                                check_session_id, is_storable_text)
 from workflows.traces import TraceStore, attach_outcome
 
 POLICIES = ("bandit", "rules")
@@ -78,6 +78,7 @@ class Assistant:
         """Answer (or ask back) one turn; with a session id the turn joins that conversation
         (created on first use) and result.session_id is set."""
         question = self.pipeline.validate(question)
+        filters = parse_filters(filters)  # before the cache: an invalid filter fails even when the question is cached
         session_id = check_session_id(session_id) if session_id is not None else None
         self.warm_up()
         started = time.perf_counter()
@@ -161,15 +162,19 @@ class Assistant:
     # -- feedback, sessions, traces ------------------------------------------------------------
     def feedback(self, trace_id: str, rating: int, comment: str | None = None) -> None:
         """👍 (+1) / 👎 (-1) on an answer: the policy re-learns that round at once. KeyError for an
-        unknown trace id."""
+        unknown trace id, ValueError for a bad rating or a comment that is not valid Unicode."""
+        if not is_storable_text(trace_id):
+            raise KeyError(f"no round with trace id {trace_id!r}")
+        if comment and not is_storable_text(comment):
+            raise ValueError("the feedback comment must be text without unpaired surrogates")
         self.learner.feedback(trace_id, rating, comment or "")
 
     def session(self, session_id: str) -> SessionState | None:
-        return self.sessions.get(session_id)
+        return self.sessions.get(session_id) if is_storable_text(session_id) else None
 
     def trace(self, trace_id: str) -> dict | None:
         """The stored decision trace, with the round's reward and latest feedback ("outcome")."""
-        trace = self.traces.get(trace_id)
+        trace = self.traces.get(trace_id) if is_storable_text(trace_id) else None
         return attach_outcome(trace, self.experience) if trace is not None else None
 
     def close(self) -> None:

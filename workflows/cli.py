@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from knowledge.kb import KBError, KnowledgeBase
@@ -17,7 +18,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (reports go to docs/benchmarks.md)")
 app.add_typer(bench_app, name="bench")
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error stays one line, however long
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_DIR = REPO / "knowledge" / "demo"
@@ -31,7 +32,7 @@ def open_kb(kb_dir: Path, create: bool = False) -> KnowledgeBase:
     try:
         return KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir), create=create)
     except KBError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
 
 
@@ -60,7 +61,7 @@ def ingest(
         print(json.dumps(summary.as_dict(), ensure_ascii=False))
     else:
         for issue in summary.issues:
-            err.print(f"[yellow]skipped[/yellow] {issue}")
+            err.print(f"[yellow]skipped[/yellow] {escape(str(issue))}", highlight=False)
         console.print(
             f"documents {summary.documents}  chunks written {summary.chunks}  added {summary.added}  "
             f"replaced {summary.replaced}  skipped (unchanged) {summary.skipped}  removed {summary.removed}  "
@@ -86,18 +87,26 @@ def delete(doc_ids: list[str], kb: Path = KbOption) -> None:
 @app.command()
 def search(query: str, kb: Path = KbOption, k: int = 5) -> None:
     """Show retrieved evidence for a query (keyword and dense legs)."""
+    from workflows.pipeline import QuestionError, validate_question
+
+    try:
+        query = validate_question(query, pipeline_config_or_exit(kb, None, None).max_question_chars)
+    except QuestionError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from exc
     base = open_kb(kb).warm_up()
     show_evidence(base, query, k)
 
 
 def show_evidence(base: KnowledgeBase, query: str, k: int) -> None:
-    table = Table(title=query, show_lines=False)
+    table = Table(title=escape(query), show_lines=False)  # text, not markup
     for col in ("leg", "score", "chunk", "text"):
         table.add_column(col)
     for leg, hits in (("bm25", base.search_keyword(query, k)), ("dense", base.search_dense(query, k))):
         for hit in hits:
             chunk = base.get(hit.chunk_id)
-            table.add_row(leg, f"{hit.score:.3f}", f"【{hit.chunk_id}】", chunk.text[:80].replace("\n", " "))
+            table.add_row(leg, f"{hit.score:.3f}", escape(f"【{hit.chunk_id}】"),
+                          escape(chunk.text[:80].replace("\n", " ")))
     console.print(table)
 
 
@@ -141,7 +150,6 @@ def ask(
                                 "clarifying questions and the carried product use its history"),
 ) -> None:
     """Answer one question from a KB: the cited answer and its numbered sources."""
-    from rich.markup import escape
 
     from workflows.pipeline import QAPipeline, QuestionError, validate_question
     from workflows.pipeline_config import PipelineConfig, PipelineConfigError
@@ -183,7 +191,6 @@ def ask(
 
 def open_assistant(kb_dir: Path, config, policy: str = "bandit"):
     """A warmed Assistant on an existing KB, or a clean exit with the reason."""
-    from rich.markup import escape
 
     from workflows.assistant import Assistant
 
@@ -196,7 +203,8 @@ def open_assistant(kb_dir: Path, config, policy: str = "bandit"):
         return assistant.warm_up()
     except Exception as exc:  # a model spec whose API key is not set, a Milvus Lite file another process holds
         assistant.close()
-        err.print(f"[red]error:[/red] cannot open the assistant on {kb_dir}: {escape(str(exc))}", highlight=False)
+        err.print(f"[red]error:[/red] cannot open the assistant on {escape(str(kb_dir))}: {escape(str(exc))}",
+                  highlight=False)
         raise typer.Exit(2) from exc
 
 
@@ -212,7 +220,6 @@ def chat(
     answerer: str = typer.Option(None, "--answerer", help="answerer model (as for ask)"),
 ) -> None:
     """Talk to the shop assistant: follow-ups, clarifying questions, 👍/👎 and decision traces."""
-    from rich.markup import escape
     from rich.prompt import Prompt
 
     from workflows.pipeline import QuestionError
@@ -291,15 +298,19 @@ def trace(
     from workflows.traces import FILE_NAME, TraceStore, attach_outcome, render_trace
 
     if not (kb / FILE_NAME).exists():
-        err.print(f"[red]error:[/red] no traces at {kb / FILE_NAME} (answer questions with this KB first)")
+        err.print(f"[red]error:[/red] no traces at {escape(str(kb / FILE_NAME))} (answer questions with this KB first)",
+                  highlight=False)
         raise typer.Exit(2)
+    from workflows.sessions import is_storable_text
+
     store = TraceStore(kb / FILE_NAME)
     try:
-        found = store.get(trace_id)
+        found = store.get(trace_id) if is_storable_text(trace_id) else None
     finally:
         store.close()
     if found is None:
-        err.print(f"[red]error:[/red] no trace {trace_id!r} in {kb / FILE_NAME}", highlight=False)
+        err.print(f"[red]error:[/red] no trace {escape(repr(trace_id))} in {escape(str(kb / FILE_NAME))}",
+                  highlight=False)
         raise typer.Exit(2)
     if (kb / EXPERIENCE_FILE).exists():
         experience = ExperienceStore(kb / EXPERIENCE_FILE)
@@ -329,6 +340,26 @@ def bench_ingest(as_json: bool = typer.Option(False, "--json"), limit: int = typ
 
     result = run_ingest_bench(DATASETS / "baoxianzhidao", limit=limit)
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_ingest_report(result))
+
+
+@bench_app.command("crash")
+def bench_crash(
+    trials: int = typer.Option(30, help="SIGKILLs at random moments (ingest, ingest --prune, delete)"),
+    seed: int = typer.Option(0),
+    window: str = typer.Option("run", help="run: kill moments uniform over the whole run (mostly start-up); "
+                               "writes: uniform over the write phase"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Crash safety: every document old or new in catalog, BM25 and Milvus after a kill; reruns converge."""
+    import tempfile
+
+    from workflows.bench.crash import format_crash_report, run_crash_trials
+
+    with tempfile.TemporaryDirectory(prefix="citescope-crash-") as tmp:
+        result = run_crash_trials(trials, seed, Path(tmp), window=window)
+    print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_crash_report(result))
+    if result["violations"]:
+        raise typer.Exit(1)
 
 
 @bench_app.command("simulate")
@@ -362,19 +393,25 @@ def feedback(
     from workflows.experience import FILE_NAME, ExperienceLearner, ExperienceStore
     from workflows.rewards import parse_rating
 
+    from workflows.sessions import is_storable_text
+
     try:
         value = parse_rating(rating)
+        if not is_storable_text(comment):
+            raise ValueError("the feedback comment must be text without unpaired surrogates")
     except ValueError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
     if not (kb / FILE_NAME).exists():
-        err.print(f"[red]error:[/red] no experience store at {kb / FILE_NAME} (answer questions with this KB first)")
+        err.print(f"[red]error:[/red] no experience store at {escape(str(kb / FILE_NAME))} "
+                  "(answer questions with this KB first)", highlight=False)
         raise typer.Exit(2)
     store = ExperienceStore.for_kb(kb)
     try:
-        before = store.get(trace_id)
+        before = store.get(trace_id) if is_storable_text(trace_id) else None
         if before is None:
-            err.print(f"[red]error:[/red] no answer with trace id {trace_id!r} in {store.path}")
+            err.print(f"[red]error:[/red] no answer with trace id {escape(repr(trace_id))} in "
+                      f"{escape(str(store.path))}", highlight=False)
             raise typer.Exit(2)
         after = ExperienceLearner(store).feedback(trace_id, value, comment)
     finally:
@@ -410,7 +447,6 @@ def bench_retrieval(
 
 def pipeline_config_or_exit(kb: Path, planner: str | None, answerer: str | None):
     """The KB's PipelineConfig with the command's model choices, or the reason and exit code 2."""
-    from rich.markup import escape
 
     from workflows.pipeline_config import PipelineConfig, PipelineConfigError
 
@@ -433,7 +469,6 @@ def serve(
     """HTTP service: /v1/ask, /v1/chat/completions (OpenAI-compatible), /v1/feedback, /docs.
 
     API keys: CITESCOPE_API_KEYS=key1,key2 (Bearer); body limit: CITESCOPE_MAX_BODY_BYTES."""
-    from rich.markup import escape
 
     from workflows.assistant import Assistant
     from workflows.service import ServiceSettings, create_app
@@ -468,16 +503,16 @@ def batch(
     from workflows.batch import BatchRunner
 
     if not input_path.is_file():
-        err.print(f"[red]error:[/red] no input file {input_path}")
+        err.print(f"[red]error:[/red] no input file {escape(str(input_path))}", highlight=False)
         raise typer.Exit(2)
     assistant = open_assistant(kb, pipeline_config_or_exit(kb, planner, answerer), policy)
     try:
         summary = BatchRunner(assistant, concurrency, show_progress=progress).run(input_path, output, retry_errors)
     except ValueError as exc:  # an input format it cannot read
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
     except KeyboardInterrupt:
-        err.print(f"interrupted: the answers so far are in {output}; run the same command again to finish")
+        err.print(f"interrupted: the answers so far are in {escape(str(output))}; run the same command again to finish")
         raise typer.Exit(130) from None
     finally:
         assistant.close()
@@ -499,7 +534,6 @@ def studio(
     """A multi-turn session in AgentScope Studio: the planner's, answerer's and inspector's messages."""
     import asyncio
 
-    from rich.markup import escape
 
     from workflows.pipeline import QuestionError
     from workflows.studio import StudioSession
@@ -583,7 +617,7 @@ def eval_command(
                               max_embed=max_embed, progress=not as_json, **({"root": root} if root else {}))
         result = run_eval(request)
     except (EvalError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
     print(json.dumps(result, ensure_ascii=False, indent=1) if as_json else format_eval_report(result))
 

@@ -279,7 +279,7 @@ def configure_json_logging(level: int = logging.INFO) -> None:
 
 # -- the app ------------------------------------------------------------------------------------
 def _error_body(status: int, message: str) -> dict:
-    kind = {401: "authentication_error", 404: "not_found_error", 413: "request_too_large",
+    kind = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error", 413: "request_too_large",
             422: "invalid_request_error", 503: "service_unavailable"}.get(status, "server_error")
     return {"error": {"message": message, "type": kind, "code": status}}
 

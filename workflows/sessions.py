@@ -56,9 +56,22 @@ def new_session_id() -> str:
     return uuid.uuid4().hex
 
 
+def is_storable_text(text: object) -> bool:
+    """Text SQLite can keep (UTF-8): not text with an unpaired surrogate, which no stored id equals."""
+    if not isinstance(text, str):
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_session_id(session_id: str) -> str:
-    if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > MAX_SESSION_ID_CHARS:
-        raise ValueError(f"a session id is non-empty text of at most {MAX_SESSION_ID_CHARS} characters")
+    if (not is_storable_text(session_id) or not session_id.strip()
+            or len(session_id) > MAX_SESSION_ID_CHARS):
+        raise ValueError(f"a session id is non-empty text of at most {MAX_SESSION_ID_CHARS} characters "
+                         "(valid Unicode)")
     return session_id.strip()
 
 
