@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -45,6 +45,8 @@ class PipelineConfig(BaseModel):
     model_timeout_s: float = Field(20.0, gt=0)
     max_retries: int = Field(1, ge=0)
     backoff_s: float = Field(0.5, ge=0)
+    sensitive_words_file: str = ""  # "" = off; relative: the KB folder if the file is there, else the repo
+    sensitive_action: Literal["mask", "refuse"] = "mask"
 
     @field_validator("planner", "answerer")
     @classmethod

@@ -79,11 +79,12 @@ class QAResult(BaseModel):
     answer: str
     citations: list[Citation] = Field(default_factory=list)  # ids actually cited, in order of citation
     refused: bool = False
-    refusal_reason: str = ""  # "weak_evidence" | "no_evidence" | "no_supported_answer"
+    refusal_reason: str = ""  # "weak_evidence" | "no_evidence" | "no_supported_answer" | "sensitive"
     degraded: bool = False
     degradation_reasons: list[str] = Field(default_factory=list)
     conflicts: list[ConflictOut] = Field(default_factory=list)
     inspection: InspectionReport | None = None
+    compliance: list[str] = Field(default_factory=list)  # sensitive words the answer had (masked or refused)
     regenerated: bool = False  # the first answer failed inspection and was rewritten
     answer_source: Literal["llm", "extractive", "refusal"] = "refusal"
     features: dict[str, Any] = Field(default_factory=dict)

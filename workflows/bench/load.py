@@ -42,11 +42,15 @@ def run_load_bench(kb_dir: Path | str, n_requests: int = 200, concurrency: int =
         kb_copy = Path(tmp) / "kb"
         shutil.copytree(kb_dir, kb_copy, ignore=shutil.ignore_patterns(*STATE_FILES))
         key = secrets.token_urlsafe(16)
+        secret = secrets.token_hex(8)  # what a customer might type: it must never reach a log
         with open(Path(tmp) / "server.log", "w+", encoding="utf-8") as log, _Server(kb_copy, key, log) as server:
             result = asyncio.run(_drive(server, questions, n_requests, concurrency, kb_copy))
+            result["auth"] = _auth_checks(server, secret)
             server.stop()
             log.seek(0)
-            result["access_log_lines"] = sum(1 for line in log if '"path": "/v1/ask"' in line)
+            text = log.read()
+            result["access_log_lines"] = sum(1 for line in text.splitlines() if '"path": "/v1/ask"' in line)
+            result["log_leaks"] = {"api_key": text.count(key), "customer_secret": text.count(secret)}
     result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version()}
     return result
 
@@ -159,6 +163,18 @@ async def _drive(server: _Server, questions: list[str], n_requests: int, concurr
     }
 
 
+def _auth_checks(server: _Server, secret: str) -> dict:
+    """Status codes of /v1/ask without a key, with a wrong key, and with the key for a question
+    that carries a customer's secret (an order password), which must then be in no log line."""
+    question = {"question": f"我的订单支付密码是 {secret}，AJ1 多少钱？"}
+    url = f"{server.url}/v1/ask"
+    return {
+        "no_key": httpx.post(url, json=question, timeout=60).status_code,
+        "wrong_key": httpx.post(url, json=question, headers={"Authorization": "Bearer wrong"}, timeout=60).status_code,
+        "right_key": httpx.post(url, json=question, headers=server.headers, timeout=300).status_code,
+    }
+
+
 def _percentiles(values: list[float]) -> dict:
     if not values:
         return {"n": 0}
@@ -201,6 +217,9 @@ def format_load_report(result: dict) -> str:
         f"throughput {result['throughput_rps']} req/s over {result['seconds']} s; errors {result['errors'] or 0}; "
         f"served from the result cache {result['cached_share']:.0%}; refused {result['refused_share']:.0%}; "
         f"access-log lines for /v1/ask {result.get('access_log_lines')}",
+        f"API key enforced: no key -> {result['auth']['no_key']}, wrong key -> {result['auth']['wrong_key']}, "
+        f"right key -> {result['auth']['right_key']}; in the server log: the API key {result['log_leaks']['api_key']} "
+        f"times, a customer's secret from a question {result['log_leaks']['customer_secret']} times",
         "",
         "| requests | n | p50 ms | p95 ms | max ms |",
         "|---|---:|---:|---:|---:|",
