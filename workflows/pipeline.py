@@ -3,7 +3,8 @@
 validate -> analyze -> policy -> planner (ReActAgent, hard budgets; every hit in one pool) ->
 final calibrated rerank of the pool -> evidence top-N (count and characters) -> refusal gate
 (weak best evidence: fixed refusal, nothing generated) -> conflicts -> answerer -> inspector ->
-pass | one regeneration with the findings | extractive answer if it passes | refusal.
+pass | one regeneration with the findings | extractive answer if it passes | refusal ->
+sensitive-word filter on the answer, when configured (mask, or the refusal).
 
 Guarantees live here, whatever a model writes: only answers that pass the inspector are
 returned (so never one with an invalid citation id); any model failure falls back to the
@@ -33,6 +34,7 @@ from tools.rerank import make_reranker
 from workflows import conflicts as conflict_check
 from workflows.arms import template_values
 from workflows.budget import BudgetTracker, ModelFailure
+from workflows.compliance import SensitiveWordFilter
 from workflows.evidence import RERANK_LEG, EvidencePool
 from workflows.pipeline_config import PipelineConfig
 from workflows.policy import RulesPolicy
@@ -54,6 +56,10 @@ def validate_question(question: Any, max_chars: int) -> str:
     if len(question) > max_chars:
         raise QuestionError(f"the question is {len(question)} characters long; the limit is {max_chars} "
                             "(max_question_chars)")
+    try:  # an unpaired surrogate (a cut emoji, an undecodable argv byte) breaks SQLite and the embedder
+        question.encode("utf-8")
+    except UnicodeEncodeError:
+        raise QuestionError("the question is not valid Unicode text (it contains an unpaired surrogate)") from None
     return question
 
 
@@ -99,6 +105,7 @@ class QAPipeline:
         self.inspector = Inspector(lexicon=self.lexicon)
         self.extractive = ExtractiveAnswerer(lexicon=self.lexicon, inspector=self.inspector)
         self.refusal_text = load_prompt("refusal").strip()
+        self.compliance = SensitiveWordFilter.for_config(config, self.kb.dir)  # None when off
         conflict_check.warm_up()
         self.planner_llm, self.planner_formatter = (None, None)
         if config.planner != "offline":
@@ -125,7 +132,7 @@ class QAPipeline:
     async def arun(self, question: str, session_entity: Entity | None = None,
                    filters: SearchFilters | Mapping | None = None) -> QAResult:
         question = self.validate(question)
-        search_filters = _as_filters(filters)
+        search_filters = parse_filters(filters)
         self.warm_up()
         clock = _Stopwatch()
         tracker = BudgetTracker(self.config.budget())
@@ -164,6 +171,15 @@ class QAPipeline:
             result.refusal_reason = "no_evidence" if best is None else "weak_evidence"
         else:
             await self._answer(result, question, evidence, tracker, degradations, clock)
+        if self.compliance is not None and not result.refused:  # the settled answer, as the customer sees it
+            screened = self.compliance.run(result.answer)
+            result.compliance = screened.hits
+            if screened.action == "refuse":
+                result.refused, result.refusal_reason, result.answer_source = True, "sensitive", "refusal"
+                result.answer, result.citations = self.refusal_text, []
+            else:
+                result.answer = screened.text
+            clock.lap("compliance")
 
         result.degradation_reasons = degradations
         result.degraded = bool(degradations)
@@ -177,7 +193,9 @@ class QAPipeline:
                        ) -> tuple[list[EvidenceHit], float | None, str]:
         """The pool re-scored by the calibrated reranker for the question, filtered, cut to the
         shown evidence; plus the best score (None: no evidence) and a degradation, if any."""
-        pairs = [(hit, chunk) for hit in pool.hits() if (chunk := self.kb.get(hit.chunk_id)) is not None]
+        # Score the text the answerer will see (hostile passages already cut), not the raw chunk.
+        pairs = [(hit, chunk.model_copy(update={"text": hit.text, "title": hit.title}))
+                 for hit in pool.hits() if (chunk := self.kb.get(hit.chunk_id)) is not None]
         if filters is not None and pairs:
             keep = filters.mask(_columns([chunk for _, chunk in pairs]))
             pairs = [pair for pair, kept in zip(pairs, keep) if kept]
@@ -266,7 +284,7 @@ def _planner_message(question: str, features: QueryFeatures) -> str:
     return question
 
 
-def _as_filters(filters: SearchFilters | Mapping | None) -> SearchFilters | None:
+def parse_filters(filters: SearchFilters | Mapping | None) -> SearchFilters | None:
     if filters is None or isinstance(filters, SearchFilters):
         return None if filters is None or filters.is_empty() else filters
     try:
