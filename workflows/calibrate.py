@@ -39,8 +39,8 @@ from tools.base import SkillContext
 from tools.rerank import DEFAULT_WEIGHTS_PATH, FEATURES, OfflineReranker, fit_offline_reranker, load_weights, save_weights
 from tools.search import hybrid_search
 from workflows.datasets import Question, candidate_kb, load_questions
-from workflows.evaluate import (POLICY, EvalRequest, choose_questions, default_root, find_splits, open_split_kbs,
-                                question_text, run_split)
+from workflows.evaluate import (CALIBRATED_PATH, POLICY, EvalRequest, calibrated_key, choose_questions, default_root,
+                                find_splits, open_split_kbs, question_text, read_calibrated, run_split)
 from workflows.metrics import mean, ranked_doc_ids, recall_at_k, reciprocal_rank
 from workflows.pipeline_config import DEFAULTS_PATH, KB_CONFIG_NAME
 
@@ -289,6 +289,16 @@ def write_kb_threshold(kb_dir: Path, threshold: float) -> Path:
     return path
 
 
+def record_calibrated(kb_dir: Path, threshold: float, path: Path = CALIBRATED_PATH) -> None:
+    """Keep the KB's threshold in calibrated.yaml (committed), keyed by the KB's name, so a
+    rebuild of that KB starts from it (comments at the top of the file kept)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
+    values = read_calibrated(path)
+    values.setdefault(calibrated_key(kb_dir), {})["refusal_threshold"] = round(float(threshold), 4)
+    path.write_text(header + yaml.safe_dump(values, allow_unicode=True, sort_keys=True), encoding="utf-8")
+
+
 def write_default_threshold(threshold: float, path: Path = DEFAULTS_PATH) -> None:
     """Replace the value on the refusal_threshold line of pipeline.yaml (comments kept)."""
     text = path.read_text(encoding="utf-8")
@@ -370,6 +380,7 @@ def run_calibration(request: CalibrationRequest) -> dict:
                 continue
             for kb_dir in sorted({d for r in rows for d in r["kb_dirs"].values()}):
                 written.append(str(write_kb_threshold(Path(kb_dir), own)))
+                record_calibrated(Path(kb_dir), own)
         if request.write_default and pooled is not None and not request.dry_run:
             write_default_threshold(pooled)
             written.append(str(DEFAULTS_PATH))
@@ -383,6 +394,11 @@ def run_calibration(request: CalibrationRequest) -> dict:
         result["threshold"] = {**thresholds, "written": written}
     result["seconds"] = round(time.perf_counter() - started, 1)
     if not request.dry_run:
+        path = request.root / "calibration.json"
+        earlier = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        for section in ("reranker", "threshold"):  # a step this run skipped keeps its last result
+            if section not in result and section in earlier:
+                result[section] = {**earlier[section], "from_an_earlier_run": True}
         (request.root / "calibration.json").parent.mkdir(parents=True, exist_ok=True)
         (request.root / "calibration.json").write_text(json.dumps(result, ensure_ascii=False, indent=1, default=float),
                                                        encoding="utf-8")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, Field
 
 from agents.citations import parse_citations
@@ -45,7 +47,7 @@ from workflows.datasets import Question, candidate_kb, dataset_kb, load_question
 from workflows.metrics import (Outcome, answer_scores_by_qtype, group_by, latency_summary, mean, ranked_doc_ids,
                                recall_at_k, reciprocal_rank)
 from workflows.pipeline import QAPipeline
-from workflows.pipeline_config import PipelineConfig
+from workflows.pipeline_config import KB_CONFIG_NAME, PipelineConfig
 from workflows.policy import PolicyDecision, RulesPolicy
 from workflows.query_analysis import Entity, QueryFeatures
 from workflows.result import QAResult
@@ -55,6 +57,7 @@ AGENTSCOPE = "agentscope"  # baseline retrieval row
 KS = (1, 5)
 MRR_K = 10
 BASELINE_DEPTH = 30  # chunks the AgentScope baseline returns per question
+CALIBRATED_PATH = Path(__file__).with_name("calibrated.yaml")
 DEFAULT_MAX_EMBED = 2000  # refuse to build a KB that would embed more texts (~3 min per 500 here)
 
 
@@ -252,10 +255,28 @@ def open_split_kbs(split: Split, questions: Sequence[Question], root: Path, max_
                             "on this CPU); raise --max-embed to do it, wait for the embedding cache, or (candidate-"
                             "protocol sets such as rgb_zh) take fewer questions: --per-qtype 10")
         kb = _open_kb(paths, f"{name}-{role}", root / "kbs")
+        seed_calibrated_config(kb.dir)
         setattr(kbs, role, kb)
         if not len(kb):
             raise EvalError(f"{name}: the {role} KB at {kb.dir} is empty (see its dataset.json)")
     return kbs
+
+
+def calibrated_key(kb_dir: Path) -> str:
+    """An eval KB's name without its content hash: what calibrated.yaml is keyed by."""
+    return re.sub(r"-[0-9a-f]{10}$", "", Path(kb_dir).name)
+
+
+def read_calibrated(path: Path = CALIBRATED_PATH) -> dict[str, dict]:
+    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.exists() else {}
+
+
+def seed_calibrated_config(kb_dir: Path, path: Path = CALIBRATED_PATH) -> None:
+    """Give a KB without config.yaml the values calibrate chose for its name."""
+    values = read_calibrated(path).get(calibrated_key(kb_dir))
+    target = Path(kb_dir) / KB_CONFIG_NAME
+    if values and not target.exists():
+        target.write_text(yaml.safe_dump(values, allow_unicode=True, sort_keys=True), encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------- one question

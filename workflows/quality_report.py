@@ -210,8 +210,9 @@ embedding its 11,941-doc corpus would take ~1.5 h. DomainRAG's counterfactual pa
 missing from the shared corpus and are rebuilt from the gold passage as DomainRAG builds them
 (workflows/bench/conflicts.py). Conversational questions are asked with the earlier turns'
 questions in front; demo follow-ups carry the product of the previous turn, as a session does.
-The refusal threshold each run used is printed above its table (from `<kb>/config.yaml` after
-`python run.py calibrate`, else workflows/pipeline.yaml).
+The refusal threshold each run used is printed above its table (from `<kb>/config.yaml`, which
+`python run.py calibrate` writes and also records in the committed workflows/calibrated.yaml, so a
+rebuilt eval KB starts from its calibrated value; else workflows/pipeline.yaml).
 
 **Calibration.** `python run.py calibrate` (section at the end) refits the offline reranker and
 picks refusal thresholds on 70% of the dev questions, scoring both on the other 30%. The refit
@@ -221,7 +222,7 @@ demo's unanswerable questions also clear the default gate (3 of 11 refused at 0.
 of 11 now), so adopting them means re-choosing the demo trade-off in workflows/pipeline.yaml and
 tests/workflows/test_pipeline.py. What they would buy shows on baoxianzhidao, where the hand-set
 reranker puts the FAQ entry that matches the question first less often than AgentScope's plain
-dense order (evidence R@1 0.69 against 0.88 below; refit held out: R@1 0.68 → 0.92). Thresholds went to the eval KBs' `config.yaml`: each set with
+dense order (evidence R@1 0.69 against 0.88 below; refit held out: R@1 0.68 → 0.92). Thresholds went to the eval KBs' `config.yaml` and workflows/calibrated.yaml: each set with
 30+ questions of each kind gets its own, the others the pooled one; workflows/pipeline.yaml keeps
 0.1 (the pooled value is close, and the demo floors in test_pipeline.py were set at 0.1). Where
 the answer stage alone refuses more than 5% of answerable questions, the 5% bound applies to the

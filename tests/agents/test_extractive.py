@@ -6,7 +6,7 @@ import json
 import pytest
 
 from agents.citations import split_sentences
-from agents.extractive import ExtractiveAnswerer
+from agents.extractive import ExtractiveAnswerer, is_faq
 from agents.inspector import InspectionReport, Inspector, UnsupportedClaim
 from tests.conftest import DEMO_DIR
 from tools.base import EvidenceHit, hits_from_chunks
@@ -182,3 +182,39 @@ def test_the_answer_is_deterministic(demo_runs, demo_kb):
     question, evidence = demo_runs[27]
     first = ExtractiveAnswerer(lexicon=demo_kb.lexicon).run(question["question"], evidence)
     assert first == ExtractiveAnswerer(lexicon=demo_kb.lexicon).run(question["question"], evidence)
+
+
+# -- evidence outside the demo KB: untyped documents as public datasets load them -------------
+
+def hit(chunk_id: str, title: str, text: str, score: float = 0.5) -> EvidenceHit:
+    return EvidenceHit(chunk_id=chunk_id, doc_id=chunk_id.split("#")[0], title=title, text=text, score=score)
+
+
+def test_an_untyped_document_titled_as_a_question_is_an_faq_and_its_reply_is_quoted_whole():
+    faq = hit("bx-1#body-0", "车险过户之后保险要不要也过户？",
+              "您好，车辆过户后需要同时办理保险过户！携带新旧车主身份证和行驶证到保险公司即可。")
+    answer = ExtractiveAnswerer().run("车险过户之后保险也要过户吗", [faq])
+    assert answer == ("您好，车辆过户后需要同时办理保险过户【bx-1#body-0】！"
+                      "携带新旧车主身份证和行驶证到保险公司即可【bx-1#body-0】。")
+    # a name is not a question, however it reads (哪吒), and long replies are quoted in part
+    assert not is_faq(hit("w-1#body-0", "哪吒", "哪吒是中国神话人物。"))
+    long_reply = hit("bx-2#body-0", "车险过户之后保险要不要也过户？", "需要办理保险过户。" + "其他说明文字。" * 80)
+    assert ExtractiveAnswerer().run("车险过户后保险要过户吗", [long_reply]).count("【bx-2#body-0】") < 5
+
+
+def test_the_first_evidence_document_answers_unless_another_matches_more():
+    first = hit("w-1#body-0", "锣鼓经", "锣鼓经是戏曲打击乐的演奏谱，常用的节奏型称为锣鼓点。")
+    other = hit("w-2#body-0", "京剧", "京剧的打击乐演奏谱称为锣鼓经，其中常用的节奏型又叫锣鼓点子，流传很广。")
+    answer = ExtractiveAnswerer().run("锣鼓经常用的节奏型称为什么？", [first, other])
+    assert "【w-1#body-0】" in answer and "【w-2#body-0】" not in answer
+
+
+def test_questions_restatements_and_other_years_in_the_evidence_answer_nothing():
+    answerer = ExtractiveAnswerer()
+    asked = hit("n-1#body-0", "", "2023年北京卫视春晚吉祥物是什么？网友们纷纷猜测。")
+    assert answerer.run("2023年北京卫视春晚吉祥物是什么", [asked]) == answerer.refusal()
+    restated = hit("n-2#body-0", "", "2023年全英羽毛球公开赛。")
+    assert answerer.run("2023年全英羽毛球公开赛男单冠军？", [restated]) == answerer.refusal()
+    other_year = hit("n-3#body-0", "", "NFT被《柯林斯词典》评为2021年年度词汇。")
+    assert answerer.run("柯林斯词典2022年年度词汇是什么", [other_year]) == answerer.refusal()
+    assert "NFT" in answerer.run("柯林斯词典2021年年度词汇是什么", [other_year])

@@ -15,12 +15,12 @@ from tests.conftest import DEMO_DIR
 from tests.support.replay_server import ReplayServer
 from tools.rerank import DEFAULT_WEIGHTS_PATH
 from workflows.calibrate import (GRID, CalibrationRequest, choose_threshold, fit_reranker, format_calibration_report,
-                                 refusal_curve, run_calibration, score_weights, write_default_threshold,
+                                 record_calibrated, refusal_curve, run_calibration, score_weights, write_default_threshold,
                                  write_kb_threshold)
 from workflows.cli import app
 from workflows.datasets import Question, load_questions
 from workflows.evaluate import (AGENTSCOPE, POLICY, EvalError, EvalRequest, FixedArmPolicy, choose_questions,
-                                find_splits, format_eval_report, run_eval, summarize)
+                                find_splits, format_eval_report, run_eval, seed_calibrated_config, summarize)
 from workflows.pipeline_config import DEFAULTS_PATH, PipelineConfig
 from workflows.query_analysis import QueryAnalyzer
 
@@ -216,6 +216,24 @@ def test_the_kb_threshold_keeps_other_settings_and_the_default_keeps_comments(tm
     text = defaults.read_text(encoding="utf-8")
     assert "refusal_threshold: 0.17\n" in text and "# Refusal gate" in text
     assert PipelineConfig.load(None, environ={}, defaults_path=defaults).refusal_threshold == 0.17
+
+
+def test_a_calibrated_threshold_survives_a_rebuilt_kb(tmp_path):
+    calibrated = tmp_path / "calibrated.yaml"
+    calibrated.write_text("# header comment\n", encoding="utf-8")
+    record_calibrated(tmp_path / "cmrc2018_dev-main-corpus-2f180b3f04", 0.0412, calibrated)
+    assert calibrated.read_text(encoding="utf-8").startswith("# header comment\n")
+    rebuilt = tmp_path / "cmrc2018_dev-main-corpus-92289c7ce6"  # same corpus, new content stamp
+    rebuilt.mkdir()
+    seed_calibrated_config(rebuilt, calibrated)
+    assert PipelineConfig.load(rebuilt, environ={}).refusal_threshold == 0.0412
+    other = tmp_path / "domainrag-main-corpus-0d1e5c25f4"
+    other.mkdir()
+    seed_calibrated_config(other, calibrated)
+    assert not (other / "config.yaml").exists()
+    (rebuilt / "config.yaml").write_text("refusal_threshold: 0.3\n", encoding="utf-8")
+    seed_calibrated_config(rebuilt, calibrated)  # an existing KB config is never overwritten
+    assert PipelineConfig.load(rebuilt, environ={}).refusal_threshold == 0.3
 
 
 def test_a_reranker_fit_that_loses_held_out_is_not_written():
