@@ -6,10 +6,13 @@ skills wrap. Layout of a KB folder:
   catalog.sqlite   documents, chunks with search tokens, SKU table, generation counter
   milvus.db        Milvus Lite store (absent when a Milvus server URI is configured)
   bm25/            BM25 snapshots, rebuilt from the catalog when its generation moves on
+  dense/           the live vectors for in-memory exact search (Milvus Lite KBs), per generation
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +60,8 @@ class KnowledgeBase:
         self._check_embedder()
         self.vectors: VectorStore | None = None
         self._loaded_generation = -1
+        self._dense: np.ndarray | None = None  # live vectors in table order (in-memory dense search)
+        self._dense_rows: dict[str, int] = {}
         self._load_lock = threading.RLock()
         self._search_lock = threading.Lock()
 
@@ -134,15 +139,10 @@ class KnowledgeBase:
             self._chunks = chunks
             self._index_of = {c.chunk_id: i for i, c in enumerate(chunks)}
             self._index_of_row = {r: i for i, r in enumerate(row_ids)}
-            self._columns = {
-                "doc_type": np.array([c.doc_type for c in chunks], dtype=object),
-                "brand": np.array([c.brand or "" for c in chunks], dtype=object),
-                "category": np.array([c.category or "" for c in chunks], dtype=object),
-                "product_id": np.array([c.product_id or "" for c in chunks], dtype=object),
-                "updated_day": np.array([day_number(c.updated_at) for c in chunks], dtype=np.int64),
-            }
+            self._columns = metadata_columns(chunks)
             self._bm25_body = self._bm25_snapshot("body", body, generation)
             self._bm25_title = self._bm25_snapshot("title", title, generation)
+            self._dense = self._dense_snapshot(row_ids, generation) if self._dense_in_memory() else None
             self._lexicon = self.lexicon
             self._loaded_generation = generation
 
@@ -162,6 +162,45 @@ class KnowledgeBase:
             if old != path:
                 old.unlink(missing_ok=True)
         return index
+
+    def _dense_in_memory(self) -> bool:
+        mode = self.settings.dense_search
+        return mode == "memory" or (mode == "auto" and "://" not in self.milvus_uri)
+
+    def _dense_snapshot(self, row_ids: list[str], generation: int) -> np.ndarray:
+        """The live chunks' vectors in table order, read from Milvus once per catalog generation
+        and kept next to the BM25 snapshots (a restart loads the file, not Milvus)."""
+        path = self.dir / "dense" / f"vectors-{generation}.npz"
+        rows_key = hashlib.sha1("\n".join(row_ids).encode("utf-8")).hexdigest()
+        vectors = None
+        if path.exists():
+            with np.load(path) as saved:  # the same rows in the same order, or rebuild
+                if str(saved["rows"]) == rows_key and saved["vectors"].shape == (len(row_ids), self.embedder.dim):
+                    vectors = saved["vectors"]
+        if vectors is None:
+            # A row id is derived from the chunk's content: a row kept from the previous snapshot
+            # has the same vector, so only new rows are read from Milvus.
+            vectors = np.zeros((len(row_ids), self.embedder.dim), dtype=np.float32)
+            known = [(i, self._dense_rows[r]) for i, r in enumerate(row_ids) if r in self._dense_rows]
+            if known and self._dense is not None:
+                new_at, old_at = map(list, zip(*known))
+                vectors[new_at] = self._dense[old_at]
+            missing = [i for i, r in enumerate(row_ids) if r not in self._dense_rows]
+            if missing:
+                vectors[missing] = self.open_vectors().vectors_of([row_ids[i] for i in missing])
+            self._save_dense(path, vectors, rows_key)
+        self._dense_rows = {r: i for i, r in enumerate(row_ids)}
+        return vectors
+
+    @staticmethod
+    def _save_dense(path: Path, vectors: np.ndarray, rows_key: str) -> None:
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+        np.savez(tmp, vectors=vectors, rows=np.array(rows_key))
+        os.replace(tmp, path)
+        for old in path.parent.glob("vectors-*.npz"):
+            if old != path:
+                old.unlink(missing_ok=True)
 
     def refresh(self) -> None:
         """Pick up changes another process committed (cheap when nothing changed)."""
@@ -224,6 +263,8 @@ class KnowledgeBase:
         if not self._chunks:
             return []
         vector = self.embedder.embed_query(self._lexicon.canonicalize(query))
+        if self._dense is not None:
+            return self._search_dense_in_memory(vector, k, filters)
         expr = filters.milvus_expr() if filters else ""
         # Over-fetch: rows of superseded versions may still sit in Milvus until reconciled.
         with self._search_lock:
@@ -236,7 +277,28 @@ class KnowledgeBase:
                 hits.append(Hit(self._chunks[i].chunk_id, score))
         return hits[:k]
 
+    def _search_dense_in_memory(self, vector: np.ndarray, k: int, filters: SearchFilters | None) -> list[Hit]:
+        scores = self._dense @ vector.astype(np.float32)
+        mask = filters.mask(self._columns) if filters else None
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        k = min(k, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        top = top[np.lexsort((top, -scores[top]))]  # best first, ties by table order
+        return [Hit(self._chunks[i].chunk_id, float(scores[i])) for i in top if np.isfinite(scores[i])]
+
     def close(self) -> None:
         if self.vectors is not None:
             self.vectors.close()
         self.catalog.close()
+
+
+def metadata_columns(chunks: list[Chunk]) -> dict[str, np.ndarray]:
+    """The metadata columns SearchFilters.mask reads, one entry per chunk."""
+    return {
+        "doc_type": np.array([c.doc_type for c in chunks], dtype=object),
+        "brand": np.array([c.brand or "" for c in chunks], dtype=object),
+        "category": np.array([c.category or "" for c in chunks], dtype=object),
+        "product_id": np.array([c.product_id or "" for c in chunks], dtype=object),
+        "updated_day": np.array([day_number(c.updated_at) for c in chunks], dtype=np.int64),
+    }

@@ -6,6 +6,7 @@ new KB or at query time.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -31,6 +32,11 @@ class Settings(BaseSettings):
     cache_dir: Path = Field(default_factory=default_cache_dir)
     chunk_size: int = 320
     chunk_overlap: int = 48  # 15% of chunk_size
+    # Where dense search runs. "memory": exact inner product with numpy over a per-generation
+    # snapshot of the live vectors (Milvus Lite's own FLAT search is ~10x slower: 109 vs 10 ms at
+    # 100k chunks, docs/benchmarks.md); "milvus": in Milvus (a server has ANN indexes and may not
+    # fit in memory); "auto": memory for a Milvus Lite file, milvus for a server URI.
+    dense_search: Literal["auto", "memory", "milvus"] = "auto"
 
 
 def get_settings(**overrides) -> Settings:

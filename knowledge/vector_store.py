@@ -111,6 +111,16 @@ class VectorStore:
     def count(self) -> int:
         return int(self.client.get_collection_stats(self.collection)["row_count"])
 
+    def vectors_of(self, row_ids: list[str]) -> np.ndarray:
+        """The stored vectors of these rows, in their order (a row not stored: zeros)."""
+        out = np.zeros((len(row_ids), self.dim), dtype=np.float32)
+        position = {row_id: i for i, row_id in enumerate(row_ids)}
+        for start in range(0, len(row_ids), 1000):
+            batch = row_ids[start:start + 1000]
+            for row in self.client.query(self.collection, ids=batch, output_fields=["row_id", "vector"]):
+                out[position[row["row_id"]]] = row["vector"]
+        return out
+
     def search(self, vector: np.ndarray, limit: int, expr: str = "") -> list[tuple[str, float]]:
         """(row_id, inner product) best first."""
         result = self.client.search(

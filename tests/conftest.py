@@ -43,3 +43,15 @@ def demo_kb(tmp_path_factory):
     kb.warm_up()
     yield kb
     kb.close()
+
+
+@pytest.fixture(scope="module")
+def registry():
+    """The configured skills (no plug-ins), with timeouts a busy CI machine cannot hit: a slow
+    call must not turn into a degraded one in a test about something else."""
+    from tools.registry import SkillRegistry
+
+    registry = SkillRegistry.from_config(plugins=False)
+    for skill in registry.skills.values():
+        skill.spec.timeout_s = 120
+    return registry

@@ -20,9 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from knowledge.chunking import chunk_document
 from knowledge.embedders import make_embedder
-from knowledge.filters import SearchFilters, day_number
+from knowledge.filters import SearchFilters
 from knowledge.ingest import Ingestor, embedding_text
-from knowledge.kb import Hit, KnowledgeBase
+from knowledge.kb import Hit, KnowledgeBase, metadata_columns
 from knowledge.lexicon import Lexicon
 from knowledge.loaders import load_path
 from knowledge.settings import Settings, get_settings
@@ -213,22 +213,12 @@ class CandidateKB:
         if self._vectors is None:  # cache hits for an embedded corpus
             self._vectors = self.base.embedder.embed_passages([embedding_text(c, lexicon) for c in chunks])
         scores = self._vectors @ self.base.embedder.embed_query(lexicon.canonicalize(query))
-        keep = filters.mask(_columns(chunks)) if filters else None
+        keep = filters.mask(metadata_columns(chunks)) if filters else None
         if keep is not None:
             scores = np.where(keep, scores, -np.inf)
         order = np.argsort(-scores, kind="stable")[:k]
         return [Hit(chunks[i].chunk_id, float(scores[i])) for i in order if np.isfinite(scores[i])]
 
-
-def _columns(chunks) -> dict[str, np.ndarray]:
-    """The metadata columns SearchFilters.mask reads (as KnowledgeBase builds them)."""
-    return {
-        "doc_type": np.array([c.doc_type for c in chunks], dtype=object),
-        "brand": np.array([c.brand or "" for c in chunks], dtype=object),
-        "category": np.array([c.category or "" for c in chunks], dtype=object),
-        "product_id": np.array([c.product_id or "" for c in chunks], dtype=object),
-        "updated_day": np.array([day_number(c.updated_at) for c in chunks], dtype=np.int64),
-    }
 
 
 def candidate_kb(kb: KnowledgeBase, doc_ids: Iterable[str]) -> CandidateKB:

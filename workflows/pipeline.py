@@ -17,7 +17,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 
 from agents.answerer import ExtractiveAnswerer, LLMAnswerer, generate
 from agents.citations import normalize_citations
@@ -26,8 +25,8 @@ from agents.models import make_chat_model
 from agents.planner import RetrievalPlanner
 from agents.toolkit import build_toolkit
 from agents.prompts import load_prompt
-from knowledge.filters import SearchFilters, day_number
-from knowledge.kb import KnowledgeBase
+from knowledge.filters import SearchFilters
+from knowledge.kb import KnowledgeBase, metadata_columns
 from tools.base import EvidenceHit, LegScore, SkillContext
 from tools.registry import SkillRegistry
 from tools.rerank import make_reranker
@@ -197,7 +196,7 @@ class QAPipeline:
         pairs = [(hit, chunk.model_copy(update={"text": hit.text, "title": hit.title}))
                  for hit in pool.hits() if (chunk := self.kb.get(hit.chunk_id)) is not None]
         if filters is not None and pairs:
-            keep = filters.mask(_columns([chunk for _, chunk in pairs]))
+            keep = filters.mask(metadata_columns([chunk for _, chunk in pairs]))
             pairs = [pair for pair, kept in zip(pairs, keep) if kept]
         if not pairs:
             return [], None, ""
@@ -305,13 +304,3 @@ def _at_most_per_doc(hits: list[EvidenceHit], limit: int) -> list[EvidenceHit]:
             kept.append(hit)
     return kept
 
-
-def _columns(chunks: list) -> dict[str, np.ndarray]:
-    """The metadata columns SearchFilters.mask reads, for a few chunks."""
-    return {
-        "doc_type": np.array([c.doc_type for c in chunks], dtype=object),
-        "brand": np.array([c.brand or "" for c in chunks], dtype=object),
-        "category": np.array([c.category or "" for c in chunks], dtype=object),
-        "product_id": np.array([c.product_id or "" for c in chunks], dtype=object),
-        "updated_day": np.array([day_number(c.updated_at) for c in chunks], dtype=np.int64),
-    }

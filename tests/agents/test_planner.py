@@ -14,7 +14,6 @@ from agents.planner import BUDGET_EXHAUSTED_TEXT, RetrievalPlanner, render_plan
 from agents.policy_planner_model import DONE_TEXT, PolicyPlannerModel, tool_results_seen
 from knowledge.filters import SearchFilters
 from tools.base import SkillContext
-from tools.registry import SkillRegistry
 from workflows.arms import PlannedCall, load_arms
 from workflows.budget import Budget, BudgetTracker, RetryPolicy
 from workflows.evidence import EvidencePool
@@ -22,14 +21,6 @@ from workflows.policy import PolicyDecision, RulesPolicy
 from workflows.query_analysis import analyze
 
 NO_RETRY = RetryPolicy(max_retries=0, backoff_s=0)
-
-
-@pytest.fixture(scope="module")
-def registry() -> SkillRegistry:
-    registry = SkillRegistry.from_config(plugins=False)
-    for skill in registry.skills.values():  # a busy machine must not turn a slow call into a degraded one
-        skill.spec.timeout_s = 120
-    return registry
 
 
 def make_planner(registry, kb, question, llm=None, budget=None, filters=None, decision=None, reserve=0):

@@ -38,16 +38,6 @@ class ScriptedModel(ChatModelBase):
                                      for name, args in self.turns.pop(0)])
 
 
-@pytest.fixture(scope="module")
-def registry() -> SkillRegistry:
-    registry = SkillRegistry.from_config(plugins=False)
-    # Timeouts are tested in tests/tools/test_registry.py; here a busy machine must not turn a
-    # slow first embedding into a degraded result.
-    for skill in registry.skills.values():
-        skill.spec.timeout_s = 120
-    return registry
-
-
 def test_schemas_hide_ctx_and_describe_every_visible_argument(registry, demo_kb):
     toolkit = build_toolkit(registry, SkillContext(demo_kb))
     schemas = {s["function"]["name"]: s["function"] for s in toolkit.get_json_schemas()}

@@ -20,7 +20,6 @@ from tests.conftest import DEMO_DIR
 from tests.support.replay_server import ReplayServer
 from tests.workflows.test_pipeline_llm import make_pipeline, prompt_text
 from tools.base import EvidenceHit
-from tools.registry import SkillRegistry
 from workflows.conflicts import detect_conflicts
 from workflows.evidence import EvidencePool
 from workflows.injection import PATTERNS, clean_evidence, defang, find_injections, neutralize
@@ -229,12 +228,6 @@ def test_every_corpus_chunk_is_quarantined_or_cleaned_and_controls_stay(corpus, 
 
 
 # ----------------------------------------------------------------------------- the pipeline, offline
-@pytest.fixture(scope="module")
-def registry() -> SkillRegistry:
-    registry = SkillRegistry.from_config(plugins=False)
-    for skill in registry.skills.values():  # a busy machine must not turn a slow call into a degraded one
-        skill.spec.timeout_s = 120
-    return registry
 
 
 def offline_pipeline(kb, registry) -> QAPipeline:

@@ -8,20 +8,11 @@ import re
 import pytest
 
 from tests.support.replay_server import ReplayServer
-from tools.registry import SkillRegistry
 from workflows.pipeline import QAPipeline
 from workflows.pipeline_config import PipelineConfig
 
 PRICE_QUESTION = "XZ-3000 充电宝多少钱？"
 _SKU_LINE = re.compile(r"【(sku-p-xz3000#[^】]+)】[^\n]*?价格: ([\d.]+)元")
-
-
-@pytest.fixture(scope="module")
-def registry() -> SkillRegistry:
-    registry = SkillRegistry.from_config(plugins=False)
-    for skill in registry.skills.values():  # a busy machine must not turn a slow call into a degraded one
-        skill.spec.timeout_s = 120
-    return registry
 
 
 @pytest.fixture
