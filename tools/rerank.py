@@ -138,9 +138,7 @@ class OfflineReranker:
 
     def _bm25(self, query: str, chunks: list[Chunk]) -> np.ndarray:
         """The KB's BM25 (corpus statistics) for each candidate, divided by the best candidate's."""
-        # Scoring the whole corpus is what BM25 does anyway; k=len(kb) just keeps every score.
-        scored = {h.chunk_id: h.score for h in self.kb.search_keyword(query, k=len(self.kb))}
-        raw = np.array([scored.get(c.chunk_id, 0.0) for c in chunks])
+        raw = self.kb.keyword_scores(query, [c.chunk_id for c in chunks])
         best = raw.max() if raw.size else 0.0
         return raw / best if best > 0 else raw
 

@@ -6,10 +6,12 @@ import shutil
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from knowledge.filters import SearchFilters
 from knowledge.ingest import Ingestor
-from knowledge.kb import KnowledgeBase
+from knowledge.kb import KnowledgeBase, top_k
 from knowledge.settings import get_settings
 from tests.knowledge.test_ingest import DOCS, write_jsonl
 
@@ -71,3 +73,18 @@ def test_the_snapshot_follows_the_catalog_and_rereads_only_new_rows(tmp_path, mo
     again = KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir)).warm_up()
     assert np.allclose(again._dense, stored)
     again.close()
+
+
+@given(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, -np.inf]), max_size=60), st.integers(0, 70))
+@settings(max_examples=200, derandomize=True, deadline=None)
+def test_top_k_is_a_stable_argsort_cut(values, k):
+    scores = np.array(values, dtype=float)
+    assert list(top_k(scores, k)) == list(np.argsort(-scores, kind="stable")[:k])
+
+
+def test_the_reranker_reads_keyword_scores_of_its_candidates_only(demo_kb):
+    query = "AJ1 鞋面什么材质"
+    ranked = {h.chunk_id: h.score for h in demo_kb.search_keyword(query, k=len(demo_kb))}
+    ids = list(ranked)[:5] + ["no-such-chunk", demo_kb.all_chunks()[-1].chunk_id]
+    expected = [ranked.get(chunk_id, 0.0) for chunk_id in ids]
+    assert np.allclose(demo_kb.keyword_scores(query, ids), expected)
