@@ -20,7 +20,7 @@ from agents.inspector import Facts, InspectionReport, Inspector, facts_of
 from agents.prompts import load_prompt
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
-from knowledge.text import normalize, tokenize
+from knowledge.text import is_faq, normalize, tokenize
 from tools.base import EvidenceHit
 from workflows.evidence import RERANK_LEG
 
@@ -45,10 +45,6 @@ _ASKS = (
     (re.compile(r"多少瓦|功率|输出", re.I), {"w"}, ("功率", "输出")),
 )
 _QUESTION_WORD = re.compile(r"^(?:几|多[少久重大高长远宽厚]|哪|什么|怎么|怎样|如何|是否|能否|可否|有没有|是不是|请问|吗)")
-# A title that is itself a customer question (an FAQ entry loaded without doc_type "faq"): long
-# enough not to be a name (哪吒), with a question mark or a question word.
-_QUESTION_TITLE = re.compile(r"[？?]|吗|呢|什么|怎么|怎样|如何|哪|多少|是否|能否|可否|有没有|是不是|能不能|可不可以|为什么|为何")
-_MIN_QUESTION_TITLE_CHARS = 8
 # An FAQ reply up to this long is quoted whole, sentence by sentence: it is the shop's own
 # answer to the question, and cutting it to one sentence loses conditions and steps.
 _MAX_FAQ_REPLY_CHARS = 400
@@ -437,15 +433,6 @@ class ExtractiveAnswerer:
                 break
             pieces = kept
         return "".join(pieces) if pieces else self.refusal()
-
-
-def is_faq(hit: EvidenceHit) -> bool:
-    """An FAQ entry: typed so, or an untyped document whose title is a customer's question."""
-    if hit.doc_type == "faq":
-        return True
-    title = hit.title.strip()
-    return (hit.doc_type == "doc" and len(title) >= _MIN_QUESTION_TITLE_CHARS
-            and _QUESTION_TITLE.search(title) is not None)
 
 
 def _clean(text: str) -> str:

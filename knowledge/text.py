@@ -63,3 +63,19 @@ def tokenize(text: str, lexicon: Lexicon | None = None) -> list[str]:
         text = lexicon.canonicalize(text)
     words = _tokenizer_for(lexicon).cut_for_search(text.lower())
     return [w for w in (w.strip() for w in words) if w and w not in STOPWORDS and not _PUNCT_OR_SPACE.match(w)]
+
+
+# A title that is itself a customer question (an FAQ entry loaded without doc_type "faq"): long
+# enough not to be a name (哪吒), with a question mark or a question word.
+_QUESTION_TITLE = re.compile(r"[？?]|吗|呢|什么|怎么|怎样|如何|哪|多少|是否|能否|可否|有没有|是不是|能不能|可不可以|为什么|为何")
+_MIN_QUESTION_TITLE_CHARS = 8
+
+
+def is_faq(item) -> bool:
+    """An FAQ entry (a chunk or a hit): typed so, or an untyped document whose title is a
+    customer's question — its title is the standard question, its text the answer."""
+    if item.doc_type == "faq":
+        return True
+    title = (item.title or "").strip()
+    return (item.doc_type == "doc" and len(title) >= _MIN_QUESTION_TITLE_CHARS
+            and _QUESTION_TITLE.search(title) is not None)

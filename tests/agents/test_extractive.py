@@ -6,8 +6,9 @@ import json
 import pytest
 
 from agents.citations import split_sentences
-from agents.extractive import ExtractiveAnswerer, is_faq
+from agents.extractive import ExtractiveAnswerer
 from agents.inspector import InspectionReport, Inspector, UnsupportedClaim
+from knowledge.text import is_faq
 from tests.conftest import DEMO_DIR
 from tools.base import EvidenceHit, hits_from_chunks
 from workflows.evidence import EvidencePool
