@@ -229,9 +229,12 @@ the answer stage alone refuses more than 5% of answerable questions, the 5% boun
 refusals the gate adds.
 
 **Reading the numbers.** Baoxianzhidao's gold answers are whole FAQ replies (often 100+
-characters), and an answer hits only if it contains one whole: the extractive answerer quotes a
-sentence or two, so its hit rate there measures little; retrieval, citations and refusal are the
-informative columns. RGB `counterfactual_only` questions have no gold doc (every candidate carries
+characters), and an answer hits only if it contains one whole: the extractive answerer quotes an
+FAQ entry's reply whole (up to 400 characters, untyped documents whose title is a question
+count as FAQ entries), so a hit there means the right entry was found and quoted. The
+extractive answerer refuses rather than quote a sentence that does not answer (a question, a
+restatement of the question, evidence about another year than the one asked), which shows as
+false refusals on DomainRAG's table questions, whose answers sit in table cells it cannot read. RGB `counterfactual_only` questions have no gold doc (every candidate carries
 the fake value), so only the conflict and fake-answer columns apply. CI keeps a small version of
 these runs as floors (tests/workflows/test_quality_floors.py: 92 questions over four sets on KB
 slices; 2 min 13 s with an empty embedding cache, 319 chunks embedded, on this machine).
