@@ -251,7 +251,8 @@ class KnowledgeBase:
         mask = filters.mask(self._columns) if filters else None
         if mask is not None:
             scores = np.where(mask, scores, 0.0)
-        return [Hit(self._chunks[i].chunk_id, float(scores[i])) for i in top_k(scores, k) if scores[i] > 0]
+        matched = np.flatnonzero(scores > 0)  # most chunks share no term with the query
+        return [Hit(self._chunks[i].chunk_id, float(scores[i])) for i in matched[top_k(scores[matched], k)]]
 
     def keyword_scores(self, query: str, chunk_ids: list[str], title_weight: float = 0.5) -> np.ndarray:
         """search_keyword's score of each given chunk (0 for an unknown id), without ranking the
