@@ -7,10 +7,11 @@ catalog no longer references are orphans, invisible to search and removed by `re
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import numpy as np
-from pymilvus import DataType, MilvusClient
+from pymilvus import DataType, MilvusClient, MilvusException
 
 from knowledge.filters import day_number
 
@@ -35,7 +36,11 @@ class VectorStore:
             return
         if "://" not in self.uri:
             Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
-        self._client = MilvusClient(self.uri, token=self._token or "")
+        local = "://" not in self.uri
+        # A Milvus Lite server runs in this process: keepalive pings are pointless, and its gRPC
+        # server answers pymilvus's 10 s pings with GOAWAY "too_many_pings", failing a call in flight.
+        options = {"grpc_options": {"grpc.keepalive_time_ms": 300_000, "grpc.keepalive_permit_without_calls": 0}} if local else {}
+        self._client = _Retrying(MilvusClient(self.uri, token=self._token or "", **options))
         if not self._client.has_collection(self.collection):
             self._create()
         self._client.load_collection(self.collection)
@@ -134,3 +139,27 @@ class VectorStore:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+class _Retrying:
+    """A MilvusClient whose calls are retried once after a MilvusException: a channel to a Milvus
+    Lite server is sometimes dropped under a call in flight (seen as gRPC GOAWAY in the logs).
+    Safe because every call made here is idempotent: reads, and upserts/deletes by primary key."""
+
+    def __init__(self, client: MilvusClient):
+        self._client = client
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            try:
+                return attr(*args, **kwargs)
+            except MilvusException as exc:
+                log.warning("Milvus %s failed (%s); retrying once", name, exc)
+                time.sleep(0.2)
+                return attr(*args, **kwargs)
+
+        return call

@@ -88,3 +88,27 @@ def test_the_reranker_reads_keyword_scores_of_its_candidates_only(demo_kb):
     ids = list(ranked)[:5] + ["no-such-chunk", demo_kb.all_chunks()[-1].chunk_id]
     expected = [ranked.get(chunk_id, 0.0) for chunk_id in ids]
     assert np.allclose(demo_kb.keyword_scores(query, ids), expected)
+
+
+def test_a_milvus_call_that_fails_once_is_retried_once():
+    from pymilvus import MilvusException
+
+    from knowledge.vector_store import _Retrying
+
+    class FlakyClient:  # fails like a dropped gRPC channel: the first call of each kind only
+        def __init__(self):
+            self.calls = []
+
+        def search(self, *args):
+            self.calls.append(args)
+            if len(self.calls) == 1:
+                raise MilvusException(message="UNAVAILABLE: GOAWAY received")
+            return ["hit"]
+
+        def delete(self, *args):
+            raise MilvusException(message="collection not found")
+
+    client = FlakyClient()
+    assert _Retrying(client).search("chunks") == ["hit"] and len(client.calls) == 2
+    with pytest.raises(MilvusException, match="collection not found"):  # a lasting error is not hidden
+        _Retrying(client).delete("chunks")
