@@ -27,6 +27,7 @@ from workflows.bandit import LinUCBPolicy
 from workflows.policy import PolicyDecision
 from workflows.query_analysis import QueryFeatures
 from workflows.rewards import RewardSignals, RewardWeights, implicit_reward, reward
+from workflows.sqlite_store import open_sqlite
 
 FILE_NAME = "experience.sqlite"
 DEFAULT_POLICY_NAME = "linucb"
@@ -121,15 +122,10 @@ class ExperienceStore:
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+        self._conn = open_sqlite(self.path, _SCHEMA, foreign_keys=True)
         self._conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         self._depth = 0
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            self._conn.executescript(_SCHEMA)
 
     @classmethod
     def for_kb(cls, kb_dir: Path | str) -> "ExperienceStore":

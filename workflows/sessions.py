@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import threading
 import time
 import uuid
@@ -28,6 +27,7 @@ from knowledge.kb import KnowledgeBase
 from tools.base import SkillContext
 from tools.products import product_index, size_recommend
 from workflows.query_analysis import Entity, QueryAnalyzer, QueryFeatures
+from workflows.sqlite_store import open_sqlite
 
 FILE_NAME = "sessions.sqlite"
 MAX_SESSION_ID_CHARS = 128
@@ -124,12 +124,8 @@ class SessionStore:
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+        self._conn = open_sqlite(self.path, _SCHEMA)
         self._lock = threading.Lock()
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.executescript(_SCHEMA)
 
     @classmethod
     def for_kb(cls, kb_dir: Path | str) -> "SessionStore":

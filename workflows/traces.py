@@ -11,7 +11,6 @@ the experience store; a reader joins them in (Assistant.trace).
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import time
 from datetime import datetime, timezone
@@ -29,6 +28,7 @@ from knowledge.kb import KnowledgeBase
 from tools.base import EvidenceHit
 from workflows.experience import ExperienceStore
 from workflows.result import Citation, QAResult
+from workflows.sqlite_store import open_sqlite
 
 FILE_NAME = "traces.sqlite"
 
@@ -80,12 +80,8 @@ class TraceStore:
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+        self._conn = open_sqlite(self.path, _SCHEMA)
         self._lock = threading.Lock()
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.executescript(_SCHEMA)
 
     @classmethod
     def for_kb(cls, kb_dir: Path | str) -> "TraceStore":
