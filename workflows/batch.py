@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from workflows.progress import RecordProgress
+
 ID_FIELDS = ("id", "qid")
 SESSION_FIELDS = ("session_id", "session")
 
@@ -187,7 +189,7 @@ class BatchRunner:
         try:
             if todo:
                 self.assistant.warm_up()
-                with _progress(len(todo), self.show_progress) as advance:
+                with RecordProgress("batch", len(todo), self.show_progress, counted=("error", "refused")) as advance:
                     await self._answer_all(todo, log, advance)
         finally:
             log.close()
@@ -247,37 +249,3 @@ def summarize(records: list[dict], **fields: Any) -> BatchSummary:
     return BatchSummary(answered=sum(not r.get("refused") for r in ok), refused=sum(bool(r.get("refused")) for r in ok),
                         conflicts=sum(bool(r.get("conflicts")) for r in ok), errors=len(records) - len(ok),
                         p50_ms=p50, p95_ms=p95, **{**fields, "seconds": round(fields["seconds"], 2)})
-
-
-class _progress:
-    """A rich progress bar with ETA on stderr (or nothing); yields advance(record)."""
-
-    def __init__(self, total: int, enabled: bool):
-        self.total = total
-        self.enabled = enabled
-        self.counts = {"refused": 0, "errors": 0}
-
-    def __enter__(self) -> Callable[[dict], None]:
-        if not self.enabled:
-            return lambda record: None
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-        self.bar = Progress(TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.description}"),
-                            console=Console(stderr=True))
-        self.task = self.bar.add_task("", total=self.total)
-        self.bar.start()
-        return self.advance
-
-    def advance(self, record: dict) -> None:
-        if record.get("error"):
-            self.counts["errors"] += 1
-        elif record.get("refused"):
-            self.counts["refused"] += 1
-        self.bar.update(self.task, advance=1,
-                        description=f"refused {self.counts['refused']}  errors {self.counts['errors']}")
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.enabled:
-            self.bar.stop()

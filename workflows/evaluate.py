@@ -51,6 +51,7 @@ from workflows.pipeline_config import KB_CONFIG_NAME, PipelineConfig
 from workflows.policy import PolicyDecision, RulesPolicy
 from workflows.query_analysis import Entity, QueryFeatures
 from workflows.result import QAResult
+from workflows.progress import RecordProgress
 
 POLICY = "policy"  # the pipeline's own strategy choice
 AGENTSCOPE = "agentscope"  # baseline retrieval row
@@ -423,7 +424,7 @@ async def _run_strategy(strategy: str, questions: Sequence[Question], pipelines:
                 log.write(record)
                 advance(record)
 
-    with _Progress(f"{strategy}", len(questions), request.progress) as advance:
+    with RecordProgress(f"{strategy}", len(questions), request.progress) as advance:
         await asyncio.gather(*(worker(advance) for _ in range(request.concurrency)))
 
 
@@ -466,7 +467,7 @@ def _run_baseline(questions: Sequence[Question], kbs: SplitKBs, request: EvalReq
         baseline = AgentScopeBaseline(kb, store)
         try:
             baseline.warm_up()
-            with _Progress(f"{AGENTSCOPE} ({role})", len(mine), request.progress) as advance:
+            with RecordProgress(f"{AGENTSCOPE} ({role})", len(mine), request.progress) as advance:
                 for q in mine:
                     started = time.perf_counter()
                     depth = BASELINE_DEPTH if not q.candidate_doc_ids else min(len(kb), 16000)
@@ -481,35 +482,6 @@ def _run_baseline(questions: Sequence[Question], kbs: SplitKBs, request: EvalReq
                     advance(record)
         finally:
             baseline.close()
-
-
-class _Progress:
-    """A rich progress bar on stderr (or nothing); yields advance(record)."""
-
-    def __init__(self, label: str, total: int, enabled: bool):
-        self.label, self.total, self.enabled = label, total, enabled
-        self.errors = 0
-
-    def __enter__(self) -> Callable[[dict], None]:
-        if not self.enabled:
-            return lambda record: None
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-        self.bar = Progress(TextColumn(f"[bold]{self.label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.description}"),
-                            console=Console(stderr=True))
-        self.task = self.bar.add_task("", total=self.total)
-        self.bar.start()
-        return self.advance
-
-    def advance(self, record: dict) -> None:
-        self.errors += bool(record.get("error"))
-        self.bar.update(self.task, advance=1, description=f"errors {self.errors}" if self.errors else "")
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.enabled:
-            self.bar.stop()
 
 
 # ----------------------------------------------------------------------------- scores
