@@ -338,6 +338,10 @@ class ExtractiveAnswerer:
         body = _LIST_AFTER_LABEL.sub("：", candidate.body)  # "功能特点：- 单口输出" reads "功能特点：单口输出"
         headed = bool(hit.section) and body.startswith(hit.section + "：")
         rest = (_LEADING.sub("", body[len(hit.section) + 1:]) or body) if headed else body
+        sku = _sku_fields(candidate.body) if hit.section == "SKU" and not english else None
+        if sku:
+            framed = ("根据现有资料，" if cautious else "") + self._sku_sentence(sku, title)
+            return f"{_TRAILING.sub('', framed)}【{hit.chunk_id}】。"
         if english:
             if hit.authority == "community" or hit.doc_type in ("review", "post"):
                 framed = f"A user {'review' if hit.doc_type == 'review' else 'post'} says: {body}"
@@ -360,6 +364,15 @@ class ExtractiveAnswerer:
             framed = body
         framed = ("根据现有资料，" + framed) if cautious else framed
         return f"{_TRAILING.sub('', framed)}【{hit.chunk_id}】。"
+
+    @staticmethod
+    def _sku_sentence(sku: dict[str, str], title: str) -> str:
+        """A SKU table row as a sentence a shopper reads ("星择 XZ-3000 …（月光银）：价格 299.00元，库存
+        13件"), every word and number taken from the row itself."""
+        name = sku.get("商品") or title
+        variant = [sku[k] for k in ("颜色", "尺码") if sku.get(k) and sku[k] not in name]
+        facts = [f"{k} {sku[k]}" for k in ("价格", "库存") if sku.get(k)]
+        return name + (f"（{'，'.join(variant)}）" if variant else "") + "：" + "，".join(facts)
 
     def _names_title(self, body: str, title: str) -> bool:
         """Does the sentence already name its product (its model number, else a title word)?"""
@@ -433,6 +446,12 @@ class ExtractiveAnswerer:
                 break
             pieces = kept
         return "".join(pieces) if pieces else self.refusal()
+
+
+def _sku_fields(body: str) -> dict[str, str] | None:
+    """The "键: 值；键: 值" fields of a SKU table row; None when it is not one (no price or stock)."""
+    fields = dict(part.split(": ", 1) for part in body.split("；") if ": " in part)
+    return fields if ("价格" in fields or "库存" in fields) and "商品" in fields else None
 
 
 def _clean(text: str) -> str:

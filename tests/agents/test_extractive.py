@@ -219,3 +219,10 @@ def test_questions_restatements_and_other_years_in_the_evidence_answer_nothing()
     other_year = hit("n-3#body-0", "", "NFT被《柯林斯词典》评为2021年年度词汇。")
     assert answerer.run("柯林斯词典2022年年度词汇是什么", [other_year]) == answerer.refusal()
     assert "NFT" in answerer.run("柯林斯词典2021年年度词汇是什么", [other_year])
+
+
+def test_a_sku_row_reads_as_a_sentence_with_the_rows_own_numbers(demo_kb, answerer, inspector):
+    evidence = chunks(demo_kb, "sku-p-xz3000#sku-XZ3000-SLV")
+    answer = answerer.run("XZ-3000 充电宝多少钱？有货吗？", evidence)
+    assert answer == "星择 XZ-3000 笔记本充电宝 20000mAh（月光银）：价格 299.00元，库存 13件【sku-p-xz3000#sku-XZ3000-SLV】。"
+    assert inspector.run(answer, evidence).passed
