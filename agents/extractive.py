@@ -338,7 +338,9 @@ class ExtractiveAnswerer:
         body = _LIST_AFTER_LABEL.sub("：", candidate.body)  # "功能特点：- 单口输出" reads "功能特点：单口输出"
         headed = bool(hit.section) and body.startswith(hit.section + "：")
         rest = (_LEADING.sub("", body[len(hit.section) + 1:]) or body) if headed else body
-        sku = _sku_fields(candidate.body) if hit.section == "SKU" and not english else None
+        # The shop's own SKU table only: a stranger's review laid out like one keeps its "有用户评价称".
+        official_row = hit.section == "SKU" and hit.doc_type == "product" and hit.authority == "official"
+        sku = _sku_fields(candidate.body) if official_row and not english else None
         if sku:
             framed = ("根据现有资料，" if cautious else "") + self._sku_sentence(sku, title)
             return f"{_TRAILING.sub('', framed)}【{hit.chunk_id}】。"
