@@ -24,6 +24,18 @@ _BLANK_LINES = re.compile(r"\n\s*\n+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029\ufeff]")
 
 
+def is_storable_text(text: object) -> bool:
+    """Text that encodes as UTF-8, so SQLite, the embedder and JSON can keep it: not text with an
+    unpaired surrogate (a cut emoji, an undecodable argv byte)."""
+    if not isinstance(text, str):
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def normalize(text: str) -> str:
     """Half-width ASCII, no control characters, single spaces, at most one blank line."""
     text = unicodedata.normalize("NFC", text).translate(_WIDTH_TABLE)

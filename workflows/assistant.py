@@ -26,6 +26,7 @@ from agents.models import redact
 from agents.planner import ToolCallRecord
 from knowledge.kb import KnowledgeBase
 from knowledge.settings import get_settings
+from knowledge.text import is_storable_text
 from workflows.experience import ExperienceLearner, ExperienceStore
 from workflows.pipeline import QAPipeline, parse_filters
 from workflows.pipeline_config import PipelineConfig
@@ -34,7 +35,7 @@ from workflows.query_analysis import Entity, QueryFeatures
 from workflows.result import QAResult, features_summary
 from workflows.result_cache import ResultCache
 from workflows.sessions import (Clarification, Clarifier, PendingTask, SessionState, SessionStore, Turn,
-                                check_session_id, is_storable_text)
+                                check_session_id)
 from workflows.traces import TraceStore, attach_outcome
 
 POLICIES = ("bandit", "rules")

@@ -301,7 +301,7 @@ def trace(
         err.print(f"[red]error:[/red] no traces at {escape(str(kb / FILE_NAME))} (answer questions with this KB first)",
                   highlight=False)
         raise typer.Exit(2)
-    from workflows.sessions import is_storable_text
+    from knowledge.text import is_storable_text
 
     store = TraceStore(kb / FILE_NAME)
     try:
@@ -393,7 +393,7 @@ def feedback(
     from workflows.experience import FILE_NAME, ExperienceLearner, ExperienceStore
     from workflows.rewards import parse_rating
 
-    from workflows.sessions import is_storable_text
+    from knowledge.text import is_storable_text
 
     try:
         value = parse_rating(rating)

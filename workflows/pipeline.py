@@ -17,7 +17,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-
 from agents.answerer import ExtractiveAnswerer, LLMAnswerer, generate
 from agents.citations import normalize_citations
 from agents.inspector import InspectionReport, Inspector
@@ -27,6 +26,7 @@ from agents.toolkit import build_toolkit
 from agents.prompts import load_prompt
 from knowledge.filters import SearchFilters
 from knowledge.kb import KnowledgeBase, metadata_columns
+from knowledge.text import is_storable_text
 from tools.base import EvidenceHit, LegScore, SkillContext
 from tools.registry import SkillRegistry
 from tools.rerank import make_reranker
@@ -55,10 +55,8 @@ def validate_question(question: Any, max_chars: int) -> str:
     if len(question) > max_chars:
         raise QuestionError(f"the question is {len(question)} characters long; the limit is {max_chars} "
                             "(max_question_chars)")
-    try:  # an unpaired surrogate (a cut emoji, an undecodable argv byte) breaks SQLite and the embedder
-        question.encode("utf-8")
-    except UnicodeEncodeError:
-        raise QuestionError("the question is not valid Unicode text (it contains an unpaired surrogate)") from None
+    if not is_storable_text(question):
+        raise QuestionError("the question is not valid Unicode text (it contains an unpaired surrogate)")
     return question
 
 

@@ -24,6 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from knowledge.kb import KnowledgeBase
+from knowledge.text import is_storable_text
 from tools.base import SkillContext
 from tools.products import product_index, size_recommend
 from workflows.query_analysis import Entity, QueryAnalyzer, QueryFeatures
@@ -54,17 +55,6 @@ CREATE TABLE IF NOT EXISTS turns (
 
 def new_session_id() -> str:
     return uuid.uuid4().hex
-
-
-def is_storable_text(text: object) -> bool:
-    """Text SQLite can keep (UTF-8): not text with an unpaired surrogate, which no stored id equals."""
-    if not isinstance(text, str):
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def check_session_id(session_id: str) -> str:
