@@ -64,9 +64,7 @@ class ServiceSettings(BaseSettings):
 
 # -- request bodies -----------------------------------------------------------------------------
 class Filters(SearchFilters):
-    """SearchFilters as the API takes them: an unknown field is an error, not silently ignored."""
-
-    model_config = ConfigDict(extra="forbid")
+    """SearchFilters as the API takes them (an unknown field is a 422, as in SearchFilters)."""
 
     def given(self) -> dict[str, Any] | None:
         return self.model_dump(exclude_none=True) or None
@@ -327,14 +325,14 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
     async def invalid_question(request: Request, exc: QuestionError) -> JSONResponse:
         return JSONResponse(_error_body(422, str(exc)), 422)
 
-    async def answer(request: Request, question: str, session_id: str | None, filters: dict | None) -> QAResult:
+    async def answer(request: Request, question: str, session_id: str | None, filters: Filters | None) -> QAResult:
         # 422 before queueing behind other questions
         question = validate_question(question, max_question_chars)
         try:
             session_id = check_session_id(session_id) if session_id is not None else None
         except ValueError as exc:
             raise QuestionError(str(exc)) from None
-        result = await runner.ask(question, session_id, filters)
+        result = await runner.ask(question, session_id, filters and filters.given())
         request.state.trace_id = result.trace_id
         return result
 
@@ -357,7 +355,7 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
     @app.post("/v1/ask", response_model=QAResult, dependencies=v1, tags=["qa"])
     async def ask(body: AskRequest, request: Request) -> QAResult:
         """Answer one question; the answer cites 【chunk_id】 and `citations` describes each id."""
-        return await answer(request, body.question, body.session_id, body.filters and body.filters.given())
+        return await answer(request, body.question, body.session_id, body.filters)
 
     @app.post("/v1/feedback", response_model=FeedbackResponse, dependencies=v1, tags=["qa"])
     async def feedback(body: FeedbackRequest, request: Request) -> FeedbackResponse:
@@ -401,7 +399,7 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
         if body.stream:
             return StreamingResponse(_stream_chat(request, body, question), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        result = await answer(request, question, body.session(), body.filters and body.filters.given())
+        result = await answer(request, question, body.session(), body.filters)
         citations = [c.model_dump(mode="json") for c in result.citations]
         return {
             "id": f"chatcmpl-{result.trace_id}", "object": "chat.completion", "created": int(time.time()),
@@ -421,7 +419,7 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
 
         yield chunk({"role": "assistant", "content": ""})  # the client sees the reply start at once
         try:
-            result = await answer(request, question, body.session(), body.filters and body.filters.given())
+            result = await answer(request, question, body.session(), body.filters)
         except Exception as exc:  # headers are sent: report in-stream, as OpenAI does
             if isinstance(exc, HTTPException):
                 status, message = exc.status_code, str(exc.detail)
