@@ -48,6 +48,7 @@ _QUESTION_WORD = re.compile(r"^(?:几|多[少久重大高长远宽厚]|哪|什�
 # An FAQ reply up to this long is quoted whole, sentence by sentence: it is the shop's own
 # answer to the question, and cutting it to one sentence loses conditions and steps.
 _MAX_FAQ_REPLY_CHARS = 400
+_CAUTIOUS = "根据现有资料，"  # opens an answer whose best evidence matches under half of the question
 _NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|多宽|how (?:much|many|long|big)", re.I)
 _MAX_SENTENCE_CHARS = 220
 _MIN_SCORE_SHARE = 0.7  # a further sentence must score this share of the best one
@@ -132,7 +133,7 @@ class ExtractiveAnswerer:
             reply = self._faq_reply(chosen[0].hit, banned)
             if reply:
                 if cautious:
-                    reply[0] = "根据现有资料，" + reply[0]
+                    reply[0] = _CAUTIOUS + reply[0]
                 return self._checked(question, evidence, conflicts, reply)
         for index, candidate in enumerate(chosen):
             pieces.append(self._frame(candidate, profile.english, cautious=cautious and index == 0))
@@ -186,7 +187,8 @@ class ExtractiveAnswerer:
                 if any(word.lower() in canonical.lower() for word in group):
                     asked_words += group
         return _Question(
-            years=set(_YEAR.findall(canonical)), tokens=set(self._tokens(canonical)), terms=list(dict.fromkeys(terms)), chars=list(dict.fromkeys(chars)), facts=facts_of(canonical),
+            years=set(_YEAR.findall(canonical)), tokens=set(self._tokens(canonical)),
+            terms=list(dict.fromkeys(terms)), chars=list(dict.fromkeys(chars)), facts=facts_of(canonical),
             asked_units=asked_units, asked_words=[w.lower() for w in asked_words],
             numeric=bool(_NUMERIC_QUESTION.search(canonical)), english=not _CJK.search(question),
         )
@@ -338,12 +340,6 @@ class ExtractiveAnswerer:
         body = _LIST_AFTER_LABEL.sub("：", candidate.body)  # "功能特点：- 单口输出" reads "功能特点：单口输出"
         headed = bool(hit.section) and body.startswith(hit.section + "：")
         rest = (_LEADING.sub("", body[len(hit.section) + 1:]) or body) if headed else body
-        # The shop's own SKU table only: a stranger's review laid out like one keeps its "有用户评价称".
-        official_row = hit.section == "SKU" and hit.doc_type == "product" and hit.authority == "official"
-        sku = _sku_fields(candidate.body) if official_row and not english else None
-        if sku:
-            framed = ("根据现有资料，" if cautious else "") + self._sku_sentence(sku, title)
-            return f"{_TRAILING.sub('', framed)}【{hit.chunk_id}】。"
         if english:
             if hit.authority == "community" or hit.doc_type in ("review", "post"):
                 framed = f"A user {'review' if hit.doc_type == 'review' else 'post'} says: {body}"
@@ -354,7 +350,12 @@ class ExtractiveAnswerer:
             if cautious:
                 framed = "Based on the available information, " + framed[:1].lower() + framed[1:]
             return f"{_TRAILING.sub('', framed)}【{hit.chunk_id}】."
-        if hit.doc_type == "review":
+        # The shop's own SKU table only: a stranger's review laid out like one keeps its "有用户评价称".
+        official_row = hit.section == "SKU" and hit.doc_type == "product" and hit.authority == "official"
+        sku = _sku_fields(candidate.body) if official_row else None
+        if sku:
+            framed = self._sku_sentence(sku, title)
+        elif hit.doc_type == "review":
             framed = f"有用户评价称：{body}"
         elif hit.doc_type == "post" or hit.authority == "community":
             framed = f"有用户分享：{body}"
@@ -364,7 +365,7 @@ class ExtractiveAnswerer:
             framed = f"{title}的{hit.section}：{rest}" if headed else f"{title}：{body}"
         else:
             framed = body
-        framed = ("根据现有资料，" + framed) if cautious else framed
+        framed = (_CAUTIOUS + framed) if cautious else framed
         return f"{_TRAILING.sub('', framed)}【{hit.chunk_id}】。"
 
     @staticmethod
