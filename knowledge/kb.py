@@ -158,9 +158,7 @@ class KnowledgeBase:
         index = BM25Index.build(tokens)
         path.parent.mkdir(exist_ok=True)
         index.save(path)
-        for old in path.parent.glob(f"{name}-*.npz"):
-            if old != path:
-                old.unlink(missing_ok=True)
+        _drop_older_snapshots(path, f"{name}-*.npz")
         return index
 
     def _dense_in_memory(self) -> bool:
@@ -182,7 +180,7 @@ class KnowledgeBase:
             # has the same vector, so only new rows are read from Milvus.
             vectors = np.zeros((len(row_ids), self.embedder.dim), dtype=np.float32)
             known = [(i, self._dense_rows[r]) for i, r in enumerate(row_ids) if r in self._dense_rows]
-            if known and self._dense is not None:
+            if known:
                 new_at, old_at = map(list, zip(*known))
                 vectors[new_at] = self._dense[old_at]
             missing = [i for i, r in enumerate(row_ids) if r not in self._dense_rows]
@@ -198,9 +196,7 @@ class KnowledgeBase:
         tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
         np.savez(tmp, vectors=vectors, rows=np.array(rows_key))
         os.replace(tmp, path)
-        for old in path.parent.glob("vectors-*.npz"):
-            if old != path:
-                old.unlink(missing_ok=True)
+        _drop_older_snapshots(path, "vectors-*.npz")
 
     def refresh(self) -> None:
         """Pick up changes another process committed (cheap when nothing changed)."""
@@ -303,6 +299,13 @@ class KnowledgeBase:
         if self.vectors is not None:
             self.vectors.close()
         self.catalog.close()
+
+
+def _drop_older_snapshots(current: Path, pattern: str) -> None:
+    """Delete the snapshots of earlier catalog generations beside the one just written."""
+    for old in current.parent.glob(pattern):
+        if old != current:
+            old.unlink(missing_ok=True)
 
 
 def metadata_columns(chunks: list[Chunk]) -> dict[str, np.ndarray]:

@@ -34,9 +34,9 @@ class VectorStore:
     def warm_up(self) -> None:
         if self._client is not None:
             return
-        if "://" not in self.uri:
+        local = "://" not in self.uri  # a Milvus Lite file
+        if local:
             Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
-        local = "://" not in self.uri
         # A Milvus Lite server runs in this process: keepalive pings are pointless, and its gRPC
         # server answers pymilvus's 10 s pings with GOAWAY "too_many_pings", failing a call in flight.
         options = {"grpc_options": {"grpc.keepalive_time_ms": 300_000, "grpc.keepalive_permit_without_calls": 0}} if local else {}
