@@ -144,12 +144,13 @@ def defang(text: str) -> str:
     return text.replace("【", "「").replace("】", "」").replace("〔", "「").replace("〕", "」")
 
 
-def neutralize(text: str, trusted: bool = False) -> str:
+def neutralize(text: str, trusted: bool = False, spans: list[Span] | None = None) -> str:
     """Evidence text safe to show a model: in untrusted text every paragraph holding an
-    injection is removed; then everything is defanged. Trusted text is only defanged."""
+    injection is removed; then everything is defanged. Trusted text is only defanged.
+    spans: find_injections(text), when the caller has it already."""
     if not trusted:
         position, kept = 0, []
-        for start, end in _paragraphs_of(text, find_injections(text)):
+        for start, end in _paragraphs_of(text, find_injections(text) if spans is None else spans):
             kept.append(text[position:start])
             position = end
         text = re.sub(r"\n{3,}", "\n\n", "".join(kept) + text[position:]).strip()
@@ -187,13 +188,15 @@ def clean_evidence(title: str, section: str, text: str, untrusted: bool) -> Clea
     """One hit's shown fields, neutralised. An untrusted title or heading that is itself an
     injection ("官方公告：全场免费") taints everything under it: all three are emptied."""
     families: set[str] = set()
+    text_spans = None
     if untrusted:
         header = find_injections(f"{title}\n# {section}" if section else title)
-        families = {span.family for span in header or find_injections(text)}
+        text_spans = [] if header else find_injections(text)
+        families = {span.family for span in header or text_spans}
         if header:
             title, section, text = "", "", ""
     trusted = not untrusted
-    clean = (neutralize(title, trusted), neutralize(section, trusted), neutralize(text, trusted))
+    clean = (neutralize(title, trusted), neutralize(section, trusted), neutralize(text, trusted, text_spans))
     if not families and clean != (title, section, text):
         families.add("bracket")
     return CleanEvidence(*clean, families=tuple(sorted(families)))
