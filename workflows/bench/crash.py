@@ -197,7 +197,7 @@ def check_consistent(kb_dir: Path, old: dict, new: dict) -> Consistency:
         chunks = kb.all_chunks()
         chunk_ids = [c.chunk_id for c in chunks]
         live_rows = kb.catalog.all_row_ids()
-        copies = _row_copies(kb.vectors)
+        copies = kb.vectors.row_copies()  # row_id -> rows Milvus holds under it (a primary key: 1)
         vector_rows = set(copies)
         result.orphan_rows = len(vector_rows - live_rows)
         repeated = {row for row, n in copies.items() if n > 1}
@@ -220,17 +220,6 @@ def check_consistent(kb_dir: Path, old: dict, new: dict) -> Consistency:
     finally:
         kb.close()
     return result
-
-
-def _row_copies(vectors) -> Counter:
-    """row_id -> how many rows Milvus holds under it (a primary key: must be 1)."""
-    copies: Counter = Counter()
-    iterator = vectors.client.query_iterator(vectors.collection, batch_size=2000, filter='row_id != ""',
-                                             output_fields=["row_id"])
-    while batch := iterator.next():
-        copies.update(row["row_id"] for row in batch)
-    iterator.close()
-    return copies
 
 
 def ingest_in_process(kb_dir: Path, paths: list[Path], prune: bool = False, create: bool = False) -> None:
