@@ -5,6 +5,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 from rich.console import Console
@@ -28,12 +29,17 @@ DATASETS = REPO.parent / "shared" / "datasets"
 KbOption = typer.Option(DEFAULT_KB, "--kb", help="knowledge base folder")
 
 
+def fail(message: object) -> NoReturn:
+    """One line on stderr, `error: <message>` (the message as text, never as markup), and exit 2."""
+    err.print(f"[red]error:[/red] {escape(str(message))}", highlight=False)
+    raise typer.Exit(2)
+
+
 def open_kb(kb_dir: Path, create: bool = False) -> KnowledgeBase:
     try:
         return KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir), create=create)
     except KBError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+        fail(exc)
 
 
 @app.command()
@@ -92,8 +98,7 @@ def search(query: str, kb: Path = KbOption, k: int = 5) -> None:
     try:
         query = validate_question(query, pipeline_config_or_exit(kb, None, None).max_question_chars)
     except QuestionError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+        fail(exc)
     base = open_kb(kb).warm_up()
     show_evidence(base, query, k)
 
@@ -158,16 +163,14 @@ def ask(
         config = PipelineConfig.load(kb, planner=planner, answerer=answerer)
         question = validate_question(question, config.max_question_chars)
     except (PipelineConfigError, QuestionError) as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+        fail(exc)
     if session is not None:
         from workflows.sessions import check_session_id
 
         try:
             session = check_session_id(session)
         except ValueError as exc:
-            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-            raise typer.Exit(2) from exc
+            fail(exc)
         assistant = open_assistant(kb, config)
         try:
             result = assistant.ask_sync(question, session)
@@ -181,9 +184,8 @@ def ask(
     try:
         pipeline = QAPipeline(base, config).warm_up()
     except (RuntimeError, ValueError) as exc:  # e.g. a model spec whose API key is not set
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         base.close()
-        raise typer.Exit(2) from exc
+        fail(exc)
     result = pipeline.run(question)
     base.close()
     print(result.model_dump_json(indent=2) if as_json else result.render_text())
@@ -197,15 +199,12 @@ def open_assistant(kb_dir: Path, config, policy: str = "bandit"):
     try:
         assistant = Assistant(kb_dir, config=config, policy=policy)
     except (KBError, ValueError) as exc:  # no KB there, an unknown policy
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+        fail(exc)
     try:
         return assistant.warm_up()
     except Exception as exc:  # a model spec whose API key is not set, a Milvus Lite file another process holds
         assistant.close()
-        err.print(f"[red]error:[/red] cannot open the assistant on {escape(str(kb_dir))}: {escape(str(exc))}",
-                  highlight=False)
-        raise typer.Exit(2) from exc
+        fail(f"cannot open the assistant on {kb_dir}: {exc}")
 
 
 CHAT_HELP = "/new 新会话 · /feedback up|down [意见] 评价上一条回答 · /trace 查看上一条回答的决策过程 · /quit 退出"
@@ -232,8 +231,7 @@ def chat(
         config = PipelineConfig.load(kb, planner=planner, answerer=answerer)
         session = check_session_id(session) if session is not None else new_session_id()
     except (PipelineConfigError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+        fail(exc)
     assistant = open_assistant(kb, config, policy)
     state = assistant.session(session)
     if state is not None:
@@ -298,9 +296,7 @@ def trace(
     from workflows.traces import FILE_NAME, TraceStore, attach_outcome, render_trace
 
     if not (kb / FILE_NAME).exists():
-        err.print(f"[red]error:[/red] no traces at {escape(str(kb / FILE_NAME))} (answer questions with this KB first)",
-                  highlight=False)
-        raise typer.Exit(2)
+        fail(f"no traces at {kb / FILE_NAME} (answer questions with this KB first)")
     from knowledge.text import is_storable_text
 
     store = TraceStore(kb / FILE_NAME)
@@ -309,9 +305,7 @@ def trace(
     finally:
         store.close()
     if found is None:
-        err.print(f"[red]error:[/red] no trace {escape(repr(trace_id))} in {escape(str(kb / FILE_NAME))}",
-                  highlight=False)
-        raise typer.Exit(2)
+        fail(f"no trace {trace_id!r} in {kb / FILE_NAME}")
     if (kb / EXPERIENCE_FILE).exists():
         experience = ExperienceStore(kb / EXPERIENCE_FILE)
         try:
@@ -400,19 +394,14 @@ def feedback(
         if not is_storable_text(comment):
             raise ValueError("the feedback comment must be text without unpaired surrogates")
     except ValueError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+        fail(exc)
     if not (kb / FILE_NAME).exists():
-        err.print(f"[red]error:[/red] no experience store at {escape(str(kb / FILE_NAME))} "
-                  "(answer questions with this KB first)", highlight=False)
-        raise typer.Exit(2)
+        fail(f"no experience store at {kb / FILE_NAME} (answer questions with this KB first)")
     store = ExperienceStore.for_kb(kb)
     try:
         before = store.get(trace_id) if is_storable_text(trace_id) else None
         if before is None:
-            err.print(f"[red]error:[/red] no answer with trace id {escape(repr(trace_id))} in "
-                      f"{escape(str(store.path))}", highlight=False)
-            raise typer.Exit(2)
+            fail(f"no answer with trace id {trace_id!r} in {store.path}")
         after = ExperienceLearner(store).feedback(trace_id, value, comment)
     finally:
         store.close()
@@ -453,8 +442,7 @@ def pipeline_config_or_exit(kb: Path, planner: str | None, answerer: str | None)
     try:
         return PipelineConfig.load(kb, planner=planner, answerer=answerer)
     except PipelineConfigError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+        fail(exc)
 
 
 @app.command()
@@ -481,8 +469,7 @@ def serve(
     try:  # not warmed here: the app warms it in the background while /healthz already answers
         assistant = Assistant(kb, config=config, policy=policy)
     except (KBError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+        fail(exc)
     run_service(create_app(assistant, settings), host, port)
 
 
@@ -503,14 +490,12 @@ def batch(
     from workflows.batch import BatchRunner
 
     if not input_path.is_file():
-        err.print(f"[red]error:[/red] no input file {escape(str(input_path))}", highlight=False)
-        raise typer.Exit(2)
+        fail(f"no input file {input_path}")
     assistant = open_assistant(kb, pipeline_config_or_exit(kb, planner, answerer), policy)
     try:
         summary = BatchRunner(assistant, concurrency, show_progress=progress).run(input_path, output, retry_errors)
     except ValueError as exc:  # an input format it cannot read
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+        fail(exc)
     except KeyboardInterrupt:
         err.print(f"interrupted: the answers so far are in {escape(str(output))}; run the same command again to finish")
         raise typer.Exit(130) from None
@@ -544,15 +529,13 @@ def studio(
         try:
             session.connect()
         except Exception as exc:  # requests' connection errors, StudioUserInput's RuntimeError
-            err.print(f"[red]error:[/red] cannot reach AgentScope Studio at {escape(studio_url)} ({escape(str(exc))}); "
-                      "start it with `as_studio` (npm install -g @agentscope/studio)", highlight=False)
-            raise typer.Exit(2) from exc
+            fail(f"cannot reach AgentScope Studio at {studio_url} ({exc}); "
+                 "start it with `as_studio` (npm install -g @agentscope/studio)")
         if question is not None:
             try:  # the user's, answerer's and inspector's messages also print here, as in Studio
                 asyncio.run(session.ask(question))
             except QuestionError as exc:
-                err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-                raise typer.Exit(2) from exc
+                fail(exc)
         else:
             console.print(f"connected to {escape(studio_url)} (project {escape(project)}): type questions in "
                           "Studio, `exit` to finish", highlight=False)
@@ -617,8 +600,7 @@ def eval_command(
                               max_embed=max_embed, progress=not as_json, **({"root": root} if root else {}))
         result = run_eval(request)
     except (EvalError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+        fail(exc)
     print(json.dumps(result, ensure_ascii=False, indent=1) if as_json else format_eval_report(result))
 
 
