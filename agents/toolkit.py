@@ -15,8 +15,8 @@ from agentscope.message import TextBlock
 from agentscope.tool import Toolkit, ToolResponse
 
 from tools.base import SkillContext, SkillResult
-from workflows.evidence import cleaned_hit
 from tools.registry import Skill, SkillRegistry
+from workflows.evidence import cleaned_hit
 
 OnResult = Callable[[str, dict, SkillResult], None]
 
