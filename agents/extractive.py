@@ -50,6 +50,14 @@ _QUESTION_WORD = re.compile(r"^(?:几|多[少久重大高长远宽厚]|哪|什�
 _MAX_FAQ_REPLY_CHARS = 400
 _CAUTIOUS = "根据现有资料，"  # opens an answer whose best evidence matches under half of the question
 _NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|多宽|how (?:much|many|long|big)", re.I)
+# A question about when (开幕时间, 什么时候发货) is only answered by a sentence that names a time: a
+# date, a clock time, a weekday, a relative day or a duration (48小时内发货). Without one the best
+# sentence merely mentions the event, and quoting it would pass off a guess as the answer.
+_WHEN_QUESTION = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|几月|几号|几点|日期|时间|when\b", re.I)
+_TIME_EXPRESSION = re.compile(
+    r"[0-9０-９一二三四五六七八九十两〇零]+\s*(?:年|月|日|号|点|时|分钟|天|周|小时|个月|工作日|h\b|min\b)"
+    r"|[今明后昨前]天|次日|当[天日]|隔天|[周礼拜][一二三四五六日末天]|星期[一二三四五六日天]"
+    r"|\d{1,2}[:：]\d{2}|\d{4}[-/.]\d{1,2}", re.I)
 _MAX_SENTENCE_CHARS = 220
 _MIN_SCORE_SHARE = 0.7  # a further sentence must score this share of the best one
 # The reranker's first document is right far more often than the sentence scorer's pick from
@@ -72,6 +80,7 @@ class _Question:
     asked_words: list[str]
     numeric: bool
     english: bool
+    asks_when: bool = False
 
 
 @dataclass
@@ -191,6 +200,7 @@ class ExtractiveAnswerer:
             terms=list(dict.fromkeys(terms)), chars=list(dict.fromkeys(chars)), facts=facts_of(canonical),
             asked_units=asked_units, asked_words=[w.lower() for w in asked_words],
             numeric=bool(_NUMERIC_QUESTION.search(canonical)), english=not _CJK.search(question),
+            asks_when=bool(_WHEN_QUESTION.search(canonical)),
         )
 
     # -- candidates -------------------------------------------------------------------------
@@ -234,13 +244,17 @@ class ExtractiveAnswerer:
                 # A product chunk that mentions another model (请选择 XZ-3000) is still about its own.
                 models = title_models or facts.models
                 score, answers = self._fact_score(question, facts, title_facts, models, searched)
+                names_a_time = bool(_TIME_EXPRESSION.search(canonical))
+                if question.asks_when:
+                    score += 0.4 * names_a_time
                 # It answers when it has a word of what is asked, or when nothing is asked beyond
                 # the entity itself ("XZ-3000 怎么样").
                 nothing_asked = not (set(question.terms) - entity or question.chars or question.asked_words
                                      or question.asked_units)
                 # A sentence made only of the question's (and its title's) words restates it.
                 restates = tokens <= question.tokens | label_tokens
-                answers = (answers or bool(asked) or nothing_asked) and not restates and not wrong_year
+                answers = ((answers or bool(asked) or nothing_asked) and not restates and not wrong_year
+                           and (names_a_time or not question.asks_when))
                 candidates.append(_Candidate(
                     hit, order, body, tokens, 1.6 * share + score + context, share, answers,
                     asked | entity, entity, question.facts.models & models, score,

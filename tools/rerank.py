@@ -2,15 +2,14 @@
 
 Both rerankers return values in [0, 1], so one refusal threshold means the same thing whichever
 runs. OfflineReranker is the default (no model download): a logistic model over a few measured
-features, with weights in tools/rerank_weights.json that `fit_offline_reranker` can refit on
-labelled dev data. BGEReranker runs a FlagEmbedding cross-encoder (optional extra `bge`).
+features, with weights in tools/rerank_weights.json that tools/rerank_fit.py refits on labelled
+dev data. BGEReranker runs a FlagEmbedding cross-encoder (optional extra `bge`).
 
 No `from __future__ import annotations` here: AgentScope reads the skill's real annotations.
 """
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
 from datetime import date
 from pathlib import Path
 
@@ -46,7 +45,7 @@ _MODEL = re.compile(r"(?<![A-Za-z0-9\-])[A-Za-z]{1,6}-?\d{1,6}[A-Za-z]?(?![A-Za-
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.\-])\d+(?:\.\d+)?(?![0-9])")
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
+def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(x, -50, 50)))
 
 
@@ -102,7 +101,7 @@ class OfflineReranker:
         if not chunks:
             return []
         logits = self.features(query, chunks) @ self._weights + self._intercept
-        return [float(p) for p in _sigmoid(logits)]
+        return [float(p) for p in sigmoid(logits)]
 
     def features(self, query: str, chunks: list[Chunk]) -> np.ndarray:
         """One row per chunk, columns in FEATURES order."""
@@ -181,39 +180,6 @@ def _model_match(query_models: set[str], chunk_models: set[str]) -> float:
     if not query_models or not chunk_models:
         return 0.0
     return 1.0 if query_models & chunk_models else -1.0
-
-
-def fit_offline_reranker(examples: Iterable[tuple[Sequence[float], int]], l2: float = 1.0,
-                         iterations: int = 50) -> dict:
-    """L2-regularised logistic regression by IRLS (Newton steps); the intercept is not penalised.
-
-    examples: (feature row in FEATURES order, label 1 = the chunk answers the question, else 0).
-    Returns weights in the JSON layout of tools/rerank_weights.json (save with save_weights).
-    """
-    rows = [(list(map(float, x)), int(y)) for x, y in examples]
-    if not rows:
-        raise ValueError("fit_offline_reranker: no examples")
-    x = np.array([r for r, _ in rows])
-    y = np.array([label for _, label in rows], dtype=np.float64)
-    if x.shape[1] != len(FEATURES):
-        raise ValueError(f"fit_offline_reranker: rows need {len(FEATURES)} features {FEATURES}, got {x.shape[1]}")
-    design = np.hstack([np.ones((len(x), 1)), x])
-    penalty = np.full(design.shape[1], float(l2))
-    penalty[0] = 0.0
-    beta = np.zeros(design.shape[1])
-    for _ in range(iterations):
-        p = _sigmoid(design @ beta)
-        gradient = design.T @ (p - y) + penalty * beta
-        hessian = (design * (p * (1 - p))[:, None]).T @ design + np.diag(penalty) + 1e-9 * np.eye(len(beta))
-        step = np.linalg.solve(hessian, gradient)
-        beta -= step
-        if np.max(np.abs(step)) < 1e-8:
-            break
-    return {
-        "intercept": round(float(beta[0]), 6),
-        "weights": {name: round(float(w), 6) for name, w in zip(FEATURES, beta[1:])},
-        "fitted_on": len(rows),
-    }
 
 
 class BGEReranker:

@@ -16,7 +16,7 @@ from tools.fusion import rrf_fuse, weighted_fuse
 
 MAX_TOP_K = 50
 DEFAULT_CANDIDATES = 30
-DEFAULT_TITLE_WEIGHT = 0.5
+DEFAULT_TITLE_WEIGHT = 1.0
 _LIST_SEPARATORS = re.compile(r"[,，、;；\s]+")
 _VALUE_RULE = "不能含引号、运算符等特殊字符"
 _FIELD_RULES = {

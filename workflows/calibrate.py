@@ -1,11 +1,11 @@
 """Calibration on the dev sets: the offline reranker's weights, then the refusal threshold.
 
-1. Reranker. For a qtype-stratified sample of each set's answerable questions, the hybrid_search
-   skill's top 30 chunks (its tools/skills.yaml params; a candidate-protocol question searches its
-   candidates only) get the reranker's features and a label (chunk of a gold doc or not). The
-   weights are fitted (tools.rerank.fit_offline_reranker) on 70% of the questions, pooled over the
-   sets with each set weighted alike, and compared with the current weights on the other 30%
-   (held out by a hash of the qid):
+1. Reranker. For a sample of each set's answerable questions, question types alike, the
+   hybrid_search skill's top 30 chunks (its tools/skills.yaml params; a candidate-protocol question
+   searches its candidates only) get the reranker's features and a label (chunk of a gold doc or
+   not). The weights are fitted (tools/rerank_fit.py: coordinate ascent on the rank of the first
+   gold document, then Platt scaling) on 70% of the questions, each set weighted alike, and
+   compared with the current weights on the other 30% (held out by a hash of the qid):
    tools/rerank_weights.json is rewritten only if the held-out MRR@10, averaged over the sets, rises
    and no set loses more than MAX_SET_LOSS of it (one weights file serves every KB).
 2. Refusal threshold. The pipeline runs with the gate off (refusal_threshold 0) on answerable
@@ -36,7 +36,8 @@ import yaml
 from pydantic import BaseModel, Field
 
 from tools.base import SkillContext
-from tools.rerank import DEFAULT_WEIGHTS_PATH, FEATURES, OfflineReranker, fit_offline_reranker, load_weights, save_weights
+from tools.rerank import DEFAULT_WEIGHTS_PATH, FEATURES, OfflineReranker, load_weights, save_weights
+from tools.rerank_fit import RankGroup, fit_ranking_weights
 from tools.search import hybrid_search
 from workflows.datasets import Question, candidate_kb, load_questions
 from workflows.evaluate import (CALIBRATED_PATH, POLICY, EvalRequest, calibrated_key, choose_questions, default_root,
@@ -52,6 +53,11 @@ DEFAULT_SETS = (DATASETS / "cmrc2018_dev", DATASETS / "baoxianzhidao", DATASETS 
 CANDIDATE_PER_QTYPE = 10  # candidate-protocol sets (RGB): questions per qtype, as the quality suite runs them
 HELD_OUT_SHARE = 0.3
 MAX_FALSE_REFUSALS = 0.05
+# The weights calibration may change: the text-matching features. The dev sets label whole
+# documents and hold no SKU rows, model numbers or official/community pairs, so they cannot see
+# what number_match, model_match, authority and recency do inside one product's chunks (a fit of
+# all nine turned number_match negative and the demo's "2米的多少钱" picked the 1 m row).
+FITTED_FEATURES = ("dense", "bm25", "term_coverage", "body_coverage", "title_match")
 MAX_SET_LOSS = 0.02  # held-out MRR@10 any one set may lose for refitted weights to be written
 MIN_PER_CLASS = 30  # a set gets its own threshold only with this many of each kind (else the pooled one)
 CANDIDATES = 30  # hybrid_search chunks per question, as many as the pipeline's rerank sees at most
@@ -83,11 +89,14 @@ def is_candidate_set(questions: Sequence[Question]) -> bool:
 
 
 def dev_questions(split, per_set: int, seed: int, qtypes: Sequence[str] | None = None) -> list[Question]:
-    """The sample of one split calibration uses (RGB-like sets: CANDIDATE_PER_QTYPE per qtype)."""
+    """The sample of one split the reranker fit uses: per_set questions split evenly over the
+    question types, so baoxianzhidao's user paraphrases count as much as its copied titles
+    (RGB-like sets: CANDIDATE_PER_QTYPE per qtype, the candidate docs the quality suite embeds)."""
     questions = load_questions(split.questions, qtypes=qtypes)
     if is_candidate_set(questions):
         return choose_questions(questions, None, CANDIDATE_PER_QTYPE, seed)
-    return choose_questions(questions, per_set, None, seed)
+    n_types = len({q.qtype for q in questions}) or 1
+    return choose_questions(questions, None, max(1, per_set // n_types), seed)
 
 
 # ----------------------------------------------------------------------------- 1. reranker
@@ -119,37 +128,36 @@ def _probabilities(weights: dict, features: np.ndarray) -> np.ndarray:
 
 
 def score_weights(weights: dict, examples: Sequence[dict]) -> dict:
-    """Doc-level MRR@10 and Recall@1 of the candidates re-ordered by these weights; log loss."""
-    mrr, r1, losses = [], [], []
+    """Doc-level MRR@10, Recall@1 and @5 of the candidates re-ordered by these weights; log loss."""
+    mrr, r1, r5, losses = [], [], [], []
     for e in examples:
         p = _probabilities(weights, e["features"])
         order = sorted(range(len(p)), key=lambda i: -p[i])
         docs = ranked_doc_ids(e["docs"][i] for i in order)
         mrr.append(reciprocal_rank(docs, e["gold"], 10))
         r1.append(recall_at_k(docs, e["gold"], 1))
+        r5.append(recall_at_k(docs, e["gold"], 5))
         q = np.clip(p, 1e-6, 1 - 1e-6)
         losses += list(-(e["labels"] * np.log(q) + (1 - e["labels"]) * np.log(1 - q)))
-    return {"mrr@10": mean(mrr), "recall@1": mean(r1), "log_loss": mean(losses), "questions": len(examples)}
+    return {"mrr@10": mean(mrr), "recall@1": mean(r1), "recall@5": mean(r5), "log_loss": mean(losses),
+            "questions": len(examples)}
 
 
 def fit_reranker(examples: dict[str, list[dict]], write: bool = True) -> dict:
-    """Fit on the calibration share of every set, each set weighted alike (a small set's rows are
-    repeated up to the largest set's question count, so baoxianzhidao's 300 FAQ questions do not
-    decide the weights of a shop KB); compare with the current weights held out."""
-    shares = {name: [e for e in ex if not held_out(e["qid"])] for name, ex in examples.items()}
-    largest = max((len(share) for share in shares.values()), default=0)
-    train = [(x, y) for share in shares.values() if share for _ in range(max(1, round(largest / len(share))))
-             for e in share for x, y in zip(e["features"], e["labels"])]
+    """Fit on the calibration share of every set, each set weighted alike (tools.rerank_fit:
+    coordinate ascent on the rank of the first gold document, from the current weights, then
+    Platt scaling); compare with the current weights on the held-out share."""
+    shares = {name: [_group(e) for e in ex if not held_out(e["qid"])] for name, ex in examples.items()}
     current = load_weights(DEFAULT_WEIGHTS_PATH)
-    fitted = fit_offline_reranker(train)
-    report: dict = {"train_rows": len(train), "train_positives": int(sum(y for _, y in train)), "sets": {},
+    fitted = fit_ranking_weights(shares, current, FITTED_FEATURES)
+    report: dict = {"train_rows": fitted["fitted_on"], "sets": {},
                     "train_questions": {name: len(share) for name, share in shares.items()}}
     for name, ex in examples.items():
         test = [e for e in ex if held_out(e["qid"])]
         report["sets"][name] = {"current": score_weights(current, test), "fitted": score_weights(fitted, test)}
     for which in ("current", "fitted"):
         report[which] = {metric: mean(s[which][metric] for s in report["sets"].values())
-                         for metric in ("mrr@10", "recall@1", "log_loss")}
+                         for metric in ("mrr@10", "recall@1", "recall@5", "log_loss")}
     report["fitted_weights"] = fitted
     report["current_weights"] = {k: current[k] for k in ("intercept", "weights")}
     losses = {name: s["current"]["mrr@10"] - s["fitted"]["mrr@10"] for name, s in report["sets"].items()}
@@ -163,16 +171,22 @@ def fit_reranker(examples: dict[str, list[dict]], write: bool = True) -> dict:
         held = report["fitted"]
         fitted["about"] = (
             "Offline reranker: p = sigmoid(intercept + sum(weights[f] * feature f)), features as in tools/rerank.py "
-            f"FEATURES. Fitted by `python run.py calibrate` (L2 logistic regression, tools.rerank.fit_offline_reranker) "
-            f"on hybrid_search top-{CANDIDATES} candidates of {', '.join(examples)} dev questions (label: chunk of a "
-            f"gold doc; sets weighted alike), {len(train)} rows; held-out 30% of questions, mean over sets: "
-            f"MRR@10 {held['mrr@10']:.3f} "
-            f"(hand-set weights before: {report['current']['mrr@10']:.3f}), log loss {held['log_loss']:.3f} "
-            f"(before: {report['current']['log_loss']:.3f}).")
+            f"FEATURES. Fitted by `python run.py calibrate` (tools/rerank_fit.py: coordinate ascent on MRR@10 of "
+            f"the first gold document over the {', '.join(FITTED_FEATURES)} weights, sets weighted alike, then "
+            f"Platt scaling) on hybrid_search "
+            f"top-{CANDIDATES} candidates of {', '.join(examples)} dev questions (question types alike), "
+            f"{fitted['fitted_on']} rows; held-out 30% of questions, mean over sets: "
+            f"MRR@10 {held['mrr@10']:.3f}, Recall@5 {held['recall@5']:.3f} (weights before: "
+            f"{report['current']['mrr@10']:.3f}, {report['current']['recall@5']:.3f}), log loss "
+            f"{held['log_loss']:.3f} (before: {report['current']['log_loss']:.3f}).")
         save_weights({"about": fitted["about"], "intercept": fitted["intercept"], "weights": fitted["weights"],
                       "fitted_on": fitted["fitted_on"]}, DEFAULT_WEIGHTS_PATH)
         report["written"] = True
     return report
+
+
+def _group(example: dict) -> RankGroup:
+    return RankGroup(np.asarray(example["features"], dtype=np.float64), example["docs"], frozenset(example["gold"]))
 
 
 # ----------------------------------------------------------------------------- 2. threshold
@@ -415,14 +429,16 @@ def format_calibration_report(result: dict) -> str:
         lines.append(f"- {name} skipped: {why}")
     fit = result.get("reranker")
     if fit and "sets" in fit:
-        lines += ["", f"### Reranker ({fit['train_rows']:,} candidate rows, {fit['train_positives']:,} from a gold doc; "
-                      "held-out 30% of questions)", "",
+        lines += ["", f"### Reranker ({fit['train_rows']:,} candidate rows of "
+                      f"{sum(fit['train_questions'].values()):,} questions; held-out 30% of questions)", "",
                   "| set (held-out questions) | MRR@10 current | MRR@10 fitted | R@1 current | R@1 fitted "
-                  "| log loss current | log loss fitted |", "|---|---:|---:|---:|---:|---:|---:|"]
+                  "| R@5 current | R@5 fitted | log loss current | log loss fitted |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for name, s in [*fit["sets"].items(), ("mean over sets", {"current": fit["current"], "fitted": fit["fitted"]})]:
             n = s["current"].get("questions", "")
             lines.append(f"| {name}{f' ({n})' if n != '' else ''} | {_f(s['current']['mrr@10'])} | {_f(s['fitted']['mrr@10'])} "
                          f"| {_f(s['current']['recall@1'])} | {_f(s['fitted']['recall@1'])} "
+                         f"| {_f(s['current'].get('recall@5'))} | {_f(s['fitted'].get('recall@5'))} "
                          f"| {_f(s['current']['log_loss'])} | {_f(s['fitted']['log_loss'])} |")
         weights = ", ".join(f"{k} {v:+.2f}" for k, v in fit["fitted_weights"]["weights"].items())
         lines += ["", f"Fitted: intercept {fit['fitted_weights']['intercept']:+.2f}, {weights}. "

@@ -221,6 +221,18 @@ def test_questions_restatements_and_other_years_in_the_evidence_answer_nothing()
     assert "NFT" in answerer.run("柯林斯词典2021年年度词汇是什么", [other_year])
 
 
+def test_a_when_question_is_answered_only_by_a_sentence_that_names_a_time():
+    answerer = ExtractiveAnswerer()
+    mentions = hit("n-4#body-0", "", "很高兴同各位同事相聚一堂，一道召开首届中阿峰会。")
+    assert answerer.run("首届中阿峰会的时间", [mentions]) == answerer.refusal()
+    dated = hit("n-5#body-0", "", "首届中阿峰会于2022年12月9日在利雅得召开，各方代表出席。")
+    assert "12月9日" in answerer.run("首届中阿峰会的时间", [mentions, dated])
+    shipping = hit("faq-1#body-0", "", "现货商品付款后48小时内发货，预售商品以页面时间为准。")
+    assert "48小时" in answerer.run("什么时候发货？", [shipping])
+    # a question that asks nothing about time still takes a sentence without one
+    assert "中阿峰会" in answerer.run("首届中阿峰会有哪些人出席", [dated])
+
+
 def test_a_sku_row_reads_as_a_sentence_with_the_rows_own_numbers(demo_kb, answerer, inspector):
     evidence = chunks(demo_kb, "sku-p-xz3000#sku-XZ3000-SLV")
     answer = answerer.run("XZ-3000 充电宝多少钱？有货吗？", evidence)

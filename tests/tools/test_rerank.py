@@ -11,8 +11,8 @@ from docstring_parser import parse
 
 from tests.conftest import DEMO_DIR
 from tools.base import SkillContext
-from tools.rerank import (FEATURES, BGEReranker, OfflineReranker, fit_offline_reranker, load_weights,
-                          make_reranker, rerank, save_weights)
+from tools.rerank import FEATURES, BGEReranker, OfflineReranker, load_weights, make_reranker, rerank, save_weights
+from tools.rerank_fit import fit_offline_reranker
 from tools.search import hybrid_search
 
 QUESTIONS = [json.loads(line) for line in (DEMO_DIR / "questions.jsonl").read_text(encoding="utf-8").splitlines()
@@ -89,26 +89,6 @@ def test_model_number_and_number_features(demo_kb, reranker):
     numbers = reranker.features("烈驹火焰7黑武士42码还有几双？", size_rows + other_rows)[:, column["number_match"]]
     assert numbers[0] > numbers[1]
     assert reranker.features("烈驹的鞋有几种颜色", size_rows)[0, column["number_match"]] == 0.0
-
-
-def test_fitting_recovers_the_sign_of_informative_features():
-    rng = np.random.default_rng(7)
-    x = rng.normal(size=(600, len(FEATURES)))
-    logits = 3.0 * x[:, 0] - 2.0 * x[:, 3] + 0.5
-    y = (rng.random(600) < 1 / (1 + np.exp(-logits))).astype(int)
-    fitted = fit_offline_reranker(zip(x, y), l2=1.0)
-    weights = fitted["weights"]
-    assert weights[FEATURES[0]] > 1.5 and weights[FEATURES[3]] < -1.0
-    noise = [abs(weights[name]) for i, name in enumerate(FEATURES) if i not in (0, 3)]
-    assert max(noise) < 0.5 * min(abs(weights[FEATURES[0]]), abs(weights[FEATURES[3]]))
-    assert fitted["fitted_on"] == 600
-
-
-def test_fitting_rejects_rows_of_the_wrong_width():
-    with pytest.raises(ValueError):
-        fit_offline_reranker([([1.0, 2.0], 1)])
-    with pytest.raises(ValueError):
-        fit_offline_reranker([])
 
 
 def test_refitted_weights_load_and_change_scores(demo_kb, reranker, tmp_path):

@@ -5,7 +5,7 @@ Sets: (a) cmrc2018_dev questions in one mixed KB of the cmrc2018_dev, baoxianzhi
 domainrag corpora (the other two are distractors); (b) baoxianzhidao `faq_description` (user
 paraphrases) against its corpus; (c) domainrag against its corpus.
 Legs: the real skills of tools/ (keyword_search, semantic_search, hybrid_search, hybrid 30 ->
-rerank) with the params of tools/skills.yaml, and the same skills with PROPOSED_PARAMS; then
+rerank) with the params of tools/skills.yaml, and the same skills with PREVIOUS_PARAMS; then
 rank-bm25 BM25Okapi over the same jieba tokens, and AgentScope's SimpleKnowledge (dense).
 Every leg returns DEPTH chunks; scores are doc-level (workflows.metrics).
 """
@@ -30,10 +30,10 @@ from knowledge.kb import KnowledgeBase
 from knowledge.loaders import load_path
 from knowledge.vector_store import VectorStore
 from tools.base import EvidenceHit, SkillContext, hits_from_chunks
-from tools.fusion import rrf_fuse
 from tools.registry import DEFAULT_CONFIG, read_config
-from tools.rerank import FEATURES, OfflineReranker, fit_offline_reranker, rerank, save_weights
-from tools.search import hybrid_search, keyword_search, semantic_search
+from tools.rerank import FEATURES, OfflineReranker, load_weights, rerank, save_weights
+from tools.rerank_fit import RankGroup, fit_ranking_weights
+from tools.search import fuse, hybrid_search, keyword_search, semantic_search
 from workflows.bench.agentscope_baseline import AgentScopeBaseline
 from workflows.datasets import Question, dataset_kb, kb_doc_ids, load_questions, missing_embeddings, sample
 from workflows.metrics import latency_summary, ranked_doc_ids, retrieval_scores
@@ -41,14 +41,12 @@ from workflows.metrics import latency_summary, ranked_doc_ids, retrieval_scores
 DEPTH = 30  # chunks per leg (= the hybrid candidates the reranker sees); docs come from these
 KS = (1, 5, 10)
 LEGS = ("bm25", "dense", "hybrid", "hybrid+rerank", "rank_bm25", "agentscope")
-# Skill params this benchmark argues for (tools/skills.yaml is not this module's; see the report).
-PROPOSED_PARAMS = {
-    "keyword_search": {"title_weight": 1.0},
-    "hybrid_search": {"candidates": 30, "fusion": "rrf", "rrf_k": 60, "title_weight": 1.0},
+# The skill params tools/skills.yaml had before this benchmark argued for title weight 1
+# (2026-12-01): run side by side, so the change is measured in the same run.
+PREVIOUS_PARAMS = {
+    "keyword_search": {"title_weight": 0.5},
+    "hybrid_search": {"candidates": 30, "fusion": "rrf", "rrf_k": 60, "title_weight": 0.5},
 }
-# The reranker fit pools the sets; at most this many questions of a set per fold, so the large
-# and easy cmrc2018 set does not decide the weights alone.
-FIT_QUESTIONS_PER_SET = 250
 SCALE_QUERIES = 100
 BENCH_DIR = Path.home() / ".cache" / "citescope" / "bench"
 
@@ -76,9 +74,9 @@ def current_params() -> dict[str, dict]:
     return {spec.name: dict(spec.params) for spec in read_config(DEFAULT_CONFIG)}
 
 
-def proposed_params() -> dict[str, dict]:
+def previous_params() -> dict[str, dict]:
     params = current_params()
-    for name, extra in PROPOSED_PARAMS.items():
+    for name, extra in PREVIOUS_PARAMS.items():
         params.setdefault(name, {}).update(extra)
     return params
 
@@ -110,7 +108,7 @@ class LegRunner:
 
     def __init__(self, kb: KnowledgeBase, folder: Path, legs: Sequence[str]):
         self.kb = kb
-        self.current, self.proposed = current_params(), proposed_params()
+        self.current, self.previous = current_params(), previous_params()
         self.reranker = OfflineReranker(kb)
         self.rank_bm25: BM25Okapi | None = None
         self.agentscope: AgentScopeBaseline | None = None
@@ -201,9 +199,10 @@ def _scores(runs: list[tuple[list[str], list[str]]]) -> dict:
 
 
 def _ablation(runner: LegRunner, questions: list[Question], history: bool) -> dict:
-    """Each idea on its own (same questions): BM25 title weights, then changes to hybrid* (the
-    proposed params), the experimental title-dense leg, and the conversational history."""
-    current, proposed = runner.current, runner.proposed
+    """Each idea on its own (same questions): BM25 title weights, then one change at a time to
+    hybrid_search as tools/skills.yaml sets it, the experimental title-dense leg, and the
+    conversational history."""
+    current = runner.current
     gold = [q.gold_doc_ids for q in questions]
     queries = [query_text(q, history) for q in questions]
 
@@ -214,50 +213,50 @@ def _ablation(runner: LegRunner, questions: list[Question], history: bool) -> di
         return lambda t: _docs(keyword_search(t, top_k=DEPTH, ctx=runner.ctx("keyword_search", current,
                                                                             title_weight=weight)).hits)
 
-    def hybrid(**extra) -> Callable[[str], list[str]]:  # the proposed params with one change
-        return lambda t: _docs(runner.hybrid(t, proposed, **extra)[0])
+    def hybrid(**extra) -> Callable[[str], list[str]]:  # the current params with one change
+        return lambda t: _docs(runner.hybrid(t, current, **extra)[0])
 
     def with_title_leg(weights: dict | None) -> Callable[[str], list[str]]:
         def ranker(t: str) -> list[str]:
-            ctx = runner.ctx("hybrid_search", proposed)
+            ctx = runner.ctx("hybrid_search", current)
             legs = {"bm25": keyword_search(t, top_k=DEPTH, ctx=ctx).hits,
                     "dense": semantic_search(t, top_k=DEPTH, ctx=ctx).hits,
                     "title_dense": runner.title_dense(t)}
-            return _docs(rrf_fuse(legs, weights, k=int(ctx.config.get("rrf_k", 60)), top_k=DEPTH))
+            return _docs(fuse(legs, {**ctx.config, "weights": weights}, DEPTH))
         return ranker
 
     variants: dict[str, Callable[[str], list[str]]] = {}
     for weight in (0.0, 0.5, 1.0, 2.0, 4.0):
         variants[f"bm25, title_weight={weight:g}"] = keyword(weight)
     variants["hybrid (skills.yaml)"] = lambda t: _docs(runner.hybrid(t, current)[0])
-    for weight in (1.0, 2.0):
+    for weight in (0.5, 2.0):
         variants[f"hybrid, title_weight={weight:g}"] = hybrid(title_weight=weight)
-    variants["hybrid*, rrf_k=20"] = hybrid(rrf_k=20)
-    variants["hybrid*, rrf bm25:dense=2:1"] = hybrid(weights={"bm25": 2, "dense": 1})
-    variants["hybrid*, rrf bm25:dense=1:2"] = hybrid(weights={"bm25": 1, "dense": 2})
-    variants["hybrid*, weighted fusion"] = hybrid(fusion="weighted")
-    variants["hybrid*, 50 candidates per leg"] = hybrid(candidates=50)
+    variants["hybrid, weighted fusion"] = hybrid(fusion="weighted")
+    variants["hybrid, rrf k=20"] = hybrid(rrf_k=20)
+    variants["hybrid, bm25:dense=2:1"] = hybrid(weights={"bm25": 2, "dense": 1})
+    variants["hybrid, bm25:dense=1:2"] = hybrid(weights={"bm25": 1, "dense": 2})
+    variants["hybrid, 50 candidates per leg"] = hybrid(candidates=50)
     variants["title-only dense (experimental leg)"] = lambda t: _docs(runner.title_dense(t))
-    variants["hybrid* + title-dense leg, rrf 1:1:1"] = with_title_leg(None)
-    variants["hybrid* + title-dense leg, rrf 2:1:2"] = with_title_leg({"bm25": 2, "dense": 1, "title_dense": 2})
+    variants["hybrid + title-dense leg 1:1:1"] = with_title_leg(None)
+    variants["hybrid + title-dense leg 1:1:0.5"] = with_title_leg({"bm25": 1, "dense": 1, "title_dense": 0.5})
     out = {name: measure(ranker) for name, ranker in variants.items()}
     if any(q.history for q in questions):  # the other way round: what the history adds or costs
         other = [query_text(q, not history) for q in questions]
-        label = "hybrid*, questions without history" if history else "hybrid*, earlier turns prepended"
-        out[label] = measure(lambda t: _docs(runner.hybrid(t, proposed)[0]), other)
+        label = "hybrid, questions without history" if history else "hybrid, earlier turns prepended"
+        out[label] = measure(lambda t: _docs(runner.hybrid(t, current)[0]), other)
     return out
 
 
 def _rerank_examples(runner: LegRunner, questions: list[Question], history: bool) -> list[dict]:
-    """Per question: hybrid* candidates, their reranker features and labels (gold doc or not)."""
+    """Per question: hybrid_search candidates, their reranker features and labels (gold doc or not)."""
     examples = []
     for q in questions:
         query = query_text(q, history)
-        candidates, _ = runner.hybrid(query, runner.proposed)
+        candidates, _ = runner.hybrid(query, runner.current)
         chunks = [runner.kb.get(h.chunk_id) for h in candidates]
         features = runner.reranker.features(query, chunks)
         labels = [int(c.doc_id in q.gold_doc_ids) for c in chunks]
-        examples.append({"qid": q.qid, "query": query, "candidates": candidates,
+        examples.append({"qid": q.qid, "query": query, "candidates": candidates, "gold": q.gold_doc_ids,
                          "features": features.tolist(), "labels": labels})
     return examples
 
@@ -289,7 +288,7 @@ def run_retrieval_bench(datasets_dir: Path, limit: int | None = None, legs: Sequ
         raise ValueError(f"unknown legs {sorted(unknown)} (use {', '.join(LEGS)})")
     result: dict = {"config": {"depth": DEPTH, "limit": limit, "seed": seed, "max_docs": max_docs,
                                "history": history, "legs": list(legs), "current_params": current_params(),
-                               "proposed_params": PROPOSED_PARAMS},
+                               "previous_params": PREVIOUS_PARAMS},
                     "sets": {}, "skipped": {}}
     active: dict[str, tuple[EvalSet, LegRunner, list[Question]]] = {}
     runs: dict[str, dict[str, list]] = {}
@@ -346,10 +345,10 @@ def _run_set(runner: LegRunner, questions: list[Question], legs: Sequence[str],
             runs[leg].append((docs, q.gold_doc_ids))
             for step, ms in steps.items():
                 timings.setdefault(step, []).append(ms)
-        # the same skills with the proposed params (hybrid+rerank* follows the reranker fit)
-        ctx = runner.ctx("keyword_search", runner.proposed)
+        # the same skills with the previous params (hybrid+rerank* follows the reranker fit)
+        ctx = runner.ctx("keyword_search", runner.previous)
         runs["bm25*"].append((_docs(keyword_search(query, top_k=DEPTH, ctx=ctx).hits), q.gold_doc_ids))
-        runs["hybrid*"].append((_docs(runner.hybrid(query, runner.proposed)[0]), q.gold_doc_ids))
+        runs["hybrid*"].append((_docs(runner.hybrid(query, runner.previous)[0]), q.gold_doc_ids))
     return runs, {step: latency_summary(values) for step, values in timings.items()}
 
 
@@ -364,26 +363,19 @@ def _summarise(questions: list[Question], runs: dict[str, list]) -> dict:
 
 
 def _cross_validated_rerank(active: dict, examples: dict[str, list[dict]], tmp: Path) -> dict:
-    """Fit the offline reranker's weights on one fold of every set's questions and rerank the
-    other fold with the real rerank skill using them (2 folds); then fit on all (the proposal)."""
-    pooled = [(e, fold_of(e["qid"])) for key in examples for e in examples[key]]
+    """Fit the offline reranker's weights (tools/rerank_fit.py, from the current weights, sets
+    weighted alike) on one fold of every set's questions and rerank the other fold with the real
+    rerank skill using them (2 folds); then fit on all (what `run.py calibrate` would propose)."""
+    def groups(folds: set[int]) -> dict[str, list[RankGroup]]:
+        return {key: [RankGroup(np.asarray(e["features"]), [h.doc_id for h in e["candidates"]], frozenset(e["gold"]))
+                      for e in examples[key] if fold_of(e["qid"]) in folds] for key in examples}
 
-    def fit_rows(folds: set[int]) -> list:
-        rows = []
-        for key in examples:
-            chosen = sorted((e for e in examples[key] if fold_of(e["qid"]) in folds),
-                            key=lambda e: zlib.crc32(e["qid"].encode("utf-8")))[:FIT_QUESTIONS_PER_SET * len(folds)]
-            rows += [(x, y) for e in chosen for x, y in zip(e["features"], e["labels"])]
-        return rows
-
+    start = load_weights()
     weight_files = {}
     for fold in (0, 1):
-        rows = fit_rows({1 - fold})
-        if len({y for _, y in rows}) < 2:
-            return {"skipped": "too few labelled candidates in a fold to fit"}
         weight_files[fold] = tmp / f"rerank_fold{fold}.json"
-        save_weights(fit_offline_reranker(rows), weight_files[fold])
-    everything = fit_offline_reranker(fit_rows({0, 1}))
+        save_weights(fit_ranking_weights(groups({1 - fold}), start), weight_files[fold])
+    everything = fit_ranking_weights(groups({0, 1}), start)
     runs, latency = {}, {}
     for key, (_, runner, questions) in active.items():
         by_qid = {e["qid"]: e for e in examples[key]}
@@ -391,12 +383,13 @@ def _cross_validated_rerank(active: dict, examples: dict[str, list[dict]], tmp: 
         runs[key], timings = [], []
         for q in questions:
             e = by_qid[q.qid]
-            hits, ms = runner.rerank(e["query"], e["candidates"], runner.proposed, rerankers[fold_of(q.qid)])
+            hits, ms = runner.rerank(e["query"], e["candidates"], runner.current, rerankers[fold_of(q.qid)])
             runs[key].append((_docs(hits), q.gold_doc_ids))
             timings.append(ms)
         latency[key] = latency_summary(timings)
-    return {"folds": 2, "examples": sum(len(e["labels"]) for e, _ in pooled),
-            "positives": sum(sum(e["labels"]) for e, _ in pooled), "features": list(FEATURES),
+    every = [e for key in examples for e in examples[key]]
+    return {"folds": 2, "examples": sum(len(e["labels"]) for e in every),
+            "positives": sum(sum(e["labels"]) for e in every), "features": list(FEATURES),
             "weights_all_dev": everything, "rerank_latency_ms": latency,
             "runs": runs}
 
@@ -520,8 +513,8 @@ LEG_LABELS = {
     "bm25": "bm25 (keyword_search)", "dense": "dense (semantic_search)", "hybrid": "hybrid (hybrid_search)",
     "hybrid+rerank": "hybrid 30 → rerank", "rank_bm25": "baseline: rank-bm25 BM25Okapi",
     "agentscope": "baseline: AgentScope SimpleKnowledge (Milvus Lite)",
-    "bm25*": "bm25, proposed params", "hybrid*": "hybrid, proposed params",
-    "hybrid+rerank*": "hybrid* 30 → rerank, weights fitted on the other fold",
+    "bm25*": "bm25, previous params (title weight 0.5)", "hybrid*": "hybrid, previous params (RRF, title weight 0.5)",
+    "hybrid+rerank*": "hybrid 30 → rerank, weights fitted on the other fold",
 }
 
 
@@ -579,11 +572,11 @@ def format_retrieval_report(result: dict) -> str:
     fit = result.get("rerank_fit")
     if fit and "weights_all_dev" in fit:
         weights = ", ".join(f"{k} {v:+.2f}" for k, v in fit["weights_all_dev"]["weights"].items())
-        lines += ["", f"Reranker refit (hybrid+rerank*): logistic fit of the offline reranker's features on the "
-                      f"hybrid* candidates of one fold (crc32 of qid, 2 folds; at most {FIT_QUESTIONS_PER_SET} "
-                      f"questions per set and fold, sets pooled), applied to the other fold; {fit['examples']:,} "
-                      f"candidates, {fit['positives']:,} from a gold doc. Fitted on both folds (the proposed "
-                      f"tools/rerank_weights.json): intercept {fit['weights_all_dev']['intercept']:+.2f}, {weights}."]
+        lines += ["", f"Reranker refit (hybrid+rerank*): the offline reranker's weights fitted by tools/rerank_fit.py "
+                      f"(coordinate ascent on MRR@10 of the first gold document, sets weighted alike, "
+                      f"then Platt scaling) on the hybrid_search candidates of one fold (crc32 of qid, 2 folds), "
+                      f"applied to the other fold; {fit['examples']:,} candidates, {fit['positives']:,} from a gold "
+                      f"doc. Fitted on both folds: intercept {fit['weights_all_dev']['intercept']:+.2f}, {weights}."]
     elif fit:
         lines += ["", f"Reranker refit skipped: {fit.get('skipped')}."]
     scale = result.get("scale")
