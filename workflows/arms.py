@@ -134,6 +134,17 @@ class Arm(BaseModel):
         return calls
 
 
+def first_runnable(arms: Mapping[str, Arm], ranked: list[str], features: QueryFeatures,
+                   budget: Budget) -> tuple[str, list[PlannedCall]]:
+    """The best-ranked arm that has something to call for this question, and its plan (an arm
+    whose every step is skipped gives way to the next; none -> the best with an empty plan)."""
+    for name in ranked:
+        plan = arms[name].plan(features, budget.max_calls, budget.max_per_tool)
+        if plan or budget.max_calls == 0:
+            return name, plan
+    return ranked[0], []
+
+
 def _as_text(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 

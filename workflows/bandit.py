@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workflows.arms import Arm, Budget
+from workflows.arms import Arm, Budget, first_runnable
 from workflows.policy import PolicyDecision, RulesPolicy
 from workflows.query_analysis import FEATURE_NAMES, QueryFeatures
 
@@ -105,13 +105,8 @@ class LinUCBPolicy:
         estimates = self.estimates(features)
         rules_decision = self.rules.choose(features, budget)
         # Highest score first, ties in arms-file order; an arm with nothing to call gives way.
-        ranked = sorted(self.arms, key=lambda name: -estimates[name].score)
-        for name in ranked:
-            plan = self.arms[name].plan(features, budget.max_calls, budget.max_per_tool)
-            if plan or budget.max_calls == 0:
-                break
-        else:
-            name, plan = ranked[0], []
+        name, plan = first_runnable(self.arms, sorted(self.arms, key=lambda arm: -estimates[arm].score),
+                                    features, budget)
         scores = {arm: round(e.score, 4) for arm, e in estimates.items()}
         return PolicyDecision(arm=name, scores=scores, plan=plan, source="bandit",
                               reason=explain(name, estimates, rules_decision))

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from workflows.arms import Arm, Budget, PlannedCall, load_arms
+from workflows.arms import Arm, Budget, PlannedCall, first_runnable, load_arms
 from workflows.query_analysis import QueryFeatures
 
 BASE_SCORE = 0.1
@@ -115,15 +115,8 @@ class RulesPolicy:
         budget = budget or Budget()
         fired = self._fired(features)
         scores = self.prior_scores(features)
-        # Highest score first; ties keep the order of the arms file. An arm with nothing to
-        # call for this question (every step skipped) gives way to the next one.
-        ranked = sorted(self.arms, key=lambda name: -scores[name])
-        for name in ranked:
-            plan = self.arms[name].plan(features, budget.max_calls, budget.max_per_tool)
-            if plan or budget.max_calls == 0:
-                break
-        else:
-            name, plan = ranked[0], []
+        # Highest score first; ties keep the order of the arms file.
+        name, plan = first_runnable(self.arms, sorted(self.arms, key=lambda arm: -scores[arm]), features, budget)
         rule = fired.get(name)
         reason = rule.reason(features) if rule else f"没有更具体的规则适用，使用{self.arms[name].description or name}"
         return PolicyDecision(arm=name, scores=scores, reason=_with_followup(features, reason).rstrip("。") + "。",
