@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from agents.citations import AnswerSentence, split_sentences
 from knowledge.lexicon import Lexicon
-from knowledge.text import normalize, tokenize
+from knowledge.text import MODEL_NUMBER, model_numbers, normalize, tokenize
 from tools.base import EvidenceHit
 
 if TYPE_CHECKING:
@@ -48,8 +48,6 @@ _DECISIVE = re.compile("|".join(rf"(?<![A-Za-z]){re.escape(w)}(?![A-Za-z])" if w
                                 for w in DECISIVE_WORDS), re.IGNORECASE)
 _DENIED = re.compile(r"(?:不是|不算|不|非|没有|没|无|未|\b(?:not|never|no)|n't)\s*$", re.IGNORECASE)
 
-# Model numbers: letters then digits (XZ-3000, XZ3000, IPX4, T20, UPF50); not the C1 of USB-C1.
-MODEL_NUMBER = re.compile(r"(?<![A-Za-z0-9\-])[A-Za-z]{1,6}-?\d{1,6}[A-Za-z]?(?![A-Za-z0-9])")
 _DATE = re.compile(r"(?<!\d)(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})(?!\d)\s*日?")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _CURRENCY = re.compile(r"(?:[¥￥]|RMB|CNY)\s*(\d+(?:\.\d+)?)")
@@ -90,7 +88,7 @@ def facts_of(text: str) -> Facts:
     """Numbers with units (15天 = 15 天, 1,299 = 1299, ¥899 = 899元, 899.00 = 899), model numbers
     and dates found in a text; a range's unit applies to both ends (1-3 个工作日)."""
     text = _CURRENCY.sub(r"\1元", _THOUSANDS.sub("", normalize(text)))
-    models = {m.upper().replace("-", "") for m in MODEL_NUMBER.findall(text)}
+    models = model_numbers(text)
     text = MODEL_NUMBER.sub(" ", text)
     dates = {f"{int(y):04d}-{int(m):02d}-{int(d):02d}" for y, m, d in _DATE.findall(text)}
     text = _DATE.sub(" ", text)

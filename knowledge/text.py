@@ -22,6 +22,14 @@ _WIDTH_TABLE[0x3000] = 0x20
 _SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
 _BLANK_LINES = re.compile(r"\n\s*\n+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029\ufeff]")
+# Model numbers: letters then digits (XZ-3000, XZ3000, IPX4, T20, UPF50), not part of a longer
+# word: not the C1 of USB-C1. One pattern for the query analyser, reranker and inspector.
+MODEL_NUMBER = re.compile(r"(?<![A-Za-z0-9\-])[A-Za-z]{1,6}-?\d{1,6}[A-Za-z]?(?![A-Za-z0-9])")
+
+
+def model_numbers(text: str) -> set[str]:
+    """The model numbers in a text, compared without case or hyphen (XZ-3000 = xz3000)."""
+    return {m.upper().replace("-", "") for m in MODEL_NUMBER.findall(text)}
 
 
 def is_storable_text(text: object) -> bool:

@@ -19,7 +19,7 @@ from knowledge.ingest import embedding_text
 from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
 from knowledge.schema import Chunk
-from knowledge.text import tokenize
+from knowledge.text import MODEL_NUMBER, model_numbers, tokenize
 from tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
 
 DEFAULT_WEIGHTS_PATH = Path(__file__).with_name("rerank_weights.json")
@@ -39,8 +39,6 @@ FEATURES = ("dense", "bm25", "term_coverage", "body_coverage", "number_match", "
 # (Another embedding model has another band: refit the weights for it.)
 _COSINE_FLOOR, _COSINE_SPAN = 0.75, 0.2
 _RECENCY_DAYS = 365.0
-# Model numbers: letters then digits (XZ-3000, XZ3000, A1234, T20, C65); not the C1 of USB-C1.
-_MODEL = re.compile(r"(?<![A-Za-z0-9\-])[A-Za-z]{1,6}-?\d{1,6}[A-Za-z]?(?![A-Za-z0-9])")
 # Plain numbers (42码, 1299, 26.5) that are not part of a model number.
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.\-])\d+(?:\.\d+)?(?![0-9])")
 
@@ -49,12 +47,8 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(x, -50, 50)))
 
 
-def _models(text: str) -> set[str]:
-    return {m.upper().replace("-", "") for m in _MODEL.findall(text)}
-
-
 def _numbers(text: str) -> set[str]:
-    return {f"{float(n):g}" for n in _NUMBER.findall(_MODEL.sub(" ", text))}
+    return {f"{float(n):g}" for n in _NUMBER.findall(MODEL_NUMBER.sub(" ", text))}
 
 
 def _days(iso_date: str | None) -> int | None:
@@ -111,7 +105,7 @@ class OfflineReranker:
         canonical_query = lexicon.canonicalize(query)
         query_tokens = list(dict.fromkeys(tokenize(query, lexicon)))
         query_lower = canonical_query.lower()
-        query_models, query_numbers = _models(canonical_query), _numbers(canonical_query)
+        query_models, query_numbers = model_numbers(canonical_query), _numbers(canonical_query)
         bm25 = self._bm25(query, chunks)
         dense = self._dense(canonical_query, chunks, lexicon)
         newest = max((d for d in (_days(c.updated_at) for c in chunks) if d is not None), default=None)
@@ -128,7 +122,7 @@ class OfflineReranker:
                 _fraction(query_tokens, haystack_lower),
                 _body_coverage(query_tokens, title, haystack_lower, lexicon),
                 _number_match(query_numbers, _numbers(haystack)),
-                _model_match(query_models, _models(lexicon.canonicalize(chunk.title)) or _models(haystack)),
+                _model_match(query_models, model_numbers(lexicon.canonicalize(chunk.title)) or model_numbers(haystack)),
                 _fraction(title_tokens, query_lower),
                 1.0 if chunk.authority == "official" else 0.0,
                 math.exp(-(newest - day) / _RECENCY_DAYS) if day is not None and newest is not None else 0.0,

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
-from knowledge.text import normalize, tokenize
+from knowledge.text import MODEL_NUMBER, normalize, tokenize
 from tools.products import product_index
 
 Intent = Literal["fact", "numeric", "comparison", "policy", "open", "out_of_scope"]
@@ -100,8 +100,6 @@ _PRICE_LIMIT = [
     re.compile(_NUM + r"\s*(?:元|块|rmb)?\s*(?:以内|以下|之内|内|之下|不到)", re.I),
     re.compile(r"(?:不超过|不高于|低于|少于|预算|最多)\s*" + _NUM, re.I),
 ]
-# Model numbers: letters then digits (XZ-3000, XZ3000, T20, C65, B15), not part of a longer word.
-MODEL_CODE = re.compile(r"(?<![A-Za-z0-9\-])[A-Za-z]{1,6}-?\d{1,6}[A-Za-z]?(?![A-Za-z0-9])")
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _SPEC_SEGMENT = re.compile(r"^\d+(?:\.\d+)?[a-z]*$|^\d+(?:寸|升|片装)$", re.I)
@@ -345,7 +343,7 @@ class EntityIndex:
             self.products_of_brand.setdefault(brand, []).append(pid)
         for exact in (pid, name, *(product.get("skus") or [])):
             self._add_key(exact, pid, True)
-        for code in MODEL_CODE.findall(name):
+        for code in MODEL_NUMBER.findall(name):
             self._add_key(code, pid, True)
             for part in code.split("-"):  # XZ-C65 -> C65
                 if re.search(r"[A-Za-z]", part) and re.search(r"\d", part):
@@ -459,7 +457,7 @@ class QueryAnalyzer:
         text = normalize(question or "")
         canonical = index.lexicon.canonicalize(text)
         products, brands, categories = index.match(canonical)
-        model_codes = list(dict.fromkeys(m.upper() for m in MODEL_CODE.findall(canonical)))
+        model_codes = list(dict.fromkeys(m.upper() for m in MODEL_NUMBER.findall(canonical)))
         sizes = parse_sizes(canonical)
         features = QueryFeatures(
             question=question, canonical=canonical, length=len(re.sub(r"\s+", "", text)),
@@ -493,7 +491,7 @@ def _free_numbers(text: str, product_surfaces: list[str]) -> list[float]:
     for surface in product_surfaces:
         if surface:
             text = text.replace(surface, " ")
-    text = MODEL_CODE.sub(" ", text)
+    text = MODEL_NUMBER.sub(" ", text)
     return [float(n) for n in _NUMBER.findall(text)]
 
 
