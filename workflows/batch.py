@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel
 
+from workflows.metrics import latency_summary
 from workflows.progress import RecordProgress
 
 ID_FIELDS = ("id", "qid")
@@ -245,7 +245,8 @@ def _distinct(items: list[BatchItem]) -> tuple[list[BatchItem], list[str]]:
 def summarize(records: list[dict], **fields: Any) -> BatchSummary:
     ok = [r for r in records if not r.get("error")]
     latencies = [r["latency_ms"] for r in ok if r.get("latency_ms") is not None]
-    p50, p95 = (np.percentile(latencies, [50, 95]).round(1).tolist() if latencies else (None, None))
+    summary = latency_summary(latencies)
+    p50, p95 = (round(summary["p50"], 1), round(summary["p95"], 1)) if latencies else (None, None)
     return BatchSummary(answered=sum(not r.get("refused") for r in ok), refused=sum(bool(r.get("refused")) for r in ok),
                         conflicts=sum(bool(r.get("conflicts")) for r in ok), errors=len(records) - len(ok),
                         p50_ms=p50, p95_ms=p95, **{**fields, "seconds": round(fields["seconds"], 2)})

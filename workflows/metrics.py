@@ -109,12 +109,12 @@ def rate(flags: Iterable[bool]) -> float:
 
 
 def latency_summary(milliseconds: Iterable[float]) -> dict:
-    """p50 / p95 / mean / n of a list of latencies (ms); NaN when empty."""
+    """p50 / p95 / mean / max / n of a list of latencies (ms); NaN when empty."""
     values = np.asarray(list(milliseconds), dtype=np.float64)
     if values.size == 0:
-        return {"p50": float("nan"), "p95": float("nan"), "mean": float("nan"), "n": 0}
+        return {"p50": float("nan"), "p95": float("nan"), "mean": float("nan"), "max": float("nan"), "n": 0}
     return {"p50": float(np.percentile(values, 50)), "p95": float(np.percentile(values, 95)),
-            "mean": float(values.mean()), "n": int(values.size)}
+            "mean": float(values.mean()), "max": float(values.max()), "n": int(values.size)}
 
 
 def group_by(items: Iterable[T], key: Callable[[T], Hashable]) -> dict:

@@ -27,7 +27,8 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
-import numpy as np
+
+from workflows.metrics import latency_summary
 
 REPO = Path(__file__).resolve().parents[2]
 STATE_FILES = ("sessions.sqlite*", "experience.sqlite*", "traces.sqlite*")
@@ -152,13 +153,13 @@ async def _drive(server: _Server, questions: list[str], n_requests: int, concurr
     return {
         "requests": n_requests, "concurrency": concurrency, "distinct_questions": len(questions),
         "seconds": round(seconds, 2), "throughput_rps": round(len(ok) / seconds, 2),
-        "latency_ms": _percentiles([o["ms"] for o in ok]),
-        "computed_latency_ms": _percentiles([o["ms"] for o in ok if not o["cached"]]),
-        "cached_latency_ms": _percentiles([o["ms"] for o in ok if o["cached"]]),
+        "latency_ms": latency_summary([o["ms"] for o in ok]),
+        "computed_latency_ms": latency_summary([o["ms"] for o in ok if not o["cached"]]),
+        "cached_latency_ms": latency_summary([o["ms"] for o in ok if o["cached"]]),
         "cached_share": round(sum(o["cached"] for o in ok) / max(len(ok), 1), 3),
         "refused_share": round(sum(o["refused"] for o in ok) / max(len(ok), 1), 3),
         "errors": dict(Counter(o["error"] for o in outcomes if "error" in o)),
-        "health_during_load_ms": {**_percentiles(health), "probes": len(health)},
+        "health_during_load_ms": {**latency_summary(health), "probes": len(health)},
         "server": {"before": before, "after": after},
     }
 
@@ -173,13 +174,6 @@ def _auth_checks(server: _Server, secret: str) -> dict:
         "wrong_key": httpx.post(url, json=question, headers={"Authorization": "Bearer wrong"}, timeout=60).status_code,
         "right_key": httpx.post(url, json=question, headers=server.headers, timeout=300).status_code,
     }
-
-
-def _percentiles(values: list[float]) -> dict:
-    if not values:
-        return {"n": 0}
-    p50, p95 = np.percentile(values, [50, 95])
-    return {"n": len(values), "p50": round(float(p50), 1), "p95": round(float(p95), 1), "max": round(max(values), 1)}
 
 
 def _resources(pid: int, kb_dir: Path) -> dict:
@@ -205,7 +199,7 @@ def format_load_report(result: dict) -> str:
     def row(name: str, stats: dict) -> str:
         if not stats.get("n"):
             return f"| {name} | 0 | - | - | - |"
-        return f"| {name} | {stats['n']} | {stats['p50']} | {stats['p95']} | {stats['max']} |"
+        return f"| {name} | {stats['n']} | {stats['p50']:.1f} | {stats['p95']:.1f} | {stats['max']:.1f} |"
 
     before, after = result["server"]["before"], result["server"]["after"]
     keys = [k for k in ("open_fds", "threads", "rss_mib", "sessions", "turns") if k in before]
