@@ -32,8 +32,8 @@ class ArmsConfigError(ValueError):
     """An arms file that cannot be used; the message names the file and the arm."""
 
 
-class Budget(BaseModel):
-    """Hard caps on one question's tool calls."""
+class PlanBudget(BaseModel):
+    """The tool-call caps a plan is made under: the part of workflows.budget.Budget the policy sees."""
 
     max_calls: int = Field(DEFAULT_MAX_CALLS, ge=0)
     max_per_tool: int = Field(DEFAULT_MAX_PER_TOOL, ge=0)
@@ -135,7 +135,7 @@ class Arm(BaseModel):
 
 
 def first_runnable(arms: Mapping[str, Arm], ranked: list[str], features: QueryFeatures,
-                   budget: Budget) -> tuple[str, list[PlannedCall]]:
+                   budget: PlanBudget) -> tuple[str, list[PlannedCall]]:
     """The best-ranked arm that has something to call for this question, and its plan (an arm
     whose every step is skipped gives way to the next; none -> the best with an empty plan)."""
     for name in ranked:

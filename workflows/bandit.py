@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workflows.arms import Arm, Budget, first_runnable
+from workflows.arms import Arm, PlanBudget, first_runnable
 from workflows.policy import PolicyDecision, RulesPolicy
 from workflows.query_analysis import FEATURE_NAMES, QueryFeatures
 
@@ -100,8 +100,8 @@ class LinUCBPolicy:
         return [self.alpha * width for width in widths]
 
     # -- decisions --------------------------------------------------------------------------
-    def choose(self, features: QueryFeatures, budget: Budget | None = None) -> PolicyDecision:
-        budget = budget or Budget()
+    def choose(self, features: QueryFeatures, budget: PlanBudget | None = None) -> PolicyDecision:
+        budget = budget or PlanBudget()
         estimates = self.estimates(features)
         rules_decision = self.rules.choose(features, budget)
         # Highest score first, ties in arms-file order; an arm with nothing to call gives way.

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from agents.models import redact
-from workflows.arms import Budget as PlanBudget
+from workflows.arms import PlanBudget
 
 log = logging.getLogger(__name__)
 

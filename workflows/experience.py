@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from workflows.arms import Budget
+from workflows.arms import PlanBudget
 from workflows.bandit import LinUCBPolicy
 from workflows.policy import PolicyDecision
 from workflows.query_analysis import QueryFeatures
@@ -278,7 +278,7 @@ class ExperienceLearner:
                 self.policy.load_state_dict(state)
             self._version = version
 
-    def choose(self, features: QueryFeatures, budget: Budget | None = None) -> PolicyDecision:
+    def choose(self, features: QueryFeatures, budget: PlanBudget | None = None) -> PolicyDecision:
         with self._lock:
             self._sync()
             return self.policy.choose(features, budget)

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from workflows.arms import Arm, Budget, PlannedCall, first_runnable, load_arms
+from workflows.arms import Arm, PlanBudget, PlannedCall, first_runnable, load_arms
 from workflows.query_analysis import QueryFeatures
 
 BASE_SCORE = 0.1
@@ -111,8 +111,8 @@ class RulesPolicy:
         return {name: fired[name].score if name in fired else (DEFAULT_ARM_SCORE if name == DEFAULT_ARM else BASE_SCORE)
                 for name in self.arms}
 
-    def choose(self, features: QueryFeatures, budget: Budget | None = None) -> PolicyDecision:
-        budget = budget or Budget()
+    def choose(self, features: QueryFeatures, budget: PlanBudget | None = None) -> PolicyDecision:
+        budget = budget or PlanBudget()
         fired = self._fired(features)
         scores = self.prior_scores(features)
         # Highest score first; ties keep the order of the arms file.

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from workflows.arms import Arm, Budget, Step
+from workflows.arms import Arm, PlanBudget, Step
 from workflows.bandit import LinearThompsonPolicy, LinUCBPolicy
 from workflows.policy import Rule, RulesPolicy
 from workflows.query_analysis import FEATURE_NAMES, analyze
@@ -32,7 +32,7 @@ def two_arm_rules() -> RulesPolicy:
 
 def test_round_zero_is_the_rules_choice(demo_kb):
     rules, bandit = RulesPolicy(), LinUCBPolicy()
-    for budget in (Budget(), Budget(max_calls=2, max_per_tool=1)):
+    for budget in (PlanBudget(), PlanBudget(max_calls=2, max_per_tool=1)):
         for question in QUESTIONS:
             features = analyze(question, demo_kb)
             expected, decision = rules.choose(features, budget), bandit.choose(features, budget)

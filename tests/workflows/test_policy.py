@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from workflows.arms import Arm, ArmsConfigError, Budget, PlannedCall, Step, load_arms
+from workflows.arms import Arm, ArmsConfigError, PlanBudget, PlannedCall, Step, load_arms
 from workflows.policy import PolicyDecision, Rule, RulesPolicy
 from workflows.query_analysis import Entity, analyze
 
@@ -217,7 +217,7 @@ def test_reason_is_one_chinese_sentence(demo_kb, policy):
 def test_budget_is_passed_to_the_plan(demo_kb, policy):
     features = analyze("身高175cm体重70kg，峰刃冲锋衣穿什么码", demo_kb)
     assert len(policy.choose(features).plan) == 4
-    decision = policy.choose(features, Budget(max_calls=2, max_per_tool=1))
+    decision = policy.choose(features, PlanBudget(max_calls=2, max_per_tool=1))
     assert [c.skill for c in decision.plan] == ["product_lookup", "size_recommend"]
 
 
