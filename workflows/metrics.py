@@ -142,7 +142,8 @@ def answer_scores(questions: Sequence, outcomes: Mapping[str, Outcome]) -> dict:
     workflows.datasets.Question) and their outcomes by qid.
 
     - answer_hit: over answerable questions that were answered (not refused);
-    - citation precision / recall: per answered answerable question, then averaged;
+    - citation precision / recall: per answered answerable question that has a gold doc, then
+      averaged (RGB counterfactual_only questions have none: no citation of theirs can be right);
     - refusal_recall on answerable=false; false_refusal_rate on answerable=true;
     - conflict_flag_rate on expect_conflict; false_flag_rate elsewhere; fake_answer_asserted:
       share of questions with fake_answers whose answer states one without flagging a conflict.
@@ -150,7 +151,7 @@ def answer_scores(questions: Sequence, outcomes: Mapping[str, Outcome]) -> dict:
     pairs = [(q, outcomes[q.qid]) for q in questions if q.qid in outcomes]
     answerable = [(q, o) for q, o in pairs if q.answerable]
     answered = [(q, o) for q, o in answerable if not o.refused]
-    citations = [citation_scores(o.cited_ids, q.gold_doc_ids, o.evidence) for q, o in answered]
+    citations = [citation_scores(o.cited_ids, q.gold_doc_ids, o.evidence) for q, o in answered if q.gold_doc_ids]
     with_fakes = [(q, o) for q, o in pairs if q.fake_answers]
     latencies = [o.latency_ms for _, o in pairs if o.latency_ms is not None]
     return {

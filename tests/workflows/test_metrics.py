@@ -99,6 +99,7 @@ def test_answer_scores_refusal_conflict_and_fake_answers():
         _q("none2", "negative", answerable=False, gold=()),  # answered although unanswerable
         _q("cf1", "conflict", answers=("20日",), expect_conflict=True, fake_answers=["19日"]),
         _q("cf2", "conflict", answers=("20日",), expect_conflict=True, fake_answers=["19日"]),
+        _q("cf3", "counterfactual", answers=("20日",), gold=(), expect_conflict=True, fake_answers=["19日"]),
     ]
     shown = {"d1#0": "d1", "d9#0": "d9"}
     outcomes = {o.qid: o for o in [
@@ -110,22 +111,24 @@ def test_answer_scores_refusal_conflict_and_fake_answers():
         Outcome(qid="cf1", answer="资料不一致：20日或19日【d1#0】", cited_ids=["d1#0"], evidence=shown,
                 conflict_flagged=True),
         Outcome(qid="cf2", answer="截止19日【d1#0】", cited_ids=["d1#0"], evidence=shown),  # fake stated as fact
+        # no gold doc: its citations are not scored (nothing it cites could be right)
+        Outcome(qid="cf3", answer="截止19日【d9#0】", cited_ids=["d9#0"], evidence=shown, conflict_flagged=True),
     ]}
     scores = answer_scores(questions, outcomes)
-    assert scores["n"] == 7
-    # answered answerable: ok (hit), wrong (miss), cf1 (hit), cf2 (miss)
-    assert scores["answer_hit"] == pytest.approx(2 / 4)
-    assert scores["answer_hit_all_answerable"] == pytest.approx(2 / 5)
+    assert scores["n"] == 8
+    # answered answerable: ok (hit), wrong (miss), cf1 (hit), cf2 (miss), cf3 (miss)
+    assert scores["answer_hit"] == pytest.approx(2 / 5)
+    assert scores["answer_hit_all_answerable"] == pytest.approx(2 / 6)
     assert scores["citation_precision"] == pytest.approx(3 / 4)
     assert scores["citation_recall"] == pytest.approx(3 / 4)
     assert scores["refusal_recall"] == pytest.approx(1 / 2)
-    assert scores["false_refusal_rate"] == pytest.approx(1 / 5)
-    assert scores["conflict_flag_rate"] == pytest.approx(1 / 2)
+    assert scores["false_refusal_rate"] == pytest.approx(1 / 6)
+    assert scores["conflict_flag_rate"] == pytest.approx(2 / 3)
     assert scores["false_flag_rate"] == 0.0
-    assert scores["fake_answer_asserted"] == pytest.approx(1 / 2)
+    assert scores["fake_answer_asserted"] == pytest.approx(1 / 3)
     assert scores["latency_ms"]["n"] == 3
 
     by_type = answer_scores_by_qtype(questions, outcomes)
-    assert set(by_type) == {"all", "extractive", "negative", "conflict"}
+    assert set(by_type) == {"all", "extractive", "negative", "conflict", "counterfactual"}
     assert by_type["negative"]["refusal_recall"] == pytest.approx(1 / 2)
     assert math.isnan(by_type["negative"]["answer_hit"])  # nothing answerable there
