@@ -2,7 +2,8 @@
 
 validate -> analyze -> policy -> planner (ReActAgent, hard budgets; every hit in one pool) ->
 final calibrated rerank of the pool -> evidence top-N (count and characters) -> refusal gate
-(weak best evidence: fixed refusal, nothing generated) -> conflicts -> answerer -> inspector ->
+(weak best evidence: fixed refusal, nothing generated; it says the sources disagree when the
+conflict check finds they do) -> conflicts -> answerer -> inspector ->
 pass | one regeneration with the findings | extractive answer if it passes | refusal ->
 sensitive-word filter on the answer, when configured (mask, or the refusal).
 
@@ -102,6 +103,9 @@ class QAPipeline:
         self.inspector = Inspector(lexicon=self.lexicon)
         self.extractive = ExtractiveAnswerer(lexicon=self.lexicon, inspector=self.inspector)
         self.refusal_text = load_prompt("refusal").strip()
+        # Said instead when the evidence disagrees with itself: the customer learns why, and no
+        # side of the disagreement is asserted on evidence too weak (or too unsupported) to answer.
+        self.conflict_refusal_text = load_prompt("refusal_conflict").strip()
         self.compliance = SensitiveWordFilter.for_config(config, self.kb.dir)  # None when off
         conflict_check.warm_up()
         self.planner_llm, self.planner_formatter = (None, None)
@@ -166,6 +170,11 @@ class QAPipeline:
         if best is None or best < self.config.refusal_threshold:
             result.refused = True
             result.refusal_reason = "no_evidence" if best is None else "weak_evidence"
+            if evidence:  # weak evidence that disagrees with itself is still worth saying so
+                result.conflicts = [ConflictOut.of(c) for c in conflict_check.detect_conflicts(question, evidence, self.lexicon)]
+                clock.lap("conflicts")
+                if result.conflicts:
+                    result.answer = self.conflict_refusal_text
         else:
             await self._answer(result, question, evidence, tracker, degradations, clock)
         if self.compliance is not None and not result.refused:  # the settled answer, as the customer sees it
@@ -251,7 +260,7 @@ class QAPipeline:
         if not report.passed or report.invalid_ids or self._is_refusal(text, report):
             result.refused, result.answer_source = True, "refusal"
             result.refusal_reason = "no_supported_answer"
-            result.answer = self.refusal_text
+            result.answer = self.conflict_refusal_text if conflicts else self.refusal_text
             return
         by_id = {hit.chunk_id: hit for hit in evidence}
         result.answer = normalize_citations(text, known_ids=by_id.keys()).strip()
@@ -263,7 +272,8 @@ class QAPipeline:
         return 2 * (1 + self.config.max_retries) if isinstance(self.answerer, LLMAnswerer) else 0
 
     def _is_refusal(self, text: str, report: InspectionReport) -> bool:
-        return not report.cited_ids and (text.strip() == self.refusal_text or self.refusal_text in text)
+        return not report.cited_ids and any(text.strip() == t or t in text
+                                            for t in (self.refusal_text, self.conflict_refusal_text))
 
     def _model_names(self) -> dict[str, str]:
         return {

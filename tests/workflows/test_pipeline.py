@@ -124,6 +124,20 @@ def test_the_threshold_decides_the_gate(demo_kb, pipeline):
     assert strict.run(question).refusal_reason == "weak_evidence"
 
 
+def test_weak_evidence_that_disagrees_is_refused_saying_so(demo_kb, pipeline):
+    # The planted AJ1 leather conflict behind a gate no evidence passes: the customer hears that
+    # the sources disagree, and neither side is asserted.
+    strict = QAPipeline(demo_kb, pipeline.config.model_copy(update={"refusal_threshold": 0.99}),
+                        registry=pipeline.registry).warm_up()
+    result = strict.run("AJ1 Retro 的鞋面是真皮吗？")
+    assert result.refused and result.refusal_reason == "weak_evidence"
+    assert result.answer == strict.conflict_refusal_text and result.citations == []
+    assert {v.value for c in result.conflicts for v in c.values} >= {"头层牛皮", "人造革"}
+    assert "answer" not in result.timings_ms
+    plain = strict.run("XZ-3000 充电宝多少钱？")  # no disagreement: the plain refusal
+    assert plain.refused and plain.answer == strict.refusal_text and plain.conflicts == []
+
+
 def test_result_trace_json_and_text(pipeline):
     result = pipeline.run("北极驿极光700羽绒服的蓬松度是多少？")
     assert not result.refused and len(result.trace_id) == 32
