@@ -53,11 +53,12 @@ _NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|�
 # A question about when (开幕时间, 什么时候发货) is only answered by a sentence that names a time: a
 # date, a clock time, a weekday, a relative day or a duration (48小时内发货). Without one the best
 # sentence merely mentions the event, and quoting it would pass off a guess as the answer.
-_WHEN_QUESTION = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|几月|几号|几点|日期|时间|when\b", re.I)
+_WHEN_QUESTION = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|几月|几号|几点|日期|(?<![长多])时间(?!长)|when\b", re.I)
 _TIME_EXPRESSION = re.compile(
     r"[0-9０-９一二三四五六七八九十两〇零]+\s*(?:年|月|日|号|点|时|分钟|天|周|小时|个月|工作日|h\b|min\b)"
     r"|[今明后昨前]天|次日|当[天日]|隔天|[周礼拜][一二三四五六日末天]|星期[一二三四五六日天]"
-    r"|\d{1,2}[:：]\d{2}|\d{4}[-/.]\d{1,2}", re.I)
+    r"|\d{1,2}[:：]\d{2}|\d{4}[-/.]\d{1,2}"
+    r"|世纪|年代|时代|时期|年间|期间|[春夏秋冬]|[上中下]旬|[早中晚]期|新世", re.I)  # eras and seasons
 _MAX_SENTENCE_CHARS = 220
 _MIN_SCORE_SHARE = 0.7  # a further sentence must score this share of the best one
 # The reranker's first document is right far more often than the sentence scorer's pick from

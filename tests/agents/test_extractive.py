@@ -229,6 +229,8 @@ def test_a_when_question_is_answered_only_by_a_sentence_that_names_a_time():
     assert "12月9日" in answerer.run("首届中阿峰会的时间", [mentions, dated])
     shipping = hit("faq-1#body-0", "", "现货商品付款后48小时内发货，预售商品以页面时间为准。")
     assert "48小时" in answerer.run("什么时候发货？", [shipping])
+    era = hit("w-6#body-0", "斯韦阿兰", "斯韦阿兰的国王在12世纪发动了十字军东征。")
+    assert "12世纪" in answerer.run("斯韦阿兰的国王在什么时候发动了十字军东征？", [era])
     # a question that asks nothing about time still takes a sentence without one
     assert "中阿峰会" in answerer.run("首届中阿峰会有哪些人出席", [dated])
 
