@@ -37,6 +37,12 @@ class Settings(BaseSettings):
     # 100k chunks, docs/benchmarks.md); "milvus": in Milvus (a server has ANN indexes and may not
     # fit in memory); "auto": memory for a Milvus Lite file, milvus for a server URI.
     dense_search: Literal["auto", "memory", "milvus"] = "auto"
+    # From this many live chunks in-memory dense search scans a float16 copy on one thread and
+    # rescores its best candidates exactly (knowledge.kb.Float16Prefilter). On two shared cores
+    # numpy's matmul runs on two BLAS threads from ~1.2k rows and, right after the query
+    # embedding, often waits milliseconds for the second: 2k-10k rows 2.5-6 ms vs 0.3-0.7 ms for
+    # the prefilter; 100k rows 7-16 ms vs 4 ms.
+    dense_prefilter_min_rows: int = Field(2_000, ge=0)
 
 
 def get_settings(**overrides) -> Settings:
