@@ -35,7 +35,7 @@ from workflows import conflicts as conflict_check
 from workflows.arms import template_values
 from workflows.budget import BudgetTracker, ModelFailure
 from workflows.compliance import SensitiveWordFilter
-from workflows.evidence import RERANK_LEG, EvidencePool
+from workflows.evidence import RERANK_LEG, EvidencePool, render_line
 from workflows.pipeline_config import PipelineConfig
 from workflows.policy import RulesPolicy
 from workflows.query_analysis import Entity, QueryAnalyzer, QueryFeatures
@@ -220,8 +220,13 @@ class QAPipeline:
             hit.score = float(scores[i])
             hit.legs[RERANK_LEG] = LegScore(score=float(scores[i]), rank=rank)
             ranked.append(hit)
-        varied = _at_most_per_doc(ranked, self.config.evidence_per_doc)
-        shown = EvidencePool.from_hits(varied).top(self.config.evidence_top_n, self.config.evidence_max_chars)
+        varied, spare = _at_most_per_doc(ranked, self.config.evidence_per_doc)
+        n, max_chars = self.config.evidence_top_n, self.config.evidence_max_chars
+        shown = EvidencePool.from_hits(varied).top(n, max_chars)
+        if len(shown) < n and spare:  # the cap diversifies; it must not leave slots empty
+            room = max_chars - sum(len(render_line(hit)) for hit in shown)
+            shown += [hit for hit in EvidencePool.from_hits(spare).top(n - len(shown), room)
+                      if len(render_line(hit)) <= room]
         return shown, float(max(scores)), problem
 
     async def _answer(self, result: QAResult, question: str, evidence: list[EvidenceHit], tracker: BudgetTracker,
@@ -301,14 +306,14 @@ def parse_filters(filters: SearchFilters | Mapping | None) -> SearchFilters | No
     return None if parsed.is_empty() else parsed
 
 
-def _at_most_per_doc(hits: list[EvidenceHit], limit: int) -> list[EvidenceHit]:
-    """The best `limit` hits of each document, order kept: one product's SKU rows or one
-    policy's sections must not fill the evidence and push out a disagreeing source."""
+def _at_most_per_doc(hits: list[EvidenceHit], limit: int) -> tuple[list[EvidenceHit], list[EvidenceHit]]:
+    """(the best `limit` hits of each document, the rest), order kept: one product's SKU rows or
+    one policy's sections must not fill the evidence and push out a disagreeing source; the rest
+    only fill slots no other document can (a question over two long documents)."""
     seen: dict[str, int] = {}
-    kept = []
+    kept, spare = [], []
     for hit in hits:
         seen[hit.doc_id] = seen.get(hit.doc_id, 0) + 1
-        if seen[hit.doc_id] <= limit:
-            kept.append(hit)
-    return kept
+        (kept if seen[hit.doc_id] <= limit else spare).append(hit)
+    return kept, spare
 

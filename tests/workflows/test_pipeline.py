@@ -12,7 +12,9 @@ from typer.testing import CliRunner
 from agents.citations import parse_citations
 from tests.conftest import DEMO_DIR
 from workflows.cli import app
-from workflows.pipeline import QAPipeline, QuestionError
+from workflows.datasets import candidate_kb
+from tools.base import EvidenceHit
+from workflows.pipeline import QAPipeline, QuestionError, _at_most_per_doc
 from workflows.pipeline_config import PipelineConfig, PipelineConfigError
 from workflows.query_analysis import Entity
 from workflows.result import QAResult
@@ -136,6 +138,21 @@ def test_weak_evidence_that_disagrees_is_refused_saying_so(demo_kb, pipeline):
     assert "answer" not in result.timings_ms
     plain = strict.run("XZ-3000 充电宝多少钱？")  # no disagreement: the plain refusal
     assert plain.refused and plain.answer == strict.refusal_text and plain.conflicts == []
+
+
+def test_the_per_document_cap_only_leaves_slots_empty_when_nothing_else_can_fill_them(demo_kb, pipeline):
+    # Searching one product's page alone (a question's candidate documents, as RGB and DomainRAG
+    # conflict questions are asked): the evidence takes more than evidence_per_doc of its
+    # chunks instead of stopping at the cap.
+    view = QAPipeline(candidate_kb(demo_kb, ["prod-aj1-retro"]), pipeline.config, registry=pipeline.registry).warm_up()
+    result = view.run("AJ1 Retro 的鞋面是什么材质？保修多久？")
+    assert {i.split("#")[0] for i in result.evidence_ids} == {"prod-aj1-retro"}
+    assert pipeline.config.evidence_per_doc < len(result.evidence_ids) <= pipeline.config.evidence_top_n
+    # the cap itself: the best `limit` of each document first, the rest kept apart in order
+    hits = [EvidenceHit(chunk_id=f"{doc}#{i}", doc_id=doc, text="t", score=1.0) for doc, i in
+            [("a", 0), ("a", 1), ("b", 0), ("a", 2), ("b", 1), ("b", 2)]]
+    kept, spare = _at_most_per_doc(hits, 2)
+    assert [h.chunk_id for h in kept] == ["a#0", "a#1", "b#0", "b#1"] and [h.chunk_id for h in spare] == ["a#2", "b#2"]
 
 
 def test_result_trace_json_and_text(pipeline):
