@@ -23,6 +23,39 @@ logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
 _VARCHAR = 256
 
 
+def drop_torn_index_files(db: Path) -> list[Path]:
+    """Delete the vector index sidecars of a Milvus Lite database that a kill left half written.
+
+    Milvus Lite 3.2.2 writes a segment's index sidecar (collections/*/partitions/*/indexes/*.idx,
+    an .npy for FLAT) in place; killed mid-write, the file is truncated and the collection can
+    never load again ("Failed to read all data for array"). A sidecar is derived data - rebuilt
+    from the segment's own vectors when missing - so a torn one is removed. Files that are not
+    .npy (other index types) are left alone.
+    """
+    removed = []
+    for path in sorted(db.glob("collections/*/partitions/*/indexes/*.idx")):
+        if _torn_npy(path):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def _torn_npy(path: Path) -> bool:
+    """An .npy whose header promises more bytes than the file holds (or no readable header)."""
+    with open(path, "rb") as handle:
+        if handle.read(6) != b"\x93NUMPY":
+            return handle.tell() < 6  # shorter than the magic string: cut before it was written
+        handle.seek(0)
+        try:
+            version = np.lib.format.read_magic(handle)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read_header(handle)
+        except (ValueError, EOFError, SyntaxError):
+            return True
+        expected = handle.tell() + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return path.stat().st_size < expected
+
+
 class VectorStore:
     def __init__(self, uri: str, collection: str, dim: int, token: str | None = None):
         self.uri = uri
@@ -37,6 +70,8 @@ class VectorStore:
         local = "://" not in self.uri  # a Milvus Lite file
         if local:
             Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
+            for path in drop_torn_index_files(Path(self.uri)):
+                log.warning("removed a half-written Milvus Lite index file (rebuilt on load): %s", path)
         # A Milvus Lite server runs in this process: keepalive pings are pointless, and its gRPC
         # server answers pymilvus's 10 s pings with GOAWAY "too_many_pings", failing a call in flight.
         options = {"grpc_options": {"grpc.keepalive_time_ms": 300_000, "grpc.keepalive_permit_without_calls": 0}} if local else {}
