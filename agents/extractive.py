@@ -245,9 +245,8 @@ class ExtractiveAnswerer:
                 # A product chunk that mentions another model (请选择 XZ-3000) is still about its own.
                 models = title_models or facts.models
                 score, answers = self._fact_score(question, facts, title_facts, models, searched)
-                names_a_time = bool(_TIME_EXPRESSION.search(canonical))
-                if question.asks_when:
-                    score += 0.4 * names_a_time
+                names_a_time = question.asks_when and bool(_TIME_EXPRESSION.search(canonical))
+                score += 0.4 * names_a_time
                 # It answers when it has a word of what is asked, or when nothing is asked beyond
                 # the entity itself ("XZ-3000 怎么样").
                 nothing_asked = not (set(question.terms) - entity or question.chars or question.asked_words

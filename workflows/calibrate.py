@@ -36,7 +36,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from tools.base import SkillContext
-from tools.rerank import DEFAULT_WEIGHTS_PATH, FEATURES, OfflineReranker, load_weights, save_weights
+from tools.rerank import DEFAULT_WEIGHTS_PATH, FEATURES, OfflineReranker, load_weights, save_weights, sigmoid
 from tools.rerank_fit import RankGroup, fit_ranking_weights
 from tools.search import hybrid_search
 from workflows.datasets import Question, candidate_kb, load_questions
@@ -124,7 +124,7 @@ def rerank_examples(questions: Sequence[Question], kbs, params: dict) -> list[di
 def _probabilities(weights: dict, features: np.ndarray) -> np.ndarray:
     """The offline reranker's p = sigmoid(intercept + features . weights) (tools/rerank.py)."""
     w = np.array([float(weights["weights"][name]) for name in FEATURES])
-    return 1.0 / (1.0 + np.exp(-np.clip(features @ w + float(weights["intercept"]), -50, 50)))
+    return sigmoid(features @ w + float(weights["intercept"]))
 
 
 def score_weights(weights: dict, examples: Sequence[dict]) -> dict:

@@ -11,7 +11,7 @@ nothing left is kept out of the pool and listed in `quarantined`.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import Field
 
@@ -77,14 +77,15 @@ class EvidencePool:
         """Every hit, best first (ties keep the order they were found in)."""
         return sorted(self._hits.values(), key=rank_key, reverse=True)
 
-    def top(self, n: int = 8, max_chars: int = 3000) -> list[PooledHit]:
+    def top(self, n: int = 8, max_chars: int = 3000, after: Sequence[PooledHit] = ()) -> list[PooledHit]:
         """The best hits, at most n of them and at most max_chars of rendered lines in total.
 
         A hit that does not fit is skipped so smaller ones after it may still fit; the best hit
-        is always kept, so a non-empty pool never yields empty evidence.
+        is always kept, so a non-empty pool never yields empty evidence. `after`: hits chosen
+        before (from another pool) that come first and count against both bounds.
         """
-        chosen: list[PooledHit] = []
-        used = 0
+        chosen: list[PooledHit] = list(after)
+        used = sum(len(render_line(hit)) for hit in chosen)
         for hit in self.hits():
             if len(chosen) >= n:
                 break

@@ -35,7 +35,7 @@ from workflows import conflicts as conflict_check
 from workflows.arms import template_values
 from workflows.budget import BudgetTracker, ModelFailure
 from workflows.compliance import SensitiveWordFilter
-from workflows.evidence import RERANK_LEG, EvidencePool, render_line
+from workflows.evidence import RERANK_LEG, EvidencePool
 from workflows.pipeline_config import PipelineConfig
 from workflows.policy import RulesPolicy
 from workflows.query_analysis import Entity, QueryAnalyzer, QueryFeatures
@@ -171,10 +171,7 @@ class QAPipeline:
             result.refused = True
             result.refusal_reason = "no_evidence" if best is None else "weak_evidence"
             if evidence:  # weak evidence that disagrees with itself is still worth saying so
-                result.conflicts = [ConflictOut.of(c) for c in conflict_check.detect_conflicts(question, evidence, self.lexicon)]
-                clock.lap("conflicts")
-                if result.conflicts:
-                    result.answer = self.conflict_refusal_text
+                result.answer = self._refusal(self._conflicts(result, question, evidence, clock))
         else:
             await self._answer(result, question, evidence, tracker, degradations, clock)
         if self.compliance is not None and not result.refused:  # the settled answer, as the customer sees it
@@ -224,16 +221,12 @@ class QAPipeline:
         n, max_chars = self.config.evidence_top_n, self.config.evidence_max_chars
         shown = EvidencePool.from_hits(varied).top(n, max_chars)
         if len(shown) < n and spare:  # the cap diversifies; it must not leave slots empty
-            room = max_chars - sum(len(render_line(hit)) for hit in shown)
-            shown += [hit for hit in EvidencePool.from_hits(spare).top(n - len(shown), room)
-                      if len(render_line(hit)) <= room]
+            shown = EvidencePool.from_hits(spare).top(n, max_chars, after=shown)
         return shown, float(max(scores)), problem
 
     async def _answer(self, result: QAResult, question: str, evidence: list[EvidenceHit], tracker: BudgetTracker,
                       degradations: list[str], clock: _Stopwatch) -> None:
-        conflicts = conflict_check.detect_conflicts(question, evidence, self.lexicon)
-        result.conflicts = [ConflictOut.of(c) for c in conflicts]
-        clock.lap("conflicts")
+        conflicts = self._conflicts(result, question, evidence, clock)
 
         answerer = self.answerer
         source = "llm" if isinstance(answerer, LLMAnswerer) else "extractive"
@@ -265,12 +258,23 @@ class QAPipeline:
         if not report.passed or report.invalid_ids or self._is_refusal(text, report):
             result.refused, result.answer_source = True, "refusal"
             result.refusal_reason = "no_supported_answer"
-            result.answer = self.conflict_refusal_text if conflicts else self.refusal_text
+            result.answer = self._refusal(conflicts)
             return
         by_id = {hit.chunk_id: hit for hit in evidence}
         result.answer = normalize_citations(text, known_ids=by_id.keys()).strip()
         result.citations = [Citation.of(by_id[i]) for i in report.cited_ids]
         result.answer_source = source
+
+    def _conflicts(self, result: QAResult, question: str, evidence: list[EvidenceHit],
+                   clock: _Stopwatch) -> list[conflict_check.Conflict]:
+        """The conflict check over the shown evidence, recorded in the result."""
+        conflicts = conflict_check.detect_conflicts(question, evidence, self.lexicon)
+        result.conflicts = [ConflictOut.of(c) for c in conflicts]
+        clock.lap("conflicts")
+        return conflicts
+
+    def _refusal(self, conflicts: list[conflict_check.Conflict]) -> str:
+        return self.conflict_refusal_text if conflicts else self.refusal_text
 
     def _answerer_model_calls(self) -> int:
         """What an LLM answerer may need: an answer and one regeneration, each with its retries."""

@@ -68,6 +68,11 @@ def test_top_is_bounded_by_characters_and_skips_what_does_not_fit():
     assert sum(len(render_line(h)) for h in chosen) <= budget
     # the best hit is kept even when it alone exceeds the budget
     assert [h.chunk_id for h in pool.top(10, max_chars=10)] == ["a#x-0"]
+    # hits chosen before from another pool come first and count against both bounds
+    first = EvidencePool.from_hits([hit("d#x-0", 0.95, {"rerank": 0.95}, text=short_text)]).top(10)
+    assert [h.chunk_id for h in pool.top(10, max_chars=budget, after=first)] == ["d#x-0", "a#x-0"]
+    assert [h.chunk_id for h in pool.top(2, after=first)] == ["d#x-0", "a#x-0"]
+    assert [h.chunk_id for h in pool.top(10, max_chars=10, after=first)] == ["d#x-0"]
 
 
 def test_render_is_one_line_per_hit_in_the_exact_format():

@@ -365,7 +365,8 @@ def _summarise(questions: list[Question], runs: dict[str, list]) -> dict:
 def _cross_validated_rerank(active: dict, examples: dict[str, list[dict]], tmp: Path) -> dict:
     """Fit the offline reranker's weights (tools/rerank_fit.py, from the current weights, sets
     weighted alike) on one fold of every set's questions and rerank the other fold with the real
-    rerank skill using them (2 folds); then fit on all (what `run.py calibrate` would propose)."""
+    rerank skill using them (2 folds); then fit on all. All nine weights move here, where `run.py
+    calibrate` fits only its FITTED_FEATURES: this row shows what a free fit would buy."""
     def groups(folds: set[int]) -> dict[str, list[RankGroup]]:
         return {key: [RankGroup(np.asarray(e["features"]), [h.doc_id for h in e["candidates"]], frozenset(e["gold"]))
                       for e in examples[key] if fold_of(e["qid"]) in folds] for key in examples}
