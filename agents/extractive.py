@@ -44,6 +44,27 @@ _ASKS = (
     (re.compile(r"容量|多大|几升|多少升", re.I), {"l", "mah"}, ("容量",)),
     (re.compile(r"多少瓦|功率|输出", re.I), {"w"}, ("功率", "输出")),
 )
+# Relations a question names in other words than its answer does (蟒鳗又被称为什么 - 又称血红拟蛇鱼,
+# 康王路在哪里 - 广州市荔湾区): a sentence stating the relation this way answers it. Unlike _ASKS they
+# add a way to answer, never a requirement: "康王路在哪里" is still answered by any sentence about 康王路.
+_RELATIONS = (
+    (re.compile(r"称为|称作|叫做|叫什么|叫啥|别名|别称|又名|外号|简称|全称|原名|本名|通称|俗称"),
+     re.compile(r"又称|又名|别名|别称|俗称|亦称|简称|通称|称为|称作|又叫|也叫|或称|旧称|原名|本名|全称|外号|学名|又译|译名|名为")),
+    (re.compile(r"在哪|位于哪|地址|什么地方|产地|何处|哪个(?:省|市|县|区|国家|城市|地区)"),
+     re.compile(r"位于|坐落|地处|地址|所在地|境内|[\u4e00-\u9fff](?:省|市|县|区|州|镇|乡|村)")),
+    (re.compile(r"籍贯|哪里人|哪国人|国籍|出生地|出生在哪|出生于哪"),
+     re.compile(r"籍贯|国籍|祖籍|出生|生于|[\u4e00-\u9fff]{2}人(?![民口员们类])")),
+    (re.compile(r"为食|吃什么|食物|食性|以什么为"), re.compile(r"为食|捕食|食物|食性|猎物|吃")),
+    (re.compile(r"用途|有什么用|用来|作用是|用于什么"), re.compile(r"用于|用作|用来|可作|用途|作用")),
+    (re.compile(r"病因|原因|为什么|为何|怎么会"), re.compile(r"因为|由于|导致|引起|造成|所致|原因|因此|因而")),
+    (re.compile(r"属于(?:什么|哪)|哪个(?:科|属|目|纲)|什么(?:科|属)"), re.compile(r"[\u4e00-\u9fff](?:科|属|目|纲)(?![学技研])")),
+    (re.compile(r"作者|谁写|著作|写过|作品"), re.compile(r"作者|著有|著作|所著|编著|撰|作品|创作")),
+    (re.compile(r"导演|执导"), re.compile(r"导演|执导")),
+)
+# A question that only asks what X is ("X是谁", "什么是X", "X的定义是什么"): a sentence that opens with
+# X defines it (猎骄靡（…），中亚古国乌孙昆莫; XZ-3000是一款…). Matched against the question with X removed.
+_DEFINITION_QUESTION = re.compile(
+    r"^(?:请问)?(?:什么(?:是|叫)?|的?定义是什么|指的是什么|是指什么|指什么|是谁|是什么(?:人|意思|东西)?)[呀啊呢吗]?[？?。.!！]*$")
 _QUESTION_WORD = re.compile(r"^(?:几|多[少久重大高长远宽厚]|哪|什么|怎么|怎样|如何|是否|能否|可否|有没有|是不是|请问|吗)")
 # An FAQ reply up to this long is quoted whole, sentence by sentence: it is the shop's own
 # answer to the question, and cutting it to one sentence loses conditions and steps.
@@ -58,7 +79,8 @@ _TIME_EXPRESSION = re.compile(
     r"[0-9０-９一二三四五六七八九十两〇零]+\s*(?:年|月|日|号|点|时|分钟|天|周|小时|个月|工作日|h\b|min\b)"
     r"|[今明后昨前]天|次日|当[天日]|隔天|[周礼拜][一二三四五六日末天]|星期[一二三四五六日天]"
     r"|\d{1,2}[:：]\d{2}|\d{4}[-/.]\d{1,2}"
-    r"|世纪|年代|时代|时期|年间|期间|[春夏秋冬]|[上中下]旬|[早中晚]期|新世", re.I)  # eras and seasons
+    r"|世纪|(?<![个这那该此各同])(?:年代|时代|时期)|年间|期间|[春夏秋冬]|[上中下]旬|[早中晚]期|新世", re.I)  # eras,
+# seasons; not 一个时期, 这个时代
 _MAX_SENTENCE_CHARS = 220
 _MIN_SCORE_SHARE = 0.7  # a further sentence must score this share of the best one
 # The reranker's first document is right far more often than the sentence scorer's pick from
@@ -79,9 +101,11 @@ class _Question:
     facts: Facts
     asked_units: set[str]
     asked_words: list[str]
+    relations: list[re.Pattern]  # how a sentence may state the relation asked about
     numeric: bool
     english: bool
     asks_when: bool = False
+    text: str = ""  # the question, canonical and lower-case
 
 
 @dataclass
@@ -97,6 +121,7 @@ class _Candidate:
     entities: set[str] = field(default_factory=set)  # question terms in its title (the entity it is about)
     models: set[str] = field(default_factory=set)  # question model numbers it is about
     fact: float = 0.0  # bonus for the asked kind of value, the question's numbers and models
+    on_topic: bool = True  # names (in its title or text) what the question is about
 
 
 class ExtractiveAnswerer:
@@ -191,6 +216,7 @@ class ExtractiveAnswerer:
             if pattern.search(canonical):
                 asked_units |= units
                 asked_words += words
+        relations = [cue for pattern, cue in _RELATIONS if pattern.search(canonical)]
         if self.lexicon is not None:
             for key, values in self.lexicon.synonyms.items():
                 group = [key, *values]
@@ -199,14 +225,24 @@ class ExtractiveAnswerer:
         return _Question(
             years=set(_YEAR.findall(canonical)), tokens=set(self._tokens(canonical)),
             terms=list(dict.fromkeys(terms)), chars=list(dict.fromkeys(chars)), facts=facts_of(canonical),
-            asked_units=asked_units, asked_words=[w.lower() for w in asked_words],
+            asked_units=asked_units, asked_words=[w.lower() for w in asked_words], relations=relations,
             numeric=bool(_NUMERIC_QUESTION.search(canonical)), english=not _CJK.search(question),
-            asks_when=bool(_WHEN_QUESTION.search(canonical)),
+            asks_when=bool(_WHEN_QUESTION.search(canonical)), text=canonical.lower(),
         )
 
     # -- candidates -------------------------------------------------------------------------
     def _candidates(self, question: _Question, evidence: Sequence[EvidenceHit], skip_chunks: set[str]) -> list[_Candidate]:
         newest = max((day_number(h.updated_at) for h in evidence), default=0)
+        # Question words in the title of the best-ranked evidence (张世昌 of 张世昌的职业是什么) name
+        # what the question is about: a sentence whose title and text name none of them is about
+        # something else, however well it matches the rest (布拉德利职业生涯…). Only the first
+        # hit's: a lower one's title may merely share a word (广州番禺职业技术学院).
+        lead = next((h for h in evidence if not is_faq(h)), None)
+        lead_title = self._canonical(lead.title).lower() if lead is not None else ""
+        named = {t for t in question.terms if _has_term(lead_title, t)}
+        if len(lead_title) >= 2 and lead_title in question.text:  # 蟒鳗 of 蟒鳗又被称为什么 (jieba: 蟒鳗被)
+            named.add(lead_title)
+        asks_definition = any(_DEFINITION_QUESTION.match(question.text.replace(n, "", 1).strip()) for n in named)
         candidates = []
         for order, hit in enumerate(evidence):
             if hit.chunk_id in skip_chunks:
@@ -253,11 +289,15 @@ class ExtractiveAnswerer:
                                      or question.asked_units)
                 # A sentence made only of the question's (and its title's) words restates it.
                 restates = tokens <= question.tokens | label_tokens
-                answers = ((answers or bool(asked) or nothing_asked) and not restates and not wrong_year
-                           and (names_a_time or not question.asks_when))
+                # An FAQ entry is about its title question, which retrieval matched to this one.
+                off_topic = not faq and bool(named) and not any(_has_term(f"{title} {canonical.lower()}", n) for n in named)
+                defines = asks_definition and any(canonical.lower().startswith(n) for n in named)
+                answers = ((answers or bool(asked) or nothing_asked or names_a_time or defines)
+                           and not restates and not wrong_year
+                           and not off_topic and (names_a_time or not question.asks_when))
                 candidates.append(_Candidate(
                     hit, order, body, tokens, 1.6 * share + score + context, share, answers,
-                    asked | entity, entity, question.facts.models & models, score,
+                    asked | entity, entity, question.facts.models & models, score, not off_topic,
                 ))
         candidates.sort(key=lambda c: (-c.score, c.order))
         return candidates
@@ -271,7 +311,8 @@ class ExtractiveAnswerer:
         entity, so finding it in the sentence answers nothing.
         """
         score = 0.0
-        cue = any(word in searched for word in question.asked_words)
+        cue = (any(word in searched for word in question.asked_words)
+               or any(relation.search(searched) for relation in question.relations))
         score += 0.3 * cue
         if question.asked_units and any(unit in question.asked_units for _, unit in facts.numbers):
             score += 0.4
@@ -294,7 +335,8 @@ class ExtractiveAnswerer:
         candidates = [c for c in self._candidates(question, evidence, skip_chunks) if allowed(c)]
         if not candidates:
             return []
-        best = candidates[0]
+        # Sentences about something else may outscore the best one that is on topic: never it.
+        best = next((c for c in candidates if c.on_topic), candidates[0])
         anchor_doc = evidence[0].doc_id
         if best.hit.doc_id != anchor_doc:
             anchored = next((c for c in candidates if c.hit.doc_id == anchor_doc and c.answers), None)
@@ -313,7 +355,7 @@ class ExtractiveAnswerer:
             chosen_docs = {c.hit.doc_id for c in chosen}
             pick, pick_gain = None, 0.0
             for candidate in candidates:
-                if any(candidate is c or _redundant(candidate, c) for c in chosen):
+                if not candidate.on_topic or any(candidate is c or _redundant(candidate, c) for c in chosen):
                     continue
                 new_models = len(candidate.models - models) / max(len(question.facts.models), 1)
                 new_terms = len(candidate.covered - covered) / max(len(question.terms), 1)

@@ -229,10 +229,47 @@ def test_a_when_question_is_answered_only_by_a_sentence_that_names_a_time():
     assert "12月9日" in answerer.run("首届中阿峰会的时间", [mentions, dated])
     shipping = hit("faq-1#body-0", "", "现货商品付款后48小时内发货，预售商品以页面时间为准。")
     assert "48小时" in answerer.run("什么时候发货？", [shipping])
+    # "一个时期" is a stretch of time, not an era that dates anything
+    vague = hit("n-6#body-0", "", "开幕会后，大家表示要把学习贯彻大会精神作为当前和今后一个时期的首要任务。")
+    assert answerer.run("大会开幕时间", [vague]) == answerer.refusal()
     era = hit("w-6#body-0", "斯韦阿兰", "斯韦阿兰的国王在12世纪发动了十字军东征。")
     assert "12世纪" in answerer.run("斯韦阿兰的国王在什么时候发动了十字军东征？", [era])
     # a question that asks nothing about time still takes a sentence without one
     assert "中阿峰会" in answerer.run("首届中阿峰会有哪些人出席", [dated])
+
+
+def test_a_sentence_about_another_subject_never_answers():
+    answerer = ExtractiveAnswerer()
+    # the first evidence is titled with what the question is about; a sentence that shares the
+    # question's other words but names neither it nor it in its title is about something else
+    subject = hit("w-7#body-0", "莱索托交通", "在莱索托于1966年独立之前，只有马塞卢有铺平道路。")
+    other = hit("w-8#body-0", "塞雷茨·卡马", "终于在一年后，贝专纳保护国于1966年正式宣布脱离英国独立。")
+    answer = answerer.run("莱索托哪一年独立？", [subject, other])
+    assert "【w-7#body-0】" in answer and "【w-8#body-0】" not in answer
+    person = hit("w-9#body-0", "张世昌", "张世昌在天津火车头效力时入选国青集训队。")
+    player = hit("w-10#body-0", "肖恩·布拉德利", "布拉德利职业生涯一共2119次盖帽，排名第13。")
+    assert answerer.run("张世昌的职业是什么？", [person, player]) == answerer.refusal()
+
+
+def test_a_relation_asked_in_other_words_is_answered_by_how_sentences_state_it():
+    answerer = ExtractiveAnswerer()
+    alias = hit("w-11#body-0", "蟒鳗", "蟒鳗，又称血红拟蛇鱼，为鳗鲡目的一个种。")
+    assert "血红拟蛇鱼" in answerer.run("蟒鳗又被称为什么？", [alias])
+    place = hit("w-12#body-0", "九龙酒店", "九龙酒店是香港一间酒店，位于尖沙咀弥敦道与汉口道交界。")
+    assert "弥敦道" in answerer.run("九龙酒店的地址是哪里？", [place])
+    origin = hit("w-13#body-0", "吴少阳", "吴少阳，沧州清池人，唐代将领。")
+    assert "沧州清池" in answerer.run("吴少阳的籍贯是哪里？", [origin])
+    diet = hit("w-14#body-0", "科罗拉多河蟾蜍", "科罗拉多河蟾蜍是食肉动物，吃小老鼠和昆虫。")
+    assert "小老鼠" in answerer.run("科罗拉多河蟾蜍以什么为食？", [diet])
+    taxon = hit("w-16#body-0", "松鸦", "松鸦又名橿鸟，是一种分布极广泛的鸦科动物。")
+    assert "鸦科" in answerer.run("松鸦属于什么科？", [taxon])
+    # a question that only asks what its subject is is answered by the sentence defining it
+    person = hit("w-17#body-0", "猎骄靡", "猎骄靡（约前161年－前104年），中亚古国乌孙昆莫。在位期间联合汉朝。")
+    assert answerer.run("猎骄靡是谁？", [person]).startswith("猎骄靡（约前161年－前104年），中亚古国乌孙昆莫")
+    assert answerer.run("猎骄靡的职业是什么？", [person]) == answerer.refusal()  # not only what it is
+    # a sentence that states no such relation still does not answer
+    unrelated = hit("w-15#body-0", "九龙酒店", "九龙酒店共有七百多间客房，设有三间餐厅。")
+    assert answerer.run("九龙酒店的地址是哪里？", [unrelated]) == answerer.refusal()
 
 
 def test_a_sku_row_reads_as_a_sentence_with_the_rows_own_numbers(demo_kb, answerer, inspector):
