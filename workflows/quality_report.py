@@ -235,8 +235,16 @@ FAQ entry's reply whole (up to 400 characters, untyped documents whose title is 
 count as FAQ entries), so a hit there means the right entry was found and quoted. The
 extractive answerer refuses rather than quote a sentence that does not answer (a question, a
 restatement of the question, evidence about another year than the one asked, a sentence that
-names no time for a question about when), which shows as
-false refusals on DomainRAG's table questions, whose answers sit in table cells it cannot read. RGB `counterfactual_only` questions have no gold doc (every candidate carries
+names no time for a question about when, a sentence about something other than what the
+question names — the words of the question in the top evidence's title), which shows as
+false refusals on DomainRAG's table questions, whose answers sit in table cells it cannot read.
+A relation the question names in other words than the evidence (又被称为 / 又称, 在哪里 / 位于,
+籍贯 / 沧州人, 以什么为食 / 吃) is matched through a small table of such relations, and a question
+that only asks what something is (X是谁, 什么是X) is answered by the sentence that opens with X.
+DomainRAG's corpus is a site's pages cut into overlapping ~450-character passages (2,261 of its
+2,428 docs share a title with another; same URL), and its gold is one passage: an answer quoting
+the same facts from the neighbouring passage of the same page counts as a wrong citation, which
+is most of why its citation precision is low (counted by page, the same answers score 0.53). RGB `counterfactual_only` questions have no gold doc (every candidate carries
 the fake value), so only the conflict and fake-answer columns apply. CI keeps a small version of
 these runs as floors (tests/workflows/test_quality_floors.py: 92 questions over four sets on KB
 slices; 2 min 13 s with an empty embedding cache, 319 chunks embedded, on this machine).

@@ -46,25 +46,25 @@ SLICES = {
 # values measured on these subsets (in the comments; refusal_threshold and reranker weights as
 # committed) less about one question's worth, so noise across machines does not fail CI.
 FLOORS = {
-    "baoxianzhidao": [("all", "retrieval.recall@5", 0.85),  # 0.900 of 20
-                      ("all", "answers.citation_precision", 0.80),  # 0.867
+    "baoxianzhidao": [("all", "retrieval.recall@5", 0.90),  # 0.950 of 20
+                      ("all", "answers.citation_precision", 0.93),  # 1.000
                       # FAQ entries are now answered with their reply (before: 0.917 refused of 12
                       # unanswerable but also 0.600 of 20 answerable, the answer stage refusing)
-                      ("unanswerable_kb_removed", "answers.refusal_recall", 0.50),  # 0.583 of 12
-                      ("all", "answers.false_refusal_rate", 0.30)],  # 0.250 of 20
+                      ("unanswerable_kb_removed", "answers.refusal_recall", 0.66),  # 0.750 of 12
+                      ("all", "answers.false_refusal_rate", 0.35)],  # 0.300 of 20
     "cmrc2018_dev": [("all", "retrieval.recall@5", 0.93),  # 1.000 of 16
-                     ("all", "answers.answer_hit", 0.69),  # 0.786 of 14 answered
+                     ("all", "answers.answer_hit", 0.64),  # 0.714 of 14 answered (10; before: 10 of 13)
                      ("all", "answers.citation_precision", 0.93),  # 1.000
                      ("unanswerable_kb_removed", "answers.refusal_recall", 0.90),  # 1.000 of 10
-                     ("all", "answers.false_refusal_rate", 0.19)],  # 0.125 of 16
+                     ("all", "answers.false_refusal_rate", 0.19)],  # 0.125 of 16 (before: 0.188)
     "domainrag": [("all", "retrieval.recall@5", 0.91),  # 0.958 of 24
-                  ("all", "answers.citation_precision", 0.64),  # 0.717
+                  ("all", "answers.citation_precision", 0.64),  # 0.720
                   ("conflicting_evidence", "answers.conflict_flag_rate", 0.25),  # 0.500 of 4
                   ("conflicting_evidence", "answers.fake_answer_asserted", 0.0)],  # 0.000: never
     "rgb_zh": [("negative_rejection", "answers.refusal_recall", 0.50),  # 0.500 of 2
                ("conflicting_evidence", "answers.conflict_flag_rate", 0.50),  # 1.000 of 2
                ("all", "answers.false_flag_rate", 0.15),  # 0.000 of 8
-               ("all", "answers.citation_precision", 0.25)],  # 0.333 (of ~6 answered; 50 questions: 0.358 -> 0.425)
+               ("all", "answers.citation_precision", 0.28)],  # 0.444 (of ~6 answered)
 }
 CEILINGS = {"answers.false_refusal_rate", "answers.false_flag_rate", "answers.fake_answer_asserted"}
 
