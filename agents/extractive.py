@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 from agents.citations import SENTENCE_BOUNDARY, split_sentences, strip_citations
 from agents.inspector import Facts, InspectionReport, Inspector, facts_of
 from agents.prompts import load_prompt
+from agents.question_cues import (ASKS, DEFINITION_QUESTION, NUMERIC_QUESTION, QUESTION_WORD, RELATIONS,
+                                  TIME_EXPRESSION, WHEN_QUESTION)
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
 from knowledge.text import is_faq, normalize, tokenize
@@ -35,52 +37,10 @@ _END_MARK = re.compile(r"[。！？!?]+$")
 _TRAILING = re.compile(r"[\s。！？!?；;，,、:：.]+$")
 _LEADING = re.compile(r"^[\s\-*•·>:：，,；;]+")
 _LIST_AFTER_LABEL = re.compile(r"：\s*[-*•·]\s+")
-# What a question asks for -> units and words a sentence that answers it carries.
-_ASKS = (
-    (re.compile(r"多少钱|价格|售价|价钱|卖多少|几块|how much|price|cost", re.I), {"元"}, ("价格", "售价", "元")),
-    (re.compile(r"库存|有货|现货|还有几|几件|几双|in stock|stock", re.I), {"件"}, ("库存",)),
-    (re.compile(r"多重|重量|克重|几克|多少克|weigh", re.I), {"g", "kg"}, ("重量", "克重")),
-    (re.compile(r"多久|几天|多长时间|时效|期限|有效期|几年|how long", re.I), {"天", "h", "min", "工作日", "月", "年"}, ()),
-    (re.compile(r"容量|多大|几升|多少升", re.I), {"l", "mah"}, ("容量",)),
-    (re.compile(r"多少瓦|功率|输出", re.I), {"w"}, ("功率", "输出")),
-)
-# Relations a question names in other words than its answer does (蟒鳗又被称为什么 - 又称血红拟蛇鱼,
-# 康王路在哪里 - 广州市荔湾区): a sentence stating the relation this way answers it. Unlike _ASKS they
-# add a way to answer, never a requirement: "康王路在哪里" is still answered by any sentence about 康王路.
-_RELATIONS = (
-    (re.compile(r"称为|称作|叫做|叫什么|叫啥|别名|别称|又名|外号|简称|全称|原名|本名|通称|俗称"),
-     re.compile(r"又称|又名|别名|别称|俗称|亦称|简称|通称|称为|称作|又叫|也叫|或称|旧称|原名|本名|全称|外号|学名|又译|译名|名为")),
-    (re.compile(r"在哪|位于哪|地址|什么地方|产地|何处|哪个(?:省|市|县|区|国家|城市|地区)"),
-     re.compile(r"位于|坐落|地处|地址|所在地|境内|[\u4e00-\u9fff](?:省|市|县|区|州|镇|乡|村)")),
-    (re.compile(r"籍贯|哪里人|哪国人|国籍|出生地|出生在哪|出生于哪"),
-     re.compile(r"籍贯|国籍|祖籍|出生|生于|[\u4e00-\u9fff]{2}人(?![民口员们类])")),
-    (re.compile(r"为食|吃什么|食物|食性|以什么为"), re.compile(r"为食|捕食|食物|食性|猎物|吃")),
-    (re.compile(r"用途|有什么用|用来|作用是|用于什么"), re.compile(r"用于|用作|用来|可作|用途|作用")),
-    (re.compile(r"病因|原因|为什么|为何|怎么会"), re.compile(r"因为|由于|导致|引起|造成|所致|原因|因此|因而")),
-    (re.compile(r"属于(?:什么|哪)|哪个(?:科|属|目|纲)|什么(?:科|属)"), re.compile(r"[\u4e00-\u9fff](?:科|属|目|纲)(?![学技研])")),
-    (re.compile(r"作者|谁写|著作|写过|作品"), re.compile(r"作者|著有|著作|所著|编著|撰|作品|创作")),
-    (re.compile(r"导演|执导"), re.compile(r"导演|执导")),
-)
-# A question that only asks what X is ("X是谁", "什么是X", "X的定义是什么"): a sentence that opens with
-# X defines it (猎骄靡（…），中亚古国乌孙昆莫; XZ-3000是一款…). Matched against the question with X removed.
-_DEFINITION_QUESTION = re.compile(
-    r"^(?:请问)?(?:什么(?:是|叫)?|的?定义是什么|指的是什么|是指什么|指什么|是谁|是什么(?:人|意思|东西)?)[呀啊呢吗]?[？?。.!！]*$")
-_QUESTION_WORD = re.compile(r"^(?:几|多[少久重大高长远宽厚]|哪|什么|怎么|怎样|如何|是否|能否|可否|有没有|是不是|请问|吗)")
 # An FAQ reply up to this long is quoted whole, sentence by sentence: it is the shop's own
 # answer to the question, and cutting it to one sentence loses conditions and steps.
 _MAX_FAQ_REPLY_CHARS = 400
 _CAUTIOUS = "根据现有资料，"  # opens an answer whose best evidence matches under half of the question
-_NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|多宽|how (?:much|many|long|big)", re.I)
-# A question about when (开幕时间, 什么时候发货) is only answered by a sentence that names a time: a
-# date, a clock time, a weekday, a relative day or a duration (48小时内发货). Without one the best
-# sentence merely mentions the event, and quoting it would pass off a guess as the answer.
-_WHEN_QUESTION = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|几月|几号|几点|日期|(?<![长多])时间(?!长)|when\b", re.I)
-_TIME_EXPRESSION = re.compile(
-    r"[0-9０-９一二三四五六七八九十两〇零]+\s*(?:年|月|日|号|点|时|分钟|天|周|小时|个月|工作日|h\b|min\b)"
-    r"|[今明后昨前]天|次日|当[天日]|隔天|[周礼拜][一二三四五六日末天]|星期[一二三四五六日天]"
-    r"|\d{1,2}[:：]\d{2}|\d{4}[-/.]\d{1,2}"
-    r"|世纪|(?<![个这那该此各同])(?:年代|时代|时期)|年间|期间|[春夏秋冬]|[上中下]旬|[早中晚]期|新世", re.I)  # eras,
-# seasons; not 一个时期, 这个时代
 _MAX_SENTENCE_CHARS = 220
 _MIN_SCORE_SHARE = 0.7  # a further sentence must score this share of the best one
 # The reranker's first document is right far more often than the sentence scorer's pick from
@@ -201,7 +161,7 @@ class ExtractiveAnswerer:
         terms, chars, run = [], [], []
         for token in [*self._tokens(question), ""]:
             single = len(token) == 1 and not token.isascii()
-            if single and not _QUESTION_WORD.match(token):
+            if single and not QUESTION_WORD.match(token):
                 run.append(token)
                 continue
             if len(run) > 1:  # jieba split an unknown word (跟差) into characters
@@ -209,14 +169,14 @@ class ExtractiveAnswerer:
             elif run:
                 chars.append(run[0])
             run = []
-            if token and not single and not _QUESTION_WORD.match(token):
+            if token and not single and not QUESTION_WORD.match(token):
                 terms.append(token)
         asked_units, asked_words = set(), []
-        for pattern, units, words in _ASKS:
+        for pattern, units, words in ASKS:
             if pattern.search(canonical):
                 asked_units |= units
                 asked_words += words
-        relations = [cue for pattern, cue in _RELATIONS if pattern.search(canonical)]
+        relations = [cue for pattern, cue in RELATIONS if pattern.search(canonical)]
         if self.lexicon is not None:
             for key, values in self.lexicon.synonyms.items():
                 group = [key, *values]
@@ -226,8 +186,8 @@ class ExtractiveAnswerer:
             years=set(_YEAR.findall(canonical)), tokens=set(self._tokens(canonical)),
             terms=list(dict.fromkeys(terms)), chars=list(dict.fromkeys(chars)), facts=facts_of(canonical),
             asked_units=asked_units, asked_words=[w.lower() for w in asked_words], relations=relations,
-            numeric=bool(_NUMERIC_QUESTION.search(canonical)), english=not _CJK.search(question),
-            asks_when=bool(_WHEN_QUESTION.search(canonical)), text=canonical.lower(),
+            numeric=bool(NUMERIC_QUESTION.search(canonical)), english=not _CJK.search(question),
+            asks_when=bool(WHEN_QUESTION.search(canonical)), text=canonical.lower(),
         )
 
     # -- candidates -------------------------------------------------------------------------
@@ -242,7 +202,7 @@ class ExtractiveAnswerer:
         named = {t for t in question.terms if _has_term(lead_title, t)}
         if len(lead_title) >= 2 and lead_title in question.text:  # 蟒鳗 of 蟒鳗又被称为什么 (jieba: 蟒鳗被)
             named.add(lead_title)
-        asks_definition = any(_DEFINITION_QUESTION.match(question.text.replace(n, "", 1).strip()) for n in named)
+        asks_definition = any(DEFINITION_QUESTION.match(question.text.replace(n, "", 1).strip()) for n in named)
         candidates = []
         for order, hit in enumerate(evidence):
             if hit.chunk_id in skip_chunks:
@@ -281,7 +241,7 @@ class ExtractiveAnswerer:
                 # A product chunk that mentions another model (请选择 XZ-3000) is still about its own.
                 models = title_models or facts.models
                 score, answers = self._fact_score(question, facts, title_facts, models, searched)
-                names_a_time = question.asks_when and bool(_TIME_EXPRESSION.search(canonical))
+                names_a_time = question.asks_when and bool(TIME_EXPRESSION.search(canonical))
                 score += 0.4 * names_a_time
                 # It answers when it has a word of what is asked, or when nothing is asked beyond
                 # the entity itself ("XZ-3000 怎么样").

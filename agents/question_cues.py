@@ -1,0 +1,49 @@
+"""What a customer's question asks, read from its wording: the kind of value (a price in 元), a
+relation named in other words than the evidence uses, a definition, a time. The extractive
+answerer uses these cues to tell a sentence that answers from one that only shares words."""
+from __future__ import annotations
+
+import re
+
+# What a question asks for -> units and words a sentence that answers it carries.
+ASKS = (
+    (re.compile(r"多少钱|价格|售价|价钱|卖多少|几块|how much|price|cost", re.I), {"元"}, ("价格", "售价", "元")),
+    (re.compile(r"库存|有货|现货|还有几|几件|几双|in stock|stock", re.I), {"件"}, ("库存",)),
+    (re.compile(r"多重|重量|克重|几克|多少克|weigh", re.I), {"g", "kg"}, ("重量", "克重")),
+    (re.compile(r"多久|几天|多长时间|时效|期限|有效期|几年|how long", re.I), {"天", "h", "min", "工作日", "月", "年"}, ()),
+    (re.compile(r"容量|多大|几升|多少升", re.I), {"l", "mah"}, ("容量",)),
+    (re.compile(r"多少瓦|功率|输出", re.I), {"w"}, ("功率", "输出")),
+)
+# Relations a question names in other words than its answer does (蟒鳗又被称为什么 - 又称血红拟蛇鱼,
+# 康王路在哪里 - 广州市荔湾区): a sentence stating the relation this way answers it. Unlike ASKS they
+# add a way to answer, never a requirement: "康王路在哪里" is still answered by any sentence about 康王路.
+RELATIONS = (
+    (re.compile(r"称为|称作|叫做|叫什么|叫啥|别名|别称|又名|外号|简称|全称|原名|本名|通称|俗称"),
+     re.compile(r"又称|又名|别名|别称|俗称|亦称|简称|通称|称为|称作|又叫|也叫|或称|旧称|原名|本名|全称|外号|学名|又译|译名|名为")),
+    (re.compile(r"在哪|位于哪|地址|什么地方|产地|何处|哪个(?:省|市|县|区|国家|城市|地区)"),
+     re.compile(r"位于|坐落|地处|地址|所在地|境内|[\u4e00-\u9fff](?:省|市|县|区|州|镇|乡|村)")),
+    (re.compile(r"籍贯|哪里人|哪国人|国籍|出生地|出生在哪|出生于哪"),
+     re.compile(r"籍贯|国籍|祖籍|出生|生于|[\u4e00-\u9fff]{2}人(?![民口员们类])")),
+    (re.compile(r"为食|吃什么|食物|食性|以什么为"), re.compile(r"为食|捕食|食物|食性|猎物|吃")),
+    (re.compile(r"用途|有什么用|用来|作用是|用于什么"), re.compile(r"用于|用作|用来|可作|用途|作用")),
+    (re.compile(r"病因|原因|为什么|为何|怎么会"), re.compile(r"因为|由于|导致|引起|造成|所致|原因|因此|因而")),
+    (re.compile(r"属于(?:什么|哪)|哪个(?:科|属|目|纲)|什么(?:科|属)"), re.compile(r"[\u4e00-\u9fff](?:科|属|目|纲)(?![学技研])")),
+    (re.compile(r"作者|谁写|著作|写过|作品"), re.compile(r"作者|著有|著作|所著|编著|撰|作品|创作")),
+    (re.compile(r"导演|执导"), re.compile(r"导演|执导")),
+)
+# A question that only asks what X is ("X是谁", "什么是X", "X的定义是什么"): a sentence that opens with
+# X defines it (猎骄靡（…），中亚古国乌孙昆莫; XZ-3000是一款…). Matched against the question with X removed.
+DEFINITION_QUESTION = re.compile(
+    r"^(?:请问)?(?:什么(?:是|叫)?|的?定义是什么|指的是什么|是指什么|指什么|是谁|是什么(?:人|意思|东西)?)[呀啊呢吗]?[？?。.!！]*$")
+QUESTION_WORD = re.compile(r"^(?:几|多[少久重大高长远宽厚]|哪|什么|怎么|怎样|如何|是否|能否|可否|有没有|是不是|请问|吗)")
+NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|多宽|how (?:much|many|long|big)", re.I)
+# A question about when (开幕时间, 什么时候发货) is only answered by a sentence that names a time: a
+# date, a clock time, a weekday, a relative day or a duration (48小时内发货). Without one the best
+# sentence merely mentions the event, and quoting it would pass off a guess as the answer.
+WHEN_QUESTION = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|几月|几号|几点|日期|(?<![长多])时间(?!长)|when\b", re.I)
+TIME_EXPRESSION = re.compile(
+    r"[0-9０-９一二三四五六七八九十两〇零]+\s*(?:年|月|日|号|点|时|分钟|天|周|小时|个月|工作日|h\b|min\b)"
+    r"|[今明后昨前]天|次日|当[天日]|隔天|[周礼拜][一二三四五六日末天]|星期[一二三四五六日天]"
+    r"|\d{1,2}[:：]\d{2}|\d{4}[-/.]\d{1,2}"
+    r"|世纪|(?<![个这那该此各同])(?:年代|时代|时期)|年间|期间|[春夏秋冬]|[上中下]旬|[早中晚]期|新世", re.I)  # eras,
+# seasons; not 一个时期, 这个时代

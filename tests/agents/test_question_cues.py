@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import pytest
+
+from agents.question_cues import DEFINITION_QUESTION, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION
+
+
+@pytest.mark.parametrize("text, names_a_time", [
+    ("于2022年12月9日在利雅得召开", True), ("48小时内发货", True), ("12世纪发动了十字军东征", True),
+    ("唐朝时期的制度", True), ("20世纪80年代", True), ("每周一上新", True),
+    ("作为当前和今后一个时期的首要任务", False), ("这个时代的人", False), ("大家热烈讨论了报告", False),
+])
+def test_a_time_expression_dates_something(text, names_a_time):
+    assert bool(TIME_EXPRESSION.search(text)) is names_a_time
+
+
+@pytest.mark.parametrize("question, asks_when", [
+    ("二十大开幕时间", True), ("什么时候发货？", True), ("莱索托哪一年独立？", True),
+    ("退货要多长时间", False), ("续航时间长吗", False), ("这双鞋防滑吗", False),
+])
+def test_when_questions(question, asks_when):
+    assert bool(WHEN_QUESTION.search(question)) is asks_when
+
+
+@pytest.mark.parametrize("rest, only_what_it_is", [
+    ("是谁？", True), ("什么是", True), ("的定义是什么？", True), ("是什么意思", True), ("指的是什么", True),
+    ("的职业是什么？", False), ("的价格是什么", False), ("是什么颜色", False),
+])
+def test_a_definition_question_asks_nothing_but_what_its_subject_is(rest, only_what_it_is):
+    # matched against the question with its subject removed (猎骄靡是谁 -> 是谁)
+    assert bool(DEFINITION_QUESTION.match(rest)) is only_what_it_is
+
+
+@pytest.mark.parametrize("question, sentence, states_it", [
+    ("蟒鳗又被称为什么？", "蟒鳗，又称血红拟蛇鱼", True),
+    ("康王路在哪里？", "康王路是广州市荔湾区一条主干道", True),
+    ("吴少阳的籍贯是哪里？", "吴少阳，沧州清池人", True),
+    ("吴少阳的籍贯是哪里？", "吴少阳深得人民爱戴", False),
+    ("环氧氯丙烷有什么用途？", "被用于制造甘油", True),
+    ("松鸦属于什么科？", "是一种鸦科动物", True),
+    ("松鸦属于什么科？", "研究松鸦的科学家", False),
+])
+def test_a_relation_is_stated_in_the_evidence_own_words(question, sentence, states_it):
+    cues = [cue for asks, cue in RELATIONS if asks.search(question)]
+    assert cues, "the question names a relation"
+    assert any(cue.search(sentence) for cue in cues) is states_it
