@@ -41,7 +41,7 @@ from tools.rerank_fit import RankGroup, fit_ranking_weights
 from tools.search import hybrid_search
 from workflows.datasets import Question, candidate_kb, load_questions
 from workflows.evaluate import (CALIBRATED_PATH, POLICY, EvalRequest, calibrated_key, choose_questions, default_root,
-                                find_splits, open_split_kbs, question_text, read_calibrated, run_split)
+                                find_splits, open_split_kbs, read_calibrated, run_split)
 from workflows.metrics import mean, ranked_doc_ids, recall_at_k, reciprocal_rank
 from workflows.pipeline_config import DEFAULTS_PATH, KB_CONFIG_NAME
 
@@ -110,7 +110,7 @@ def rerank_examples(questions: Sequence[Question], kbs, params: dict) -> list[di
             continue
         kb = kbs.for_question(q)
         view = candidate_kb(kb, q.candidate_doc_ids) if q.candidate_doc_ids else kb
-        query = question_text(q, True)
+        query = q.asked("all")
         hits = hybrid_search(query, top_k=CANDIDATES, ctx=SkillContext(view, params)).hits
         chunks = [c for h in hits if (c := view.get(h.chunk_id)) is not None]
         if not chunks:

@@ -61,6 +61,17 @@ class Question(BaseModel):
         """Earlier turns of a conversational question ({question, answers}), oldest first."""
         return list(self.meta.get("history") or [])
 
+    def asked(self, turns: str = "all") -> str:
+        """The question as asked to a retriever: alone ("none"), after every earlier turn's question
+        ("all"), or after the conversation's opening question only ("opening", which usually
+        names the topic the follow-ups leave out: 国学院有哪些下设系别 -> 保研率是多少)."""
+        earlier = [turn["question"] for turn in self.history]
+        if turns == "opening":
+            earlier = earlier[:1]
+        elif turns != "all":
+            earlier = []
+        return " ".join([*earlier, self.question])
+
 
 def load_questions(path: Path | str, limit: int | None = None, qtypes: Iterable[str] | None = None) -> list[Question]:
     """Questions in file order, optionally only some qtypes, then the first `limit` of them."""

@@ -283,13 +283,6 @@ def seed_calibrated_config(kb_dir: Path, path: Path = CALIBRATED_PATH) -> None:
 # ----------------------------------------------------------------------------- one question
 
 
-def question_text(question: Question, with_history: bool) -> str:
-    """The question, after the earlier turns' questions of a conversational one."""
-    if with_history and question.history:
-        return " ".join([*(turn["question"] for turn in question.history), question.question])
-    return question.question
-
-
 def restricted(pipeline: QAPipeline, doc_ids: Iterable[str]) -> QAPipeline:
     """The pipeline over one question's candidate docs (same config, skills and policy)."""
     return QAPipeline(candidate_kb(pipeline.kb, doc_ids), pipeline.config, registry=pipeline.registry,
@@ -439,7 +432,7 @@ async def _ask(strategy: str, question: Question, pipelines: dict[str, QAPipelin
             pipeline = pipelines["corpus"]
         started = time.perf_counter()  # the restricted view is set-up, not answering time
         entity = carried if (question.turn or 1) > 1 else None
-        result = await pipeline.arun(question_text(question, request.history), session_entity=entity)
+        result = await pipeline.arun(question.asked("all" if request.history else "none"), session_entity=entity)
     except Exception as exc:  # the question's error, never the run's
         return ({"id": f"{strategy}|{question.qid}", "strategy": strategy, "qid": question.qid,
                  "qtype": question.qtype, "error": f"{type(exc).__name__}: {exc}"[:500],
@@ -471,7 +464,7 @@ def _run_baseline(questions: Sequence[Question], kbs: SplitKBs, request: EvalReq
                 for q in mine:
                     started = time.perf_counter()
                     depth = BASELINE_DEPTH if not q.candidate_doc_ids else min(len(kb), 16000)
-                    docs = baseline.retrieve_doc_ids(question_text(q, request.history), limit=depth)
+                    docs = baseline.retrieve_doc_ids(q.asked("all" if request.history else "none"), limit=depth)
                     if q.candidate_doc_ids:
                         allowed = set(q.candidate_doc_ids)
                         docs = [d for d in docs if d in allowed]

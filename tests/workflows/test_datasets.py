@@ -44,6 +44,15 @@ def test_load_questions_reads_every_field_of_the_format(datasets_dir):
     assert plain.answer_groups == [plain.answers]
 
 
+def test_a_follow_up_is_asked_alone_after_every_turn_or_after_the_opening_one():
+    follow_up = Question(qid="c-2", question="保研率是多少", meta={"history": [
+        {"question": "国学院有哪些下设系别", "answers": []}, {"question": "学生主要就业方向有哪些？", "answers": []}]})
+    assert follow_up.asked("none") == "保研率是多少"
+    assert follow_up.asked("all") == "国学院有哪些下设系别 学生主要就业方向有哪些？ 保研率是多少"
+    assert follow_up.asked("opening") == "国学院有哪些下设系别 保研率是多少"
+    assert Question(qid="q", question="国学院在哪").asked("opening") == "国学院在哪"
+
+
 def test_load_questions_filters_qtypes_then_limits(datasets_dir):
     path = datasets_dir / "baoxianzhidao" / "questions.jsonl"
     picked = load_questions(path, limit=5, qtypes=["faq_description"])

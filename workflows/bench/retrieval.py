@@ -81,13 +81,6 @@ def previous_params() -> dict[str, dict]:
     return params
 
 
-def query_text(question: Question, with_history: bool) -> str:
-    """The question, optionally after the earlier turns' questions (a follow-up's context)."""
-    if with_history and question.history:
-        return " ".join([*(turn["question"] for turn in question.history), question.question])
-    return question.question
-
-
 def _docs(hits: Sequence[EvidenceHit]) -> list[str]:
     return ranked_doc_ids(h.doc_id for h in hits)
 
@@ -204,7 +197,7 @@ def _ablation(runner: LegRunner, questions: list[Question], history: bool) -> di
     conversational history."""
     current = runner.current
     gold = [q.gold_doc_ids for q in questions]
-    queries = [query_text(q, history) for q in questions]
+    queries = [q.asked("all" if history else "none") for q in questions]
 
     def measure(ranker: Callable[[str], list[str]], texts: Sequence[str] = queries) -> dict:
         return _scores([(ranker(t), g) for t, g in zip(texts, gold)])
@@ -241,9 +234,13 @@ def _ablation(runner: LegRunner, questions: list[Question], history: bool) -> di
     variants["hybrid + title-dense leg 1:1:0.5"] = with_title_leg({"bm25": 1, "dense": 1, "title_dense": 0.5})
     out = {name: measure(ranker) for name, ranker in variants.items()}
     if any(q.history for q in questions):  # the other way round: what the history adds or costs
-        other = [query_text(q, not history) for q in questions]
+        other = [q.asked("none" if history else "all") for q in questions]
         label = "hybrid, questions without history" if history else "hybrid, earlier turns prepended"
         out[label] = measure(lambda t: _docs(runner.hybrid(t, current)[0]), other)
+        opening = [q.asked("opening") for q in questions]
+        out["hybrid, the opening turn prepended"] = measure(lambda t: _docs(runner.hybrid(t, current)[0]), opening)
+        out["hybrid → rerank, the opening turn prepended"] = measure(lambda t: runner.run("hybrid+rerank", t)[0],
+                                                                    opening)
     return out
 
 
@@ -251,7 +248,7 @@ def _rerank_examples(runner: LegRunner, questions: list[Question], history: bool
     """Per question: hybrid_search candidates, their reranker features and labels (gold doc or not)."""
     examples = []
     for q in questions:
-        query = query_text(q, history)
+        query = q.asked("all" if history else "none")
         candidates, _ = runner.hybrid(query, runner.current)
         chunks = [runner.kb.get(h.chunk_id) for h in candidates]
         features = runner.reranker.features(query, chunks)
@@ -339,7 +336,7 @@ def _run_set(runner: LegRunner, questions: list[Question], legs: Sequence[str],
     runs: dict[str, list] = {leg: [] for leg in (*legs, "bm25*", "hybrid*")}
     timings: dict[str, list[float]] = {}
     for q in questions:
-        query = query_text(q, history)
+        query = q.asked("all" if history else "none")
         for leg in legs:
             docs, steps = runner.run(leg, query)
             runs[leg].append((docs, q.gold_doc_ids))
