@@ -159,6 +159,8 @@ def template_values(features: QueryFeatures, product: Entity | None = None) -> d
     carried = features.carried_entity
     if carried is not None and not features.products:
         query = f"{carried.name} {query}"
+    elif features.carried_topic and not features.products:
+        query = f"{features.carried_topic} {query}"
     only = lambda items: items[0] if len(items) == 1 else None  # noqa: E731 - one value or none
     return {
         "question": features.question.strip(),

@@ -85,13 +85,15 @@ class Assistant:
         started = time.perf_counter()
         state = self.sessions.get(session_id) if session_id is not None else None
         entity = state.entity if state else None
+        # a conversation about no product carries its opening question into follow-ups instead
+        topic = state.turns[0].question if state and state.turns and entity is None else None
         asked, asked_entity = question, entity
         if state is not None and state.pending is not None:
             completed = self.clarifier.complete(state.pending, question)
             if completed is not None:
                 asked, asked_entity = completed
                 asked = self.pipeline.validate(asked)
-        features = self.pipeline.analyzer.run(asked, asked_entity)
+        features = self.pipeline.analyzer.run(asked, asked_entity, topic)
         clarification = self.clarifier.check(features)
 
         if clarification is not None:
@@ -100,16 +102,17 @@ class Assistant:
             self._record(result, features, session_id)
         else:
             kb_version = self.kb.version  # read once: an ingest while answering must not file this under the new one
-            result = self.cache.get(asked, features.carried_entity, kb_version, filters)
+            cached_as = f"{features.carried_topic}\n{asked}" if features.carried_topic else asked  # per topic
+            result = self.cache.get(cached_as, features.carried_entity, kb_version, filters)
             if result is not None:
                 result.timings_ms["total"] = _ms_since(started)
                 result.session_id = session_id
             else:
-                result = await self.pipeline.arun(asked, asked_entity, filters)
+                result = await self.pipeline.arun(asked, asked_entity, filters, topic)
                 result.session_id = session_id
                 self._record(result, features, session_id)
                 if not result.degraded:  # a model outage must not be served again once it is over
-                    self.cache.put(asked, features.carried_entity, kb_version, result, filters)
+                    self.cache.put(cached_as, features.carried_entity, kb_version, result, filters)
         if session_id is not None:
             self._remember(session_id, question, result, features, clarification, entity)
         return result

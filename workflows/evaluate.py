@@ -86,7 +86,7 @@ class EvalRequest(BaseModel):
     baseline: bool = True  # the AgentScope retrieval row
     concurrency: int = Field(1, ge=1)
     resume: bool = False
-    history: bool = True  # conversational questions: earlier turns' questions go in front
+    history: bool = True  # conversational questions carry their conversation's opening question, as a session does
     overrides: dict[str, Any] = Field(default_factory=dict)  # PipelineConfig fields (e.g. refusal_threshold)
     max_embed: int = DEFAULT_MAX_EMBED
     root: Path = Field(default_factory=default_root)
@@ -432,7 +432,9 @@ async def _ask(strategy: str, question: Question, pipelines: dict[str, QAPipelin
             pipeline = pipelines["corpus"]
         started = time.perf_counter()  # the restricted view is set-up, not answering time
         entity = carried if (question.turn or 1) > 1 else None
-        result = await pipeline.arun(question.asked("all" if request.history else "none"), session_entity=entity)
+        # a follow-up as a session asks it: alone, its conversation's opening question carried
+        topic = question.history[0]["question"] if request.history and question.history else None
+        result = await pipeline.arun(question.question, session_entity=entity, session_topic=topic)
     except Exception as exc:  # the question's error, never the run's
         return ({"id": f"{strategy}|{question.qid}", "strategy": strategy, "qid": question.qid,
                  "qtype": question.qtype, "error": f"{type(exc).__name__}: {exc}"[:500],
@@ -464,7 +466,7 @@ def _run_baseline(questions: Sequence[Question], kbs: SplitKBs, request: EvalReq
                 for q in mine:
                     started = time.perf_counter()
                     depth = BASELINE_DEPTH if not q.candidate_doc_ids else min(len(kb), 16000)
-                    docs = baseline.retrieve_doc_ids(q.asked("all" if request.history else "none"), limit=depth)
+                    docs = baseline.retrieve_doc_ids(q.asked("opening" if request.history else "none"), limit=depth)
                     if q.candidate_doc_ids:
                         allowed = set(q.candidate_doc_ids)
                         docs = [d for d in docs if d in allowed]

@@ -123,22 +123,24 @@ class QAPipeline:
 
     # -- entry points ----------------------------------------------------------------------
     def run(self, question: str, session_entity: Entity | None = None,
-            filters: SearchFilters | Mapping | None = None) -> QAResult:
+            filters: SearchFilters | Mapping | None = None, session_topic: str | None = None) -> QAResult:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(question, session_entity, filters))
+            return asyncio.run(self.arun(question, session_entity, filters, session_topic))
         raise RuntimeError("QAPipeline.run was called inside an event loop; await QAPipeline.arun instead")
 
     async def arun(self, question: str, session_entity: Entity | None = None,
-                   filters: SearchFilters | Mapping | None = None) -> QAResult:
+                   filters: SearchFilters | Mapping | None = None, session_topic: str | None = None) -> QAResult:
+        """session_entity / session_topic: what a conversation carries into a follow-up (the
+        product it is about; else its opening question), searched with it, never answered from."""
         question = self.validate(question)
         search_filters = parse_filters(filters)
         self.warm_up()
         clock = _Stopwatch()
         tracker = BudgetTracker(self.config.budget())
 
-        features = self.analyzer.run(question, session_entity)
+        features = self.analyzer.run(question, session_entity, session_topic)
         clock.lap("analyze")
         decision = self.policy.choose(features, self.config.budget().plan_budget())
         clock.lap("policy")
@@ -293,10 +295,12 @@ class QAPipeline:
 
 
 def _planner_message(question: str, features: QueryFeatures) -> str:
-    """The planner's user message: the question, plus the product a follow-up refers to."""
+    """The planner's user message: the question, plus the product or topic a follow-up refers to."""
     carried = features.carried_entity
     if carried is not None and not features.products:
         return f"{question}\n（这是追问，指的是上一轮提到的商品「{carried.name}」）"
+    if features.carried_topic and not features.products:
+        return f"{question}\n（这是追问，对话开始时问的是「{features.carried_topic}」）"
     return question
 
 

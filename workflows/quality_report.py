@@ -208,8 +208,11 @@ their own candidate docs, inside a KB of the union of the chosen questions' cand
 statistics come from that union, not the whole corpus). RGB runs 10 questions per type (893 docs):
 embedding its 11,941-doc corpus would take ~1.5 h. DomainRAG's counterfactual passages are
 missing from the shared corpus and are rebuilt from the gold passage as DomainRAG builds them
-(workflows/bench/conflicts.py). Conversational questions are asked with the earlier turns'
-questions in front; demo follow-ups carry the product of the previous turn, as a session does.
+(workflows/bench/conflicts.py). Conversational questions are asked as a session asks a
+follow-up: alone, with the conversation's opening question carried as its topic (searched with,
+not answered from; before 2026-12-01 session 4 every earlier turn was put in front of the
+question: DomainRAG conversational R@5 0.36 → 0.60, answer hit 0.08 → 0.28); demo follow-ups
+carry the product of the previous turn.
 The refusal threshold each run used is printed above its table (from `<kb>/config.yaml`, which
 `python run.py calibrate` writes and also records in the committed workflows/calibrated.yaml, so a
 rebuilt eval KB starts from its calibrated value; else workflows/pipeline.yaml).

@@ -76,6 +76,9 @@ _UNRELATED = re.compile(r"天气|股票|股市|基金|彩票|星座|算命|占�
 _FOLLOWUP = re.compile(r"它|这款|那款|这个|那个|这件|那件|这双|那双|这只|那只|这台|这条|这种|那种|该款|该商品|"
                        r"此款|上面那|刚才那|刚刚那|同款")
 _CONTINUATION = re.compile(r"^(那|那么|还有|另外|再问|然后)|呢[?？]?$")
+# A question this short in a conversation about no product names nothing of its own to search
+# for (保研率是多少, 学院有多少位教师？): the conversation's topic is searched with it.
+_TOPIC_FOLLOWUP_CHARS = 12
 _COLLOQUIAL = re.compile(r"我|想|请问|能不能|是不是|怎么办|咋|啥|呢|吧|啊|呀|嘛|哈|老是|总是|一直|有点|感觉|好像")
 
 # --------------------------------------------------------------------------- numbers and units
@@ -187,6 +190,9 @@ class QueryFeatures(BaseModel):
     colloquial: bool = False
     is_followup: bool = False
     carried_entity: Entity | None = None
+    # A follow-up in a conversation about no product ("保研率是多少" after "国学院有哪些下设系别"):
+    # the conversation's opening question, which names the topic the follow-up leaves out.
+    carried_topic: str | None = None
 
     @property
     def focus_products(self) -> list[Entity]:
@@ -452,7 +458,10 @@ class QueryAnalyzer:
                 self._source = source
             return self._index
 
-    def run(self, question: str, session_entity: Entity | None = None) -> QueryFeatures:
+    def run(self, question: str, session_entity: Entity | None = None,
+            session_topic: str | None = None) -> QueryFeatures:
+        """session_entity: the product the conversation is about; session_topic: its opening
+        question, carried into a follow-up when there is no product to carry."""
         index = self._entity_index()
         text = normalize(question or "")
         canonical = index.lexicon.canonicalize(text)
@@ -481,6 +490,9 @@ class QueryAnalyzer:
             features.is_followup = marker or elliptic
             if features.is_followup and session_entity is not None:
                 features.carried_entity = session_entity
+            elif (session_topic and session_entity is None and not index.products and not brands
+                  and (marker or features.length <= _TOPIC_FOLLOWUP_CHARS)):  # a shop carries products instead
+                features.is_followup, features.carried_topic = True, session_topic
         shop = bool(index.products) if self.kb is not None else None
         features.intent = _intent(features, text, greeting, shop)
         return features

@@ -67,6 +67,7 @@ def features_summary(features: QueryFeatures) -> dict[str, Any]:
         "intent": features.intent,
         "products": [{"name": e.name, "product_id": e.product_id} for e in features.products],
         "carried_entity": features.carried_entity.name if features.carried_entity else None,
+        "carried_topic": features.carried_topic,
         "brands": features.brands, "categories": features.categories, "model_codes": features.model_codes,
         "sizes": features.sizes, "numbers": features.numbers, "is_followup": features.is_followup,
         "asks_price_stock": features.asks_price_stock, "asks_size_advice": features.asks_size_advice,

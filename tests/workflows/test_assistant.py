@@ -256,6 +256,31 @@ def test_ask_with_a_session_and_chat_on_the_command_line(assistant, kb_dir):
     assert "已有 2 轮" in resumed.output and "山野 峰刃 GTX 冲锋衣" in resumed.output
 
 
+def test_a_conversation_about_no_product_carries_its_opening_question(tmp_path):
+    """On a KB that sells nothing, "保研率是多少" after "国学院有哪些下设系别" is searched as a question
+    about 国学院, and the same follow-up in a conversation about 文学院 is not served its answer."""
+    from knowledge.ingest import Ingestor
+    from knowledge.kb import KnowledgeBase
+    from knowledge.settings import get_settings
+
+    docs = [("ruc-guoxue", "国学院", "国学院下设国学系和古典文献学系。国学院本科毕业生保研率为45%。"),
+            ("ruc-wenxue", "文学院", "文学院下设中国语言文学系和文艺学系。文学院本科毕业生保研率为30%。")]
+    corpus = tmp_path / "schools.jsonl"
+    corpus.write_text("".join(json.dumps({"doc_id": d, "title": t, "text": x}, ensure_ascii=False) + "\n"
+                              for d, t, x in docs), encoding="utf-8")
+    folder = tmp_path / "kb"
+    kb = KnowledgeBase(folder, get_settings(kb_dir=folder), create=True)
+    assert not Ingestor(kb, show_progress=False).run([corpus]).issues
+    kb.close()
+    with Assistant(folder, config=offline_config(folder)) as assistant:
+        for session, school, rate in (("s-guoxue", "国学院", "45%"), ("s-wenxue", "文学院", "30%")):
+            assistant.ask_sync(f"{school}有哪些下设系别", session)
+            result = assistant.ask_sync("保研率是多少", session)
+            assert result.features["carried_topic"] == f"{school}有哪些下设系别"
+            assert rate in result.answer and "cached" not in result.timings_ms, (school, result.answer)
+            assert result.question == "保研率是多少"  # the topic is searched with, not answered
+
+
 def test_domainrag_conversations_run_as_sessions(datasets_dir, tmp_path):
     """Optional: DomainRAG's conversational questions replayed as sessions over a KB of their gold
     documents (runs only when those documents' embeddings are cached). A KB that sells nothing

@@ -216,6 +216,26 @@ def test_pronoun_without_session_is_a_follow_up_with_nothing_carried(demo_kb):
     assert features.is_followup and features.carried_entity is None and features.product is None
 
 
+def test_a_conversation_about_no_product_carries_its_opening_question_into_follow_ups(demo_kb):
+    from workflows.arms import template_values
+    from workflows.query_analysis import QueryAnalyzer
+
+    topic = "国学院有哪些下设系别"
+    analyzer = QueryAnalyzer(None)  # a KB that sells nothing
+    for question in ("保研率是多少", "它成立于哪一年", "学院有多少位教师？"):
+        features = analyzer.run(question, session_topic=topic)
+        assert features.is_followup and features.carried_topic == topic, question
+        assert template_values(features)["query"] == f"{topic} {question}"
+        assert template_values(features)["question"] == question  # searched with, never answered from
+    # a question that says what it is about stands alone
+    alone = analyzer.run("汉语言专业在培育学生方面的侧重点是什么", session_topic=topic)
+    assert alone.carried_topic is None and template_values(alone)["query"] == alone.question
+    # a shop's conversations carry their product instead, never a topic
+    shop = analyze("有货吗", demo_kb)
+    assert shop.carried_topic is None
+    assert demo_kb is not None and QueryAnalyzer(demo_kb).run("有货吗", session_topic="退货政策是什么").carried_topic is None
+
+
 def test_long_question_without_entity_is_not_elliptic(demo_kb):
     features = analyze("买满多少钱包邮？", demo_kb, JIGUANG700)
     assert not features.is_followup and features.intent == "policy"
