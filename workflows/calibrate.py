@@ -110,7 +110,7 @@ def rerank_examples(questions: Sequence[Question], kbs, params: dict) -> list[di
             continue
         kb = kbs.for_question(q)
         view = candidate_kb(kb, q.candidate_doc_ids) if q.candidate_doc_ids else kb
-        query = q.asked("all")
+        query = q.asked("opening")  # a follow-up searched with its conversation's topic, as a session does
         hits = hybrid_search(query, top_k=CANDIDATES, ctx=SkillContext(view, params)).hits
         chunks = [c for h in hits if (c := view.get(h.chunk_id)) is not None]
         if not chunks:
