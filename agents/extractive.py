@@ -250,7 +250,8 @@ class ExtractiveAnswerer:
                 # A sentence made only of the question's (and its title's) words restates it.
                 restates = tokens <= question.tokens | label_tokens
                 # An FAQ entry is about its title question, which retrieval matched to this one.
-                off_topic = not faq and bool(named) and not any(_has_term(f"{title} {canonical.lower()}", n) for n in named)
+                about = f"{title} {canonical.lower()}"
+                off_topic = not faq and bool(named) and not any(_has_term(about, n) for n in named)
                 defines = asks_definition and any(canonical.lower().startswith(n) for n in named)
                 answers = ((answers or bool(asked) or nothing_asked or names_a_time or defines)
                            and not restates and not wrong_year
