@@ -102,8 +102,7 @@ class Assistant:
             self._record(result, features, session_id)
         else:
             kb_version = self.kb.version  # read once: an ingest while answering must not file this under the new one
-            cached_as = f"{features.carried_topic}\n{asked}" if features.carried_topic else asked  # per topic
-            result = self.cache.get(cached_as, features.carried_entity, kb_version, filters)
+            result = self.cache.get(asked, features.carried_entity, kb_version, filters, features.carried_topic)
             if result is not None:
                 result.timings_ms["total"] = _ms_since(started)
                 result.session_id = session_id
@@ -112,7 +111,7 @@ class Assistant:
                 result.session_id = session_id
                 self._record(result, features, session_id)
                 if not result.degraded:  # a model outage must not be served again once it is over
-                    self.cache.put(cached_as, features.carried_entity, kb_version, result, filters)
+                    self.cache.put(asked, features.carried_entity, kb_version, result, filters, features.carried_topic)
         if session_id is not None:
             self._remember(session_id, question, result, features, clarification, entity)
         return result

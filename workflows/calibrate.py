@@ -37,12 +37,12 @@ from pydantic import BaseModel, Field
 
 from tools.base import SkillContext
 from tools.rerank import DEFAULT_WEIGHTS_PATH, FEATURES, OfflineReranker, load_weights, save_weights, sigmoid
-from tools.rerank_fit import RankGroup, fit_ranking_weights
+from tools.rerank_fit import RankGroup, first_gold_rank, fit_ranking_weights
 from tools.search import hybrid_search
 from workflows.datasets import Question, candidate_kb, load_questions
 from workflows.evaluate import (CALIBRATED_PATH, POLICY, EvalRequest, calibrated_key, choose_questions, default_root,
                                 find_splits, open_split_kbs, read_calibrated, run_split)
-from workflows.metrics import mean, ranked_doc_ids, recall_at_k, reciprocal_rank
+from workflows.metrics import mean
 from workflows.pipeline_config import DEFAULTS_PATH, KB_CONFIG_NAME
 
 REPO = Path(__file__).resolve().parents[1]
@@ -132,11 +132,10 @@ def score_weights(weights: dict, examples: Sequence[dict]) -> dict:
     mrr, r1, r5, losses = [], [], [], []
     for e in examples:
         p = _probabilities(weights, e["features"])
-        order = sorted(range(len(p)), key=lambda i: -p[i])
-        docs = ranked_doc_ids(e["docs"][i] for i in order)
-        mrr.append(reciprocal_rank(docs, e["gold"], 10))
-        r1.append(recall_at_k(docs, e["gold"], 1))
-        r5.append(recall_at_k(docs, e["gold"], 5))
+        rank = first_gold_rank(_group(e), p)  # within the top 10 documents, else None
+        mrr.append(1.0 / rank if rank else 0.0)
+        r1.append(float(rank == 1))
+        r5.append(float(rank is not None and rank <= 5))
         q = np.clip(p, 1e-6, 1 - 1e-6)
         losses += list(-(e["labels"] * np.log(q) + (1 - e["labels"]) * np.log(1 - q)))
     return {"mrr@10": mean(mrr), "recall@1": mean(r1), "recall@5": mean(r5), "log_loss": mean(losses),

@@ -14,6 +14,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -61,15 +62,20 @@ class Question(BaseModel):
         """Earlier turns of a conversational question ({question, answers}), oldest first."""
         return list(self.meta.get("history") or [])
 
-    def asked(self, turns: str = "all") -> str:
-        """The question as asked to a retriever: alone ("none"), after every earlier turn's question
-        ("all"), or after the conversation's opening question only ("opening", which usually
-        names the topic the follow-ups leave out: 国学院有哪些下设系别 -> 保研率是多少)."""
-        earlier = [turn["question"] for turn in self.history]
-        if turns == "opening":
-            earlier = earlier[:1]
-        elif turns != "all":
-            earlier = []
+    @property
+    def opening(self) -> str | None:
+        """The conversation's opening question (None for a question that stands alone): it
+        usually names the topic the follow-ups leave out (国学院有哪些下设系别 -> 保研率是多少)."""
+        history = self.history
+        return history[0]["question"] if history else None
+
+    def asked(self, turns: Literal["none", "all", "opening"] = "all") -> str:
+        """The question as one text for a retriever: alone, after every earlier turn's question,
+        or after the opening question only."""
+        if turns == "all":
+            earlier = [turn["question"] for turn in self.history]
+        else:
+            earlier = [self.opening] if turns == "opening" and self.opening else []
         return " ".join([*earlier, self.question])
 
 

@@ -433,8 +433,8 @@ async def _ask(strategy: str, question: Question, pipelines: dict[str, QAPipelin
         started = time.perf_counter()  # the restricted view is set-up, not answering time
         entity = carried if (question.turn or 1) > 1 else None
         # a follow-up as a session asks it: alone, its conversation's opening question carried
-        topic = question.history[0]["question"] if request.history and question.history else None
-        result = await pipeline.arun(question.question, session_entity=entity, session_topic=topic)
+        result = await pipeline.arun(question.question, session_entity=entity,
+                                     session_topic=question.opening if request.history else None)
     except Exception as exc:  # the question's error, never the run's
         return ({"id": f"{strategy}|{question.qid}", "strategy": strategy, "qid": question.qid,
                  "qtype": question.qtype, "error": f"{type(exc).__name__}: {exc}"[:500],

@@ -3,7 +3,8 @@ answered from memory instead of running retrieval and generation again.
 
 The key is the question normalised (knowledge.text.normalize, case-folded, whitespace collapsed
 and dropped next to Chinese, closing ?/! marks dropped), the product a follow-up carries from its
-session (None when the question names its own), the caller's filters and the KB version (the
+session (None when the question names its own), the topic a follow-up carries on a KB without
+products (its conversation's opening question), the caller's filters and the KB version (the
 catalog generation). Any ingest moves the generation on and empties the cache. A hit is a copy of the stored result that keeps the
 original trace id (its decision trace and experience round stay the ones to look at and rate)
 and says where it came from: timings_ms {"cached": 1.0, "original_total": ..., "total": ...}.
@@ -22,7 +23,7 @@ from workflows.query_analysis import Entity
 from workflows.result import QAResult
 
 DEFAULT_MAX_ENTRIES = 512
-CacheKey = tuple[str, str, str]
+CacheKey = tuple[str, str, str, str]
 _SPACE_BY_CJK = re.compile(r"(?<=[\u3000-\u9fff\uff00-\uffef])\s+|\s+(?=[\u3000-\u9fff\uff00-\uffef])")
 _TRAILING_MARKS = re.compile(r"[\s?？!！。.~～]+$")
 
@@ -61,8 +62,9 @@ class ResultCache:
         self._lock = threading.Lock()
 
     @staticmethod
-    def key(question: str, entity: Entity | None = None, filters: Any = None) -> CacheKey:
-        return normalized_question(question), _entity_key(entity), _filters_key(filters)
+    def key(question: str, entity: Entity | None = None, filters: Any = None, topic: str | None = None) -> CacheKey:
+        return (normalized_question(question), _entity_key(entity), normalized_question(topic) if topic else "",
+                _filters_key(filters))
 
     def _at_version(self, kb_version: int) -> None:
         """Forget everything answered against another KB generation (caller holds the lock)."""
@@ -70,10 +72,11 @@ class ResultCache:
             self._entries.clear()
             self._kb_version = kb_version
 
-    def get(self, question: str, entity: Entity | None, kb_version: int, filters: Any = None) -> QAResult | None:
+    def get(self, question: str, entity: Entity | None, kb_version: int, filters: Any = None,
+            topic: str | None = None) -> QAResult | None:
         with self._lock:
             self._at_version(kb_version)
-            key = self.key(question, entity, filters)
+            key = self.key(question, entity, filters, topic)
             stored = self._entries.get(key)
             if stored is None:
                 return None
@@ -82,10 +85,11 @@ class ResultCache:
         hit.timings_ms = {"cached": 1.0, "original_total": stored.timings_ms.get("total", 0.0)}
         return hit
 
-    def put(self, question: str, entity: Entity | None, kb_version: int, result: QAResult, filters: Any = None) -> None:
+    def put(self, question: str, entity: Entity | None, kb_version: int, result: QAResult, filters: Any = None,
+            topic: str | None = None) -> None:
         with self._lock:
             self._at_version(kb_version)
-            key = self.key(question, entity, filters)
+            key = self.key(question, entity, filters, topic)
             self._entries[key] = result.model_copy(deep=True)
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:

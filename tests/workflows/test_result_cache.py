@@ -52,6 +52,14 @@ def test_carried_product_and_filters_are_part_of_the_key():
     assert cache.get("XZ-3000 充电宝多少钱？", None, 1, filters={}) is not None  # no filter either way
 
 
+def test_the_topic_a_follow_up_carries_is_part_of_the_key():
+    cache = ResultCache()
+    cache.put("保研率是多少", None, 1, answer("保研率是多少"), topic="国学院有哪些下设系别")
+    assert cache.get("保研率是多少", None, 1) is None
+    assert cache.get("保研率是多少", None, 1, topic="文学院有哪些下设系别") is None
+    assert cache.get("保研率是多少？", None, 1, topic="国学院有哪些下设系别？") is not None
+
+
 def test_a_new_kb_version_empties_the_cache():
     cache = ResultCache()
     stored = answer()

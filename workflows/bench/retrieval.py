@@ -221,7 +221,7 @@ def _ablation(runner: LegRunner, questions: list[Question], history: bool) -> di
     variants: dict[str, Callable[[str], list[str]]] = {}
     for weight in (0.0, 0.5, 1.0, 2.0, 4.0):
         variants[f"bm25, title_weight={weight:g}"] = keyword(weight)
-    variants["hybrid (skills.yaml)"] = lambda t: _docs(runner.hybrid(t, current)[0])
+    plain = variants["hybrid (skills.yaml)"] = hybrid()
     for weight in (0.5, 2.0):
         variants[f"hybrid, title_weight={weight:g}"] = hybrid(title_weight=weight)
     variants["hybrid, weighted fusion"] = hybrid(fusion="weighted")
@@ -236,9 +236,9 @@ def _ablation(runner: LegRunner, questions: list[Question], history: bool) -> di
     if any(q.history for q in questions):  # the other way round: what the history adds or costs
         other = [q.asked("none" if history else "all") for q in questions]
         label = "hybrid, questions without history" if history else "hybrid, earlier turns prepended"
-        out[label] = measure(lambda t: _docs(runner.hybrid(t, current)[0]), other)
+        out[label] = measure(plain, other)
         opening = [q.asked("opening") for q in questions]
-        out["hybrid, the opening turn prepended"] = measure(lambda t: _docs(runner.hybrid(t, current)[0]), opening)
+        out["hybrid, the opening turn prepended"] = measure(plain, opening)
         out["hybrid → rerank, the opening turn prepended"] = measure(lambda t: runner.run("hybrid+rerank", t)[0],
                                                                     opening)
     return out
