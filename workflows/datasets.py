@@ -13,6 +13,7 @@ import random
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Literal
 
@@ -25,7 +26,7 @@ from knowledge.filters import SearchFilters
 from knowledge.ingest import Ingestor, embedding_text
 from knowledge.kb import Hit, KnowledgeBase, metadata_columns
 from knowledge.lexicon import Lexicon
-from knowledge.loaders import load_path
+from knowledge.loaders import LOADER_VERSION, load_path
 from knowledge.settings import Settings, get_settings
 
 MARKER = "dataset.json"  # written after a complete ingest; its presence means "reuse me"
@@ -68,6 +69,22 @@ class Question(BaseModel):
         usually names the topic the follow-ups leave out (国学院有哪些下设系别 -> 保研率是多少)."""
         history = self.history
         return history[0]["question"] if history else None
+
+    @property
+    def as_of(self) -> str | None:
+        """The time a time-sensitive question is asked about (DomainRAG's meta.as_of, e.g. "2016")."""
+        value = self.meta.get("as_of")
+        return str(value) if value else None
+
+    @property
+    def filters(self) -> SearchFilters | None:
+        """What a caller would send with the question: only its as-of time, when it has one."""
+        return SearchFilters(as_of=self.as_of) if self.as_of else None
+
+    @property
+    def reference_day(self) -> date | None:
+        """The day its as-of time stands for (SearchFilters.reference_day), for a bare reranker."""
+        return self.filters.reference_day() if self.filters else None
 
     def asked(self, turns: Literal["none", "all", "opening"] = "all") -> str:
         """The question as one text for a retriever: alone, after every earlier turn's question,
@@ -122,7 +139,7 @@ def _kb_key(corpus_paths: Sequence[Path], settings: Settings, max_docs: int | No
     for path in corpus_paths:
         stat = path.stat()
         stamp.append([str(path.resolve()), stat.st_size, int(stat.st_mtime)])
-    raw = json.dumps([stamp, settings.embedder, settings.chunk_size, settings.chunk_overlap, max_docs])
+    raw = json.dumps([stamp, settings.embedder, settings.chunk_size, settings.chunk_overlap, max_docs, LOADER_VERSION])
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:10]
 
 

@@ -433,7 +433,7 @@ async def _ask(strategy: str, question: Question, pipelines: dict[str, QAPipelin
         started = time.perf_counter()  # the restricted view is set-up, not answering time
         entity = carried if (question.turn or 1) > 1 else None
         # a follow-up as a session asks it: alone, its conversation's opening question carried
-        result = await pipeline.arun(question.question, session_entity=entity,
+        result = await pipeline.arun(question.question, session_entity=entity, filters=question.filters,
                                      session_topic=question.opening if request.history else None)
     except Exception as exc:  # the question's error, never the run's
         return ({"id": f"{strategy}|{question.qid}", "strategy": strategy, "qid": question.qid,

@@ -124,12 +124,14 @@ def render_line(hit: EvidenceHit) -> str:
 
 
 def render_conflicts(conflicts: Iterable) -> str:
-    """The answerer prompt's {conflicts}: one line per conflict, its values newest/official first."""
+    """The answerer prompt's {conflicts}: one line per conflict, its values official first, then
+    newest first (nearest the asked time first when the question names one)."""
     lines = []
     for conflict in conflicts:
         values = "；".join(
             f"{v.value}（{v.updated_at or '日期未知'}，{'官方' if v.authority == 'official' else '用户'}）【{v.chunk_id}】"
             for v in conflict.values
         )
-        lines.append(f"- {conflict.entity} 的 {conflict.attribute}：{values}")
+        asked = f"（问的是 {conflict.as_of} 时的情况：最接近该时间的在前）" if getattr(conflict, "as_of", None) else ""
+        lines.append(f"- {conflict.entity} 的 {conflict.attribute}{asked}：{values}")
     return "\n".join(lines) or "无"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
 from agents.answerer import ExtractiveAnswerer, LLMAnswerer, generate
@@ -146,7 +147,8 @@ class QAPipeline:
         clock.lap("policy")
 
         pool = EvidencePool()
-        planner = RetrievalPlanner(self.registry, SkillContext(self.kb, reranker=self.reranker), pool, tracker,
+        as_of = search_filters.reference_day() if search_filters else None
+        planner = RetrievalPlanner(self.registry, SkillContext(self.kb, reranker=self.reranker, as_of=as_of), pool, tracker,
                                    decision, llm=self.planner_llm, formatter=self.planner_formatter,
                                    retry=self.config.retry(), filters=search_filters,
                                    toolkit_template=self.toolkit_template,
@@ -156,7 +158,8 @@ class QAPipeline:
         degradations = list(outcome.degradations)
         degradations += [f"tool {r.name}: {reason}" for r in planner.records if r.degraded for reason in r.reasons]
 
-        evidence, best, rerank_problem = self._rank_evidence(pool, template_values(features)["query"], search_filters)
+        evidence, best, rerank_problem = self._rank_evidence(pool, template_values(features)["query"], search_filters,
+                                                             as_of)
         if rerank_problem:
             degradations.append(rerank_problem)
         clock.lap("rerank")
@@ -167,7 +170,7 @@ class QAPipeline:
                                  source=decision.source),
             plan=decision.plan, planner_source=outcome.source, tool_calls=planner.records,
             best_score=None if best is None else round(best, 4), evidence_ids=[h.chunk_id for h in evidence],
-            models=self._model_names(),
+            models=self._model_names(), as_of=search_filters.as_of if search_filters else None,
         )
         if best is None or best < self.config.refusal_threshold:
             result.refused = True
@@ -194,21 +197,21 @@ class QAPipeline:
         return result
 
     # -- stages ----------------------------------------------------------------------------
-    def _rank_evidence(self, pool: EvidencePool, query: str, filters: SearchFilters | None
+    def _rank_evidence(self, pool: EvidencePool, query: str, filters: SearchFilters | None, as_of: date | None
                        ) -> tuple[list[EvidenceHit], float | None, str]:
         """The pool re-scored by the calibrated reranker for the question, filtered, cut to the
         shown evidence; plus the best score (None: no evidence) and a degradation, if any."""
         # Score the text the answerer will see (hostile passages already cut), not the raw chunk.
         pairs = [(hit, chunk.model_copy(update={"text": hit.text, "title": hit.title}))
                  for hit in pool.hits() if (chunk := self.kb.get(hit.chunk_id)) is not None]
-        if filters is not None and pairs:
+        if filters is not None and filters.restricts() and pairs:
             keep = filters.mask(metadata_columns([chunk for _, chunk in pairs]))
             pairs = [pair for pair, kept in zip(pairs, keep) if kept]
         if not pairs:
             return [], None, ""
         problem = ""
         try:
-            scores = self.reranker.score(query, [chunk for _, chunk in pairs])
+            scores = self.reranker.score(query, [chunk for _, chunk in pairs], as_of=as_of)
         except Exception as exc:  # keep the skills' own calibrated scores; none -> nothing passes the gate
             problem = f"final rerank failed ({type(exc).__name__}); earlier rerank scores used"
             scores = [hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 0.0 for hit, _ in pairs]
@@ -270,7 +273,7 @@ class QAPipeline:
     def _conflicts(self, result: QAResult, question: str, evidence: list[EvidenceHit],
                    clock: _Stopwatch) -> list[conflict_check.Conflict]:
         """The conflict check over the shown evidence, recorded in the result."""
-        conflicts = conflict_check.detect_conflicts(question, evidence, self.lexicon)
+        conflicts = conflict_check.detect_conflicts(question, evidence, self.lexicon, as_of=result.as_of)
         result.conflicts = [ConflictOut.of(c) for c in conflicts]
         clock.lap("conflicts")
         return conflicts

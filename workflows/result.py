@@ -101,6 +101,7 @@ class QAResult(BaseModel):
     trace_id: str = Field(default_factory=new_trace_id)
     session_id: str | None = None  # the conversation this answer belongs to, when there is one
     clarification: dict | None = None  # set when the reply asks the customer for facts instead of answering
+    as_of: str | None = None  # the time the question was answered about (SearchFilters.as_of), if asked
 
     def render_text(self) -> str:
         """The answer, then numbered sources: [1] 【id】 title — source, updated_at."""

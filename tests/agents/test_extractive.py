@@ -115,6 +115,17 @@ def test_dated_conflict_is_disclosed_newest_first(demo_kb, answerer, inspector):
     assert not inspector.run(answer.split("；")[0] + "。", evidence, [conflict]).passed
 
 
+def test_a_conflict_about_an_asked_time_prevails_by_that_time(demo_kb, answerer, inspector):
+    conflicts = pytest.importorskip("workflows.conflicts")
+    evidence = chunks(demo_kb, RET26, RET24)
+    question = "买的东西几天之内可以无理由退换？"
+    conflict = conflicts.detect_conflicts(question, evidence, as_of="2024-09")
+    answer = answerer.run(question, evidence, conflict)
+    assert answer.startswith("不同来源说法不一致：2024-05-01 的《退换货政策（2024版）》为："), answer
+    assert "以最接近所问时间的政策为准。" in answer and "以最新" not in answer
+    assert inspector.run(answer, evidence, conflict).passed
+
+
 def test_official_page_comes_before_a_user_review(demo_kb, answerer, inspector):
     conflicts = pytest.importorskip("workflows.conflicts")
     review, page = "rev-0002#body-0", "prod-aj1-retro#材质-0"

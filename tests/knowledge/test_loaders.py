@@ -91,6 +91,20 @@ def test_jsonl_loads_fields_and_reports_bad_lines_with_path_and_line(tmp_path: P
     assert len(issues) == 8
 
 
+def test_date_is_read_as_updated_at_unless_updated_at_is_given(tmp_path: Path) -> None:
+    # Site crawls and news sets (DomainRAG) name the publication day `date`.
+    file = _write(tmp_path / "kb.jsonl", _jsonl(
+        {"doc_id": "page-1", "text": "招生简章", "date": "2023-12-20"},
+        {"doc_id": "page-2", "text": "旧简章", "date": "2014-06-07", "updated_at": "2015-01-01"},
+        {"doc_id": "page-3", "text": "坏日期", "date": "去年"},
+    ))
+    docs, issues, _ = load_path(file)
+
+    assert not issues  # a `date` that is no day (去年, a bare year) is left unread, the page still loads
+    assert [(d.doc_id, d.updated_at) for d in docs] == [
+        ("page-1", "2023-12-20"), ("page-2", "2015-01-01"), ("page-3", None)]
+
+
 def test_every_text_field_is_normalised(tmp_path: Path) -> None:
     file = _write(tmp_path / "kb.jsonl", _jsonl(
         {"doc_id": " ｄｏｃ１ ", "title": "ＡＪ１\u3000尺码", "text": "第一行  \n\n\n\n第二行\u200b", "brand": "Ｎｉｋｅ"}
@@ -121,6 +135,7 @@ def test_shared_dataset_format_loads(tmp_path: Path) -> None:
     docs, issues, _ = load_path(file)
     assert not issues
     assert [(d.doc_id, d.title, d.source) for d in docs] == [("rgb-1", "", "RGB"), ("bx-1", "问题？", "baoxianzhidao")]
+    assert docs[0].updated_at is None  # "date": "2014" is a year, not a day
 
 
 # ----------------------------------------------------------------------------- folders

@@ -37,6 +37,7 @@ REAL_VALUES = {  # values that exist in the demo KB, so a filter on them keeps r
     "doc_type": ("product", "review", "policy", "faq", "post"),
     "updated_after": ("2026-01-01", "2025-12-31", "2026-03-01T08:00:00"),
     "updated_before": ("2026-02-01", "2024-05-01", "2026-12-31 23:59"),
+    "as_of": ("2026", "2026-03", "2025-12-31"),  # ranks, never excludes
 }
 FILTER_FIELDS = tuple(REAL_VALUES)
 TEXT_FIELDS = ("brand", "category", "product_id")
@@ -112,7 +113,7 @@ def every(name: str, values, **others):
 INJECTED = [(field, template.format(REAL_VALUES[field][0])) for field in TEXT_FIELDS for template in INJECTIONS]
 INJECTED += [("doc_type", ['product"] or true or ["']), ("doc_type", "product"),
              ("updated_after", '2026-01-01") or true'), ("updated_before", "2026-02-01 or updated_day > 0"),
-             ("updated_after", "2026-13-01")]
+             ("updated_after", "2026-13-01"), ("as_of", "2026 or true"), ("as_of", "2026-02-30")]
 
 
 # -- oracles ------------------------------------------------------------------------------------

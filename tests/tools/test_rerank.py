@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from datetime import date
 
 import numpy as np
 import pytest
@@ -89,6 +90,20 @@ def test_model_number_and_number_features(demo_kb, reranker):
     numbers = reranker.features("烈驹火焰7黑武士42码还有几双？", size_rows + other_rows)[:, column["number_match"]]
     assert numbers[0] > numbers[1]
     assert reranker.features("烈驹的鞋有几种颜色", size_rows)[0, column["number_match"]] == 0.0
+
+
+def test_as_of_match_prefers_the_document_of_the_asked_time(demo_kb, reranker):
+    column = FEATURES.index("as_of_match")
+    chunk = demo_kb.get("prod-xz3000#功能特点-0")
+    dated = [chunk.model_copy(update={"updated_at": day}) for day in ("2016-01-20", "2020-01-20", None)]
+    near_2016 = reranker.features("XZ-3000 能带上飞机吗", dated, as_of=date(2016, 7, 1))[:, column]
+    assert near_2016[0] > near_2016[1] > 0 and near_2016[2] == 0.0  # an undated chunk gets nothing
+    near_2020 = reranker.features("XZ-3000 能带上飞机吗", dated, as_of=date(2020, 7, 1))[:, column]
+    assert near_2020[1] > near_2020[0]
+    assert not reranker.features("XZ-3000 能带上飞机吗", dated)[:, column].any()  # no asked time: no preference
+    assert load_weights()["weights"]["as_of_match"] > 0  # calibrated on DomainRAG's time-sensitive questions
+    scores = reranker.score("XZ-3000 能带上飞机吗", dated[:2], as_of=date(2016, 7, 1))
+    assert scores[0] > scores[1]
 
 
 def test_refitted_weights_load_and_change_scores(demo_kb, reranker, tmp_path):

@@ -256,22 +256,27 @@ def test_ask_with_a_session_and_chat_on_the_command_line(assistant, kb_dir):
     assert "已有 2 轮" in resumed.output and "山野 峰刃 GTX 冲锋衣" in resumed.output
 
 
-def test_a_conversation_about_no_product_carries_its_opening_question(tmp_path):
-    """On a KB that sells nothing, "保研率是多少" after "国学院有哪些下设系别" is searched as a question
-    about 国学院, and the same follow-up in a conversation about 文学院 is not served its answer."""
+def _kb_of(tmp_path, records: list[dict]):
+    """A KB folder ingested from these JSONL records."""
     from knowledge.ingest import Ingestor
     from knowledge.kb import KnowledgeBase
     from knowledge.settings import get_settings
 
-    docs = [("ruc-guoxue", "国学院", "国学院下设国学系和古典文献学系。国学院本科毕业生保研率为45%。"),
-            ("ruc-wenxue", "文学院", "文学院下设中国语言文学系和文艺学系。文学院本科毕业生保研率为30%。")]
-    corpus = tmp_path / "schools.jsonl"
-    corpus.write_text("".join(json.dumps({"doc_id": d, "title": t, "text": x}, ensure_ascii=False) + "\n"
-                              for d, t, x in docs), encoding="utf-8")
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     folder = tmp_path / "kb"
     kb = KnowledgeBase(folder, get_settings(kb_dir=folder), create=True)
     assert not Ingestor(kb, show_progress=False).run([corpus]).issues
     kb.close()
+    return folder
+
+
+def test_a_conversation_about_no_product_carries_its_opening_question(tmp_path):
+    """On a KB that sells nothing, "保研率是多少" after "国学院有哪些下设系别" is searched as a question
+    about 国学院, and the same follow-up in a conversation about 文学院 is not served its answer."""
+    folder = _kb_of(tmp_path, [
+        {"doc_id": "ruc-guoxue", "title": "国学院", "text": "国学院下设国学系和古典文献学系。国学院本科毕业生保研率为45%。"},
+        {"doc_id": "ruc-wenxue", "title": "文学院", "text": "文学院下设中国语言文学系和文艺学系。文学院本科毕业生保研率为30%。"}])
     with Assistant(folder, config=offline_config(folder)) as assistant:
         for session, school, rate in (("s-guoxue", "国学院", "45%"), ("s-wenxue", "文学院", "30%")):
             assistant.ask_sync(f"{school}有哪些下设系别", session)
@@ -279,6 +284,34 @@ def test_a_conversation_about_no_product_carries_its_opening_question(tmp_path):
             assert result.features["carried_topic"] == f"{school}有哪些下设系别"
             assert rate in result.answer and "cached" not in result.timings_ms, (school, result.answer)
             assert result.question == "保研率是多少"  # the topic is searched with, not answered
+
+
+def test_the_asked_time_ranks_that_years_page_first(tmp_path):
+    """A site that keeps every year's brochure: the same question as of 2016 ranks the 2016 page
+    first, as of 2020 the 2020 page (pages dated by a `date` field, as crawls export them), and
+    neither is served from the other's cache. The years disagree, so the answer says so."""
+    folder = _kb_of(tmp_path, [
+        {"doc_id": f"brochure-{year}", "title": f"中国人民大学{year}年音乐表演专业招生简章", "date": f"{year}-01-20",
+         "text": f"音乐表演专业计划招生{planned}人。专业考试在北京进行，考生须参加高考。"}
+        for year, planned in ((2016, 30), (2018, 35), (2020, 40))] + [  # the rest give the words weight
+        {"doc_id": "canteen", "title": "食堂开放时间", "text": "学校食堂早上六点半开门，晚上九点关门。"},
+        {"doc_id": "library", "title": "图书馆借阅规则", "text": "本科生每人可借书二十册，借期一个月。"}])
+    with Assistant(folder, config=offline_config(folder)) as assistant:
+        for as_of, year, planned in (("2016", "2016", "30"), ("2020", "2020", "40"), ("2018-03", "2018", "35")):
+            result = assistant.ask_sync("音乐表演专业计划招生多少人？", filters={"as_of": as_of})
+            assert result.evidence_ids[0].startswith(f"brochure-{year}"), (as_of, result.evidence_ids)
+            assert f"{planned}人【brochure-{year}" in result.answer and "cached" not in result.timings_ms
+            assert result.as_of == as_of
+        unasked = assistant.ask_sync("音乐表演专业计划招生多少人？")
+        assert unasked.evidence_ids[0].startswith("brochure-2020") and unasked.as_of is None  # newest first
+        with pytest.raises(QuestionError, match="as_of"):
+            assistant.ask_sync("音乐表演专业计划招生多少人？", filters={"as_of": "去年"})
+    runner = CliRunner()
+    shown = runner.invoke(app, ["ask", "音乐表演专业计划招生多少人？", "--kb", str(folder), "--as-of", "2016", "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.output)["evidence_ids"][0].startswith("brochure-2016")
+    bad = runner.invoke(app, ["ask", "音乐表演专业计划招生多少人？", "--kb", str(folder), "--as-of", "2016/01"])
+    assert bad.exit_code == 2 and "as_of" in bad.output
 
 
 def test_domainrag_conversations_run_as_sessions(datasets_dir, tmp_path):

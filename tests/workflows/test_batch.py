@@ -79,24 +79,28 @@ def test_every_id_gets_one_line_errors_included_and_sessions_keep_their_order(as
         {"id": "empty", "question": "  "},
         {"id": "long", "question": "这" * 2001},
         {"id": "price", "question": "重复的 id"},
+        {"id": "dated", "question": "退货政策是什么？", "as_of": "2026-03"},
+        {"id": "bad-date", "question": "退货政策是什么？", "as_of": "去年"},
     ])
     summary = BatchRunner(assistant, concurrency=3, show_progress=False).run(source, output)
     lines = _lines(output)
-    assert sorted(line["id"] for line in lines) == ["colour", "empty", "lone", "long", "price"]
+    assert sorted(line["id"] for line in lines) == ["bad-date", "colour", "dated", "empty", "lone", "long", "price"]
     by_id = {line["id"]: line for line in lines}
+    assert by_id["dated"]["error"] is None and by_id["dated"]["as_of"] == "2026-03"
+    assert by_id["bad-date"]["error"].startswith("line 8: as_of '去年'")
     assert by_id["long"]["error"].startswith("QuestionError") and "2000" in by_id["long"]["error"]
     assert "no question" in by_id["empty"]["error"]
     assert by_id["price"]["error"] is None and by_id["price"]["citations"] and by_id["price"]["trace_id"]
     assert by_id["colour"]["features"]["carried_entity"]  # asked after "price" in session b-1
     assert [t.trace_id for t in assistant.session("b-1").turns] == [by_id["price"]["trace_id"],
                                                                         by_id["colour"]["trace_id"]]
-    assert (summary.items, summary.written, summary.errors, summary.duplicate_ids) == (5, 5, 2, ["price"])
-    assert summary.answered + summary.refused == 3 and summary.p50_ms is not None
+    assert (summary.items, summary.written, summary.errors, summary.duplicate_ids) == (7, 7, 3, ["price"])
+    assert summary.answered + summary.refused == 4 and summary.p50_ms is not None
 
     again = BatchRunner(assistant, show_progress=False).run(source, output)  # nothing left to do
-    assert (again.skipped, again.written) == (5, 0) and len(_lines(output)) == 5
+    assert (again.skipped, again.written) == (7, 0) and len(_lines(output)) == 7
     retried = BatchRunner(assistant, show_progress=False).run(source, output, retry_errors=True)
-    assert retried.written == 2 and sorted(l["id"] for l in _lines(output)) == sorted(by_id)
+    assert retried.written == 3 and sorted(l["id"] for l in _lines(output)) == sorted(by_id)
 
 
 def test_a_torn_last_line_is_dropped_and_its_item_redone(assistant, tmp_path):

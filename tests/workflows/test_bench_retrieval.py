@@ -54,6 +54,10 @@ def test_report_has_a_table_row_per_leg(result):
     rows = {line.split(" | ")[0][2:] for line in report.splitlines() if line.startswith("| ")}
     for leg in result["sets"]["bx"]["legs"]:
         assert LEG_LABELS[leg] in rows
+    held = result["sets"]["bx"]["held_out"]  # the questions `run.py calibrate` kept out of its weight fit
+    assert 0 < held["n"] < 24 and held["hybrid+rerank"]["n"] == held["hybrid"]["n"] == held["n"]
+    assert f"| hybrid 30 → rerank, only the {held['n']} questions calibration held out |" in report
+    assert f"| hybrid, only the {held['n']} questions calibration held out |" in report
 
 
 def test_scale_latency_on_a_small_replicated_kb(datasets_dir, tmp_path):

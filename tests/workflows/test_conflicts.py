@@ -38,6 +38,18 @@ def test_two_policy_versions_give_one_conflict_newest_first():
     assert values[0].updated_at == "2026-06-01" and "15天无理由退换" in values[0].sentence
 
 
+def test_a_question_about_a_given_time_puts_the_value_nearest_it_first():
+    evidence = [
+        policy(2, "2026-06-01", "自签收次日起 15天无理由退换。申请无理由退换的商品需保持原包装。"),
+        policy(1, "2024-05-01", "自签收之日起 7天无理由退换。申请无理由退换的商品需保持原包装。"),
+    ]
+    asked = detect_conflicts("买的东西几天之内可以无理由退换？", evidence, as_of="2024")
+    assert [v.value for v in asked[0].values] == ["7天", "15天"] and asked[0].as_of == "2024"
+    later = detect_conflicts("买的东西几天之内可以无理由退换？", evidence, as_of="2027-01")
+    assert [v.value for v in later[0].values] == ["15天", "7天"]
+    assert detect_conflicts("买的东西几天之内可以无理由退换？", evidence)[0].as_of is None
+
+
 def test_versions_that_reword_a_rule_report_the_clauses_that_differ():
     evidence = [
         policy(1, "2024-05-01", "- 无理由退换产生的退货运费由买家承担；换货时，店铺承担寄出新商品的运费。", "运费说明"),

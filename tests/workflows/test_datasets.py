@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import date
 
 import pytest
 
@@ -51,6 +52,14 @@ def test_a_follow_up_is_asked_alone_after_every_turn_or_after_the_opening_one():
     assert follow_up.asked("all") == "国学院有哪些下设系别 学生主要就业方向有哪些？ 保研率是多少"
     assert follow_up.asked("opening") == "国学院有哪些下设系别 保研率是多少"
     assert Question(qid="q", question="国学院在哪").asked("opening") == "国学院在哪"
+
+
+def test_a_time_sensitive_question_is_sent_with_its_as_of_year():
+    timed = Question(qid="t", question="中国人民大学的校长是谁？", meta={"as_of": 2014})
+    assert timed.as_of == "2014" and timed.filters.as_of == "2014"
+    assert timed.reference_day == date(2014, 7, 1)
+    plain = Question(qid="p", question="中国人民大学的校长是谁？")
+    assert plain.as_of is None and plain.filters is None and plain.reference_day is None
 
 
 def test_load_questions_filters_qtypes_then_limits(datasets_dir):

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import DEMO_DIR
 from tests.support.replay_server import ReplayServer
-from tools.rerank import DEFAULT_WEIGHTS_PATH
+from tools.rerank import DEFAULT_WEIGHTS_PATH, FEATURES
 from workflows.calibrate import (GRID, CalibrationRequest, choose_threshold, fit_reranker, format_calibration_report,
                                  record_calibrated, refusal_curve, run_calibration, score_weights, write_default_threshold,
                                  write_kb_threshold)
@@ -240,7 +240,7 @@ def test_a_reranker_fit_that_loses_held_out_is_not_written():
     # Two sets where a gold chunk is the one with the higher dense feature; the current weights
     # already rank it first, so a fit cannot beat them and nothing is written.
     def example(qid, gold_first):
-        features = np.zeros((2, 9))
+        features = np.zeros((2, len(FEATURES)))
         features[0 if gold_first else 1, 0] = 1.0
         return {"qid": qid, "docs": ["g", "o"] if gold_first else ["o", "g"], "gold": ["g"],
                 "features": features, "labels": np.array([1, 0] if gold_first else [0, 1])}

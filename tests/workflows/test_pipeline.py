@@ -120,7 +120,8 @@ def test_weak_evidence_is_refused_without_generating(pipeline):
 def test_the_threshold_decides_the_gate(demo_kb, pipeline):
     question = "XZ-3000 充电宝多少钱？"
     answered = pipeline.run(question)
-    assert not answered.refused and answered.best_score > 0.5
+    # a clear answer, well above the calibrated gate (0.47 against 0.1225 with the session-5 weights)
+    assert not answered.refused and answered.best_score > 3 * pipeline.config.refusal_threshold
     strict = QAPipeline(demo_kb, pipeline.config.model_copy(update={"refusal_threshold": 0.99}),
                         registry=pipeline.registry).warm_up()
     assert strict.run(question).refusal_reason == "weak_evidence"

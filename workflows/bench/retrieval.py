@@ -19,6 +19,7 @@ import time
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,7 @@ from tools.rerank import FEATURES, OfflineReranker, load_weights, rerank, save_w
 from tools.rerank_fit import RankGroup, fit_ranking_weights
 from tools.search import fuse, hybrid_search, keyword_search, semantic_search
 from workflows.bench.agentscope_baseline import AgentScopeBaseline
+from workflows.calibrate import held_out
 from workflows.datasets import Question, dataset_kb, kb_doc_ids, load_questions, missing_embeddings, sample
 from workflows.metrics import latency_summary, ranked_doc_ids, retrieval_scores
 
@@ -114,11 +116,12 @@ class LegRunner:
             self.agentscope = AgentScopeBaseline(kb, folder / "agentscope").warm_up()
         self._title_vectors: np.ndarray | None = None
 
-    def ctx(self, skill: str, params: dict, **extra) -> SkillContext:
-        return SkillContext(self.kb, {**params.get(skill, {}), **extra}, reranker=self.reranker)
+    def ctx(self, skill: str, params: dict, as_of: date | None = None, **extra) -> SkillContext:
+        return SkillContext(self.kb, {**params.get(skill, {}), **extra}, reranker=self.reranker, as_of=as_of)
 
-    def run(self, leg: str, query: str) -> tuple[list[str], dict[str, float]]:
-        """(ranked doc ids, {step: ms}) of one of LEGS; each leg embeds its query afresh."""
+    def run(self, leg: str, query: str, as_of: date | None = None) -> tuple[list[str], dict[str, float]]:
+        """(ranked doc ids, {step: ms}) of one of LEGS; each leg embeds its query afresh. as_of:
+        the day the question is about (only the reranker reads it)."""
         forget_query_vectors(self.kb)
         started = time.perf_counter()
         if leg == "bm25":
@@ -132,7 +135,7 @@ class LegRunner:
             return docs, {"hybrid": _ms(started)}
         if leg == "hybrid+rerank":
             candidates, hybrid_ms = self.hybrid(query, self.current)
-            reranked, rerank_ms = self.rerank(query, candidates, self.current)
+            reranked, rerank_ms = self.rerank(query, candidates, self.current, as_of=as_of)
             return _docs(reranked), {"hybrid": hybrid_ms, "rerank": rerank_ms}
         if leg == "rank_bm25":
             scores = self.rank_bm25.get_scores(self.kb.query_tokens(query))
@@ -149,9 +152,9 @@ class LegRunner:
         return hits, _ms(started)
 
     def rerank(self, query: str, candidates: list[EvidenceHit], params: dict,
-               reranker: OfflineReranker | None = None) -> tuple[list[EvidenceHit], float]:
+               reranker: OfflineReranker | None = None, as_of: date | None = None) -> tuple[list[EvidenceHit], float]:
         """The rerank skill over the candidates (with another reranker, e.g. refitted weights)."""
-        ctx = self.ctx("rerank", params)
+        ctx = self.ctx("rerank", params, as_of=as_of)
         if reranker is not None:
             ctx.reranker = reranker
         ctx.remember(candidates)
@@ -241,6 +244,8 @@ def _ablation(runner: LegRunner, questions: list[Question], history: bool) -> di
         out["hybrid, the opening turn prepended"] = measure(plain, opening)
         out["hybrid → rerank, the opening turn prepended"] = measure(lambda t: runner.run("hybrid+rerank", t)[0],
                                                                     opening)
+    if any(q.as_of for q in questions):  # what knowing the asked time buys the reranker
+        out["hybrid → rerank, as-of time not given"] = measure(lambda t: runner.run("hybrid+rerank", t)[0])
     return out
 
 
@@ -248,13 +253,13 @@ def _rerank_examples(runner: LegRunner, questions: list[Question], history: bool
     """Per question: hybrid_search candidates, their reranker features and labels (gold doc or not)."""
     examples = []
     for q in questions:
-        query = q.asked("all" if history else "none")
+        query, as_of = q.asked("all" if history else "none"), q.reference_day
         candidates, _ = runner.hybrid(query, runner.current)
         chunks = [runner.kb.get(h.chunk_id) for h in candidates]
-        features = runner.reranker.features(query, chunks)
+        features = runner.reranker.features(query, chunks, as_of)
         labels = [int(c.doc_id in q.gold_doc_ids) for c in chunks]
-        examples.append({"qid": q.qid, "query": query, "candidates": candidates, "gold": q.gold_doc_ids,
-                         "features": features.tolist(), "labels": labels})
+        examples.append({"qid": q.qid, "query": query, "as_of": as_of, "candidates": candidates,
+                         "gold": q.gold_doc_ids, "features": features.tolist(), "labels": labels})
     return examples
 
 
@@ -338,7 +343,7 @@ def _run_set(runner: LegRunner, questions: list[Question], legs: Sequence[str],
     for q in questions:
         query = q.asked("all" if history else "none")
         for leg in legs:
-            docs, steps = runner.run(leg, query)
+            docs, steps = runner.run(leg, query, q.reference_day)
             runs[leg].append((docs, q.gold_doc_ids))
             for step, ms in steps.items():
                 timings.setdefault(step, []).append(ms)
@@ -351,6 +356,12 @@ def _run_set(runner: LegRunner, questions: list[Question], legs: Sequence[str],
 
 def _summarise(questions: list[Question], runs: dict[str, list]) -> dict:
     out = {"legs": {leg: _scores(r) for leg, r in runs.items()}, "by_qtype": {}}
+    # The shipped reranker's weights were fitted by `run.py calibrate` on 70% of the dev questions:
+    # its score on the other 30% is the number that has not seen its questions.
+    unseen = [i for i, q in enumerate(questions) if held_out(q.qid)]
+    if unseen and "hybrid+rerank" in runs:
+        out["held_out"] = {"n": len(unseen), **{leg: _scores([runs[leg][i] for i in unseen])
+                                                for leg in ("hybrid", "hybrid+rerank") if leg in runs}}
     qtypes = sorted({q.qtype for q in questions})
     if len(qtypes) > 1:
         for qtype in qtypes:
@@ -381,7 +392,8 @@ def _cross_validated_rerank(active: dict, examples: dict[str, list[dict]], tmp: 
         runs[key], timings = [], []
         for q in questions:
             e = by_qid[q.qid]
-            hits, ms = runner.rerank(e["query"], e["candidates"], runner.current, rerankers[fold_of(q.qid)])
+            hits, ms = runner.rerank(e["query"], e["candidates"], runner.current, rerankers[fold_of(q.qid)],
+                                     as_of=e["as_of"])
             runs[key].append((_docs(hits), q.gold_doc_ids))
             timings.append(ms)
         latency[key] = latency_summary(timings)
@@ -552,6 +564,12 @@ def format_retrieval_report(result: dict) -> str:
             lines.append(f"| {LEG_LABELS.get(leg, leg)} | {_fmt(sc['recall@1'])} | {_fmt(sc['recall@5'])} "
                          f"| {_fmt(sc['recall@10'])} | {_fmt(sc.get('recall@30', float('nan')))} "
                          f"| {_fmt(sc['mrr@10'])} | {ms} |")
+        for leg in ("hybrid", "hybrid+rerank"):
+            sc = s.get("held_out", {}).get(leg)
+            if sc:
+                lines.append(f"| {LEG_LABELS[leg].split(' (')[0]}, only the {s['held_out']['n']} questions calibration "
+                             f"held out | {_fmt(sc['recall@1'])} | {_fmt(sc['recall@5'])} | {_fmt(sc['recall@10'])} "
+                             f"| {_fmt(sc.get('recall@30', float('nan')))} | {_fmt(sc['mrr@10'])} | – |")
         if s.get("by_qtype"):
             legs = list(s["legs"])
             lines += ["", "Recall@5 by question type:", "",
@@ -599,17 +617,20 @@ def format_retrieval_report(result: dict) -> str:
                 hnsw = e["faiss_hnsw"]
                 lines.append(f"| {int(size):,} | {_ms_cell(e['milvus_lite_flat'])} | {_ms_cell(e['numpy'])} "
                              f"| {_ms_cell(e['faiss_flat'])} | {_ms_cell(hnsw)} ({hnsw['recall@10']:.3f}) |")
-    lines += ["", "### Targets (Recall@5)", "", "| set | target | hybrid+rerank | hybrid+rerank* | best single leg "
-              "| AgentScope | met |", "|---|---:|---:|---:|---:|---:|---|"]
+    lines += ["", "### Targets (Recall@5)", "", "| set | target | hybrid+rerank | held out | hybrid+rerank* "
+              "| best single leg | AgentScope | met |", "|---|---:|---:|---:|---:|---:|---:|---|"]
     for key, s in result["sets"].items():
         legs = s["legs"]
         r5 = {leg: sc["recall@5"] for leg, sc in legs.items()}
         best_single = max((leg for leg in ("bm25", "dense", "bm25*") if leg in r5), key=r5.get, default=None)
-        ours = r5.get("hybrid+rerank*", r5.get("hybrid+rerank", float("nan")))
+        ours = r5.get("hybrid+rerank", float("nan"))
+        unseen = s["held_out"]["hybrid+rerank"]["recall@5"] if s.get("held_out") else ours
         target = TARGETS_R5.get(key)
-        met = (target is not None and ours >= target and (best_single is None or ours > r5[best_single])
-               and ours > r5.get("agentscope", -1.0))
-        lines.append(f"| ({key}) | {target if target is not None else '–'} | {_fmt(r5.get('hybrid+rerank', float('nan')))} "
+        # met: the shipped skills on every question and on the questions the weight fit never saw
+        met = (target is not None and min(ours, unseen) >= target
+               and (best_single is None or ours > r5[best_single]) and ours > r5.get("agentscope", -1.0))
+        lines.append(f"| ({key}) | {target if target is not None else '–'} | {_fmt(ours)} "
+                     f"| {_fmt(unseen) if s.get('held_out') else '–'} "
                      f"| {_fmt(r5.get('hybrid+rerank*', float('nan')))} "
                      f"| {_fmt(r5[best_single]) + ' ' + best_single if best_single else '–'} "
                      f"| {_fmt(r5.get('agentscope', float('nan')))} | {'yes' if met else 'no'} |")
