@@ -237,6 +237,14 @@ workflows/calibrated.yaml), the others the pooled one, which `--write-default` a
 workflows/pipeline.yaml (0.1225). Where the answer stage alone refuses more than 5% of answerable
 questions, the 5% bound applies to the refusals the gate adds.
 
+**Measured on the demo and not adopted (session 5).** A search scoped to one product returning
+24 chunks instead of 10 (every chunk of a product repeats its name, so its page, SKU rows and size
+table compete on the name): answer hit of answerable 0.826 → 0.849 and false refusals 0.105 → 0.070,
+but citation precision 0.974 → 0.950 and "XZ-2000和XZ-3000两款充电宝各卖多少钱？" answered from the
+boarding FAQ instead of with the two prices; a wrong answer to a price question costs more than two
+refusals. Keeping the lexicon's synonym phrases whole in the tokenizer (哪里生产 → 产地): no change
+(`run.py eval --dataset knowledge/demo --strategy policy`, each against the same run without it).
+
 **Reading the numbers.** Baoxianzhidao's gold answers are whole FAQ replies (often 100+
 characters), and an answer hits only if it contains one whole: the extractive answerer quotes an
 FAQ entry's reply whole (up to 400 characters, untyped documents whose title is a question
