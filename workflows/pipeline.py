@@ -153,7 +153,8 @@ class QAPipeline:
                                    retry=self.config.retry(), filters=search_filters,
                                    toolkit_template=self.toolkit_template,
                                    reserve_model_calls=self._answerer_model_calls())
-        outcome = await planner.run(_planner_message(question, features))
+        outcome = await planner.run(with_asked_time(_planner_message(question, features),
+                                                    search_filters.as_of if search_filters else None))
         clock.lap("planner")
         degradations = list(outcome.degradations)
         degradations += [f"tool {r.name}: {reason}" for r in planner.records if r.degraded for reason in r.reasons]
@@ -239,7 +240,9 @@ class QAPipeline:
         async def attempt(feedback: InspectionReport | None) -> tuple[str, InspectionReport]:
             nonlocal answerer, source
             try:
-                text = await generate(answerer, question, evidence, conflicts, feedback, budget=tracker)
+                # a model reads the asked time; the extractive answerer matches the question's own words
+                asked = with_asked_time(question, result.as_of) if source == "llm" else question
+                text = await generate(answerer, asked, evidence, conflicts, feedback, budget=tracker)
             except ModelFailure as exc:
                 degradations.append(f"answerer model failed ({exc}); extractive answer used")
                 answerer, source = self.extractive, "extractive"
@@ -295,6 +298,11 @@ class QAPipeline:
             "answerer": self.answerer.name if isinstance(self.answerer, LLMAnswerer) else "extractive",
             "reranker": getattr(self.reranker, "name", type(self.reranker).__name__),
         }
+
+
+def with_asked_time(text: str, as_of: str | None) -> str:
+    """A model's view of a question asked about a given time (SearchFilters.as_of)."""
+    return f"{text}\n（问的是 {as_of} 时的情况：以最接近这个时间的资料为准）" if as_of else text
 
 
 def _planner_message(question: str, features: QueryFeatures) -> str:

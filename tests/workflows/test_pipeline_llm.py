@@ -80,6 +80,22 @@ def test_an_invented_citation_is_rejected_and_the_regeneration_passes(demo_kb, r
     assert result.budget.model_calls == 2
 
 
+def test_the_models_are_told_the_time_the_question_is_about(demo_kb, registry, server):
+    server.push(
+        {"tool_calls": [{"name": "hybrid_search", "arguments": {"query": "XZ-3000 充电宝 价格"}}]},
+        {"content": "检索完成"},
+        valid_price_answer,
+    )
+    result = make_pipeline(demo_kb, registry, server, planner=True, answerer=True).run(
+        PRICE_QUESTION, filters={"as_of": "2026-03"})
+
+    assert result.as_of == "2026-03" and not result.refused and not result.degraded, result.degradation_reasons
+    planner_first, _, answerer_first = server.chat_requests()
+    for request in (planner_first, answerer_first):
+        assert "问的是 2026-03 时的情况" in prompt_text(request.body)
+    assert "2026-03" not in result.question  # the result keeps the customer's own words
+
+
 def test_two_failed_answers_fall_back_to_the_extractive_answer(demo_kb, registry, server):
     invented = {"content": "XZ-3000 的价格是 1元【made-up#x-1】。"}
     server.push(invented, invented)
