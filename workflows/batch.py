@@ -4,10 +4,10 @@ Input: JSONL or CSV rows with `id` (or the datasets' `qid`), `question`, and opt
 `session_id` (or the datasets' `session`) and `as_of` (the time it asks about: YYYY[-MM[-DD]]).
 Turns of one session run in input order (a follow-up needs its earlier turns); everything else
 runs `concurrency` at a time. Output: one line per input id — the QAResult fields plus `id`,
-`latency_ms` and `error` (null, or why this item failed; an item's failure is never fatal). Each line is written by one append and fsync'd, so a crash
-leaves whole lines and at most one torn last line, which the next run drops and redoes;
-ids already in the output are skipped, so rerunning the same command finishes the job without
-duplicating a line.
+`latency_ms` and `error` (null, or why this item failed; an item's failure is never fatal). Each
+line is written by one append and fsync'd, so a crash leaves whole lines and at most one torn last
+line, which the next run drops and redoes; ids already in the output are skipped, so rerunning the
+same command finishes the job without duplicating a line.
 """
 from __future__ import annotations
 
