@@ -260,7 +260,10 @@ that only asks what something is (X是谁, 什么是X) is answered by the senten
 DomainRAG's corpus is a site's pages cut into overlapping ~450-character passages (2,261 of its
 2,428 docs share a title with another; same URL), and its gold is one passage: an answer quoting
 the same facts from the neighbouring passage of the same page counts as a wrong citation, which
-is most of why its citation precision is low (counted by page, the same answers score 0.53). RGB `counterfactual_only` questions have no gold doc (every candidate carries
+is most of why its citation precision is low (counted by page, the same answers score 0.53).
+DomainRAG's multidoc gold answers are written summaries (median 104 characters) that no quote
+from the evidence contains word for word, so their answer hit is 0 by construction; their R@5
+says whether the documents were found. RGB `counterfactual_only` questions have no gold doc (every candidate carries
 the fake value), so only the conflict and fake-answer columns apply. CI keeps a small version of
 these runs as floors (tests/workflows/test_quality_floors.py: 92 questions over four sets on KB
 slices; 2 min 13 s with an empty embedding cache, 319 chunks embedded, on this machine).
