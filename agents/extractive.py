@@ -106,6 +106,7 @@ class ExtractiveAnswerer:
         by_id = {hit.chunk_id: hit for hit in evidence}
         pieces: list[str] = []
         disclosed_chunks: set[str] = set()
+        overruled: list[re.Pattern] = []  # values a disclosure said do not prevail
         for conflict in conflicts:
             if self.inspector.conflict_disclosed(conflict, split_sentences("".join(pieces))):
                 continue  # an earlier disclosure already states these values
@@ -113,8 +114,17 @@ class ExtractiveAnswerer:
             if disclosure and strip_citations(disclosure).strip() not in banned:
                 pieces.append(disclosure)
                 disclosed_chunks |= {v.chunk_id for v in conflict.values}
+                first = conflict.values[0]
+                # only a value the first one outranks (official over a review, another date) is
+                # overruled; between two equal sources the disclosure settles nothing
+                overruled += [_value_pattern(v.value) for v in conflict.values[1:]
+                              if _compact(v.value) != _compact(first.value)
+                              and (v.authority != first.authority or v.updated_at != first.updated_at)]
 
         def allowed(candidate: _Candidate) -> bool:
+            # After "…以最新政策为准" a sentence restating the older value would contradict it
+            if any(p.search(_compact(candidate.body)) for p in overruled):
+                return False
             return not banned or all(
                 strip_citations(self._frame(candidate, profile.english, cautious)).strip() not in banned
                 for cautious in (False, True)
@@ -474,6 +484,15 @@ def _sku_fields(body: str) -> dict[str, str] | None:
     """The "键: 值；键: 值" fields of a SKU table row; None when it is not one (no price or stock)."""
     fields = dict(part.split(": ", 1) for part in body.split("；") if ": " in part)
     return fields if ("价格" in fields or "库存" in fields) and "商品" in fields else None
+
+
+def _compact(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _value_pattern(value: str) -> re.Pattern:
+    """A conflict value as it may appear in a sentence: "7天" but not inside "17天"."""
+    return re.compile(r"(?<![\d.])" + re.escape(_compact(value)) + r"(?![\d.])")
 
 
 def _clean(text: str) -> str:

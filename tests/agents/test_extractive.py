@@ -126,6 +126,16 @@ def test_a_conflict_about_an_asked_time_prevails_by_that_time(demo_kb, answerer,
     assert inspector.run(answer, evidence, conflict).passed
 
 
+def test_no_sentence_after_a_disclosure_restates_the_value_it_overruled(demo_kb, answerer):
+    conflicts = pytest.importorskip("workflows.conflicts")
+    evidence = chunks(demo_kb, RET26, RET24, "faq-015#body-0")  # the FAQ says 15天, as the 2026 policy
+    question = "买的东西几天之内可以无理由退换？"
+    newest = answerer.run(question, evidence, conflicts.detect_conflicts(question, evidence))
+    assert "以最新政策为准。" in newest and "【faq-015#body-0】" in newest  # it agrees with what prevails
+    as_of_2024 = answerer.run(question, evidence, conflicts.detect_conflicts(question, evidence, as_of="2024-09"))
+    assert as_of_2024.startswith("不同来源说法不一致：2024-05-01") and "faq-015" not in as_of_2024
+
+
 def test_official_page_comes_before_a_user_review(demo_kb, answerer, inspector):
     conflicts = pytest.importorskip("workflows.conflicts")
     review, page = "rev-0002#body-0", "prod-aj1-retro#材质-0"
