@@ -106,7 +106,7 @@ class ExtractiveAnswerer:
         by_id = {hit.chunk_id: hit for hit in evidence}
         pieces: list[str] = []
         disclosed_chunks: set[str] = set()
-        overruled: list[re.Pattern] = []  # values a disclosure said do not prevail
+        overruled: list[str] = []  # values a disclosure said do not prevail
         for conflict in conflicts:
             if self.inspector.conflict_disclosed(conflict, split_sentences("".join(pieces))):
                 continue  # an earlier disclosure already states these values
@@ -117,13 +117,13 @@ class ExtractiveAnswerer:
                 first = conflict.values[0]
                 # only a value the first one outranks (official over a review, another date) is
                 # overruled; between two equal sources the disclosure settles nothing
-                overruled += [_value_pattern(v.value) for v in conflict.values[1:]
+                overruled += [v.value for v in conflict.values[1:]
                               if _compact(v.value) != _compact(first.value)
                               and (v.authority != first.authority or v.updated_at != first.updated_at)]
 
         def allowed(candidate: _Candidate) -> bool:
             # After "…以最新政策为准" a sentence restating the older value would contradict it
-            if any(p.search(_compact(candidate.body)) for p in overruled):
+            if any(self.inspector.mentions(candidate.body, value) for value in overruled):
                 return False
             return not banned or all(
                 strip_citations(self._frame(candidate, profile.english, cautious)).strip() not in banned
@@ -490,11 +490,6 @@ def _compact(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-def _value_pattern(value: str) -> re.Pattern:
-    """A conflict value as it may appear in a sentence: "7天" but not inside "17天"."""
-    return re.compile(r"(?<![\d.])" + re.escape(_compact(value)) + r"(?![\d.])")
-
-
 def _clean(text: str) -> str:
     """Evidence text safe to quote inside one answer sentence: no citation markers, no 【】,
     no sentence end in the middle, one line."""
@@ -508,8 +503,7 @@ def _statement(value: "ConflictValue", hit: EvidenceHit) -> str:
     sentence = _clean(value.sentence or "")
     if hit.section and sentence.startswith(hit.section + "："):
         sentence = _LEADING.sub("", sentence[len(hit.section) + 1:])
-    compact_value = re.sub(r"\s+", "", value.value)
-    if sentence and compact_value in re.sub(r"\s+", "", sentence) and len(sentence) <= _MAX_SENTENCE_CHARS:
+    if sentence and _compact(value.value) in _compact(sentence) and len(sentence) <= _MAX_SENTENCE_CHARS:
         return sentence
     return _clean(value.value)
 

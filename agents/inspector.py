@@ -302,14 +302,17 @@ class Inspector:
         """At least two of the conflict's values are stated, each in a sentence citing its chunk."""
         stated = 0
         for value in conflict.values:
-            if any(value.chunk_id in s.cited_ids and self._mentions(s.text, value.value) for s in sentences):
+            if any(value.chunk_id in s.cited_ids and self.mentions(s.text, value.value) for s in sentences):
                 stated += 1
         return stated >= min(2, len(conflict.values))
 
-    def _mentions(self, text: str, value: str) -> bool:
+    def mentions(self, text: str, value: str) -> bool:
+        """The text states this value: word for word once width-normalised with lexicon aliases
+        applied (１５天 = 15天), its numbers whole, or the same numbers with units, model numbers
+        and dates."""
         compact_text = re.sub(r"\s+", "", self._canonical(text))
         compact_value = re.sub(r"\s+", "", self._canonical(value))
-        if compact_value and compact_value.lower() in compact_text.lower():
+        if compact_value and _whole_value(compact_value.lower()).search(compact_text.lower()):
             return True
         value_facts = facts_of(compact_value)
         if not (value_facts.numbers or value_facts.models or value_facts.dates):
@@ -328,3 +331,10 @@ class Inspector:
         except Exception as exc:  # a broken judge must not block a deterministically good answer
             log.warning("inspector judge failed: %s", type(exc).__name__)
             return {"supported": True, "problems": [], "error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+def _whole_value(value: str) -> re.Pattern:
+    """The value as written, its numbers whole: "7天" is not in "17天", "1299" not in "12990"."""
+    before = r"(?<![\d.])" if value[0].isdigit() else ""
+    after = r"(?![\d])" if value[-1].isdigit() else ""
+    return re.compile(before + re.escape(value) + after)

@@ -85,8 +85,8 @@ class Assistant:
         started = time.perf_counter()
         state = self.sessions.get(session_id) if session_id is not None else None
         entity = state.entity if state else None
-        # a conversation about no product carries its opening question into follow-ups instead
-        topic = state.turns[0].question if state and state.turns and entity is None else None
+        # the opening question: the analyzer carries it into a follow-up when there is no product to carry
+        topic = state.turns[0].question if state and state.turns else None
         asked, asked_entity = question, entity
         if state is not None and state.pending is not None:
             completed = self.clarifier.complete(state.pending, question)

@@ -84,7 +84,8 @@ class Question(BaseModel):
     @property
     def reference_day(self) -> date | None:
         """The day its as-of time stands for (SearchFilters.reference_day), for a bare reranker."""
-        return self.filters.reference_day() if self.filters else None
+        filters = self.filters  # validated: a malformed meta.as_of is an error naming the field
+        return filters.reference_day() if filters else None
 
     def asked(self, turns: Literal["none", "all", "opening"] = "all") -> str:
         """The question as one text for a retriever: alone, after every earlier turn's question,

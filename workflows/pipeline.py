@@ -147,14 +147,14 @@ class QAPipeline:
         clock.lap("policy")
 
         pool = EvidencePool()
+        asked_time = search_filters.as_of if search_filters else None  # as the caller wrote it
         as_of = search_filters.reference_day() if search_filters else None
         planner = RetrievalPlanner(self.registry, SkillContext(self.kb, reranker=self.reranker, as_of=as_of), pool, tracker,
                                    decision, llm=self.planner_llm, formatter=self.planner_formatter,
                                    retry=self.config.retry(), filters=search_filters,
                                    toolkit_template=self.toolkit_template,
                                    reserve_model_calls=self._answerer_model_calls())
-        outcome = await planner.run(with_asked_time(_planner_message(question, features),
-                                                    search_filters.as_of if search_filters else None))
+        outcome = await planner.run(with_asked_time(_planner_message(question, features), asked_time))
         clock.lap("planner")
         degradations = list(outcome.degradations)
         degradations += [f"tool {r.name}: {reason}" for r in planner.records if r.degraded for reason in r.reasons]
@@ -171,7 +171,7 @@ class QAPipeline:
                                  source=decision.source),
             plan=decision.plan, planner_source=outcome.source, tool_calls=planner.records,
             best_score=None if best is None else round(best, 4), evidence_ids=[h.chunk_id for h in evidence],
-            models=self._model_names(), as_of=search_filters.as_of if search_filters else None,
+            models=self._model_names(), as_of=asked_time,
         )
         if best is None or best < self.config.refusal_threshold:
             result.refused = True

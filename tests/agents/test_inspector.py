@@ -130,6 +130,13 @@ def test_facts_normalisation(a, b):
     assert facts_of(a) == facts_of(b)
 
 
+def test_a_value_is_mentioned_only_with_its_numbers_whole(inspector):
+    assert inspector.mentions("自签收之日起 7天无理由退换", "7天")
+    assert inspector.mentions("自签收之日起１５天无理由退换", "15天")  # width-normalised
+    assert not inspector.mentions("自签收之日起 17天无理由退换", "7天")
+    assert not inspector.mentions("售价 12990 元", "1299")
+
+
 def test_conflict_must_be_disclosed_with_both_values_cited(inspector, evidence):
     conflicts = pytest.importorskip("workflows.conflicts")
     conflict = conflicts.Conflict(attribute="无理由退换期限", entity="退换货政策", values=[
