@@ -226,8 +226,12 @@ class QAPipeline:
         varied, spare = _at_most_per_doc(ranked, self.config.evidence_per_doc)
         n, max_chars = self.config.evidence_top_n, self.config.evidence_max_chars
         shown = EvidencePool.from_hits(varied).top(n, max_chars)
-        if len(shown) < n and spare:  # the cap diversifies; it must not leave slots empty
-            shown = EvidencePool.from_hits(spare).top(n, max_chars, after=shown)
+        # The cap diversifies; it must not leave slots empty. Slots left over go first to a
+        # section not shown yet (a product's 产地 before a third SKU row), then to the rest.
+        for tier in _new_sections_first(spare, shown):
+            if len(shown) >= n:
+                break
+            shown = EvidencePool.from_hits(tier).top(n, max_chars, after=shown)
         return shown, float(max(scores)), problem
 
     async def _answer(self, result: QAResult, question: str, evidence: list[EvidenceHit], tracker: BudgetTracker,
@@ -323,6 +327,18 @@ def parse_filters(filters: SearchFilters | Mapping | None) -> SearchFilters | No
     except Exception as exc:
         raise QuestionError(f"invalid filters: {exc}") from None
     return None if parsed.is_empty() else parsed
+
+
+def _new_sections_first(spare: list[EvidenceHit], shown: list[EvidenceHit]) -> tuple[list[EvidenceHit], ...]:
+    """(the best spare hit of each (document, section) not shown yet, the other spare hits),
+    order kept."""
+    seen = {(hit.doc_id, hit.section) for hit in shown}
+    fresh, rest = [], []
+    for hit in spare:
+        key = (hit.doc_id, hit.section)
+        (rest if key in seen else fresh).append(hit)
+        seen.add(key)
+    return fresh, rest
 
 
 def _at_most_per_doc(hits: list[EvidenceHit], limit: int) -> tuple[list[EvidenceHit], list[EvidenceHit]]:

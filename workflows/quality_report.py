@@ -245,6 +245,21 @@ boarding FAQ instead of with the two prices; a wrong answer to a price question 
 refusals. Keeping the lexicon's synonym phrases whole in the tokenizer (哪里生产 → 产地): no change
 (`run.py eval --dataset knowledge/demo --strategy policy`, each against the same run without it).
 
+**Evidence slots beyond the per-document cap (session 6).** The evidence shows at most 2 chunks of
+a document first (`evidence_per_doc`); slots left over used to go to the next best chunks, which
+on a product page were more SKU rows and size-table rows (short, and they repeat the product name).
+They now go first to the best chunk of each (document, section) not shown yet, then to the rest.
+Demo: answer hit of answerable 0.826 → 0.837, false refusals 0.105 → 0.093, citation precision
+0.974 unchanged; "星择GaN充电器C65单口最大多少瓦？" was answered "20W" from a size-table row (the
+watts an iPhone gets) and is now answered "65W" from 功能特点; no demo answer got worse.
+cmrc2018_dev, baoxianzhidao, DomainRAG and RGB (policy, main questions): every answer number
+unchanged (their pools rarely leave a slot over). Measured in the
+same session and not adopted: BM25 without the title field for a search scoped to one product
+(every chunk of the product shares its title): demo hit of answerable 0.837 → 0.860 and false
+refusals 0.093 → 0.070, but citation precision 0.974 → 0.950 (a weight question answered with the
+warranty's spare-earbud price instead of the 4.8 g it had found, a conflict question answered
+from a community post).
+
 **Reading the numbers.** Baoxianzhidao's gold answers are whole FAQ replies (often 100+
 characters), and an answer hits only if it contains one whole: the extractive answerer quotes an
 FAQ entry's reply whole (up to 400 characters, untyped documents whose title is a question

@@ -14,7 +14,7 @@ from tests.conftest import DEMO_DIR
 from workflows.cli import app
 from workflows.datasets import candidate_kb
 from tools.base import EvidenceHit
-from workflows.pipeline import QAPipeline, QuestionError, _at_most_per_doc
+from workflows.pipeline import QAPipeline, QuestionError, _at_most_per_doc, _new_sections_first
 from workflows.pipeline_config import PipelineConfig, PipelineConfigError
 from workflows.query_analysis import Entity
 from workflows.result import QAResult
@@ -154,6 +154,23 @@ def test_the_per_document_cap_only_leaves_slots_empty_when_nothing_else_can_fill
             [("a", 0), ("a", 1), ("b", 0), ("a", 2), ("b", 1), ("b", 2)]]
     kept, spare = _at_most_per_doc(hits, 2)
     assert [h.chunk_id for h in kept] == ["a#0", "a#1", "b#0", "b#1"] and [h.chunk_id for h in spare] == ["a#2", "b#2"]
+
+
+def test_slots_beyond_the_cap_go_to_sections_not_shown_yet(pipeline):
+    # The charger's size table (devices and the watts each gets) and its SKU rows fill the
+    # per-document cap; the next slot goes to a section not shown yet (功能特点, where the
+    # single-port maximum is) before a third size-table row, which answered "20W" before.
+    result = pipeline.run("星择GaN充电器C65单口最大多少瓦？")
+    assert not result.refused and "65W" in result.answer
+    assert "20W" not in result.answer
+    assert any("#功能特点" in c.id for c in result.citations)
+    # the order itself: the best spare hit of each unseen (document, section), then the rest
+    hit = lambda doc, section, i: EvidenceHit(chunk_id=f"{doc}#{section}-{i}", doc_id=doc, section=section, text="t", score=1.0)
+    shown = [hit("a", "table", 0), hit("a", "table", 1)]
+    spare = [hit("a", "table", 2), hit("a", "notes", 0), hit("a", "notes", 1), hit("b", "table", 0)]
+    fresh, rest = _new_sections_first(spare, shown)
+    assert [h.chunk_id for h in fresh] == ["a#notes-0", "b#table-0"]
+    assert [h.chunk_id for h in rest] == ["a#table-2", "a#notes-1"]
 
 
 def test_result_trace_json_and_text(pipeline):
