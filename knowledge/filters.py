@@ -31,6 +31,14 @@ def as_of_day(period: str) -> date:
     return date(*parts)
 
 
+def parse_day(iso_date: str | None) -> date | None:
+    """The day of an ISO date or datetime string; None when there is none or it is not a day."""
+    try:
+        return date.fromisoformat(iso_date[:10]) if iso_date else None
+    except ValueError:
+        return None
+
+
 def day_number(iso_date: str | None) -> int:
     """YYYY-MM-DD -> days since 1970-01-01; unknown dates sort as oldest (0)."""
     if not iso_date:

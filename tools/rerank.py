@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from knowledge.filters import parse_day
 from knowledge.ingest import embedding_text
 from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
@@ -51,13 +52,6 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 
 def _numbers(text: str) -> set[str]:
     return {f"{float(n):g}" for n in _NUMBER.findall(MODEL_NUMBER.sub(" ", text))}
-
-
-def _days(iso_date: str | None) -> int | None:
-    try:
-        return date.fromisoformat(iso_date[:10]).toordinal() if iso_date else None
-    except ValueError:
-        return None
 
 
 def load_weights(path: Path = DEFAULT_WEIGHTS_PATH) -> dict:
@@ -111,15 +105,14 @@ class OfflineReranker:
         query_models, query_numbers = model_numbers(canonical_query), _numbers(canonical_query)
         bm25 = self._bm25(query, chunks)
         dense = self._dense(canonical_query, chunks, lexicon)
-        newest = max((d for d in (_days(c.updated_at) for c in chunks) if d is not None), default=None)
-        asked_day = as_of.toordinal() if as_of is not None else None
+        newest = max((d for d in (parse_day(c.updated_at) for c in chunks) if d is not None), default=None)
         rows = []
         for chunk, bm25_score, cosine in zip(chunks, bm25, dense):
             title = lexicon.canonicalize(chunk.title).lower()
             haystack = lexicon.canonicalize(f"{chunk.title}\n{chunk.section}\n{chunk.text}")
             haystack_lower = haystack.lower()
             title_tokens = list(dict.fromkeys(tokenize(chunk.title, lexicon)))
-            day = _days(chunk.updated_at)
+            day = parse_day(chunk.updated_at)
             rows.append([
                 float(np.clip((cosine - _COSINE_FLOOR) / _COSINE_SPAN, 0.0, 1.0)),
                 bm25_score,
@@ -129,8 +122,8 @@ class OfflineReranker:
                 _model_match(query_models, model_numbers(lexicon.canonicalize(chunk.title)) or model_numbers(haystack)),
                 _fraction(title_tokens, query_lower),
                 1.0 if chunk.authority == "official" else 0.0,
-                math.exp(-(newest - day) / _RECENCY_DAYS) if day is not None and newest is not None else 0.0,
-                math.exp(-abs(asked_day - day) / _RECENCY_DAYS) if day is not None and asked_day is not None else 0.0,
+                math.exp(-(newest - day).days / _RECENCY_DAYS) if day is not None and newest is not None else 0.0,
+                math.exp(-abs((as_of - day).days) / _RECENCY_DAYS) if day is not None and as_of is not None else 0.0,
             ])
         return np.array(rows, dtype=np.float64)
 

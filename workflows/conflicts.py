@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import date
 from difflib import SequenceMatcher
 from functools import cached_property
 
@@ -33,7 +34,7 @@ import jieba
 import jieba.posseg
 from pydantic import BaseModel
 
-from knowledge.filters import as_of_day, day_number
+from knowledge.filters import as_of_day, parse_day
 from knowledge.lexicon import Lexicon
 from knowledge.schema import AUTHORITY_RANK
 from knowledge.text import STOPWORDS, normalize, tokenize
@@ -910,19 +911,20 @@ def _merge(candidates: list[_Candidate]) -> list[_Candidate]:
     return [c for c in merged if len(c.keys()) > 1]
 
 
-def _rank(side: _Side, asked_day: int | None = None) -> tuple:
+def _rank(side: _Side, asked_day: date | None = None) -> tuple:
     hit = side.passage.hit
     # Official before community whatever the dates (a newer review does not outrank the
     # product page), then newest first (the 2026 policy before the 2024 one), or, for a question
     # about a given time, nearest that time first (the 2016 brochure for "as of 2016").
     if asked_day is None:
         return (AUTHORITY_RANK.get(hit.authority, 0), hit.updated_at or "", hit.score)
-    day = day_number(hit.updated_at) if hit.updated_at else None
-    return (AUTHORITY_RANK.get(hit.authority, 0), -abs(day - asked_day) if day is not None else -math.inf, hit.score)
+    day = parse_day(hit.updated_at)
+    return (AUTHORITY_RANK.get(hit.authority, 0), -abs((day - asked_day).days) if day is not None else -math.inf,
+            hit.score)
 
 
 def _to_conflict(candidate: _Candidate, as_of: str | None = None) -> Conflict:
-    asked_day = day_number(as_of_day(as_of).isoformat()) if as_of else None
+    asked_day = as_of_day(as_of) if as_of else None
     best: dict[str, _Side] = {}
     for side in candidate.sides:
         if side.key not in best or _rank(side, asked_day) > _rank(best[side.key], asked_day):

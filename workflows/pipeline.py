@@ -329,7 +329,8 @@ def parse_filters(filters: SearchFilters | Mapping | None) -> SearchFilters | No
     return None if parsed.is_empty() else parsed
 
 
-def _new_sections_first(spare: list[EvidenceHit], shown: list[EvidenceHit]) -> tuple[list[EvidenceHit], ...]:
+def _new_sections_first(spare: list[EvidenceHit], shown: list[EvidenceHit]
+                        ) -> tuple[list[EvidenceHit], list[EvidenceHit]]:
     """(the best spare hit of each (document, section) not shown yet, the other spare hits),
     order kept."""
     seen = {(hit.doc_id, hit.section) for hit in shown}
