@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 
 from agents.citations import SENTENCE_BOUNDARY, split_sentences, strip_citations
 from agents.inspector import Facts, InspectionReport, Inspector, facts_of
+from agents.inspector import asked_units as asked_units_of
 from agents.prompts import load_prompt
-from agents.question_cues import (ASKS, DEFINITION_QUESTION, NUMERIC_QUESTION, QUESTION_WORD, RELATIONS,
-                                  TIME_EXPRESSION, WHEN_QUESTION)
+from agents.question_cues import (ASKS, DEFINITION_QUESTION, IDENTITY_QUESTION, NUMERIC_QUESTION, QUESTION_WORD,
+                                  RELATIONS, TIME_EXPRESSION, WHEN_QUESTION)
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
 from knowledge.text import is_faq, normalize, tokenize
@@ -174,14 +175,12 @@ class ExtractiveAnswerer:
             if single and not QUESTION_WORD.match(token):
                 run.append(token)
                 continue
-            if len(run) > 1:  # jieba split an unknown word (跟差) into characters
-                terms.append("".join(run))
-            elif run:
-                chars.append(run[0])
+            for piece in _adjacent_runs(run, canonical):  # jieba split an unknown word (跟差) into characters
+                (terms if len(piece) > 1 else chars).append(piece)
             run = []
             if token and not single and not QUESTION_WORD.match(token):
                 terms.append(token)
-        asked_units, asked_words = set(), []
+        asked_units, asked_words = asked_units_of(canonical), []
         for pattern, units, words in ASKS:
             if pattern.search(canonical):
                 asked_units |= units
@@ -213,6 +212,7 @@ class ExtractiveAnswerer:
         if len(lead_title) >= 2 and lead_title in question.text:  # 蟒鳗 of 蟒鳗又被称为什么 (jieba: 蟒鳗被)
             named.add(lead_title)
         asks_definition = any(DEFINITION_QUESTION.match(question.text.replace(n, "", 1).strip()) for n in named)
+        asks_identity = bool(named) and bool(IDENTITY_QUESTION.search(question.text))
         candidates = []
         for order, hit in enumerate(evidence):
             if hit.chunk_id in skip_chunks:
@@ -262,7 +262,8 @@ class ExtractiveAnswerer:
                 # An FAQ entry is about its title question, which retrieval matched to this one.
                 about = f"{title} {canonical.lower()}"
                 off_topic = not faq and bool(named) and not any(_has_term(about, n) for n in named)
-                defines = asks_definition and any(canonical.lower().startswith(n) for n in named)
+                defines = ((asks_definition and any(canonical.lower().startswith(n) for n in named))
+                           or (asks_identity and any(_opens_definition(canonical.lower(), n) for n in named)))
                 answers = ((answers or bool(asked) or nothing_asked or names_a_time or defines)
                            and not restates and not wrong_year
                            and not off_topic and (names_a_time or not question.asks_when))
@@ -285,7 +286,9 @@ class ExtractiveAnswerer:
         cue = (any(word in searched for word in question.asked_words)
                or any(relation.search(searched) for relation in question.relations))
         score += 0.3 * cue
-        if question.asked_units and any(unit in question.asked_units for _, unit in facts.numbers):
+        # A value in the unit asked for (74Wh for 多少Wh) states what is asked.
+        in_unit = bool(question.asked_units) and any(unit in question.asked_units for _, unit in facts.numbers)
+        if in_unit:
             score += 0.4
         elif question.numeric and facts.numbers:
             score += 0.1
@@ -296,7 +299,7 @@ class ExtractiveAnswerer:
         if question.facts.models:
             matched = question.facts.models & models
             score += 0.6 * len(matched) / len(question.facts.models) - (0.0 if matched else 0.6)
-        return score, cue or bool(shared)
+        return score, cue or bool(shared) or in_unit
 
     def _select(self, question: _Question, evidence: Sequence[EvidenceHit], skip_chunks: set[str],
                 room: int, allowed: Callable[[_Candidate], bool]) -> list[_Candidate]:
@@ -309,6 +312,9 @@ class ExtractiveAnswerer:
         # Sentences about something else may outscore the best one that is on topic: never it.
         best = next((c for c in candidates if c.on_topic), candidates[0])
         anchor_doc = evidence[0].doc_id
+        if not best.answers:  # a close second of the first document that says what is asked beats a refusal
+            best = next((c for c in candidates if c.answers and c.on_topic and c.hit.doc_id == anchor_doc
+                         and c.score >= _MIN_SCORE_SHARE * best.score), best)
         if best.hit.doc_id != anchor_doc:
             anchored = next((c for c in candidates if c.hit.doc_id == anchor_doc and c.answers), None)
             if (anchored is not None and anchored.score >= _ANCHOR_SHARE * best.score
@@ -484,6 +490,24 @@ def _sku_fields(body: str) -> dict[str, str] | None:
     """The "键: 值；键: 值" fields of a SKU table row; None when it is not one (no price or stock)."""
     fields = dict(part.split(": ", 1) for part in body.split("；") if ": " in part)
     return fields if ("价格" in fields or "库存" in fields) and "商品" in fields else None
+
+
+def _opens_definition(sentence: str, name: str) -> bool:
+    """The sentence opens by saying what `name` is: 列卡度·华斯迪（…），葡萄牙足球运动员 / X是一款…,
+    not 张世昌在天津火车头效力时…"""
+    return re.match(rf"{re.escape(name)}[^，,。；;（(]{{0,8}}?(?:[（(][^）)]*[）)])?\s*(?:[，,]|是|为)", sentence) is not None
+
+
+def _adjacent_runs(run: list[str], text: str) -> list[str]:
+    """Single characters joined only where they stand together in the text: 曹文埴的字 drops 的 as
+    a stop word, and 埴 + 字 is no word of the question."""
+    pieces: list[str] = []
+    for char in run:
+        if pieces and pieces[-1] + char in text:
+            pieces[-1] += char
+        else:
+            pieces.append(char)
+    return pieces
 
 
 def _compact(text: str) -> str:

@@ -68,6 +68,8 @@ _UNIT_PATTERN = "|".join(
     for u in sorted(_UNITS, key=len, reverse=True)
 )
 _NUMBER = re.compile(rf"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)(?:\s*({_UNIT_PATTERN}))?")
+# A unit the question names after 多少/几 (多少Wh, 几克) is the kind of value it asks for.
+_ASKED_UNIT = re.compile(rf"(?:多少|几)\s*({_UNIT_PATTERN})")
 _RANGE_JOIN = re.compile(r"^\s*(?:-|~|～|—|–|至|到)\s*-?\s*$")
 
 
@@ -102,6 +104,13 @@ def facts_of(text: str) -> Facts:
                 unit = follower.group(2)
         numbers.add((_number_value(match.group(1)), _UNITS[unit] if unit else None))
     return Facts(frozenset(numbers), frozenset(models), frozenset(dates))
+
+
+def asked_units(question: str) -> set[str]:
+    """Canonical units a question asks a value in: 多少Wh -> {"wh"}, 重几克 -> {"g"}. Not a counting
+    word (几个颜色 is answered by the colours, not by a stock of 28件) nor 几月 (a date)."""
+    found = {(m.group(1), _UNITS[m.group(1)]) for m in _ASKED_UNIT.finditer(normalize(question))}
+    return {unit for word, unit in found if unit != "件" and word != "月"}
 
 
 def _number_supported(number: tuple[str, str | None], available: set[tuple[str, str | None]]) -> bool:

@@ -18,7 +18,7 @@ ASKS = (
 # 康王路在哪里 - 广州市荔湾区): a sentence stating the relation this way answers it. Unlike ASKS they
 # add a way to answer, never a requirement: "康王路在哪里" is still answered by any sentence about 康王路.
 RELATIONS = (
-    (re.compile(r"称为|称作|叫做|叫什么|叫啥|别名|别称|又名|外号|简称|全称|原名|本名|通称|俗称"),
+    (re.compile(r"称为|称作|叫做|叫什么|叫啥|别名|别称|又名|外号|简称|全称|原名|本名|通称|俗称|译(?:为|成|作|名)"),
      re.compile(r"又称|又名|别名|别称|俗称|亦称|简称|通称|称为|称作|又叫|也叫|或称|旧称|原名|本名|全称|外号|学名|又译|译名|名为")),
     (re.compile(r"在哪|位于哪|地址|什么地方|产地|何处|哪个(?:省|市|县|区|国家|城市|地区)"),
      re.compile(r"位于|坐落|地处|地址|所在地|境内|[\u4e00-\u9fff](?:省|市|县|区|州|镇|乡|村)")),
@@ -30,17 +30,27 @@ RELATIONS = (
     (re.compile(r"属于(?:什么|哪)|哪个(?:科|属|目|纲)|什么(?:科|属)"), re.compile(r"[\u4e00-\u9fff](?:科|属|目|纲)(?![学技研])")),
     (re.compile(r"作者|谁写|著作|写过|作品"), re.compile(r"作者|著有|著作|所著|编著|撰|作品|创作")),
     (re.compile(r"导演|执导"), re.compile(r"导演|执导")),
+    # a courtesy name (曹文埴（），字近薇，号竹虚) and a posthumous one (谥文敏)
+    (re.compile(r"表字|的字(?:是|叫)|字号|别号|的号(?:是|叫)"),
+     re.compile(r"(?:^|[，,；;（(])\s*(?:表?字|别?号)\s*[\u4e00-\u9fff]")),
+    (re.compile(r"谥号|谥什么"), re.compile(r"谥号?\s*[为曰“「\u4e00-\u9fff]")),
 )
 # A question that only asks what X is ("X是谁", "什么是X", "X的定义是什么"): a sentence that opens with
 # X defines it (猎骄靡（…），中亚古国乌孙昆莫; XZ-3000是一款…). Matched against the question with X removed.
 DEFINITION_QUESTION = re.compile(
     r"^(?:请问)?(?:什么(?:是|叫)?|的?定义是什么|指的是什么|是指什么|指什么|是谁|是什么(?:人|意思|东西)?)[呀啊呢吗]?[？?。.!！]*$")
-QUESTION_WORD = re.compile(r"^(?:几|多[少久重大高长远宽厚]|哪|什么|怎么|怎样|如何|是否|能否|可否|有没有|是不是|请问|吗)")
+# Who or what X is, in the ways an encyclopedia's or a catalogue's first sentence says it (列卡度·华斯迪，
+# 葡萄牙足球运动员; XZ-3000是一款…): nationality, occupation, era, people, kind. Like a definition, a
+# sentence that opens with X answers it.
+IDENTITY_QUESTION = re.compile(
+    r"国籍|哪国人|哪个国家的人|职业|做什么的|干什么的|什么身份|哪个民族|什么民族|少数民族"
+    r"|(?:什么|哪个)(?:时期|时代|朝代)的人|是(?:一|哪)(?:种|类|款)")
+QUESTION_WORD = re.compile(r"^(?:几|多[少久重大高长远宽厚]|哪|谁|什么|怎么|怎样|如何|是否|能否|可否|有没有|是不是|请问|吗)")
 NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|多宽|how (?:much|many|long|big)", re.I)
 # A question about when (开幕时间, 什么时候发货) is only answered by a sentence that names a time: a
 # date, a clock time, a weekday, a relative day or a duration (48小时内发货). Without one the best
 # sentence merely mentions the event, and quoting it would pass off a guess as the answer.
-WHEN_QUESTION = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|几月|几号|几点|日期|(?<![长多])时间(?!长)|when\b", re.I)
+WHEN_QUESTION = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|哪些年|哪几年|几月|几号|几点|日期|(?<![长多])时间(?!长)|when\b", re.I)
 TIME_EXPRESSION = re.compile(
     r"[0-9０-９一二三四五六七八九十两〇零]+\s*(?:年|月|日|号|点|时|分钟|天|周|小时|个月|工作日|h\b|min\b)"
     r"|[今明后昨前]天|次日|当[天日]|隔天|[周礼拜][一二三四五六日末天]|星期[一二三四五六日天]"

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from agents.citations import split_sentences
+from agents.citations import split_sentences, strip_citations
 from agents.extractive import ExtractiveAnswerer
 from agents.inspector import InspectionReport, Inspector, UnsupportedClaim
 from knowledge.text import is_faq
@@ -287,7 +287,14 @@ def test_a_relation_asked_in_other_words_is_answered_by_how_sentences_state_it()
     # a question that only asks what its subject is is answered by the sentence defining it
     person = hit("w-17#body-0", "猎骄靡", "猎骄靡（约前161年－前104年），中亚古国乌孙昆莫。在位期间联合汉朝。")
     assert answerer.run("猎骄靡是谁？", [person]).startswith("猎骄靡（约前161年－前104年），中亚古国乌孙昆莫")
-    assert answerer.run("猎骄靡的职业是什么？", [person]) == answerer.refusal()  # not only what it is
+    # who someone is (nationality, occupation, era) is what a sentence opening "X（…），" states
+    assert "中亚古国乌孙昆莫" in answerer.run("猎骄靡的职业是什么？", [person])
+    player = hit("w-18#body-0", "列卡度·华斯迪", "列卡度·华斯迪（，），葡萄牙足球运动员，司职前锋。2003年华斯迪免费加盟保顿。")
+    assert "葡萄牙" in answerer.run("列卡度·华斯迪是哪国人？", [player])
+    # a courtesy or posthumous name is stated as 字… / 谥…, and 谥 is not 号
+    scholar = hit("w-19#body-0", "曹文埴", "曹文埴（），字近薇，号竹虚，安徽歙县人。曹文埴父曹景宸，是扬州大盐商。卒谥文敏。")
+    assert "近薇" in answerer.run("曹文埴的字是什么？", [scholar])
+    assert strip_citations(answerer.run("曹文埴的谥号是什么？", [scholar])).endswith("卒谥文敏。")
     # a sentence that states no such relation still does not answer
     unrelated = hit("w-15#body-0", "九龙酒店", "九龙酒店共有七百多间客房，设有三间餐厅。")
     assert answerer.run("九龙酒店的地址是哪里？", [unrelated]) == answerer.refusal()
@@ -298,3 +305,28 @@ def test_a_sku_row_reads_as_a_sentence_with_the_rows_own_numbers(demo_kb, answer
     answer = answerer.run("XZ-3000 充电宝多少钱？有货吗？", evidence)
     assert answer == "星择 XZ-3000 笔记本充电宝 20000mAh（月光银）：价格 299.00元，库存 13件【sku-p-xz3000#sku-XZ3000-SLV】。"
     assert inspector.run(answer, evidence).passed
+
+
+def test_single_characters_are_joined_only_where_they_stand_together_in_the_question():
+    profile = ExtractiveAnswerer()._profile("曹文埴的字是什么？")  # 的 is a stop word between 埴 and 字
+    assert "埴字" not in profile.terms and {"埴", "字"} <= set(profile.chars)
+    assert "谁" not in "".join(ExtractiveAnswerer()._profile("道同是被谁弹劾致死的？").terms)
+
+
+def test_a_close_second_sentence_of_the_first_document_that_answers_beats_a_refusal():
+    answerer = ExtractiveAnswerer()
+    # 叫声 matches the 叫 of 又叫 and scores best, but only the 又名 sentence says what it is called
+    deer = hit("w-20#body-0", "沼鹿", "当受到骚扰时，沼鹿会发出尖锐的叫声。沼鹿又名泽鹿，是原住于印度及尼泊尔的鹿。")
+    assert "泽鹿" in answerer.run("沼鹿又叫什么？", [deer])
+    # from another document it would not be: the first document is right far more often
+    first = hit("w-21#body-0", "沼鹿", "当受到骚扰时，沼鹿会发出尖锐的叫声。")
+    other = hit("w-22#body-0", "鹿", "沼鹿又名泽鹿。")
+    assert "泽鹿" not in answerer.run("沼鹿又叫什么？", [first, other])
+
+
+def test_a_value_in_the_unit_the_question_names_answers_it():
+    answerer = ExtractiveAnswerer()
+    battery = hit("p-1#功能特点-0", "星择 XZ-3000 充电宝", "功能特点：容量 20000mAh（3.7V / 74Wh），可以随身携带登机。")
+    assert "74Wh" in answerer.run("XZ-3000充电宝的额定能量是多少Wh？", [battery])
+    assert answerer.run("XZ-3000充电宝的额定能量是多少Wh？", [hit("p-1#保修-0", "星择 XZ-3000 充电宝",
+                                                                  "保修：1 年内免费保修。")]) == answerer.refusal()
