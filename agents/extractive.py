@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from agents.citations import SENTENCE_BOUNDARY, split_sentences, strip_citations
 from agents.inspector import Facts, InspectionReport, Inspector, facts_of
-from agents.inspector import asked_units as asked_units_of
+from agents.inspector import asked_units as asked_units_of  # _profile's local is called asked_units
 from agents.prompts import load_prompt
 from agents.question_cues import (ASKS, DEFINITION_QUESTION, IDENTITY_QUESTION, NUMERIC_QUESTION, QUESTION_WORD,
                                   RELATIONS, TIME_EXPRESSION, WHEN_QUESTION)
@@ -212,7 +212,8 @@ class ExtractiveAnswerer:
         if len(lead_title) >= 2 and lead_title in question.text:  # 蟒鳗 of 蟒鳗又被称为什么 (jieba: 蟒鳗被)
             named.add(lead_title)
         asks_definition = any(DEFINITION_QUESTION.match(question.text.replace(n, "", 1).strip()) for n in named)
-        asks_identity = bool(named) and bool(IDENTITY_QUESTION.search(question.text))
+        # built once per question, matched against every sentence
+        identity_openers = [_definition_opener(n) for n in named] if IDENTITY_QUESTION.search(question.text) else []
         candidates = []
         for order, hit in enumerate(evidence):
             if hit.chunk_id in skip_chunks:
@@ -263,7 +264,7 @@ class ExtractiveAnswerer:
                 about = f"{title} {canonical.lower()}"
                 off_topic = not faq and bool(named) and not any(_has_term(about, n) for n in named)
                 defines = ((asks_definition and any(canonical.lower().startswith(n) for n in named))
-                           or (asks_identity and any(_opens_definition(canonical.lower(), n) for n in named)))
+                           or any(opener.match(canonical.lower()) for opener in identity_openers))
                 answers = ((answers or bool(asked) or nothing_asked or names_a_time or defines)
                            and not restates and not wrong_year
                            and not off_topic and (names_a_time or not question.asks_when))
@@ -492,10 +493,10 @@ def _sku_fields(body: str) -> dict[str, str] | None:
     return fields if ("价格" in fields or "库存" in fields) and "商品" in fields else None
 
 
-def _opens_definition(sentence: str, name: str) -> bool:
-    """The sentence opens by saying what `name` is: 列卡度·华斯迪（…），葡萄牙足球运动员 / X是一款…,
-    not 张世昌在天津火车头效力时…"""
-    return re.match(rf"{re.escape(name)}[^，,。；;（(]{{0,8}}?(?:[（(][^）)]*[）)])?\s*(?:[，,]|是|为)", sentence) is not None
+def _definition_opener(name: str) -> re.Pattern:
+    """Matches a sentence that opens by saying what `name` is: 列卡度·华斯迪（…），葡萄牙足球运动员 /
+    X是一款…, not 张世昌在天津火车头效力时…"""
+    return re.compile(rf"{re.escape(name)}[^，,。；;（(]{{0,8}}?(?:[（(][^）)]*[）)])?\s*(?:[，,]|是|为)")
 
 
 def _adjacent_runs(run: list[str], text: str) -> list[str]:
