@@ -107,7 +107,7 @@ class Assistant:
                 result.timings_ms["total"] = _ms_since(started)
                 result.session_id = session_id
             else:
-                result = await self.pipeline.arun(asked, asked_entity, filters, topic)
+                result = await self.pipeline.arun(asked, asked_entity, filters, topic, features)
                 result.session_id = session_id
                 self._record(result, features, session_id)
                 if not result.degraded:  # a model outage must not be served again once it is over

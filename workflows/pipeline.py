@@ -132,16 +132,20 @@ class QAPipeline:
         raise RuntimeError("QAPipeline.run was called inside an event loop; await QAPipeline.arun instead")
 
     async def arun(self, question: str, session_entity: Entity | None = None,
-                   filters: SearchFilters | Mapping | None = None, session_topic: str | None = None) -> QAResult:
+                   filters: SearchFilters | Mapping | None = None, session_topic: str | None = None,
+                   features: QueryFeatures | None = None) -> QAResult:
         """session_entity / session_topic: what a conversation carries into a follow-up (the
-        product it is about; else its opening question), searched with it, never answered from."""
+        product it is about; else its opening question), searched with it, never answered from.
+        features: the analyzer's reading of this same question and context, when the caller
+        already has it (the Assistant reads it to decide whether to ask back)."""
         question = self.validate(question)
         search_filters = parse_filters(filters)
         self.warm_up()
         clock = _Stopwatch()
         tracker = BudgetTracker(self.config.budget())
 
-        features = self.analyzer.run(question, session_entity, session_topic)
+        if features is None:
+            features = self.analyzer.run(question, session_entity, session_topic)
         clock.lap("analyze")
         decision = self.policy.choose(features, self.config.budget().plan_budget())
         clock.lap("policy")

@@ -115,6 +115,23 @@ def test_which_product_then_the_named_product_answers_the_waiting_question(assis
     assert other.question == "退货政策是几天？" and assistant.session("which-1").pending is None
 
 
+def test_a_turn_reads_the_question_once(assistant, monkeypatch):
+    """The Assistant analyzes the question to decide whether to ask back; the pipeline answers
+    from that same reading instead of analyzing it again."""
+    analyzer = assistant.pipeline.analyzer
+    seen: list[str] = []
+    original = analyzer.run
+
+    def counted(question, *args, **kwargs):
+        seen.append(question)
+        return original(question, *args, **kwargs)
+
+    monkeypatch.setattr(analyzer, "run", counted)
+    result = assistant.ask_sync("星择XZ-3000充电宝支持多少瓦快充？", "read-once-1")
+    assert "cached" not in result.timings_ms and not result.refused, result.answer
+    assert seen == ["星择XZ-3000充电宝支持多少瓦快充？"]
+
+
 def test_every_round_is_traced_and_logged(assistant):
     result = assistant.ask_sync("XZ-2000 充电宝的容量是多少？", "logged-1")
     trace = assistant.trace(result.trace_id)
