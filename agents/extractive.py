@@ -23,7 +23,7 @@ from agents.question_cues import (ASKS, DEFINITION_QUESTION, IDENTITY_QUESTION, 
                                   RELATIONS, TIME_EXPRESSION, WHEN_QUESTION)
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
-from knowledge.text import is_faq, normalize, tokenize
+from knowledge.text import bigram_dice, is_faq, normalize, tokenize
 from tools.base import EvidenceHit
 from workflows.evidence import RERANK_LEG
 
@@ -41,6 +41,12 @@ _LIST_AFTER_LABEL = re.compile(r"：\s*[-*•·]\s+")
 # An FAQ reply up to this long is quoted whole, sentence by sentence: it is the shop's own
 # answer to the question, and cutting it to one sentence loses conditions and steps.
 _MAX_FAQ_REPLY_CHARS = 400
+# An FAQ entry whose title question is this alike to the customer's (character-bigram Dice) asks
+# the same thing, and its reply is the answer, from that entry alone. baoxianzhidao dev: the
+# evidence entry alike at >= 0.6 was the gold one for 2087 of 2088 questions (31 of them user
+# paraphrases); the sentence scorer, picking by cue words and values, had quoted another entry
+# for 77 of them and refused 50.
+_SAME_QUESTION = 0.6
 _CAUTIOUS = "根据现有资料，"  # opens an answer whose best evidence matches under half of the question
 _MAX_SENTENCE_CHARS = 220
 _MIN_SCORE_SHARE = 0.7  # a further sentence must score this share of the best one
@@ -308,6 +314,11 @@ class ExtractiveAnswerer:
         if room <= 0 or not evidence:
             return []
         candidates = [c for c in self._candidates(question, evidence, skip_chunks) if allowed(c)]
+        same = self._same_question(question, evidence)
+        if same is not None and any(c.hit.doc_id == same for c in candidates):
+            # the shop already answered this very question: quote that entry, nothing else
+            candidates = [c for c in candidates if c.hit.doc_id == same]
+            candidates[0].answers = True
         if not candidates:
             return []
         # Sentences about something else may outscore the best one that is on topic: never it.
@@ -352,6 +363,17 @@ class ExtractiveAnswerer:
                 break
             chosen.append(pick)
         return chosen
+
+    def _same_question(self, question: _Question, evidence: Sequence[EvidenceHit]) -> str | None:
+        """The doc id of the evidence FAQ entry whose title asks what the customer asks (the
+        most alike, the better ranked on a tie), or None."""
+        best, best_match = None, _SAME_QUESTION
+        for hit in evidence:
+            if is_faq(hit):
+                match = bigram_dice(question.text, self._canonical(hit.title).lower())
+                if match >= best_match + (1e-9 if best is not None else 0.0):
+                    best, best_match = hit.doc_id, match
+        return best
 
     # -- composing --------------------------------------------------------------------------
     def _faq_reply(self, hit: EvidenceHit, banned: set[str]) -> list[str]:

@@ -86,9 +86,20 @@ def tokenize(text: str, lexicon: Lexicon | None = None) -> list[str]:
 
 
 # A title that is itself a customer question (an FAQ entry loaded without doc_type "faq"): long
-# enough not to be a name (哪吒), with a question mark or a question word.
-_QUESTION_TITLE = re.compile(r"[？?]|吗|呢|什么|怎么|怎样|如何|哪|多少|是否|能否|可否|有没有|是不是|能不能|可不可以|为什么|为何")
+# enough not to be a name (哪吒), with a question mark or a question word (…的区别 and 长不长 ask too).
+_QUESTION_TITLE = re.compile(r"[？?]|吗|呢|什么|怎么|怎样|如何|哪|多少|多久|多长|是否|能否|可否|有没有|是不是|能不能|可不可以"
+                             r"|为什么|为何|有何|区别|(.)不\1|[么呀]$")  # (.)不\1: 要不要, 冲不冲突
 _MIN_QUESTION_TITLE_CHARS = 8
+
+
+def bigram_dice(a: str, b: str) -> float:
+    """How alike two short texts are: Dice overlap of their character bigrams, punctuation and
+    case ignored (word-cut free, so 保单贷款怎么办理 and 保单贷款能办吗 compare fairly)."""
+    def grams(text: str) -> set[str]:
+        text = re.sub(r"[\W_]+", "", text.lower())
+        return {text[i:i + 2] for i in range(len(text) - 1)} or ({text} if text else set())
+    first, second = grams(a), grams(b)
+    return 2 * len(first & second) / (len(first) + len(second)) if first and second else 0.0
 
 
 def is_faq(item) -> bool:

@@ -220,8 +220,28 @@ def test_an_untyped_document_titled_as_a_question_is_an_faq_and_its_reply_is_quo
                       "携带新旧车主身份证和行驶证到保险公司即可【bx-1#body-0】。")
     # a name is not a question, however it reads (哪吒), and long replies are quoted in part
     assert not is_faq(hit("w-1#body-0", "哪吒", "哪吒是中国神话人物。"))
+    assert not is_faq(hit("w-3#body-0", "何塞·曼努埃尔·巴罗佐", "何塞·曼努埃尔·巴罗佐是葡萄牙政治家。"))
+    for asked in ("重疾险和年金险的区别", "长青树保险的犹豫期长不长", "生育保险备案要多久能生效", "机动车第三者险可以报停么"):
+        assert is_faq(hit("bx-9#body-0", asked, "您好，请以合同条款为准。")), asked
     long_reply = hit("bx-2#body-0", "车险过户之后保险要不要也过户？", "需要办理保险过户。" + "其他说明文字。" * 80)
     assert ExtractiveAnswerer().run("车险过户后保险要过户吗", [long_reply]).count("【bx-2#body-0】") < 5
+
+
+def test_the_faq_entry_asking_the_same_question_answers_it_alone():
+    """The shop's reply to this very question wins over another entry whose sentence carries the
+    asked kind of value (a price), wherever the reranker put it; a long reply is quoted in part
+    and from that entry only."""
+    other = hit("bx-1#body-0", "法国旅游怎么买签证保险？", "申根签证保险保额需30万以上，价格约100元，可在网上投保。")
+    same = hit("bx-2#body-0", "30万旅游保险多少钱", "您好，保费要看目的地和出行天数，可以在官网输入行程后试算。")
+    answer = ExtractiveAnswerer().run("30万旅游保险多少钱？", [other, same])
+    assert "【bx-2#body-0】" in answer and "bx-1" not in answer, answer
+    long_same = hit("bx-3#body-0", "保单贷款怎么办理",
+                    "保单贷款需要带上保单和身份证到保险公司柜台办理。" + "贷款额度一般为保单现金价值的八成，具体以合同为准。" * 12)
+    other_loan = hit("bx-4#body-0", "保单超过半年可以贷款吗", "保单生效满两年后才可以办理保单贷款，额度看现金价值。")
+    answer = ExtractiveAnswerer().run("保单贷款怎么办理？", [long_same, other_loan])
+    assert "【bx-3#body-0】" in answer and "bx-4" not in answer, answer
+    # a question only partly like an entry's title is not that entry's question
+    assert "bx-2" not in ExtractiveAnswerer().run("法国签证保险多少钱？", [other, same])
 
 
 def test_the_first_evidence_document_answers_unless_another_matches_more():
