@@ -23,6 +23,7 @@ from workflows.budget import BudgetTracker, ModelFailure, RetryPolicy, budgeted_
 from workflows.evidence import EvidencePool, render_conflicts
 
 if TYPE_CHECKING:
+    from tools.products import SizeAdvice
     from workflows.conflicts import Conflict
 
 __all__ = ["Answerer", "ExtractiveAnswerer", "LLMAnswerer", "generate"]
@@ -73,9 +74,13 @@ def _has_text(response) -> None:
 
 async def generate(answerer: Answerer, question: str, evidence: Sequence[EvidenceHit],
                    conflicts: Sequence["Conflict"] = (), feedback: InspectionReport | None = None,
-                   budget: BudgetTracker | None = None) -> str:
-    """Run either kind of answerer; only a model-backed one spends the question's budget."""
+                   budget: BudgetTracker | None = None, advice: "SizeAdvice | None" = None) -> str:
+    """Run either kind of answerer; only a model-backed one spends the question's budget. advice:
+    a size the size_recommend skill worked out, which the extractive answerer states (a model
+    reads the same size-table rows in the evidence)."""
     if isinstance(answerer, LLMAnswerer):
         return await answerer.run(question, evidence, conflicts, feedback, budget=budget)
+    if isinstance(answerer, ExtractiveAnswerer):
+        return answerer.run(question, evidence, conflicts, feedback, advice=advice)
     text = answerer.run(question, evidence, conflicts, feedback)
     return await text if inspect.isawaitable(text) else text

@@ -20,7 +20,8 @@ from agents.inspector import Facts, InspectionReport, Inspector, facts_of
 from agents.inspector import asked_units as asked_units_of  # _profile's local is called asked_units
 from agents.prompts import load_prompt
 from agents.question_cues import (ASKS, DEFINITION_QUESTION, IDENTITY_QUESTION, NUMERIC_QUESTION, QUESTION_WORD,
-                                  RELATIONS, TIME_EXPRESSION, WHEN_QUESTION)
+                                  RELATIONS, TIME_EXPRESSION, VARIANTS_QUESTION, WHEN_QUESTION)
+from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
 from knowledge.text import bigram_dice, is_faq, normalize, tokenize
@@ -28,6 +29,7 @@ from tools.base import EvidenceHit
 from workflows.evidence import RERANK_LEG
 
 if TYPE_CHECKING:
+    from tools.products import SizeAdvice
     from workflows.conflicts import Conflict, ConflictValue
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -100,11 +102,12 @@ class ExtractiveAnswerer:
 
     # -- entry point ----------------------------------------------------------------------
     def run(self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
-            feedback: InspectionReport | None = None) -> str:
+            feedback: InspectionReport | None = None, advice: "SizeAdvice | None" = None) -> str:
         """An answer whose every factual sentence ends in 【chunk_id】, or the fixed refusal.
 
         With `feedback` (the inspector's report on an earlier answer), sentences it found
-        unsupported or uncited are not used again.
+        unsupported or uncited are not used again. With `advice` (size_recommend's finding) whose
+        rows are in the evidence, the answer is that size, why, and the stock of that size.
         """
         profile = self._profile(question)
         banned: set[str] = set()
@@ -137,6 +140,12 @@ class ExtractiveAnswerer:
                 for cautious in (False, True)
             )
 
+        advised = self._size_advice(advice, by_id, banned)
+        if advised:
+            return self._checked(question, evidence, conflicts, [*pieces, *advised])
+        overview = self._variants_overview(profile, evidence, banned)
+        if overview:  # the product's variants as a whole: its SKU overview, not one SKU row
+            return self._checked(question, evidence, conflicts, [*pieces, *overview])
         chosen = self._select(profile, evidence, disclosed_chunks, self.max_sentences - len(pieces), allowed)
         # Hedge when the best sentence matches under half of the question; an English question
         # cannot be matched word for word against Chinese evidence, so its answer always hedges.
@@ -364,6 +373,71 @@ class ExtractiveAnswerer:
             chosen.append(pick)
         return chosen
 
+    @staticmethod
+    def _size_advice(advice: "SizeAdvice | None", by_id: dict[str, EvidenceHit], banned: set[str]) -> list[str]:
+        """"X 建议选 L 码：身高 175cm 在 L 码的适合身高 175-180cm 内…【row】。" and the SKU rows of that
+        size; [] without advice or when a row it read is not in the evidence."""
+        if advice is None or not all(i in by_id for i in advice.rows_used):
+            return []
+        rows = "".join(f"【{i}】" for i in advice.rows_used)
+        if advice.size is None:
+            pieces = [f"{advice.product}：{advice.reason}，建议联系客服确认{rows}。"]
+        else:
+            pieces = [f"{advice.product}建议选 {advice.size} 码：{advice.reason}{rows}。"]
+            for chunk_id in advice.sku_rows:
+                fields = _sku_fields(by_id[chunk_id].text) if chunk_id in by_id else None
+                if fields:
+                    pieces.append(f"{ExtractiveAnswerer._sku_sentence(fields, _clean(by_id[chunk_id].title))}【{chunk_id}】。")
+        return [p for p in pieces if strip_citations(p).strip() not in banned]
+
+    def _variants_overview(self, question: _Question, evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
+        """The SKU overview sentence of each product asked about, when the question asks about its
+        variants as a whole (有哪些颜色, 哪个码没货了) or for its price or stock without naming a
+        colour or size; [] otherwise (a named variant is answered by its own row), and [] when a
+        product asked about has no overview in the evidence (its rows answer, as before)."""
+        if question.english:
+            return []
+        overviews = {h.product_id: h for h in evidence if h.section == SKU_OVERVIEW_SECTION and h.product_id
+                     and _sku_fields(h.text)}
+        asked = self._asked_products(question, evidence)
+        if not overviews or not asked or any(p not in overviews for p in asked):
+            return []
+        asks_list = bool(VARIANTS_QUESTION.search(question.text))
+        asks_price_stock = bool(question.asked_units & {"元", "件"})
+        pieces = []
+        for product_id in asked:
+            hit = overviews[product_id]
+            fields = _sku_fields(hit.text)
+            if not (asks_list or (asks_price_stock and not self._names_variant(question, fields))):
+                return []
+            sentence = f"{_overview_sentence(fields, _clean(hit.title))}【{hit.chunk_id}】。"
+            if strip_citations(sentence).strip() in banned:
+                return []
+            pieces.append(sentence)
+        return pieces
+
+    def _asked_products(self, question: _Question, evidence: Sequence[EvidenceHit]) -> list[str]:
+        """Products of the evidence's SKU chunks that the question names by a word of the title no
+        other of them has (芝加哥, Low); else the product of the best-ranked evidence."""
+        titles: dict[str, set[str]] = {}
+        for hit in evidence:
+            if hit.product_id and hit.section in ("SKU", SKU_OVERVIEW_SECTION):
+                titles.setdefault(hit.product_id, {w for w in self._tokens(self._canonical(hit.title).lower())
+                                                   if len(w) >= 2 or w.isascii() and w.isalpha()})
+        named = [p for p, words in titles.items()
+                 if any(_has_term(question.text, w) for w in words - set().union(*(v for q, v in titles.items() if q != p)))]
+        lead = next((h.product_id for h in evidence if h.product_id), None)
+        return named or ([lead] if lead else [])
+
+    @staticmethod
+    def _names_variant(question: _Question, fields: dict[str, str]) -> bool:
+        """Does the question name one of the overview's colours or sizes (雾霾蓝, 42码, 2米)?"""
+        values = [v.strip() for key in ("颜色", "尺码") for v in fields.get(key, "").split("、") if v.strip()]
+        numbers = {n for n, _ in question.facts.numbers}
+        leading = (re.match(r"\d+(?:\.\d+)?", v) for v in values)
+        return (any(v.lower() in question.text for v in values)
+                or any(m is not None and f"{float(m.group(0)):g}" in numbers for m in leading))
+
     def _same_question(self, question: _Question, evidence: Sequence[EvidenceHit]) -> str | None:
         """The doc id of the evidence FAQ entry whose title asks what the customer asks (the
         most alike, the better ranked on a tie), or None."""
@@ -407,9 +481,11 @@ class ExtractiveAnswerer:
                 framed = "Based on the available information, " + framed[:1].lower() + framed[1:]
             return f"{_TRAILING.sub('', framed)}【{hit.chunk_id}】."
         # The shop's own SKU table only: a stranger's review laid out like one keeps its "有用户评价称".
-        official_row = hit.section == "SKU" and hit.doc_type == "product" and hit.authority == "official"
-        sku = _sku_fields(candidate.body) if official_row else None
-        if sku:
+        official = hit.doc_type == "product" and hit.authority == "official"
+        sku = _sku_fields(candidate.body) if official and hit.section in ("SKU", SKU_OVERVIEW_SECTION) else None
+        if sku and hit.section == SKU_OVERVIEW_SECTION:
+            framed = _overview_sentence(sku, title)
+        elif sku:
             framed = self._sku_sentence(sku, title)
         elif hit.doc_type == "review":
             framed = f"有用户评价称：{body}"
@@ -513,6 +589,24 @@ def _sku_fields(body: str) -> dict[str, str] | None:
     """The "键: 值；键: 值" fields of a SKU table row; None when it is not one (no price or stock)."""
     fields = dict(part.split(": ", 1) for part in body.split("；") if ": " in part)
     return fields if ("价格" in fields or "库存" in fields) and "商品" in fields else None
+
+
+def _overview_sentence(fields: dict[str, str], title: str) -> str:
+    """A product's SKU overview as one sentence a shopper reads, every value copied from it:
+    "风驰 轻羽3 缓震跑鞋共 8 个规格：颜色有星空黑、雾霾蓝；尺码有40、41；价格 599.00元；缺货：雾霾蓝 41"."""
+    name = fields.get("商品") or title
+
+    def listed(key: str) -> str:
+        values = [v for v in fields.get(key, "").split("、") if v]
+        if not values or (len(values) == 1 and values[0] in name):  # 20000mAh of "XZ-3000 … 20000mAh"
+            return ""
+        return f"{key}有{fields[key]}" if len(values) > 1 else f"{key}为{values[0]}"
+
+    parts = [listed("颜色"), listed("尺码")]
+    parts += [f"价格 {fields['价格']}" if fields.get("价格") else ""]
+    parts += [f"{key}：{fields[key]}" for key in ("有货", "有货规格数", "缺货") if fields.get(key)]
+    count = f" 共 {fields['规格数']} 个规格" if fields.get("规格数") else ""
+    return f"{name}{count}：" + "；".join(p for p in parts if p)
 
 
 def _definition_opener(name: str) -> re.Pattern:

@@ -45,6 +45,14 @@ DEFINITION_QUESTION = re.compile(
 IDENTITY_QUESTION = re.compile(
     r"国籍|哪国人|哪个国家的人|职业|做什么的|干什么的|什么身份|哪个民族|什么民族|少数民族"
     r"|(?:什么|哪个)(?:时期|时代|朝代)的人|是(?:一|哪)(?:种|类|款)")
+# A question about a product's variants as a whole (有哪些颜色, 几种配色, 哪个码没货了, 有货吗): its
+# SKU overview, which lists every colour, size, price and what is out of stock, answers it at once;
+# a single SKU row would answer for one variant as if it were the product.
+VARIANTS_QUESTION = re.compile(
+    r"(?:哪些|哪几|几种|几款|几个|多少种|可选)\S{0,3}(?:颜色|配色|色|尺码|码|规格|款式|版本|型号)"
+    r"|(?:什么|哪种)\S{0,2}(?:颜色|配色)"  # not 穿什么码, which asks for size advice
+    r"|(?:颜色|配色|尺码|规格|款式)(?:有|都有|可选|分别|有哪些|是什么)"
+    r"|(?:哪|什么)\S{0,8}(?:缺货|没货|断货|卖完|售罄|有货|有现货)|(?:缺货|没货|断货)的?(?:是|有)")
 QUESTION_WORD = re.compile(r"^(?:几|多[少久重大高长远宽厚]|哪|谁|什么|怎么|怎样|如何|是否|能否|可否|有没有|是不是|请问|吗)")
 NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|多宽|how (?:much|many|long|big)", re.I)
 # A question about when (开幕时间, 什么时候发货) is only answered by a sentence that names a time: a

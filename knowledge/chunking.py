@@ -11,7 +11,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from knowledge.schema import Chunk, Document, Section, SkuRow
+from knowledge.schema import Chunk, Document, Section, SkuRow, size_key
 
 # Boundary strength: lower is a better place to end a chunk. Each separator keeps the
 # whitespace after it, so a piece always ends with the separator that closes it.
@@ -35,7 +35,14 @@ _MAX_DOC_ID_PART = 120
 _MAX_SLUG = 32
 _MAX_SKU_PART = 48
 _PREFIX_MAX = 60  # title + heading in front of every piece/row; the full values are fields
-_RESERVED_SLUGS = frozenset({"body", "sku"})
+_RESERVED_SLUGS = frozenset({"body", "sku", "skus"})
+# Part of every document's version hash: a change in how documents become chunks re-chunks
+# them on the next ingest (2: a product's SKU overview chunk).
+CHUNK_FORMAT = 2
+SKU_OVERVIEW_SECTION = "规格汇总"  # one chunk over all of a product's SKU rows
+SKU_OVERVIEW_SLUG = "skus-0"  # its id: "<doc part>#skus-0", beside the rows' "<doc part>#sku-<sku>"
+# How long the overview may list every colour x size in stock; past it only what is out of stock.
+_OVERVIEW_MAX_CHARS = 320
 
 
 @dataclass(frozen=True)
@@ -190,10 +197,12 @@ def chunk_document(doc: Document, chunk_size: int = 320, overlap: int = 48) -> l
 
 
 def _sku_chunks(doc: Document, doc_part: str) -> list[Chunk]:
-    return [
-        _chunk(doc, f"{doc_part}#sku-{_sku_part(row.sku)}", render_sku_row(row), "SKU", position)
-        for position, row in enumerate(doc.skus or [])
-    ]
+    rows = doc.skus or []
+    chunks = [_chunk(doc, f"{doc_part}#sku-{_sku_part(row.sku)}", render_sku_row(row), "SKU", position)
+              for position, row in enumerate(rows)]
+    if len(rows) > 1:  # "有哪些颜色" is answered by all rows at once, which no single row holds
+        chunks.append(_chunk(doc, f"{doc_part}#{SKU_OVERVIEW_SLUG}", render_sku_overview(rows), SKU_OVERVIEW_SECTION, 0))
+    return chunks
 
 
 def render_sku_row(row: SkuRow) -> str:
@@ -204,6 +213,55 @@ def render_sku_row(row: SkuRow) -> str:
         ("价格", f"{row.price:.2f}元"), ("库存", f"{row.stock}件"), ("更新日期", row.updated_at or ""),
     ]
     return "；".join(f"{name}: {value}" for name, value in fields if value)
+
+
+def render_sku_overview(rows: list[SkuRow]) -> str:
+    """All SKU rows of one product in one line, every value copied from the rows:
+    `商品: …；规格数: 8；颜色: 星空黑、雾霾蓝；尺码: 40、41；价格: 599.00元；有货: 星空黑 40、41，雾霾蓝 40；
+    缺货: 雾霾蓝 41`. A long table keeps the counts and what is out of stock."""
+    colours = _distinct(r.colour for r in rows)
+    sizes = sorted(_distinct(r.size for r in rows), key=size_key)
+    one_size = len(sizes) <= 1
+    in_stock = [r for r in rows if r.stock > 0]
+    out = [r for r in rows if r.stock <= 0]
+    fields = [("商品", rows[0].name), ("规格数", str(len(rows))), ("颜色", "、".join(colours)),
+              ("尺码", "、".join(sizes)), ("价格", _prices(rows))]
+    listed = fields + [("有货", _by_colour(in_stock, one_size) or "无"), ("缺货", _by_colour(out, one_size) or "无")]
+    text = "；".join(f"{name}: {value}" for name, value in listed if value)
+    if len(text) > _OVERVIEW_MAX_CHARS:
+        listed = fields + [("有货规格数", str(len(in_stock))), ("缺货", _by_colour(out, one_size) or "无")]
+        text = "；".join(f"{name}: {value}" for name, value in listed if value)
+    return text
+
+
+def _distinct(values) -> list[str]:
+    return list(dict.fromkeys(v for v in values if v))
+
+
+def _prices(rows: list[SkuRow]) -> str:
+    """One price, or the price of each colour or size when that alone sets it, else of each variant."""
+    if len({r.price for r in rows}) == 1:
+        return f"{rows[0].price:.2f}元"
+    for label in (lambda r: r.colour, lambda r: r.size):
+        by_label: dict[str, set[float]] = {}
+        for row in rows:
+            by_label.setdefault(label(row), set()).add(row.price)
+        if "" not in by_label and all(len(p) == 1 for p in by_label.values()):
+            return "、".join(f"{name} {price:.2f}元" for name, (price,) in by_label.items())
+    return "、".join(_distinct(f"{' '.join(filter(None, (r.colour, r.size))) or r.sku} {r.price:.2f}元" for r in rows))
+
+
+def _by_colour(rows: list[SkuRow], one_size: bool) -> str:
+    """`星空黑 40、41，雾霾蓝 40` (sizes grouped under their colour, table order); colours alone
+    when the product comes in one size."""
+    groups: dict[str, list[str]] = {}
+    for row in rows:
+        groups.setdefault(row.colour, [])
+        if row.size and not one_size:
+            groups[row.colour].append(row.size)
+    separator = "、" if one_size else "，"
+    return separator.join(" ".join(filter(None, (colour, "、".join(sorted(sizes, key=size_key)))))
+                          for colour, sizes in groups.items())
 
 
 def _section_chunks(

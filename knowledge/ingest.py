@@ -16,7 +16,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from knowledge.catalog import DocumentVersion, IndexedChunk
-from knowledge.chunking import chunk_document
+from knowledge.chunking import CHUNK_FORMAT, chunk_document
 from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
 from knowledge.loaders import load_path
@@ -63,7 +63,8 @@ class Ingestor:
 
     def _version_hash(self, doc: Document, lexicon: Lexicon) -> str:
         s = self.kb.settings
-        raw = f"{doc.content_hash()}|{lexicon.fingerprint()}|{self.kb.embedder.name}|{s.chunk_size}|{s.chunk_overlap}"
+        raw = (f"{doc.content_hash()}|{lexicon.fingerprint()}|{self.kb.embedder.name}|{s.chunk_size}|"
+               f"{s.chunk_overlap}|{CHUNK_FORMAT}")
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
     def load(self, paths: list[Path]) -> tuple[list[Document], list[LoadIssue], Lexicon]:

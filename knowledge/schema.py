@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -23,6 +24,19 @@ class SkuRow(BaseModel):
     price: float
     stock: int
     updated_at: str | None = None
+
+
+_SIZE_ORDER = {s: i for i, s in enumerate(["XXS", "XS", "S", "M", "L", "XL", "XXL", "2XL", "XXXL", "3XL"])}
+
+
+def size_key(size: str) -> tuple:
+    """Numeric sizes by value, letter sizes S < M < L < XL, anything else after, by text."""
+    size = size.strip()
+    if re.fullmatch(r"\d+(?:\.\d+)?", size):
+        return (0, float(size), "")
+    if size.upper() in _SIZE_ORDER:
+        return (1, _SIZE_ORDER[size.upper()], "")
+    return (2, 0, size)
 
 
 class Section(BaseModel):

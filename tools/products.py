@@ -10,14 +10,16 @@ import threading
 import weakref
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel, Field
+
+from knowledge.chunking import SKU_OVERVIEW_SECTION, SKU_OVERVIEW_SLUG
 from knowledge.kb import KnowledgeBase
-from knowledge.schema import Chunk
+from knowledge.schema import Chunk, size_key
 from knowledge.text import normalize
 from tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
 
 MIN_COVERAGE = 0.6  # share of the asked name that must be found in a product name
 TIE_MARGIN = 0.05  # scores this close count as "equally good": list candidates, never guess
-_SIZE_ORDER = {s: i for i, s in enumerate(["XXS", "XS", "S", "M", "L", "XL", "XXL", "2XL", "XXXL", "3XL"])}
 _ROW_ID = re.compile(r"-r(\d+)-\d+$")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _SKU_LIKE = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+|[A-Za-z0-9]{4,}")
@@ -178,15 +180,6 @@ def product_index(kb: KnowledgeBase) -> ProductIndex:
         return index
 
 
-def size_key(size: str) -> tuple:
-    """Numeric sizes by value, letter sizes S < M < L < XL, anything else after, by text."""
-    if _NUMBER.fullmatch(size.strip()):
-        return (0, float(size), "")
-    if size.strip().upper() in _SIZE_ORDER:
-        return (1, _SIZE_ORDER[size.strip().upper()], "")
-    return (2, 0, size)
-
-
 # ----------------------------------------------------------------------------- shared helpers
 
 
@@ -205,6 +198,15 @@ def _sku_hits(kb: KnowledgeBase, rows: list[dict], start_rank: int = 1) -> list[
         if hit is not None:
             hits.append(hit)
     return hits
+
+
+def _overview_hit(kb: KnowledgeBase, rows: list[dict]) -> EvidenceHit | None:
+    """The product's SKU overview chunk (knowledge.chunking.render_sku_overview), if indexed."""
+    row_id = rows[0].get("chunk_id") if rows else None  # "<doc part>#sku-<sku>"
+    chunk = kb.get(row_id.rpartition("#")[0] + "#" + SKU_OVERVIEW_SLUG) if row_id else None
+    if chunk is None or chunk.section != SKU_OVERVIEW_SECTION:
+        return None
+    return EvidenceHit.from_chunk(chunk, 1.0, {"sku_table": LegScore(score=1.0, rank=1)})
 
 
 def _unresolved(skill: str, asked: str, match: Match) -> SkillResult:
@@ -266,7 +268,13 @@ def product_lookup(product: str, *, ctx: SkillContext) -> SkillResult:
     parts.append("有货尺码/规格：" + ("、".join(in_stock) if in_stock else "无"))
     if out_of_stock:
         parts.append("缺货 SKU：" + "、".join(out_of_stock))
-    return SkillResult(skill="product_lookup", hits=_sku_hits(ctx.kb, ordered), data=data, note="；".join(parts) + "。")
+    hits = _sku_hits(ctx.kb, ordered)
+    overview = _overview_hit(ctx.kb, rows)
+    if overview is not None:  # all variants at once, after the one SKU the question named
+        hits.insert(1 if match.sku else 0, overview)
+        for rank, hit in enumerate(hits, start=1):
+            hit.legs["sku_table"].rank = rank
+    return SkillResult(skill="product_lookup", hits=hits, data=data, note="；".join(parts) + "。")
 
 
 # ----------------------------------------------------------------------------- size_recommend
@@ -313,24 +321,27 @@ def _fmt(value: float) -> str:
     return f"{value:g}"
 
 
-def _pick_by_range(rows: list[SizeRow], keyword: str, value: float, label: str, unit: str) -> tuple[SizeRow | None, str]:
-    """The row whose range holds value (the larger one on a shared boundary, the next larger in a gap)."""
+def _pick_by_range(rows: list[SizeRow], keyword: str, value: float, label: str, unit: str
+                   ) -> tuple[SizeRow | None, str, SizeRow]:
+    """(the row whose range holds value (the larger one on a shared boundary, the next larger in a
+    gap; None when value is above every range), the reason, the row whose numbers the reason quotes)."""
     ranged = [(row, row.number_range(keyword)) for row in rows]
     ranged = [(row, r) for row, r in ranged if r is not None]
     inside = [(row, r) for row, r in ranged if r[0] <= value <= r[1]]
     if inside:
         row = inside[-1][0]
         shared = "（恰在两个尺码的分界上，取较大的一码）" if len(inside) > 1 else ""
-        return row, f"{label} {_fmt(value)}{unit} 在 {row.size} 码的适合{label} {row.raw(keyword)}{unit} 内{shared}"
+        return row, f"{label} {_fmt(value)}{unit} 在 {row.size} 码的适合{label} {row.raw(keyword)}{unit} 内{shared}", row
     if value < ranged[0][1][0]:
         row = ranged[0][0]
-        return row, f"{label} {_fmt(value)}{unit} 低于最小码 {row.size} 的适合{label} {row.raw(keyword)}{unit}，按最小码 {row.size}"
+        return (row, f"{label} {_fmt(value)}{unit} 低于最小码 {row.size} 的适合{label} {row.raw(keyword)}{unit}，"
+                     f"按最小码 {row.size}", row)
     larger = [row for row, r in ranged if r[0] > value]
     if not larger:
         row = ranged[-1][0]
-        return None, f"{label} {_fmt(value)}{unit} 超出最大码 {row.size} 的适合{label} {row.raw(keyword)}{unit}"
+        return None, f"{label} {_fmt(value)}{unit} 超出最大码 {row.size} 的适合{label} {row.raw(keyword)}{unit}", row
     row = larger[0]
-    return row, f"{label} {_fmt(value)}{unit} 介于两个尺码之间，取较大的 {row.size} 码（适合{label} {row.raw(keyword)}{unit}）"
+    return row, f"{label} {_fmt(value)}{unit} 介于两个尺码之间，取较大的 {row.size} 码（适合{label} {row.raw(keyword)}{unit}）", row
 
 
 def _recommend_shoe(rows: list[SizeRow], foot_length_cm: float) -> tuple[SizeRow | None, list[SizeRow], str]:
@@ -351,16 +362,39 @@ def _recommend_by_body(rows: list[SizeRow], height_cm: float | None, weight_kg: 
         picks.append(_pick_by_range(rows, "身高", height_cm, "身高", "cm"))
     if weight_kg is not None and any(r.number_range("体重") for r in rows):
         picks.append(_pick_by_range(rows, "体重", weight_kg, "体重", "kg"))
-    used = [row for row, _ in picks if row is not None]
-    reasons = [reason for _, reason in picks]
-    if any(row is None for row, _ in picks):
-        return None, used, "；".join(reasons) + "，尺码表中没有合适的尺码"
+    used = [row for row, _, _ in picks if row is not None]
+    quoted = list({id(r): r for _, _, r in picks}.values())  # every row a reason quotes is cited
+    reasons = [reason for _, reason, _ in picks]
+    if any(row is None for row, _, _ in picks):
+        return None, quoted, "；".join(reasons) + "，尺码表中没有合适的尺码"
     order = {id(row): i for i, row in enumerate(rows)}
     chosen = max(used, key=lambda row: order[id(row)])
     if len({row.size for row in used}) > 1:
-        sizes = "、".join(f"{label}对应 {row.size} 码" for (row, _), label in zip(picks, ("身高", "体重")))
+        sizes = "、".join(f"{label}对应 {row.size} 码" for (row, _, _), label in zip(picks, ("身高", "体重")))
         reasons.append(f"{sizes}，两者不一致时建议选较大的 {chosen.size} 码，穿着不会紧绷")
-    return chosen, list({id(r): r for r in used}.values()), "；".join(reasons)
+    return chosen, quoted, "；".join(reasons)
+
+
+class SizeAdvice(BaseModel):
+    """size_recommend's finding as an answer states it: the size (None: the table has none that
+    fits), why, the size-table rows it rests on and the SKU rows of that size."""
+
+    product: str
+    size: str | None
+    reason: str
+    rows_used: list[str]
+    sku_rows: list[str] = Field(default_factory=list)
+    in_stock: bool | None = None
+
+    @classmethod
+    def of(cls, data: dict | None) -> "SizeAdvice | None":
+        """From size_recommend's result data; None when it asked for facts or had no table to read."""
+        if not data or not data.get("rows_used") or not data.get("product"):
+            return None
+        return cls.model_validate(data)
+
+    def chunk_ids(self) -> list[str]:
+        return [*self.rows_used, *self.sku_rows]
 
 
 def size_recommend(product: str, height_cm: float | None = None, weight_kg: float | None = None,
@@ -409,12 +443,15 @@ def size_recommend(product: str, height_cm: float | None = None, weight_kg: floa
         return SkillResult(skill=skill, note=f"{item.name} 的尺码表只有成衣尺寸，没有身高、体重或脚长对照，无法据此推荐。",
                            hits=[h for h in (_hit(ctx.kb, r.chunk_id, "size_table", i) for i, r in enumerate(rows, 1)) if h])
     hits = [h for h in (_hit(ctx.kb, r.chunk_id, "size_table", i) for i, r in enumerate(used, 1)) if h]
-    data = {"size": chosen.size if chosen else None, "reason": reason, "rows_used": [r.chunk_id for r in used]}
+    data = {"product": item.name, "size": chosen.size if chosen else None, "reason": reason,
+            "rows_used": [r.chunk_id for r in used]}
     if chosen is None:
         return SkillResult(skill=skill, hits=hits, data=data, note=f"{item.name}：{reason}，建议联系客服确认。")
     same_size = [r for r in item.skus if r.get("size") == chosen.size]
     data["in_stock"] = any(r["stock"] > 0 for r in same_size) if same_size else None
     stock_note = {True: "该尺码目前有货", False: "该尺码目前缺货", None: "本店暂未上架该尺码"}[data["in_stock"]]
-    hits += _sku_hits(ctx.kb, same_size, start_rank=len(hits) + 1)
+    sku_hits = _sku_hits(ctx.kb, same_size, start_rank=len(hits) + 1)
+    data["sku_rows"] = [h.chunk_id for h in sku_hits]
+    hits += sku_hits
     return SkillResult(skill=skill, hits=hits, data=data,
                        note=f"{item.name} 推荐 {chosen.size} 码：{reason}。{stock_note}。")

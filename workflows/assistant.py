@@ -155,7 +155,8 @@ class Assistant:
         if clarification is not None:
             entity = clarification.product or entity
             pending = PendingTask(kind=clarification.kind, need=clarification.need, question=result.question,
-                                  entity=clarification.product, trace_id=result.trace_id)
+                                  entity=clarification.product, options=clarification.options,
+                                  trace_id=result.trace_id)
         elif features.product is not None:
             entity = features.product
         turn = Turn(question=redact(question), answer=redact(result.answer), trace_id=result.trace_id,

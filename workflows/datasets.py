@@ -26,6 +26,7 @@ from knowledge.filters import SearchFilters
 from knowledge.ingest import Ingestor, embedding_text
 from knowledge.kb import Hit, KnowledgeBase, metadata_columns
 from knowledge.lexicon import Lexicon
+from knowledge.chunking import CHUNK_FORMAT
 from knowledge.loaders import LOADER_VERSION, load_path
 from knowledge.settings import Settings, get_settings
 
@@ -140,7 +141,8 @@ def _kb_key(corpus_paths: Sequence[Path], settings: Settings, max_docs: int | No
     for path in corpus_paths:
         stat = path.stat()
         stamp.append([str(path.resolve()), stat.st_size, int(stat.st_mtime)])
-    raw = json.dumps([stamp, settings.embedder, settings.chunk_size, settings.chunk_overlap, max_docs, LOADER_VERSION])
+    raw = json.dumps([stamp, settings.embedder, settings.chunk_size, settings.chunk_overlap, max_docs, LOADER_VERSION,
+                      CHUNK_FORMAT])
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:10]
 
 

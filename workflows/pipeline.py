@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
@@ -26,11 +26,13 @@ from agents.models import make_chat_model
 from agents.planner import RetrievalPlanner
 from agents.toolkit import build_toolkit
 from agents.prompts import load_prompt
+from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.filters import SearchFilters
 from knowledge.kb import KnowledgeBase, metadata_columns
 from knowledge.text import is_storable_text
 from tools.base import EvidenceHit, LegScore, SkillContext
 from tools.registry import SkillRegistry
+from tools.products import SizeAdvice
 from tools.rerank import make_reranker
 from workflows import conflicts as conflict_check
 from workflows.arms import template_values
@@ -163,8 +165,10 @@ class QAPipeline:
         degradations = list(outcome.degradations)
         degradations += [f"tool {r.name}: {reason}" for r in planner.records if r.degraded for reason in r.reasons]
 
+        # A size the size_recommend skill worked out from the table is stated with the rows it read.
+        advice = SizeAdvice.of(planner.outputs.get("size_recommend"))
         evidence, best, rerank_problem = self._rank_evidence(pool, template_values(features)["query"], search_filters,
-                                                             as_of)
+                                                             as_of, pinned=advice.chunk_ids() if advice else ())
         if rerank_problem:
             degradations.append(rerank_problem)
         clock.lap("rerank")
@@ -183,7 +187,7 @@ class QAPipeline:
             if evidence:  # weak evidence that disagrees with itself is still worth saying so
                 result.answer = self._refusal(self._conflicts(result, question, evidence, clock))
         else:
-            await self._answer(result, question, evidence, tracker, degradations, clock)
+            await self._answer(result, question, evidence, tracker, degradations, clock, advice)
         if self.compliance is not None and not result.refused:  # the settled answer, as the customer sees it
             screened = self.compliance.run(result.answer)
             result.compliance = screened.hits
@@ -202,10 +206,12 @@ class QAPipeline:
         return result
 
     # -- stages ----------------------------------------------------------------------------
-    def _rank_evidence(self, pool: EvidencePool, query: str, filters: SearchFilters | None, as_of: date | None
-                       ) -> tuple[list[EvidenceHit], float | None, str]:
+    def _rank_evidence(self, pool: EvidencePool, query: str, filters: SearchFilters | None, as_of: date | None,
+                       pinned: Sequence[str] = ()) -> tuple[list[EvidenceHit], float | None, str]:
         """The pool re-scored by the calibrated reranker for the question, filtered, cut to the
-        shown evidence; plus the best score (None: no evidence) and a degradation, if any."""
+        shown evidence; plus the best score (None: no evidence) and a degradation, if any.
+        pinned: chunk ids shown whatever their rank (what a structured skill's finding rests on),
+        in place of the lowest-ranked others."""
         # Score the text the answerer will see (hostile passages already cut), not the raw chunk.
         pairs = [(hit, chunk.model_copy(update={"text": hit.text, "title": hit.title}))
                  for hit in pool.hits() if (chunk := self.kb.get(hit.chunk_id)) is not None]
@@ -220,6 +226,7 @@ class QAPipeline:
         except Exception as exc:  # keep the skills' own calibrated scores; none -> nothing passes the gate
             problem = f"final rerank failed ({type(exc).__name__}); earlier rerank scores used"
             scores = [hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 0.0 for hit, _ in pairs]
+        scores = _overviews_as_rows(pairs, scores)
         order = sorted(range(len(pairs)), key=lambda i: (-scores[i], pairs[i][0].chunk_id))
         ranked = []
         for rank, i in enumerate(order, start=1):
@@ -236,10 +243,10 @@ class QAPipeline:
             if len(shown) >= n:
                 break
             shown = EvidencePool.from_hits(tier).top(n, max_chars, after=shown)
-        return shown, float(max(scores)), problem
+        return _with_pinned(shown, ranked, pinned, n), float(max(scores)), problem
 
     async def _answer(self, result: QAResult, question: str, evidence: list[EvidenceHit], tracker: BudgetTracker,
-                      degradations: list[str], clock: _Stopwatch) -> None:
+                      degradations: list[str], clock: _Stopwatch, advice: SizeAdvice | None = None) -> None:
         conflicts = self._conflicts(result, question, evidence, clock)
 
         answerer = self.answerer
@@ -250,11 +257,11 @@ class QAPipeline:
             try:
                 # a model reads the asked time; the extractive answerer matches the question's own words
                 asked = with_asked_time(question, result.as_of) if source == "llm" else question
-                text = await generate(answerer, asked, evidence, conflicts, feedback, budget=tracker)
+                text = await generate(answerer, asked, evidence, conflicts, feedback, budget=tracker, advice=advice)
             except ModelFailure as exc:
                 degradations.append(f"answerer model failed ({exc}); extractive answer used")
                 answerer, source = self.extractive, "extractive"
-                text = self.extractive.run(question, evidence, conflicts, feedback)
+                text = self.extractive.run(question, evidence, conflicts, feedback, advice=advice)
             clock.lap("answer")
             report = self.inspector.run(text, evidence, conflicts, question)
             clock.lap("inspect")
@@ -266,7 +273,7 @@ class QAPipeline:
             text, report = await attempt(report)
         if not report.passed and source == "llm":
             source = "extractive"
-            text = self.extractive.run(question, evidence, conflicts)
+            text = self.extractive.run(question, evidence, conflicts, advice=advice)
             clock.lap("answer")
             report = self.inspector.run(text, evidence, conflicts, question)
             clock.lap("inspect")
@@ -337,13 +344,49 @@ def _new_sections_first(spare: list[EvidenceHit], shown: list[EvidenceHit]
                         ) -> tuple[list[EvidenceHit], list[EvidenceHit]]:
     """(the best spare hit of each (document, section) not shown yet, the other spare hits),
     order kept."""
-    seen = {(hit.doc_id, hit.section) for hit in shown}
+    seen = {_section_key(hit) for hit in shown}
     fresh, rest = [], []
     for hit in spare:
-        key = (hit.doc_id, hit.section)
+        key = _section_key(hit)
         (rest if key in seen else fresh).append(hit)
         seen.add(key)
     return fresh, rest
+
+
+def _with_pinned(shown: list[EvidenceHit], ranked: list[EvidenceHit], pinned: Sequence[str], n: int
+                 ) -> list[EvidenceHit]:
+    """The shown evidence with every pinned hit of the ranking in it, each taking the place of the
+    lowest-ranked unpinned one once all n slots are used; rank order kept."""
+    missing = [hit for hit in ranked if hit.chunk_id in set(pinned) - {h.chunk_id for h in shown}]
+    if not missing:
+        return shown
+    keep = list(shown)
+    for hit in missing:
+        if len(keep) >= n:
+            drop = next((h for h in reversed(keep) if h.chunk_id not in pinned), None)
+            if drop is None:
+                break
+            keep.remove(drop)
+        keep.append(hit)
+    order = {hit.chunk_id: i for i, hit in enumerate(ranked)}
+    return sorted(keep, key=lambda h: order[h.chunk_id])
+
+
+def _overviews_as_rows(pairs: list[tuple[EvidenceHit, Any]], scores: list[float]) -> list[float]:
+    """A product's SKU overview states every fact any of its SKU rows states, so it ranks with the
+    best of them (right after it: ties go by chunk id), not below rows it summarises."""
+    best_row: dict[str, float] = {}
+    for (hit, _), score in zip(pairs, scores):
+        if hit.section == "SKU":
+            best_row[hit.doc_id] = max(score, best_row.get(hit.doc_id, 0.0))
+    return [max(score, best_row.get(hit.doc_id, 0.0)) if hit.section == SKU_OVERVIEW_SECTION else score
+            for (hit, _), score in zip(pairs, scores)]
+
+
+def _section_key(hit: EvidenceHit) -> tuple[str, str]:
+    # A product's SKU overview restates its SKU rows: it is the rows' section, not a new one that
+    # would take a slot from the page's own sections (重量 of 功能特点 for "单只耳朵有多重").
+    return hit.doc_id, "SKU" if hit.section == SKU_OVERVIEW_SECTION else hit.section
 
 
 def _at_most_per_doc(hits: list[EvidenceHit], limit: int) -> tuple[list[EvidenceHit], list[EvidenceHit]]:

@@ -36,6 +36,10 @@ MAX_SESSION_ID_CHARS = 128
 FACT_LABELS = {"height_cm": "身高（cm）", "weight_kg": "体重（kg）", "foot_length_cm": "脚长（cm）"}
 ASK_FACTS = "为了给您推荐合适的尺码，请告诉我您的{facts}。"
 ASK_PRODUCT = "请问您问的是哪款商品？请告诉我商品名称或型号，我再为您查询。"
+ASK_WHICH = "“{asked}”对应本店的多款商品，请问您问的是哪一款？{options}（回复序号或商品名即可）"
+# A reply that picks an offered option by its number: "2", "第二个", "第2款"
+_ORDINAL = re.compile(r"^\s*(?:第\s*)?([1-9一二三四五六七八九])\s*(?:个|款|种|项|号)?\s*[。.！!]?\s*$")
+_CHINESE_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九", start=1)}
 # Words that point at a product the question does not name.
 _PRODUCT_REFERENCE = re.compile(r"它|这款|那款|这件|那件|这双|那双|这只|那只|这台|那台|这条|那条|这个|那个|"
                                 r"该款|该商品|此款|同款")
@@ -76,6 +80,7 @@ class Clarification(BaseModel):
     need: list[str]  # facts (height_cm, weight_kg, foot_length_cm) or ["product"]
     text: str  # the question put to the customer
     product: Entity | None = None
+    options: list[Entity] = Field(default_factory=list)  # the products a "product" question offers
     skill: str | None = None  # the skill that reported the need
     arguments: dict = Field(default_factory=dict)  # what that skill was called with
     elapsed_ms: float = 0.0  # the skill call
@@ -88,6 +93,7 @@ class PendingTask(BaseModel):
     need: list[str]
     question: str  # the question to complete (facts given so far merged in)
     entity: Entity | None = None
+    options: list[Entity] = Field(default_factory=list)  # the products offered, in the order listed
     trace_id: str  # the clarifying reply
 
 
@@ -178,6 +184,8 @@ class Clarifier:
         if features.intent in _NO_PRODUCT_INTENTS:
             return None
         product = features.product
+        if product is not None and product.product_id is None:
+            return self._which_product(product)  # "AJ1": the Low or the Retro? never guess
         if product is not None:
             return self._missing_facts(features, product) if features.asks_size_advice and product.product_id else None
         if features.brands or features.categories or features.model_codes or not product_index(self.kb).products:
@@ -185,6 +193,19 @@ class Clarifier:
         refers = _PRODUCT_REFERENCE.search(features.canonical) or (
             features.is_followup and (features.sizes or features.asks_price_stock or features.asks_size))
         return Clarification(kind="product", need=["product"], text=ASK_PRODUCT) if refers else None
+
+    def _which_product(self, product: Entity) -> Clarification | None:
+        """Which of the products a name fits equally well (product_lookup would list the same
+        candidates); None when it fits none or one."""
+        candidates = product_index(self.kb).resolve(product.surface or product.name).candidates
+        if len(candidates) < 2:
+            return None
+        options = [Entity(name=p.name, product_id=p.product_id, brand=p.brand or None, category=p.category or None)
+                   for p in candidates]
+        listed = "；".join(f"{i}. {o.name}" for i, o in enumerate(options, start=1))
+        return Clarification(kind="product", need=["product"], text=ASK_WHICH.format(asked=product.surface or product.name,
+                                                                                    options=listed),
+                             options=options)
 
     def _missing_facts(self, features: QueryFeatures, product: Entity) -> Clarification | None:
         given = {"height_cm": features.height_cm, "weight_kg": features.weight_kg,
@@ -209,8 +230,29 @@ class Clarifier:
             same_product = all(p.product_id == (pending.entity.product_id if pending.entity else None)
                                for p in turn.products)
             return (f"{pending.question} {reply}", pending.entity) if gave and same_product else None
+        if pending.options:
+            chosen = self._chosen_option(pending.options, reply, turn)
+            return (f"{chosen.name} {pending.question}", chosen) if chosen is not None else None
         named = turn.products[0] if turn.products else None
         just_a_name = not (turn.question_words or turn.asks_price_stock or turn.asks_size) and turn.intent == "fact"
         if named is not None and named.product_id and just_a_name:
             return f"{reply} {pending.question}", named
         return None
+
+    def _chosen_option(self, options: list[Entity], reply: str, turn: QueryFeatures) -> Entity | None:
+        """The offered product a reply picks: by its number ("2", "第二个"), by a name only it
+        fits ("Retro", "芝加哥"), or as the product the reply names; None for anything else."""
+        ordinal = _ORDINAL.match(reply)
+        if ordinal:
+            digit = ordinal.group(1)
+            index = int(digit) if digit.isdigit() else _CHINESE_DIGITS[digit]
+            return options[index - 1] if index <= len(options) else None
+        by_id = {o.product_id: o for o in options}
+        match = product_index(self.kb).resolve(reply)
+        if match.product is not None and match.product.product_id in by_id:
+            return by_id[match.product.product_id]
+        among = [by_id[p.product_id] for p in match.candidates if p.product_id in by_id]
+        if len(among) == 1:
+            return among[0]
+        named = [p for p in turn.products if p.product_id in by_id]
+        return by_id[named[0].product_id] if len(named) == 1 else None

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.chunking import chunk_document, split_recursive
+from knowledge.chunking import SKU_OVERVIEW_SECTION, chunk_document, render_sku_overview, split_recursive
 from knowledge.loaders import load_path
 from knowledge.schema import Document, Section, SkuRow
 
@@ -133,17 +133,47 @@ def _doc(**fields) -> Document:
     return Document(**{**base, **fields})
 
 
-def test_sku_document_gives_one_chunk_per_row() -> None:
+def test_sku_document_gives_one_chunk_per_row_and_an_overview() -> None:
     rows = [
         SkuRow(product_id="P100", sku="AJ1-RED-42", name="Air Jordan 1", colour="红", size="42", price=899, stock=12),
         SkuRow(product_id="P100", sku="AJ1-RED-43", name="Air Jordan 1", colour="红", size="43", price=899.5, stock=0),
     ]
     doc = Document(doc_id="sku-P100", title="Air Jordan 1", doc_type="product", skus=rows, source="商品SKU表")
     chunks = chunk_document(doc)
-    assert [c.chunk_id for c in chunks] == ["sku-P100#sku-AJ1-RED-42", "sku-P100#sku-AJ1-RED-43"]
+    assert [c.chunk_id for c in chunks] == ["sku-P100#sku-AJ1-RED-42", "sku-P100#sku-AJ1-RED-43", "sku-P100#skus-0"]
     assert chunks[0].text == "商品: Air Jordan 1；SKU: AJ1-RED-42；颜色: 红；尺码: 42；价格: 899.00元；库存: 12件"
     assert "价格: 899.50元；库存: 0件" in chunks[1].text
-    assert [(c.section, c.position, c.doc_type) for c in chunks] == [("SKU", 0, "product"), ("SKU", 1, "product")]
+    # the price differs by size alone, so the overview gives each size its price
+    assert chunks[2].text == ("商品: Air Jordan 1；规格数: 2；颜色: 红；尺码: 42、43；价格: 42 899.00元、43 899.50元；"
+                              "有货: 红 42；缺货: 红 43")
+    assert [(c.section, c.position, c.doc_type) for c in chunks] == [
+        ("SKU", 0, "product"), ("SKU", 1, "product"), (SKU_OVERVIEW_SECTION, 0, "product")]
+
+
+def test_a_single_sku_has_no_overview() -> None:
+    row = SkuRow(product_id="P1", sku="S1", name="胸包", colour="黑", size="均码", price=159, stock=3)
+    chunks = chunk_document(Document(doc_id="sku-P1", title="胸包", doc_type="product", skus=[row]))
+    assert [c.section for c in chunks] == ["SKU"]
+
+
+def test_sku_overview_lists_colours_sizes_prices_and_stock() -> None:
+    def row(sku, colour, size, price, stock):
+        return SkuRow(product_id="P", sku=sku, name="数据线", colour=colour, size=size, price=price, stock=stock)
+
+    # sizes in size order whatever the table order; one-size products list colours alone
+    cable = [row("B2", "黑色", "2m", 59, 4), row("B1", "黑色", "1m", 49, 0), row("W1", "白色", "1m", 49, 7)]
+    assert render_sku_overview(cable) == ("商品: 数据线；规格数: 3；颜色: 黑色、白色；尺码: 1m、2m；"
+                                          "价格: 2m 59.00元、1m 49.00元；有货: 黑色 2m，白色 1m；缺货: 黑色 1m")
+    bag = [row("A", "原色", "均码", 129, 5), row("B", "墨绿", "均码", 129, 0)]
+    assert render_sku_overview(bag) == ("商品: 数据线；规格数: 2；颜色: 原色、墨绿；尺码: 均码；价格: 129.00元；"
+                                        "有货: 原色；缺货: 墨绿")
+    # price set by neither colour nor size alone: each variant's
+    mixed = [row("A", "红", "S", 10, 1), row("B", "红", "M", 12, 1), row("C", "蓝", "S", 12, 1)]
+    assert "价格: 红 S 10.00元、红 M 12.00元、蓝 S 12.00元" in render_sku_overview(mixed)
+    # a long table keeps counts and what is out of stock
+    big = [row(f"K{i}", f"色{i % 7}", str(30 + i), 99, 0 if i == 3 else 1) for i in range(40)]
+    text = render_sku_overview(big)
+    assert "有货规格数: 39" in text and text.endswith("缺货: 色3 33") and "有货:" not in text
 
 
 def test_plain_document_chunks_copy_metadata_and_have_body_ids() -> None:

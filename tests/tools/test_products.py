@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tools.base import SkillContext
-from tools.products import product_lookup, size_recommend
+from tools.products import SizeAdvice, product_lookup, size_recommend
 
 
 @pytest.fixture()
@@ -20,6 +20,12 @@ def table_rows(kb, product_id: str) -> dict[str, dict]:
 # ----------------------------------------------------------------------------- product_lookup
 
 
+def test_a_named_sku_comes_first_then_the_overview(ctx):
+    result = product_lookup("AJ1L-WR-42", ctx=ctx)
+    assert result.data["matched_sku"] == "AJ1L-WR-42"
+    assert [h.chunk_id for h in result.hits[:2]] == ["sku-p-aj1-low#sku-AJ1L-WR-42", "sku-p-aj1-low#skus-0"]
+
+
 @pytest.mark.parametrize("asked", ["AJ1 低帮", "aj1 low", "乔丹一代低帮", "AJ1 Low 42码"])
 def test_alias_resolves_to_the_low_top(ctx, demo_kb, asked):
     result = product_lookup(asked, ctx=ctx)
@@ -30,7 +36,10 @@ def test_alias_resolves_to_the_low_top(ctx, demo_kb, asked):
     assert result.data["price_range"] == [899.0, 899.0]
     assert result.data["in_stock_sizes"] == ["40", "41", "42", "43"]
     assert result.data["out_of_stock"] == ["AJ1L-PANDA-43"]
-    assert {h.chunk_id for h in result.hits} == {f"sku-p-aj1-low#sku-{sku}" for sku in rows}
+    # every row, and first the overview of all of them (no SKU code named)
+    assert {h.chunk_id for h in result.hits} == {f"sku-p-aj1-low#sku-{sku}" for sku in rows} | {"sku-p-aj1-low#skus-0"}
+    assert result.hits[0].chunk_id == "sku-p-aj1-low#skus-0"
+    assert [h.legs["sku_table"].rank for h in result.hits] == list(range(1, len(result.hits) + 1))
     assert all(demo_kb.get(h.chunk_id) is not None for h in result.hits)
 
 
@@ -124,6 +133,20 @@ def test_outerwear_beyond_the_table_recommends_nothing(ctx):
     result = size_recommend("峰刃冲锋衣", height_cm=195, weight_kg=100, ctx=ctx)
     assert result.data["size"] is None
     assert "超出" in result.note
+    # the reason quotes the largest size's ranges, so that row is among the rows it cites
+    assert result.data["rows_used"] == ["prod-sy-fengren#尺码表-r3-0"] and "181-186" in result.data["reason"]
+    assert SizeAdvice.of(result.data).size is None
+
+
+def test_size_advice_carries_the_rows_and_the_skus_of_that_size(ctx):
+    result = size_recommend("峰刃冲锋衣", height_cm=176, weight_kg=72, ctx=ctx)
+    advice = SizeAdvice.of(result.data)
+    assert (advice.product, advice.size) == ("山野 峰刃 GTX 冲锋衣", "L")
+    assert set(advice.sku_rows) == {"sku-p-sy-fengren#sku-SYFR-BLU-L", "sku-p-sy-fengren#sku-SYFR-BLK-L"}
+    assert advice.chunk_ids() == [*advice.rows_used, *advice.sku_rows]
+    # asking for facts, or a one-size product, is no advice to state
+    assert SizeAdvice.of(size_recommend("峰刃冲锋衣", ctx=ctx).data) is None
+    assert SizeAdvice.of(size_recommend("木木 帆布托特包", ctx=ctx).data) is None
 
 
 def test_shoe_needs_foot_length_even_with_height_and_weight(ctx):

@@ -1,4 +1,4 @@
-"""The offline QA pipeline end to end on the demo KB and its 97 labelled questions: real skills,
+"""The offline QA pipeline end to end on the demo KB and its 106 labelled questions: real skills,
 a real ReActAgent planner, the calibrated reranker, the extractive answerer and the inspector."""
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from tests.conftest import DEMO_DIR
 from workflows.cli import app
 from workflows.datasets import candidate_kb
 from tools.base import EvidenceHit
-from workflows.pipeline import QAPipeline, QuestionError, _at_most_per_doc, _new_sections_first
+from workflows.pipeline import (QAPipeline, QuestionError, _at_most_per_doc, _new_sections_first, _overviews_as_rows,
+                                _with_pinned)
 from workflows.pipeline_config import PipelineConfig, PipelineConfigError
 from workflows.query_analysis import Entity
 from workflows.result import QAResult
@@ -171,6 +172,34 @@ def test_slots_beyond_the_cap_go_to_sections_not_shown_yet(pipeline):
     fresh, rest = _new_sections_first(spare, shown)
     assert [h.chunk_id for h in fresh] == ["a#notes-0", "b#table-0"]
     assert [h.chunk_id for h in rest] == ["a#table-2", "a#notes-1"]
+
+
+def test_a_products_variants_are_answered_from_its_sku_overview(pipeline):
+    # The overview ranks with the product's best SKU row, so it is in the evidence to answer
+    # "有哪些颜色" with every colour at once (a row would answer for one colour as if it were all).
+    result = pipeline.run("行旅T20登机箱有几种颜色可选？")
+    assert not result.refused and "sku-p-xl-t20#skus-0" in {c.id for c in result.citations}
+    assert all(colour in result.answer for colour in ("曜石黑", "月光银", "雾霾蓝")) and "缺货：雾霾蓝" in result.answer
+    # a question about one section of the page keeps that section: the overview is no new section
+    weight = pipeline.run("声屿S1耳机单只耳朵有多重？")
+    assert "4.8" in weight.answer
+    # the rule itself: an overview scores as its document's best SKU row, nothing else changes
+    hit = lambda chunk_id, section: (EvidenceHit(chunk_id=chunk_id, doc_id=chunk_id.split("#")[0], section=section,
+                                                 text="t", score=0.0), None)
+    pairs = [hit("sku-a#sku-1", "SKU"), hit("sku-a#sku-2", "SKU"), hit("sku-a#skus-0", "规格汇总"), hit("p#x-0", "x")]
+    assert _overviews_as_rows(pairs, [0.3, 0.6, 0.1, 0.9]) == [0.3, 0.6, 0.6, 0.9]
+
+
+def test_a_size_worked_out_by_the_skill_is_the_answer(pipeline):
+    result = pipeline.run("我身高182，体重85公斤，北极驿冰原派克棉服选哪个尺码？")
+    assert result.answer.startswith("北极驿 冰原 派克棉服建议选 XL 码：身高 182cm 在 XL 码的适合身高 181-186cm 内")
+    cited = [c.id for c in result.citations]
+    assert cited[0] == "prod-bjy-bingyuan#尺码表-r3-0" and "sku-p-bjy-bingyuan#sku-BJYBY-BLK-XL" in cited
+    # pinned evidence: every pinned hit is shown, each in place of the lowest-ranked unpinned one
+    ranked = [EvidenceHit(chunk_id=f"c{i}", doc_id=f"d{i}", text="t", score=1.0 - i / 10) for i in range(6)]
+    assert [h.chunk_id for h in _with_pinned(ranked[:3], ranked, ["c5", "c4"], 3)] == ["c0", "c4", "c5"]
+    assert _with_pinned(ranked[:3], ranked, ["c1", "c9"], 3) == ranked[:3]  # shown already; unknown ids ignored
+    assert [h.chunk_id for h in _with_pinned(ranked[:2], ranked, ["c5"], 3)] == ["c0", "c1", "c5"]
 
 
 def test_result_trace_json_and_text(pipeline):

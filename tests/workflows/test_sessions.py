@@ -138,6 +138,29 @@ def test_a_reply_naming_the_product_completes_the_waiting_question(clarifier):
     assert clarifier.complete(pending, "算了") is None
 
 
+def test_a_name_two_products_fit_asks_which_one(clarifier, analyzer):
+    asked = clarifier.check(analyzer.run("AJ1多少钱？"))
+    assert asked is not None and asked.kind == "product" and asked.need == ["product"]
+    assert [o.product_id for o in asked.options] == ["p-aj1-low", "p-aj1-retro"]
+    assert "1. Air Jordan 1 Low 低帮板鞋；2. Air Jordan 1 Retro High OG 芝加哥" in asked.text
+    # a name only one product fits asks nothing
+    assert clarifier.check(analyzer.run("AJ1 Low 多少钱？")) is None
+
+
+def test_a_reply_picks_an_offered_product_by_number_or_name(clarifier, analyzer):
+    asked = clarifier.check(analyzer.run("AJ1多少钱？"))
+    pending = PendingTask(kind="product", need=["product"], question="AJ1多少钱？", options=asked.options,
+                          trace_id="t1")
+    for reply, product_id in [("2", "p-aj1-retro"), ("第一个", "p-aj1-low"), ("Retro", "p-aj1-retro"),
+                              ("芝加哥那款", "p-aj1-retro"), ("低帮的", "p-aj1-low")]:
+        question, entity = clarifier.complete(pending, reply)
+        assert entity.product_id == product_id, reply
+        assert question == f"{entity.name} AJ1多少钱？"
+        assert clarifier.check(analyzer.run(question, entity)) is None, reply  # now it can be answered
+    for reply in ("3", "星择XZ-3000", "退货要几天？"):  # no such option, another product, a new question
+        assert clarifier.complete(pending, reply) is None, reply
+
+
 def test_a_kb_without_products_never_asks_which_product(tmp_path):
     from knowledge.ingest import Ingestor
     from knowledge.kb import KnowledgeBase
