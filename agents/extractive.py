@@ -231,7 +231,9 @@ class ExtractiveAnswerer:
         identity_openers = [_definition_opener(n) for n in named] if IDENTITY_QUESTION.search(question.text) else []
         candidates = []
         for order, hit in enumerate(evidence):
-            if hit.chunk_id in skip_chunks:
+            # A SKU overview answers for all variants at once (_variants_overview); as one more
+            # sentence it would outscore the row of the variant a question names (雪山白L码还有吗).
+            if hit.chunk_id in skip_chunks or hit.section == SKU_OVERVIEW_SECTION:
                 continue
             title = self._canonical(hit.title).lower()
             label_tokens = set(self._tokens(self._canonical(f"{hit.title} {hit.section}")))
@@ -481,11 +483,9 @@ class ExtractiveAnswerer:
                 framed = "Based on the available information, " + framed[:1].lower() + framed[1:]
             return f"{_TRAILING.sub('', framed)}【{hit.chunk_id}】."
         # The shop's own SKU table only: a stranger's review laid out like one keeps its "有用户评价称".
-        official = hit.doc_type == "product" and hit.authority == "official"
-        sku = _sku_fields(candidate.body) if official and hit.section in ("SKU", SKU_OVERVIEW_SECTION) else None
-        if sku and hit.section == SKU_OVERVIEW_SECTION:
-            framed = _overview_sentence(sku, title)
-        elif sku:
+        official_row = hit.section == "SKU" and hit.doc_type == "product" and hit.authority == "official"
+        sku = _sku_fields(candidate.body) if official_row else None
+        if sku:
             framed = self._sku_sentence(sku, title)
         elif hit.doc_type == "review":
             framed = f"有用户评价称：{body}"
