@@ -179,7 +179,9 @@ def _met(ok: bool, value=0.0) -> str:
 NOTES = """\
 **How to regenerate.** `make eval` runs the suite below and rewrites this file; `make eval
 EVAL_ARGS=--resume` continues an interrupted run, `python -m workflows.quality_report --only NAME
---resume` reruns one entry and `--report-only` re-renders from the saved results. The entries
+--resume` reruns one entry and `--report-only` re-renders from the saved results (results are saved
+per machine, under ~/.cache/citescope/eval/quality: the file is not rewritten while an entry it
+shows has no results there, unless `--allow-missing`). The entries
 below took {minutes:.0f} min on this 2-core machine while other jobs ran (about 10,000 pipeline
 runs; baoxianzhidao's two splits are two thirds of it). Every eval KB is built once from the shared
 embedding cache under ~/.cache/citescope/eval/kbs; a corpus missing from the cache would be
@@ -384,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", help="run only these entries (repeat); others: saved results")
     parser.add_argument("--report-only", action="store_true", help="re-render docs/quality.md from saved results")
     parser.add_argument("--out", type=Path, default=REPORT)
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="write the report even if entries it shows have no saved results here (they become 'not run')")
     args = parser.parse_args(argv)
     if not args.report_only:
         for entry in SUITE:
@@ -395,9 +399,25 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{entry.name}: {exc}")
     calibration_path = default_root() / "calibration.json"
     calibration = json.loads(calibration_path.read_text(encoding="utf-8")) if calibration_path.exists() else None
-    args.out.write_text(render(saved_results(), calibration), encoding="utf-8")
+    results = saved_results()
+    lost = entries_it_would_drop(args.out, results)
+    if lost and not args.allow_missing:
+        print(f"not writing {args.out}: it reports {', '.join(lost)}, whose results are not on this machine "
+              f"(under {results_dir()}); run them too (--only NAME, or make eval), or pass --allow-missing")
+        return 2
+    args.out.write_text(render(results, calibration), encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
+
+
+def entries_it_would_drop(report: Path, results: dict) -> list[str]:
+    """Entries the existing report shows as run but that have no saved results here: rewriting
+    it would turn their tables into "not run yet"."""
+    if not report.exists():
+        return []
+    text = report.read_text(encoding="utf-8")
+    shown = [e.name for e in SUITE if f"## {e.title}\n\n`{e.command()}`\n\nFinished " in text]
+    return [name for name in shown if name not in results]
 
 
 if __name__ == "__main__":
