@@ -27,6 +27,7 @@ from knowledge.lexicon import Lexicon
 from knowledge.text import bigram_dice, is_faq, normalize, tokenize
 from tools.base import EvidenceHit
 from workflows.evidence import RERANK_LEG
+from workflows.query_analysis import parse_sizes
 
 if TYPE_CHECKING:
     from tools.products import SizeAdvice
@@ -143,6 +144,9 @@ class ExtractiveAnswerer:
         advised = self._size_advice(advice, by_id, banned)
         if advised:
             return self._checked(question, evidence, conflicts, [*pieces, *advised])
+        compared = self._named_sizes(profile, evidence, banned)
+        if compared:  # "M码和L码差多少": each size's own size-table row, and their stock if asked
+            return self._checked(question, evidence, conflicts, [*pieces, *compared])
         overview = self._variants_overview(profile, evidence, banned)
         if overview:  # the product's variants as a whole: its SKU overview, not one SKU row
             return self._checked(question, evidence, conflicts, [*pieces, *overview])
@@ -392,6 +396,40 @@ class ExtractiveAnswerer:
                     pieces.append(f"{ExtractiveAnswerer._sku_sentence(fields, _clean(by_id[chunk_id].title))}【{chunk_id}】。")
         return [p for p in pieces if strip_citations(p).strip() not in banned]
 
+    def _named_sizes(self, question: _Question, evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
+        """Two or more sizes the question names, each answered by its product's size-table row
+        ("山野 峰刃 GTX 冲锋衣 M 码：适合身高(cm): 168-174；…【row】"), then, when it asks about stock,
+        the SKU rows of those sizes; [] unless every named size has its row in the evidence."""
+        sizes = parse_sizes(question.text.upper())
+        if len(sizes) < 2 or question.english:
+            return []
+        lead = next((h.product_id for h in evidence if h.product_id), None)
+        rows: dict[str, EvidenceHit] = {}
+        for hit in evidence:
+            label, _, body = hit.text.partition(" — ")
+            size = _sku_fields_any(body).get("尺码") if body and label.endswith("尺码表") else None
+            if hit.product_id == lead and size and size.upper() in sizes:
+                rows.setdefault(size.upper(), hit)
+        if set(rows) != set(sizes):
+            return []
+        pieces = []
+        for size in sizes:
+            hit = rows[size]
+            columns = "；".join(f"{k}: {v}" for k, v in _sku_fields_any(hit.text.partition(" — ")[2]).items()
+                               if k != "尺码")
+            pieces.append(f"{_clean(hit.title)} {size} 码：{columns}【{hit.chunk_id}】。")
+        if question.asked_units & {"件"}:  # the overview has every size's stock; else those sizes' rows
+            overview = next((h for h in evidence if h.section == SKU_OVERVIEW_SECTION and h.product_id == lead), None)
+            stock = [overview] if overview is not None else [
+                h for h in evidence if h.section == "SKU" and h.product_id == lead
+                and (_sku_fields(h.text) or {}).get("尺码", "").upper() in sizes]
+            for hit in stock:
+                fields = _sku_fields(hit.text)
+                sentence = (_overview_sentence(fields, _clean(hit.title)) if hit is overview
+                            else self._sku_sentence(fields, _clean(hit.title)))
+                pieces.append(f"{sentence}【{hit.chunk_id}】。")
+        return [p for p in pieces if strip_citations(p).strip() not in banned]
+
     def _variants_overview(self, question: _Question, evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
         """The SKU overview sentence of each product asked about, when the question asks about its
         variants as a whole (有哪些颜色, 哪个码没货了) or for its price or stock without naming a
@@ -587,8 +625,13 @@ class ExtractiveAnswerer:
 
 def _sku_fields(body: str) -> dict[str, str] | None:
     """The "键: 值；键: 值" fields of a SKU table row; None when it is not one (no price or stock)."""
-    fields = dict(part.split(": ", 1) for part in body.split("；") if ": " in part)
+    fields = _sku_fields_any(body)
     return fields if ("价格" in fields or "库存" in fields) and "商品" in fields else None
+
+
+def _sku_fields_any(body: str) -> dict[str, str]:
+    """The "键: 值；键: 值" fields of any table row (a SKU row, a size-table row's cells)."""
+    return dict(part.split(": ", 1) for part in body.split("；") if ": " in part)
 
 
 def _overview_sentence(fields: dict[str, str], title: str) -> str:

@@ -226,14 +226,16 @@ def _price(value: float) -> str:
 # ----------------------------------------------------------------------------- product_lookup
 
 
-def product_lookup(product: str, *, ctx: SkillContext) -> SkillResult:
+def product_lookup(product: str, sizes: list[str] | None = None, *, ctx: SkillContext) -> SkillResult:
     """商品结构化查询：按商品名、别名（如 AJ1）、型号（如 XZ-2000）、商品 ID 或 SKU 编码查商品表，返回价格、颜色、尺码和库存。
 
     价格、库存等数字来自商品表本身，适合回答“多少钱”“有没有货”“有哪些尺码/颜色”。
+    问到具体尺码（如“M码和L码差多少”）时传 sizes，会先返回这些尺码的尺码表行和 SKU。
     同名或含糊时会列出候选商品，请向顾客确认，不要猜测。
 
     Args:
         product: 商品名称、别名、型号、商品 ID 或 SKU 编码，例如“AJ1 低帮”“XZ-3000”“AJ1L-WR-42”。
+        sizes: 可选，问题里提到的尺码，例如 ["M", "L"] 或 ["42"]。
     """
     match = product_index(ctx.kb).resolve(product)
     if match.product is None:
@@ -268,13 +270,31 @@ def product_lookup(product: str, *, ctx: SkillContext) -> SkillResult:
     parts.append("有货尺码/规格：" + ("、".join(in_stock) if in_stock else "无"))
     if out_of_stock:
         parts.append("缺货 SKU：" + "、".join(out_of_stock))
-    hits = _sku_hits(ctx.kb, ordered)
+    named = _named_sizes(item, sizes)
+    if named:  # the sizes asked about: their size-table rows, then their SKU rows, first
+        data["size_rows"] = {row.size: row.chunk_id for row in named}
+        asked = {row.size for row in named}
+        ordered = [r for r in ordered if r.get("size") in asked] + [r for r in ordered if r.get("size") not in asked]
+        parts.append("所问尺码的尺码表：" + "；".join(f"{row.size} 码 " + "，".join(
+            f"{k} {v}" for k, v in row.columns.items() if "尺码" not in k) for row in named))
+    size_hits = [h for h in (_hit(ctx.kb, row.chunk_id, "size_table", 1) for row in named) if h]
+    hits = size_hits + _sku_hits(ctx.kb, ordered)
     overview = _overview_hit(ctx.kb, rows)
-    if overview is not None:  # all variants at once, after the one SKU the question named
-        hits.insert(1 if match.sku else 0, overview)
-        for rank, hit in enumerate(hits, start=1):
-            hit.legs["sku_table"].rank = rank
+    if overview is not None:  # all variants at once, after the one SKU or the sizes the question named
+        hits.insert(len(size_hits) + (1 if match.sku else 0), overview)
+    for rank, hit in enumerate(hits, start=1):
+        next(iter(hit.legs.values())).rank = rank
     return SkillResult(skill="product_lookup", hits=hits, data=data, note="；".join(parts) + "。")
+
+
+def _named_sizes(item: Product, sizes: list[str] | None) -> "list[SizeRow]":
+    """The product's size-table rows of the asked sizes, in the asked order (case and width
+    folded: "m" is M); sizes the table has no row for are left out."""
+    if not sizes:
+        return []
+    by_size = {normalize(row.size).upper(): row for row in parse_size_rows(item.size_rows)}
+    wanted = dict.fromkeys(normalize(str(size)).upper().removesuffix("码") for size in sizes)
+    return [by_size[size] for size in wanted if size in by_size]
 
 
 # ----------------------------------------------------------------------------- size_recommend

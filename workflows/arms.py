@@ -21,7 +21,7 @@ DEFAULT_MAX_CALLS = 4
 DEFAULT_MAX_PER_TOOL = 2
 TEMPLATE_FIELDS = frozenset({
     "question", "query", "product", "product_ref", "product_id", "filter_product_id", "filter_brand",
-    "filter_category", "doc_types", "height_cm", "weight_kg", "foot_length_cm", "size_label", "price_limit",
+    "filter_category", "doc_types", "height_cm", "weight_kg", "foot_length_cm", "size_label", "sizes", "price_limit",
 })
 _PLACEHOLDER = re.compile(r"\{(\w+)(\?)?\}")
 _BINDING = re.compile(r"^(\w+)\.(\w+)(?:\[(\d+)\])?$")
@@ -176,6 +176,7 @@ def template_values(features: QueryFeatures, product: Entity | None = None) -> d
         "weight_kg": features.weight_kg,
         "foot_length_cm": features.foot_length_cm,
         "size_label": features.size_label,
+        "sizes": list(features.sizes) or None,
         "price_limit": features.price_limit,
     }
 

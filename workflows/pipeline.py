@@ -165,10 +165,14 @@ class QAPipeline:
         degradations = list(outcome.degradations)
         degradations += [f"tool {r.name}: {reason}" for r in planner.records if r.degraded for reason in r.reasons]
 
-        # A size the size_recommend skill worked out from the table is stated with the rows it read.
+        # Structured findings are shown with the rows they rest on: a size the size_recommend skill
+        # worked out from the table, and the size-table rows of two or more sizes asked about.
         advice = SizeAdvice.of(planner.outputs.get("size_recommend"))
+        pinned = advice.chunk_ids() if advice else []
+        named_sizes = list(((planner.outputs.get("product_lookup") or {}).get("size_rows") or {}).values())
+        pinned += named_sizes if len(named_sizes) > 1 else []
         evidence, best, rerank_problem = self._rank_evidence(pool, template_values(features)["query"], search_filters,
-                                                             as_of, pinned=advice.chunk_ids() if advice else ())
+                                                             as_of, pinned=pinned)
         if rerank_problem:
             degradations.append(rerank_problem)
         clock.lap("rerank")

@@ -20,6 +20,17 @@ def table_rows(kb, product_id: str) -> dict[str, dict]:
 # ----------------------------------------------------------------------------- product_lookup
 
 
+def test_sizes_asked_about_come_first_with_their_size_table_rows(ctx):
+    result = product_lookup("峰刃冲锋衣", sizes=["m", "L", "XXL"], ctx=ctx)  # XXL: no such row, left out
+    assert result.data["size_rows"] == {"M": "prod-sy-fengren#尺码表-r1-0", "L": "prod-sy-fengren#尺码表-r2-0"}
+    ids = [h.chunk_id for h in result.hits]
+    assert ids[:2] == ["prod-sy-fengren#尺码表-r1-0", "prod-sy-fengren#尺码表-r2-0"]
+    assert ids[2] == "sku-p-sy-fengren#skus-0"  # then the overview, then those sizes' SKU rows
+    assert {i.rsplit("-", 1)[-1] for i in ids[3:7]} == {"M", "L"}
+    assert "所问尺码的尺码表：M 码 适合身高(cm) 168-174" in result.note
+    assert "size_rows" not in product_lookup("峰刃冲锋衣", ctx=ctx).data
+
+
 def test_a_named_sku_comes_first_then_the_overview(ctx):
     result = product_lookup("AJ1L-WR-42", ctx=ctx)
     assert result.data["matched_sku"] == "AJ1L-WR-42"

@@ -171,7 +171,9 @@ def test_missing_arms_file_names_the_file(tmp_path):
     ("我想问一下就是我买的东西到了以后发现有点问题但是已经拆了还能不能弄", None, "rewrite_hybrid_rerank", None),
     ("星择XZ-4000充电宝什么时候上市？", None, "keyword_filter", None),
     ("它多少钱？", JIGUANG700, "product_lookup_hybrid", ("product_lookup", {"product": "p-bjy-jiguang700"})),
-    ("那M码适合多高的人？", JIGUANG700, "product_lookup_hybrid", ("product_lookup", {"product": "p-bjy-jiguang700"})),
+    # the sizes a question names go to product_lookup, which returns their size-table rows first
+    ("那M码适合多高的人？", JIGUANG700, "product_lookup_hybrid",
+     ("product_lookup", {"product": "p-bjy-jiguang700", "sizes": ["M"]})),
     ("你好", None, "keyword_filter", None),
 ])
 def test_rules_choose_the_expected_arm(demo_kb, policy, question, session, arm, first_call):
