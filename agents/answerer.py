@@ -35,9 +35,11 @@ class Answerer(Protocol):
 
 
 def answer_prompt(question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
-                  feedback: InspectionReport | None = None) -> str:
-    """The filled answerer prompt; with feedback, the retry prompt carrying the findings."""
-    values = {"question": question, "evidence": EvidencePool.render(evidence), "conflicts": render_conflicts(conflicts)}
+                  feedback: InspectionReport | None = None, advice: "SizeAdvice | None" = None) -> str:
+    """The filled answerer prompt; with feedback, the retry prompt carrying the findings. advice:
+    what a structured skill worked out (a size), given as 【工具结论】 with the ids it rests on."""
+    values = {"question": question, "evidence": EvidencePool.render(evidence), "conflicts": render_conflicts(conflicts),
+              "skill_findings": advice.describe() if advice is not None else "无"}
     if feedback is None:
         return load_prompt("answerer", **values)
     return load_prompt("answerer_retry", findings=feedback.findings(), **values)
@@ -56,9 +58,11 @@ class LLMAnswerer:
         return self.model.model_name
 
     async def run(self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
-                  feedback: InspectionReport | None = None, budget: BudgetTracker | None = None) -> str:
+                  feedback: InspectionReport | None = None, budget: BudgetTracker | None = None,
+                  advice: "SizeAdvice | None" = None) -> str:
         tracker = budget or BudgetTracker()
-        messages = await self.formatter.format([Msg("user", answer_prompt(question, evidence, conflicts, feedback), "user")])
+        prompt = answer_prompt(question, evidence, conflicts, feedback, advice)
+        messages = await self.formatter.format([Msg("user", prompt, "user")])
         response = await budgeted_model_call(self.model, messages, tracker, self.retry, validate=_has_text)
         return _text_of(response)
 
@@ -76,10 +80,10 @@ async def generate(answerer: Answerer, question: str, evidence: Sequence[Evidenc
                    conflicts: Sequence["Conflict"] = (), feedback: InspectionReport | None = None,
                    budget: BudgetTracker | None = None, advice: "SizeAdvice | None" = None) -> str:
     """Run either kind of answerer; only a model-backed one spends the question's budget. advice:
-    a size the size_recommend skill worked out, which the extractive answerer states (a model
-    reads the same size-table rows in the evidence)."""
+    a size the size_recommend skill worked out, which the extractive answerer states and a model
+    is given as 【工具结论】."""
     if isinstance(answerer, LLMAnswerer):
-        return await answerer.run(question, evidence, conflicts, feedback, budget=budget)
+        return await answerer.run(question, evidence, conflicts, feedback, budget=budget, advice=advice)
     if isinstance(answerer, ExtractiveAnswerer):
         return answerer.run(question, evidence, conflicts, feedback, advice=advice)
     text = answerer.run(question, evidence, conflicts, feedback)

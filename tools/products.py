@@ -416,6 +416,15 @@ class SizeAdvice(BaseModel):
     def chunk_ids(self) -> list[str]:
         return [*self.rows_used, *self.sku_rows]
 
+    def describe(self) -> str:
+        """The finding as a model reads it (the answerer prompt's 【工具结论】), with the ids to cite."""
+        rows = "".join(f"【{i}】" for i in self.rows_used)
+        if self.size is None:
+            return f"尺码推荐（size_recommend 按尺码表计算）：{self.product}：{self.reason}，没有合适的尺码；依据{rows}"
+        skus = "".join(f"【{i}】" for i in self.sku_rows)
+        return (f"尺码推荐（size_recommend 按尺码表计算）：{self.product} 建议选 {self.size} 码；理由：{self.reason}；"
+                f"依据{rows}" + (f"；该尺码的 SKU 行{skus}" if skus else ""))
+
 
 def size_recommend(product: str, height_cm: float | None = None, weight_kg: float | None = None,
                    foot_length_cm: float | None = None, *, ctx: SkillContext) -> SkillResult:

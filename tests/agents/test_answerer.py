@@ -47,6 +47,23 @@ def test_llm_answerer_sends_the_filled_prompt_and_returns_the_text():
     assert "【审核意见】" not in sent and tracker.model_calls == 1 and model.calls[0].tools is None
 
 
+def test_a_size_a_skill_worked_out_reaches_the_model_with_its_ids():
+    from tools.products import SizeAdvice
+
+    advice = SizeAdvice(product="山野 峰刃 GTX 冲锋衣", size="L", reason="身高 176cm 在 L 码的适合身高 175-180cm 内",
+                        rows_used=["prod-sy-fengren#尺码表-r2-0"], sku_rows=["sku-p-sy-fengren#sku-SYFR-BLK-L"])
+    answerer, model = llm(["山野 峰刃 GTX 冲锋衣建议选 L 码【prod-sy-fengren#尺码表-r2-0】。"])
+    asyncio.run(answerer.run("身高176体重72穿什么码？", EVIDENCE, advice=advice))
+    findings = prompt_text(model).split("\n【工具结论】", 1)[1].split("【用户问题】", 1)[0]
+    assert "建议选 L 码；理由：身高 176cm 在 L 码的适合身高 175-180cm 内；依据【prod-sy-fengren#尺码表-r2-0】" in findings
+    assert "【sku-p-sy-fengren#sku-SYFR-BLK-L】" in findings
+    # without a finding the section says so, in the first prompt and in the retry prompt alike
+    assert answer_prompt(QUESTION, EVIDENCE).split("\n【工具结论】", 1)[1].split("\n")[1] == "无"
+    report = Inspector().run("退货期是 30 天【policy-returns-2026#无理由退换-0】。", EVIDENCE)
+    retry = answer_prompt(QUESTION, EVIDENCE, feedback=report, advice=advice)
+    assert "【审核意见】" in retry and "建议选 L 码" in retry
+
+
 def test_a_retry_carries_the_inspectors_findings():
     report = Inspector().run("退货期是 30 天【policy-returns-2026#无理由退换-0】。【made-up#id-9】", EVIDENCE)
     assert not report.passed
