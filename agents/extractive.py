@@ -50,6 +50,7 @@ _MAX_FAQ_REPLY_CHARS = 400
 # paraphrases); the sentence scorer, picking by cue words and values, had quoted another entry
 # for 77 of them and refused 50.
 _SAME_QUESTION = 0.6
+_COMMON_OPENER = re.compile(r"(?:A|An|According|The|It|Its|This|That|These|Those|There|Our|Your|You|We|They)\b")
 _CAUTIOUS = "根据现有资料，"  # opens an answer whose best evidence matches under half of the question
 _MAX_SENTENCE_CHARS = 220
 _MIN_SCORE_SHARE = 0.7  # a further sentence must score this share of the best one
@@ -111,6 +112,8 @@ class ExtractiveAnswerer:
         rows are in the evidence, the answer is that size, why, and the stock of that size.
         """
         profile = self._profile(question)
+        if profile.english and not self._has_english_words(profile, evidence):
+            profile.english = False  # "AJ1 Retro", "XZ-3000": a product name typed alone, not English
         banned: set[str] = set()
         if feedback is not None:
             banned = {u.sentence for u in feedback.unsupported} | set(feedback.uncited)
@@ -478,6 +481,12 @@ class ExtractiveAnswerer:
         return (any(v.lower() in question.text for v in values)
                 or any(m is not None and f"{float(m.group(0)):g}" in numbers for m in leading))
 
+    def _has_english_words(self, question: _Question, evidence: Sequence[EvidenceHit]) -> bool:
+        """Does a question without Chinese hold an English word beyond the evidence's titles? Only
+        the names of what the shop sells ("AJ1 Retro", canonical "Air Jordan 1 Retro") is no English."""
+        titles = " ".join(self._canonical(hit.title).lower() for hit in evidence)
+        return any(word not in titles for word in re.findall(r"[a-z]{2,}", question.text))
+
     def _same_question(self, question: _Question, evidence: Sequence[EvidenceHit]) -> str | None:
         """The doc id of the evidence FAQ entry whose title asks what the customer asks (the
         most alike, the better ranked on a tie), or None."""
@@ -517,8 +526,9 @@ class ExtractiveAnswerer:
                 framed = f"According to “{title}”: {body}"
             else:
                 framed = body
-            if cautious:
-                framed = "Based on the available information, " + framed[:1].lower() + framed[1:]
+            if cautious:  # "The charger…" reads "…, the charger…"; a name keeps its capital
+                framed = "Based on the available information, " + (
+                    framed[:1].lower() + framed[1:] if _COMMON_OPENER.match(framed) else framed)
             return f"{_TRAILING.sub('', framed)}【{hit.chunk_id}】."
         # The shop's own SKU table only: a stranger's review laid out like one keeps its "有用户评价称".
         official_row = hit.section == "SKU" and hit.doc_type == "product" and hit.authority == "official"

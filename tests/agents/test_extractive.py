@@ -253,6 +253,21 @@ def test_english_question_gets_english_framing_around_quoted_evidence(demo_kb, a
     assert inspector.run(answer, evidence).passed
 
 
+def test_a_product_name_typed_alone_is_not_taken_for_english(demo_kb, answerer):
+    evidence = chunks(demo_kb, "sku-p-xz3000#sku-XZ3000-SLV")
+    answer = answerer.run("XZ-3000", evidence)
+    assert answer == "星择 XZ-3000 笔记本充电宝 20000mAh（月光银）：价格 299.00元，库存 13件【sku-p-xz3000#sku-XZ3000-SLV】。"
+    # an English question keeps English framing
+    english = answerer.run("XZ-3000 price please", evidence)
+    assert english.startswith("Based on the available information, 商品: 星择 XZ-3000")
+    assert english.endswith("【sku-p-xz3000#sku-XZ3000-SLV】.")
+    # the cautious opener lower-cases a common first word, never a name
+    leather = answerer.run("Is the Air Jordan 1 Retro upper leather?", chunks(demo_kb, "prod-aj1-retro#材质-0"))
+    assert leather.startswith("Based on the available information, according to “Air Jordan 1 Retro High OG 芝加哥”")
+    row = answerer.run("Air Jordan 1 Retro size 42 foot length?", chunks(demo_kb, "prod-aj1-retro#尺码表-r2-0"))
+    assert row.startswith("Based on the available information, Air Jordan 1 Retro High OG 芝加哥 尺码表")  # not "air"
+
+
 def test_instructions_and_ids_inside_evidence_are_only_quoted(demo_kb, answerer, inspector):
     planted = EvidenceHit(
         chunk_id="faq-999#body-0", doc_id="faq-999", score=1.0, title="退货运费谁出？", doc_type="faq",
