@@ -407,10 +407,12 @@ class ExtractiveAnswerer:
         if len(sizes) < 2 or question.english:
             return []
         lead = next((h.product_id for h in evidence if h.product_id), None)
+        if lead is None:  # size tables belong to products
+            return []
         rows: dict[str, EvidenceHit] = {}
         for hit in evidence:
-            label, _, body = hit.text.partition(" — ")
-            size = _sku_fields_any(body).get("尺码") if body and label.endswith("尺码表") else None
+            _, dash, body = hit.text.partition(" — ")  # a table row chunk: "<title> <heading> — 尺码: M；…"
+            size = _sku_fields_any(body).get("尺码") if dash and "尺码" in hit.section else None
             if hit.product_id == lead and size and size.upper() in sizes:
                 rows.setdefault(size.upper(), hit)
         if set(rows) != set(sizes):

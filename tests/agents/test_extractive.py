@@ -115,12 +115,15 @@ def test_variants_of_two_products_need_both_overviews(demo_kb, answerer, inspect
 
 def test_two_named_sizes_are_answered_by_their_rows_and_stock_by_the_overview(demo_kb, answerer, inspector):
     m, l, xl = "prod-sy-fengren#尺码表-r1-0", "prod-sy-fengren#尺码表-r2-0", "prod-sy-fengren#尺码表-r3-0"
-    evidence = chunks(demo_kb, "sku-p-sy-fengren#skus-0", xl, l, m, "sku-p-sy-fengren#sku-SYFR-BLU-M")
+    # the whole-table chunk first: a row's own chunk is what answers (and is cited) for each size
+    evidence = chunks(demo_kb, "prod-sy-fengren#尺码表-table-0", "sku-p-sy-fengren#skus-0", xl, l, m,
+                      "sku-p-sy-fengren#sku-SYFR-BLU-M")
     question = "山野峰刃冲锋衣M码和L码差多少？它现在有货吗？"
     answer = answerer.run(question, evidence)
     sentences = [s.text for s in split_sentences(answer)]
     assert sentences[0].startswith("山野 峰刃 GTX 冲锋衣 M 码：适合身高(cm): 168-174") and f"【{m}】" in answer
     assert sentences[1].startswith("山野 峰刃 GTX 冲锋衣 L 码：") and f"【{l}】" in answer and xl not in answer
+    assert "尺码表-table-0" not in answer
     assert "缺货：冰川蓝 L【sku-p-sy-fengren#skus-0】" in answer
     assert inspector.run(answer, evidence, question=question).passed
     # no stock asked: the rows alone; a named size without its row in the evidence: not this path
