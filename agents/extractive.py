@@ -402,7 +402,8 @@ class ExtractiveAnswerer:
     def _named_sizes(self, question: _Question, evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
         """Two or more sizes the question names, each answered by its product's size-table row
         ("山野 峰刃 GTX 冲锋衣 M 码：适合身高(cm): 168-174；…【row】"), then, when it asks about stock,
-        the SKU rows of those sizes; [] unless every named size has its row in the evidence."""
+        the product's SKU overview (else the SKU rows of those sizes); [] unless every named size
+        has its row in the evidence."""
         sizes = parse_sizes(question.text.upper())
         if len(sizes) < 2 or question.english:
             return []
@@ -412,7 +413,7 @@ class ExtractiveAnswerer:
         rows: dict[str, EvidenceHit] = {}
         for hit in evidence:
             _, dash, body = hit.text.partition(" — ")  # a table row chunk: "<title> <heading> — 尺码: M；…"
-            size = _sku_fields_any(body).get("尺码") if dash and "尺码" in hit.section else None
+            size = _table_fields(body).get("尺码") if dash and "尺码" in hit.section else None
             if hit.product_id == lead and size and size.upper() in sizes:
                 rows.setdefault(size.upper(), hit)
         if set(rows) != set(sizes):
@@ -420,7 +421,7 @@ class ExtractiveAnswerer:
         pieces = []
         for size in sizes:
             hit = rows[size]
-            columns = "；".join(f"{k}: {v}" for k, v in _sku_fields_any(hit.text.partition(" — ")[2]).items()
+            columns = "；".join(f"{k}: {v}" for k, v in _table_fields(hit.text.partition(" — ")[2]).items()
                                if k != "尺码")
             pieces.append(f"{_clean(hit.title)} {size} 码：{columns}【{hit.chunk_id}】。")
         if question.asked_units & {"件"}:  # the overview has every size's stock; else those sizes' rows
@@ -637,18 +638,18 @@ class ExtractiveAnswerer:
 
 def _sku_fields(body: str) -> dict[str, str] | None:
     """The "键: 值；键: 值" fields of a SKU table row; None when it is not one (no price or stock)."""
-    fields = _sku_fields_any(body)
+    fields = _table_fields(body)
     return fields if ("价格" in fields or "库存" in fields) and "商品" in fields else None
 
 
-def _sku_fields_any(body: str) -> dict[str, str]:
+def _table_fields(body: str) -> dict[str, str]:
     """The "键: 值；键: 值" fields of any table row (a SKU row, a size-table row's cells)."""
     return dict(part.split(": ", 1) for part in body.split("；") if ": " in part)
 
 
 def _overview_sentence(fields: dict[str, str], title: str) -> str:
     """A product's SKU overview as one sentence a shopper reads, every value copied from it:
-    "风驰 轻羽3 缓震跑鞋共 8 个规格：颜色有星空黑、雾霾蓝；尺码有40、41；价格 599.00元；缺货：雾霾蓝 41"."""
+    "风驰 轻羽3 缓震跑鞋 共 8 个规格：颜色有星空黑、雾霾蓝；尺码有40、41；价格 599.00元；缺货：雾霾蓝 41"."""
     name = fields.get("商品") or title
 
     def listed(key: str) -> str:
