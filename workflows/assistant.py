@@ -93,6 +93,8 @@ class Assistant:
             if completed is not None:
                 asked, asked_entity = completed
                 asked = self.pipeline.validate(asked)
+        elif state is not None:  # "那M码呢？" keeps the colour the last turn asked about
+            asked = self.pipeline.validate(self.clarifier.carry_variant(state, question))
         features = self.pipeline.analyzer.run(asked, asked_entity, topic)
         clarification = self.clarifier.check(features)
 

@@ -24,10 +24,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from knowledge.kb import KnowledgeBase
-from knowledge.text import is_storable_text
+from knowledge.text import is_storable_text, normalize
 from tools.base import SkillContext
 from tools.products import product_index, size_recommend
-from workflows.query_analysis import Entity, QueryAnalyzer, QueryFeatures
+from workflows.query_analysis import Entity, QueryAnalyzer, QueryFeatures, parse_sizes
 from workflows.sqlite_store import open_sqlite
 
 FILE_NAME = "sessions.sqlite"
@@ -238,6 +238,29 @@ class Clarifier:
         if named is not None and named.product_id and just_a_name:
             return f"{reply} {pending.question}", named
         return None
+
+    def carry_variant(self, state: "SessionState", question: str) -> str:
+        """A follow-up naming one variant dimension of the conversation's product asks about the
+        other as the last turn named it: "那M码呢？" after "雪山白L码还有吗？" is 雪山白 M, "那黑色呢？"
+        after it is black L. Returns the question with that colour or size put in front, or as is."""
+        product = product_index(self.kb).products.get(state.entity.product_id) if state.entity else None
+        if product is None or not state.turns or product_index(self.kb).resolve(question).product is not None:
+            return question
+        colours = list(dict.fromkeys(r["colour"] for r in product.skus if r.get("colour")))
+        sizes = {str(r["size"]).upper() for r in product.skus if r.get("size")}
+
+        def named(text: str) -> tuple[list[str], list[str]]:
+            canonical = normalize(text)
+            return ([c for c in colours if c in canonical],
+                    [z for z in parse_sizes(canonical.upper()) if z in sizes])
+
+        before_colours, before_sizes = named(state.turns[-1].question)
+        now_colours, now_sizes = named(question)
+        if now_sizes and not now_colours and len(before_colours) == 1:
+            return f"{before_colours[0]} {question}"
+        if now_colours and not now_sizes and len(before_sizes) == 1:
+            return f"{before_sizes[0]}码 {question}"
+        return question
 
     def _chosen_option(self, options: list[Entity], reply: str, turn: QueryFeatures) -> Entity | None:
         """The offered product a reply picks: by its number ("2", "第二个"), by a name only it

@@ -115,6 +115,16 @@ def test_which_product_then_the_named_product_answers_the_waiting_question(assis
     assert other.question == "退货政策是几天？" and assistant.session("which-1").pending is None
 
 
+def test_a_size_follow_up_keeps_the_colour_asked_about(assistant):
+    assistant.ask_sync("北极驿极光700羽绒服雪山白L码还有吗？", "variant-1")
+    other_size = assistant.ask_sync("那M码呢？", "variant-1")
+    assert other_size.question == "雪山白 那M码呢？" and not other_size.refused
+    assert [c.id for c in other_size.citations] == ["sku-p-bjy-jiguang700#sku-BJYJG7-WHT-M"], other_size.answer
+    assert "库存 4件" in other_size.answer
+    # the session keeps what the customer typed
+    assert [t.question for t in assistant.session("variant-1").turns][-1] == "那M码呢？"
+
+
 def test_a_turn_reads_the_question_once(assistant, monkeypatch):
     """The Assistant analyzes the question to decide whether to ask back; the pipeline answers
     from that same reading instead of analyzing it again."""

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import pytest
 
 from workflows.query_analysis import Entity, QueryAnalyzer
-from workflows.sessions import (ASK_PRODUCT, FILE_NAME, Clarifier, PendingTask, SessionStore, Turn,
+from workflows.sessions import (ASK_PRODUCT, FILE_NAME, Clarifier, PendingTask, SessionState, SessionStore, Turn,
                                 check_session_id, new_session_id)
 
 FENGREN = Entity(name="山野 峰刃 GTX 冲锋衣", product_id="p-sy-fengren", brand="山野", category="外套")
@@ -159,6 +159,26 @@ def test_a_reply_picks_an_offered_product_by_number_or_name(clarifier, analyzer)
         assert clarifier.check(analyzer.run(question, entity)) is None, reply  # now it can be answered
     for reply in ("3", "星择XZ-3000", "退货要几天？"):  # no such option, another product, a new question
         assert clarifier.complete(pending, reply) is None, reply
+
+
+def test_a_follow_up_naming_one_variant_keeps_the_other_from_the_last_turn(clarifier):
+    now = datetime.now(timezone.utc)
+    jiguang = Entity(name="北极驿 极光700 连帽羽绒服", product_id="p-bjy-jiguang700")
+
+    def state(last_question: str, entity: Entity | None = jiguang) -> SessionState:
+        return SessionState(id="s", created_at=now, updated_at=now, entity=entity, turns=[turn(last_question)])
+
+    assert clarifier.carry_variant(state("雪山白L码还有吗？"), "那M码呢？") == "雪山白 那M码呢？"
+    assert clarifier.carry_variant(state("雪山白L码还有吗？"), "那黑色呢？") == "L码 那黑色呢？"
+    for last, question in [
+        ("雪山白L码还有吗？", "那黑色M码呢？"),  # both named: nothing to carry
+        ("有哪些颜色？", "那M码呢？"),  # the last turn named no colour
+        ("雪山白和黑色哪个好看？", "那M码呢？"),  # two colours: which one is not known
+        ("雪山白L码还有吗？", "星择XZ-3000 M码呢？"),  # another product
+        ("雪山白L码还有吗？", "它能机洗吗？"),  # no variant named
+    ]:
+        assert clarifier.carry_variant(state(last), question) == question, (last, question)
+    assert clarifier.carry_variant(state("雪山白L码还有吗？", entity=None), "那M码呢？") == "那M码呢？"
 
 
 def test_a_kb_without_products_never_asks_which_product(tmp_path):
