@@ -231,7 +231,9 @@ class QAPipeline:
             problem = f"final rerank failed ({type(exc).__name__}); earlier rerank scores used"
             scores = [hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 0.0 for hit, _ in pairs]
         scores = _overviews_as_rows(pairs, scores)
-        order = sorted(range(len(pairs)), key=lambda i: (-scores[i], pairs[i][0].chunk_id))
+        # on a tie the overview goes first: it and its best row share the document's slots, not two rows
+        order = sorted(range(len(pairs)), key=lambda i: (-scores[i], pairs[i][0].section != SKU_OVERVIEW_SECTION,
+                                                          pairs[i][0].chunk_id))
         ranked = []
         for rank, i in enumerate(order, start=1):
             hit = pairs[i][0].model_copy(deep=True)
@@ -378,7 +380,7 @@ def _with_pinned(shown: list[EvidenceHit], ranked: list[EvidenceHit], pinned: Se
 
 def _overviews_as_rows(pairs: list[tuple[EvidenceHit, Any]], scores: list[float]) -> list[float]:
     """A product's SKU overview states every fact any of its SKU rows states, so it ranks with the
-    best of them (right after it: ties go by chunk id), not below rows it summarises."""
+    best of them, not below rows it summarises."""
     best_row: dict[str, float] = {}
     for (hit, _), score in zip(pairs, scores):
         if hit.section == "SKU":

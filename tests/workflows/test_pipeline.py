@@ -180,6 +180,10 @@ def test_a_products_variants_are_answered_from_its_sku_overview(pipeline):
     result = pipeline.run("行旅T20登机箱有几种颜色可选？")
     assert not result.refused and "sku-p-xl-t20#skus-0" in {c.id for c in result.citations}
     assert all(colour in result.answer for colour in ("曜石黑", "月光银", "雾霾蓝")) and "缺货：雾霾蓝" in result.answer
+    # a follow-up's price question: its rows tie, and the overview still takes one of the slots
+    jiguang = Entity(name="北极驿 极光700 连帽羽绒服", product_id="p-bjy-jiguang700")
+    price = pipeline.run("它多少钱？", session_entity=jiguang)
+    assert [c.id for c in price.citations] == ["sku-p-bjy-jiguang700#skus-0"] and "1299.00元" in price.answer
     # a question about one section of the page keeps that section: the overview is no new section
     weight = pipeline.run("声屿S1耳机单只耳朵有多重？")
     assert "4.8" in weight.answer
