@@ -218,7 +218,8 @@ def render_sku_row(row: SkuRow) -> str:
 def render_sku_overview(rows: list[SkuRow]) -> str:
     """All SKU rows of one product in one line, every value copied from the rows:
     `商品: …；规格数: 8；颜色: 星空黑、雾霾蓝；尺码: 40、41；价格: 599.00元；有货: 星空黑 40、41，雾霾蓝 40；
-    缺货: 雾霾蓝 41`. A long table keeps the counts and what is out of stock."""
+    缺货: 雾霾蓝 41`. A long table keeps the counts and what is out of stock, a very long one the
+    counts alone."""
     colours = _distinct(r.colour for r in rows)
     sizes = sorted(_distinct(r.size for r in rows), key=size_key)
     one_size = len(sizes) <= 1
@@ -228,9 +229,11 @@ def render_sku_overview(rows: list[SkuRow]) -> str:
               ("尺码", "、".join(sizes)), ("价格", _prices(rows))]
     listed = fields + [("有货", _by_colour(in_stock, one_size) or "无"), ("缺货", _by_colour(out, one_size) or "无")]
     text = "；".join(f"{name}: {value}" for name, value in listed if value)
-    if len(text) > _OVERVIEW_MAX_CHARS:
-        listed = fields + [("有货规格数", str(len(in_stock))), ("缺货", _by_colour(out, one_size) or "无")]
-        text = "；".join(f"{name}: {value}" for name, value in listed if value)
+    for stock in ([("有货规格数", str(len(in_stock))), ("缺货", _by_colour(out, one_size) or "无")],
+                  [("有货规格数", str(len(in_stock))), ("缺货规格数", str(len(out)))]):
+        if len(text) <= _OVERVIEW_MAX_CHARS:
+            break
+        text = "；".join(f"{name}: {value}" for name, value in fields + stock if value)
     return text
 
 

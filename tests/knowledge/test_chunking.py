@@ -174,6 +174,9 @@ def test_sku_overview_lists_colours_sizes_prices_and_stock() -> None:
     big = [row(f"K{i}", f"色{i % 7}", str(30 + i), 99, 0 if i == 3 else 1) for i in range(40)]
     text = render_sku_overview(big)
     assert "有货规格数: 39" in text and text.endswith("缺货: 色3 33") and "有货:" not in text
+    # so many out of stock that even their list is too long: counts alone
+    sold_out = [row(f"K{i}", f"色{i % 7}", str(30 + i), 99, 0 if i % 2 else 1) for i in range(60)]
+    assert render_sku_overview(sold_out).endswith("有货规格数: 30；缺货规格数: 30")
 
 
 def test_plain_document_chunks_copy_metadata_and_have_body_ids() -> None:
