@@ -182,3 +182,16 @@ def _split_line(line: str, known_ids: Collection[str] | None) -> list[str]:
     if line[start:].strip():
         pieces.append(line[start:])
     return pieces
+
+
+# Punctuation and space at a quote's end, which its frame replaces with its own.
+TRAILING_MARKS = re.compile(r"[\s。！？!?；;，,、:：.]+$")
+_INNER_BOUNDARY = re.compile(SENTENCE_BOUNDARY)
+
+
+def quotable(text: str) -> str:
+    """Evidence text safe to quote inside one answer sentence: no citation markers, no 【】,
+    no sentence end in the middle, one line."""
+    text = strip_citations(text).replace("【", "「").replace("】", "」")
+    text = " ".join(text.split())
+    return _INNER_BOUNDARY.sub("，", TRAILING_MARKS.sub("", text)).strip("，")

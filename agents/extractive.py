@@ -15,30 +15,28 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agents.citations import SENTENCE_BOUNDARY, split_sentences, strip_citations
+from agents.citations import TRAILING_MARKS, quotable, split_sentences, strip_citations
 from agents.inspector import Facts, InspectionReport, Inspector, facts_of
 from agents.inspector import asked_units as asked_units_of  # _profile's local is called asked_units
+from agents.product_answers import ProductAnswers, sku_fields, sku_sentence
 from agents.prompts import load_prompt
 from agents.question_cues import (ASKS, DEFINITION_QUESTION, IDENTITY_QUESTION, NUMERIC_QUESTION, QUESTION_WORD,
-                                  RELATIONS, TIME_EXPRESSION, VARIANTS_QUESTION, WHEN_QUESTION)
+                                  RELATIONS, TIME_EXPRESSION, WHEN_QUESTION)
 from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
-from knowledge.text import bigram_dice, is_faq, normalize, tokenize
+from knowledge.text import bigram_dice, has_term, is_faq, normalize, tokenize
 from tools.base import EvidenceHit
 from workflows.evidence import RERANK_LEG
-from workflows.query_analysis import parse_sizes
 
 if TYPE_CHECKING:
     from tools.products import SizeAdvice
     from workflows.conflicts import Conflict, ConflictValue
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
-_INNER_BOUNDARY = re.compile(SENTENCE_BOUNDARY)
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?=\s*年)")
 _QUESTION_END = re.compile(r"[？?]$")
 _END_MARK = re.compile(r"[。！？!?]+$")
-_TRAILING = re.compile(r"[\s。！？!?；;，,、:：.]+$")
 _LEADING = re.compile(r"^[\s\-*•·>:：，,；;]+")
 _LIST_AFTER_LABEL = re.compile(r"：\s*[-*•·]\s+")
 # An FAQ reply up to this long is quoted whole, sentence by sentence: it is the shop's own
@@ -101,6 +99,7 @@ class ExtractiveAnswerer:
         self.max_sentences = max_sentences
         self.inspector = inspector or Inspector(lexicon=lexicon)
         self._token_cache: dict[str, list[str]] = {}
+        self.products = ProductAnswers(self._tokens, self._canonical)
 
     # -- entry point ----------------------------------------------------------------------
     def run(self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
@@ -144,15 +143,10 @@ class ExtractiveAnswerer:
                 for cautious in (False, True)
             )
 
-        advised = self._size_advice(advice, by_id, banned)
-        if advised:
-            return self._checked(question, evidence, conflicts, [*pieces, *advised])
-        compared = self._named_sizes(profile, evidence, banned)
-        if compared:  # "M码和L码差多少": each size's own size-table row, and their stock if asked
-            return self._checked(question, evidence, conflicts, [*pieces, *compared])
-        overview = self._variants_overview(profile, evidence, banned)
-        if overview:  # the product's variants as a whole: its SKU overview, not one SKU row
-            return self._checked(question, evidence, conflicts, [*pieces, *overview])
+        # read off the product tables: a worked-out size, the rows of named sizes, all variants at once
+        from_tables = self.products.run(profile, evidence, banned, advice)
+        if from_tables:
+            return self._checked(question, evidence, conflicts, [*pieces, *from_tables])
         chosen = self._select(profile, evidence, disclosed_chunks, self.max_sentences - len(pieces), allowed)
         # Hedge when the best sentence matches under half of the question; an English question
         # cannot be matched word for word against Chinese evidence, so its answer always hedges.
@@ -230,7 +224,7 @@ class ExtractiveAnswerer:
         # hit's: a lower one's title may merely share a word (广州番禺职业技术学院).
         lead = next((h for h in evidence if not is_faq(h)), None)
         lead_title = self._canonical(lead.title).lower() if lead is not None else ""
-        named = {t for t in question.terms if _has_term(lead_title, t)}
+        named = {t for t in question.terms if has_term(lead_title, t)}
         if len(lead_title) >= 2 and lead_title in question.text:  # 蟒鳗 of 蟒鳗又被称为什么 (jieba: 蟒鳗被)
             named.add(lead_title)
         asks_definition = any(DEFINITION_QUESTION.match(question.text.replace(n, "", 1).strip()) for n in named)
@@ -238,7 +232,7 @@ class ExtractiveAnswerer:
         identity_openers = [_definition_opener(n) for n in named] if IDENTITY_QUESTION.search(question.text) else []
         candidates = []
         for order, hit in enumerate(evidence):
-            # A SKU overview answers for all variants at once (_variants_overview); as one more
+            # A SKU overview answers for all variants at once (ProductAnswers); as one more
             # sentence it would outscore the row of the variant a question names (雪山白L码还有吗).
             if hit.chunk_id in skip_chunks or hit.section == SKU_OVERVIEW_SECTION:
                 continue
@@ -250,7 +244,7 @@ class ExtractiveAnswerer:
             # words name what is asked and must be in the sentence. A FAQ title is a question,
             # so there a title match is as good as a sentence match.
             faq = is_faq(hit)
-            entity = set() if faq else {t for t in question.terms if _has_term(title, t)}
+            entity = set() if faq else {t for t in question.terms if has_term(title, t)}
             total = (_ENTITY_WEIGHT * len(entity) + _ASKED_WEIGHT * (len(question.terms) - len(entity))
                      + _CHAR_WEIGHT * len(question.chars))
             prior = hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 1.0 - order / max(len(evidence), 1)
@@ -260,7 +254,7 @@ class ExtractiveAnswerer:
             for sentence in split_sentences(hit.text):
                 if _QUESTION_END.search(sentence.text.strip()):  # a question in the evidence answers nothing
                     continue
-                body = _clean(sentence.text)
+                body = quotable(sentence.text)
                 if len(re.findall(r"\w", body)) < 4 or len(body) > _MAX_SENTENCE_CHARS:
                     continue
                 canonical = self._canonical(body)
@@ -269,7 +263,7 @@ class ExtractiveAnswerer:
                     continue
                 searched = f"{title} {canonical.lower()}" if faq else canonical.lower()
                 facts = facts_of(canonical)
-                asked = {t for t in question.terms if t not in entity and _has_term(searched, t)}
+                asked = {t for t in question.terms if t not in entity and has_term(searched, t)}
                 chars = {c for c in question.chars if c in searched}
                 share = ((_ENTITY_WEIGHT * len(entity) + _ASKED_WEIGHT * len(asked) + _CHAR_WEIGHT * len(chars))
                          / total if total else 0.0)
@@ -286,7 +280,7 @@ class ExtractiveAnswerer:
                 restates = tokens <= question.tokens | label_tokens
                 # An FAQ entry is about its title question, which retrieval matched to this one.
                 about = f"{title} {canonical.lower()}"
-                off_topic = not faq and bool(named) and not any(_has_term(about, n) for n in named)
+                off_topic = not faq and bool(named) and not any(has_term(about, n) for n in named)
                 defines = ((asks_definition and any(canonical.lower().startswith(n) for n in named))
                            or any(opener.match(canonical.lower()) for opener in identity_openers))
                 answers = ((answers or bool(asked) or nothing_asked or names_a_time or defines)
@@ -382,108 +376,6 @@ class ExtractiveAnswerer:
             chosen.append(pick)
         return chosen
 
-    @staticmethod
-    def _size_advice(advice: "SizeAdvice | None", by_id: dict[str, EvidenceHit], banned: set[str]) -> list[str]:
-        """"X 建议选 L 码：身高 175cm 在 L 码的适合身高 175-180cm 内…【row】。" and the SKU rows of that
-        size; [] without advice or when a row it read is not in the evidence."""
-        if advice is None or not all(i in by_id for i in advice.rows_used):
-            return []
-        rows = "".join(f"【{i}】" for i in advice.rows_used)
-        if advice.size is None:
-            pieces = [f"{advice.product}：{advice.reason}，建议联系客服确认{rows}。"]
-        else:
-            pieces = [f"{advice.product}建议选 {advice.size} 码：{advice.reason}{rows}。"]
-            for chunk_id in advice.sku_rows:
-                fields = _sku_fields(by_id[chunk_id].text) if chunk_id in by_id else None
-                if fields:
-                    pieces.append(f"{ExtractiveAnswerer._sku_sentence(fields, _clean(by_id[chunk_id].title))}【{chunk_id}】。")
-        return [p for p in pieces if strip_citations(p).strip() not in banned]
-
-    def _named_sizes(self, question: _Question, evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
-        """Two or more sizes the question names, each answered by its product's size-table row
-        ("山野 峰刃 GTX 冲锋衣 M 码：适合身高(cm): 168-174；…【row】"), then, when it asks about stock,
-        the product's SKU overview (else the SKU rows of those sizes); [] unless every named size
-        has its row in the evidence."""
-        sizes = parse_sizes(question.text.upper())
-        if len(sizes) < 2 or question.english:
-            return []
-        lead = next((h.product_id for h in evidence if h.product_id), None)
-        if lead is None:  # size tables belong to products
-            return []
-        rows: dict[str, EvidenceHit] = {}
-        for hit in evidence:
-            _, dash, body = hit.text.partition(" — ")  # a table row chunk: "<title> <heading> — 尺码: M；…"
-            size = _table_fields(body).get("尺码") if dash and "尺码" in hit.section else None
-            if hit.product_id == lead and size and size.upper() in sizes:
-                rows.setdefault(size.upper(), hit)
-        if set(rows) != set(sizes):
-            return []
-        pieces = []
-        for size in sizes:
-            hit = rows[size]
-            columns = "；".join(f"{k}: {v}" for k, v in _table_fields(hit.text.partition(" — ")[2]).items()
-                               if k != "尺码")
-            pieces.append(f"{_clean(hit.title)} {size} 码：{columns}【{hit.chunk_id}】。")
-        if question.asked_units & {"件"}:  # the overview has every size's stock; else those sizes' rows
-            overview = next((h for h in evidence if h.section == SKU_OVERVIEW_SECTION and h.product_id == lead), None)
-            stock = [overview] if overview is not None else [
-                h for h in evidence if h.section == "SKU" and h.product_id == lead
-                and (_sku_fields(h.text) or {}).get("尺码", "").upper() in sizes]
-            for hit in stock:
-                fields = _sku_fields(hit.text)
-                sentence = (_overview_sentence(fields, _clean(hit.title)) if hit is overview
-                            else self._sku_sentence(fields, _clean(hit.title)))
-                pieces.append(f"{sentence}【{hit.chunk_id}】。")
-        return [p for p in pieces if strip_citations(p).strip() not in banned]
-
-    def _variants_overview(self, question: _Question, evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
-        """The SKU overview sentence of each product asked about, when the question asks about its
-        variants as a whole (有哪些颜色, 哪个码没货了) or for its price or stock without naming a
-        colour or size; [] otherwise (a named variant is answered by its own row), and [] when a
-        product asked about has no overview in the evidence (its rows answer, as before)."""
-        if question.english:
-            return []
-        overviews = {h.product_id: h for h in evidence if h.section == SKU_OVERVIEW_SECTION and h.product_id
-                     and _sku_fields(h.text)}
-        asked = self._asked_products(question, evidence)
-        if not overviews or not asked or any(p not in overviews for p in asked):
-            return []
-        asks_list = bool(VARIANTS_QUESTION.search(question.text))
-        asks_price_stock = bool(question.asked_units & {"元", "件"})
-        pieces = []
-        for product_id in asked:
-            hit = overviews[product_id]
-            fields = _sku_fields(hit.text)
-            if not (asks_list or (asks_price_stock and not self._names_variant(question, fields))):
-                return []
-            sentence = f"{_overview_sentence(fields, _clean(hit.title))}【{hit.chunk_id}】。"
-            if strip_citations(sentence).strip() in banned:
-                return []
-            pieces.append(sentence)
-        return pieces
-
-    def _asked_products(self, question: _Question, evidence: Sequence[EvidenceHit]) -> list[str]:
-        """Products of the evidence's SKU chunks that the question names by a word of the title no
-        other of them has (芝加哥, Low); else the product of the best-ranked evidence."""
-        titles: dict[str, set[str]] = {}
-        for hit in evidence:
-            if hit.product_id and hit.section in ("SKU", SKU_OVERVIEW_SECTION):
-                titles.setdefault(hit.product_id, {w for w in self._tokens(self._canonical(hit.title).lower())
-                                                   if len(w) >= 2 or w.isascii() and w.isalpha()})
-        named = [p for p, words in titles.items()
-                 if any(_has_term(question.text, w) for w in words - set().union(*(v for q, v in titles.items() if q != p)))]
-        lead = next((h.product_id for h in evidence if h.product_id), None)
-        return named or ([lead] if lead else [])
-
-    @staticmethod
-    def _names_variant(question: _Question, fields: dict[str, str]) -> bool:
-        """Does the question name one of the overview's colours or sizes (雾霾蓝, 42码, 2米)?"""
-        values = [v.strip() for key in ("颜色", "尺码") for v in fields.get(key, "").split("、") if v.strip()]
-        numbers = {n for n, _ in question.facts.numbers}
-        leading = (re.match(r"\d+(?:\.\d+)?", v) for v in values)
-        return (any(v.lower() in question.text for v in values)
-                or any(m is not None and f"{float(m.group(0)):g}" in numbers for m in leading))
-
     def _has_english_words(self, question: _Question, evidence: Sequence[EvidenceHit]) -> bool:
         """Does a question without Chinese hold an English word beyond the evidence's titles? Only
         the names of what the shop sells ("AJ1 Retro", canonical "Air Jordan 1 Retro") is no English."""
@@ -509,7 +401,7 @@ class ExtractiveAnswerer:
             return []
         pieces = []
         for text in sentences:
-            body = _clean(text)
+            body = quotable(text)
             if not body or body in banned:
                 continue
             end = _END_MARK.search(strip_citations(text).strip())
@@ -518,7 +410,7 @@ class ExtractiveAnswerer:
 
     def _frame(self, candidate: _Candidate, english: bool, cautious: bool = False) -> str:
         """The quoted sentence with a short frame (whose product/policy, user voice), cited."""
-        hit, title = candidate.hit, _clean(candidate.hit.title)
+        hit, title = candidate.hit, quotable(candidate.hit.title)
         body = _LIST_AFTER_LABEL.sub("：", candidate.body)  # "功能特点：- 单口输出" reads "功能特点：单口输出"
         headed = bool(hit.section) and body.startswith(hit.section + "：")
         rest = (_LEADING.sub("", body[len(hit.section) + 1:]) or body) if headed else body
@@ -532,12 +424,12 @@ class ExtractiveAnswerer:
             if cautious:  # "The charger…" reads "…, the charger…"; a name keeps its capital
                 framed = "Based on the available information, " + (
                     framed[:1].lower() + framed[1:] if _COMMON_OPENER.match(framed) else framed)
-            return f"{_TRAILING.sub('', framed)}【{hit.chunk_id}】."
+            return f"{TRAILING_MARKS.sub('', framed)}【{hit.chunk_id}】."
         # The shop's own SKU table only: a stranger's review laid out like one keeps its "有用户评价称".
         official_row = hit.section == "SKU" and hit.doc_type == "product" and hit.authority == "official"
-        sku = _sku_fields(candidate.body) if official_row else None
+        sku = sku_fields(candidate.body) if official_row else None
         if sku:
-            framed = self._sku_sentence(sku, title)
+            framed = sku_sentence(sku, title)
         elif hit.doc_type == "review":
             framed = f"有用户评价称：{body}"
         elif hit.doc_type == "post" or hit.authority == "community":
@@ -549,16 +441,7 @@ class ExtractiveAnswerer:
         else:
             framed = body
         framed = (_CAUTIOUS + framed) if cautious else framed
-        return f"{_TRAILING.sub('', framed)}【{hit.chunk_id}】。"
-
-    @staticmethod
-    def _sku_sentence(sku: dict[str, str], title: str) -> str:
-        """A SKU table row as a sentence a shopper reads ("星择 XZ-3000 …（月光银）：价格 299.00元，库存
-        13件"), every word and number taken from the row itself."""
-        name = sku.get("商品") or title
-        variant = [sku[k] for k in ("颜色", "尺码") if sku.get(k) and sku[k] not in name]
-        facts = [f"{k} {sku[k]}" for k in ("价格", "库存") if sku.get(k)]
-        return name + (f"（{'，'.join(variant)}）" if variant else "") + "：" + "，".join(facts)
+        return f"{TRAILING_MARKS.sub('', framed)}【{hit.chunk_id}】。"
 
     def _names_title(self, body: str, title: str) -> bool:
         """Does the sentence already name its product (its model number, else a title word)?"""
@@ -586,7 +469,7 @@ class ExtractiveAnswerer:
             statements.sort(key=lambda s: s[0].authority != "official")
             for value, hit, text in statements:
                 if value.authority == "official":
-                    source = _clean(hit.source) or ("product page" if english else "详情页")
+                    source = quotable(hit.source) or ("product page" if english else "详情页")
                     parts.append(f"the official {source} says: {text}【{hit.chunk_id}】" if english
                                  else f"官方{source}显示：{text}【{hit.chunk_id}】")
                 elif english:
@@ -601,7 +484,7 @@ class ExtractiveAnswerer:
             return "；".join(parts) + "。"
         for value, hit, text in statements:
             date = value.updated_at or hit.updated_at
-            title = _clean(hit.title)
+            title = quotable(hit.title)
             if english:
                 parts.append(f"“{title}”" + (f" ({date})" if date else "") + f" says: {text}【{hit.chunk_id}】")
             else:
@@ -636,35 +519,6 @@ class ExtractiveAnswerer:
         return "".join(pieces) if pieces else self.refusal()
 
 
-def _sku_fields(body: str) -> dict[str, str] | None:
-    """The "键: 值；键: 值" fields of a SKU table row; None when it is not one (no price or stock)."""
-    fields = _table_fields(body)
-    return fields if ("价格" in fields or "库存" in fields) and "商品" in fields else None
-
-
-def _table_fields(body: str) -> dict[str, str]:
-    """The "键: 值；键: 值" fields of any table row (a SKU row, a size-table row's cells)."""
-    return dict(part.split(": ", 1) for part in body.split("；") if ": " in part)
-
-
-def _overview_sentence(fields: dict[str, str], title: str) -> str:
-    """A product's SKU overview as one sentence a shopper reads, every value copied from it:
-    "风驰 轻羽3 缓震跑鞋 共 8 个规格：颜色有星空黑、雾霾蓝；尺码有40、41；价格 599.00元；缺货：雾霾蓝 41"."""
-    name = fields.get("商品") or title
-
-    def listed(key: str) -> str:
-        values = [v for v in fields.get(key, "").split("、") if v]
-        if not values or (len(values) == 1 and values[0] in name):  # 20000mAh of "XZ-3000 … 20000mAh"
-            return ""
-        return f"{key}有{fields[key]}" if len(values) > 1 else f"{key}为{values[0]}"
-
-    parts = [listed("颜色"), listed("尺码")]
-    parts += [f"价格 {fields['价格']}" if fields.get("价格") else ""]
-    parts += [f"{key}：{fields[key]}" for key in ("有货", "有货规格数", "缺货") if fields.get(key)]
-    count = f" 共 {fields['规格数']} 个规格" if fields.get("规格数") else ""
-    return f"{name}{count}：" + "；".join(p for p in parts if p)
-
-
 def _definition_opener(name: str) -> re.Pattern:
     """Matches a sentence that opens by saying what `name` is: 列卡度·华斯迪（…），葡萄牙足球运动员 /
     X是一款…, not 张世昌在天津火车头效力时…"""
@@ -687,29 +541,14 @@ def _compact(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-def _clean(text: str) -> str:
-    """Evidence text safe to quote inside one answer sentence: no citation markers, no 【】,
-    no sentence end in the middle, one line."""
-    text = strip_citations(text).replace("【", "「").replace("】", "」")
-    text = " ".join(text.split())
-    return _INNER_BOUNDARY.sub("，", _TRAILING.sub("", text)).strip("，")
-
-
 def _statement(value: "ConflictValue", hit: EvidenceHit) -> str:
     """The sentence that carries a conflicting value: the detector's, else the value itself."""
-    sentence = _clean(value.sentence or "")
+    sentence = quotable(value.sentence or "")
     if hit.section and sentence.startswith(hit.section + "："):
         sentence = _LEADING.sub("", sentence[len(hit.section) + 1:])
     if sentence and _compact(value.value) in _compact(sentence) and len(sentence) <= _MAX_SENTENCE_CHARS:
         return sentence
-    return _clean(value.value)
-
-
-def _has_term(text: str, term: str) -> bool:
-    """Substring match for CJK words; ASCII words must stand alone (the L of L码, not of LED)."""
-    if term.isascii():
-        return re.search(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", text) is not None
-    return term in text
+    return quotable(value.value)
 
 
 def _redundant(a: _Candidate, b: _Candidate) -> bool:

@@ -92,6 +92,13 @@ _QUESTION_TITLE = re.compile(r"[？?]|吗|呢|什么|怎么|怎样|如何|哪|�
 _MIN_QUESTION_TITLE_CHARS = 8
 
 
+def has_term(text: str, term: str) -> bool:
+    """Substring match for CJK words; ASCII words must stand alone (the L of L码, not of LED)."""
+    if term.isascii():
+        return re.search(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", text) is not None
+    return term in text
+
+
 def bigram_dice(a: str, b: str) -> float:
     """How alike two short texts are: Dice overlap of their character bigrams, punctuation and
     case ignored (word-cut free, so 保单贷款怎么办理 and 保单贷款能办吗 compare fairly)."""

@@ -1,0 +1,185 @@
+"""Answers read straight off a product's tables: its SKU overview for questions about all its
+variants, the size size_recommend worked out, and the size-table rows of sizes a question names.
+The extractive answerer tries these first; each returns the answer's sentences, every one
+ending in the 【chunk_id】 of the row it quotes, or [] to leave the question to the sentence scorer.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from agents.citations import quotable, strip_citations
+from agents.question_cues import VARIANTS_QUESTION
+from knowledge.chunking import SKU_OVERVIEW_SECTION
+from knowledge.text import has_term
+from tools.base import EvidenceHit
+from workflows.query_analysis import parse_sizes
+
+if TYPE_CHECKING:
+    from agents.inspector import Facts
+    from tools.products import SizeAdvice
+
+
+class AskedQuestion(Protocol):
+    """The extractive answerer's reading of a question, as far as these answers need it."""
+
+    text: str  # canonical, lower-case
+    english: bool
+    asked_units: set[str]
+    facts: "Facts"
+
+
+class ProductAnswers:
+    def __init__(self, tokens: Callable[[str], list[str]], canonical: Callable[[str], str]):
+        """tokens, canonical: the answerer's own tokenizer and text canonicalisation (lexicon)."""
+        self._tokens = tokens
+        self._canonical = canonical
+
+    def run(self, question: AskedQuestion, evidence: Sequence[EvidenceHit], banned: set[str],
+            advice: "SizeAdvice | None" = None) -> list[str]:
+        """The first of: the size advice, the named sizes' rows, the variants overview; [] for none."""
+        by_id = {hit.chunk_id: hit for hit in evidence}
+        return (self.size_advice(advice, by_id, banned) or self.named_sizes(question, evidence, banned)
+                or self.variants_overview(question, evidence, banned))
+
+    @staticmethod
+    def size_advice(advice: "SizeAdvice | None", by_id: dict[str, EvidenceHit], banned: set[str]) -> list[str]:
+        """"X 建议选 L 码：身高 175cm 在 L 码的适合身高 175-180cm 内…【row】。" and the SKU rows of that
+        size; [] without advice or when a row it read is not in the evidence."""
+        if advice is None or not all(i in by_id for i in advice.rows_used):
+            return []
+        rows = "".join(f"【{i}】" for i in advice.rows_used)
+        if advice.size is None:
+            pieces = [f"{advice.product}：{advice.reason}，建议联系客服确认{rows}。"]
+        else:
+            pieces = [f"{advice.product}建议选 {advice.size} 码：{advice.reason}{rows}。"]
+            for chunk_id in advice.sku_rows:
+                fields = sku_fields(by_id[chunk_id].text) if chunk_id in by_id else None
+                if fields:
+                    pieces.append(f"{sku_sentence(fields, quotable(by_id[chunk_id].title))}【{chunk_id}】。")
+        return [p for p in pieces if strip_citations(p).strip() not in banned]
+
+    def named_sizes(self, question: "AskedQuestion", evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
+        """Two or more sizes the question names, each answered by its product's size-table row
+        ("山野 峰刃 GTX 冲锋衣 M 码：适合身高(cm): 168-174；…【row】"), then, when it asks about stock,
+        the product's SKU overview (else the SKU rows of those sizes); [] unless every named size
+        has its row in the evidence."""
+        sizes = parse_sizes(question.text.upper())
+        if len(sizes) < 2 or question.english:
+            return []
+        lead = next((h.product_id for h in evidence if h.product_id), None)
+        if lead is None:  # size tables belong to products
+            return []
+        rows: dict[str, EvidenceHit] = {}
+        for hit in evidence:
+            _, dash, body = hit.text.partition(" — ")  # a table row chunk: "<title> <heading> — 尺码: M；…"
+            size = table_fields(body).get("尺码") if dash and "尺码" in hit.section else None
+            if hit.product_id == lead and size and size.upper() in sizes:
+                rows.setdefault(size.upper(), hit)
+        if set(rows) != set(sizes):
+            return []
+        pieces = []
+        for size in sizes:
+            hit = rows[size]
+            columns = "；".join(f"{k}: {v}" for k, v in table_fields(hit.text.partition(" — ")[2]).items()
+                               if k != "尺码")
+            pieces.append(f"{quotable(hit.title)} {size} 码：{columns}【{hit.chunk_id}】。")
+        if question.asked_units & {"件"}:  # the overview has every size's stock; else those sizes' rows
+            overview = next((h for h in evidence if h.section == SKU_OVERVIEW_SECTION and h.product_id == lead), None)
+            stock = [overview] if overview is not None else [
+                h for h in evidence if h.section == "SKU" and h.product_id == lead
+                and (sku_fields(h.text) or {}).get("尺码", "").upper() in sizes]
+            for hit in stock:
+                fields = sku_fields(hit.text)
+                sentence = (overview_sentence(fields, quotable(hit.title)) if hit is overview
+                            else sku_sentence(fields, quotable(hit.title)))
+                pieces.append(f"{sentence}【{hit.chunk_id}】。")
+        return [p for p in pieces if strip_citations(p).strip() not in banned]
+
+    def variants_overview(self, question: "AskedQuestion", evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
+        """The SKU overview sentence of each product asked about, when the question asks about its
+        variants as a whole (有哪些颜色, 哪个码没货了) or for its price or stock without naming a
+        colour or size; [] otherwise (a named variant is answered by its own row), and [] when a
+        product asked about has no overview in the evidence (its rows answer, as before)."""
+        if question.english:
+            return []
+        overviews = {h.product_id: h for h in evidence if h.section == SKU_OVERVIEW_SECTION and h.product_id
+                     and sku_fields(h.text)}
+        asked = self._asked_products(question, evidence)
+        if not overviews or not asked or any(p not in overviews for p in asked):
+            return []
+        asks_list = bool(VARIANTS_QUESTION.search(question.text))
+        asks_price_stock = bool(question.asked_units & {"元", "件"})
+        pieces = []
+        for product_id in asked:
+            hit = overviews[product_id]
+            fields = sku_fields(hit.text)
+            if not (asks_list or (asks_price_stock and not self._names_variant(question, fields))):
+                return []
+            sentence = f"{overview_sentence(fields, quotable(hit.title))}【{hit.chunk_id}】。"
+            if strip_citations(sentence).strip() in banned:
+                return []
+            pieces.append(sentence)
+        return pieces
+
+    def _asked_products(self, question: "AskedQuestion", evidence: Sequence[EvidenceHit]) -> list[str]:
+        """Products of the evidence's SKU chunks that the question names by a word of the title no
+        other of them has (芝加哥, Low); else the product of the best-ranked evidence."""
+        titles: dict[str, set[str]] = {}
+        for hit in evidence:
+            if hit.product_id and hit.section in ("SKU", SKU_OVERVIEW_SECTION):
+                titles.setdefault(hit.product_id, {w for w in self._tokens(self._canonical(hit.title).lower())
+                                                   if len(w) >= 2 or w.isascii() and w.isalpha()})
+        named = [p for p, words in titles.items()
+                 if any(has_term(question.text, w) for w in words - set().union(*(v for q, v in titles.items() if q != p)))]
+        lead = next((h.product_id for h in evidence if h.product_id), None)
+        return named or ([lead] if lead else [])
+
+    @staticmethod
+    def _names_variant(question: "AskedQuestion", fields: dict[str, str]) -> bool:
+        """Does the question name one of the overview's colours or sizes (雾霾蓝, 42码, 2米)?"""
+        values = [v.strip() for key in ("颜色", "尺码") for v in fields.get(key, "").split("、") if v.strip()]
+        numbers = {n for n, _ in question.facts.numbers}
+        leading = (re.match(r"\d+(?:\.\d+)?", v) for v in values)
+        return (any(v.lower() in question.text for v in values)
+                or any(m is not None and f"{float(m.group(0)):g}" in numbers for m in leading))
+
+
+def sku_sentence(sku: dict[str, str], title: str) -> str:
+    """A SKU table row as a sentence a shopper reads ("星择 XZ-3000 …（月光银）：价格 299.00元，库存
+    13件"), every word and number taken from the row itself."""
+    name = sku.get("商品") or title
+    variant = [sku[k] for k in ("颜色", "尺码") if sku.get(k) and sku[k] not in name]
+    facts = [f"{k} {sku[k]}" for k in ("价格", "库存") if sku.get(k)]
+    return name + (f"（{'，'.join(variant)}）" if variant else "") + "：" + "，".join(facts)
+
+
+
+def sku_fields(body: str) -> dict[str, str] | None:
+    """The "键: 值；键: 值" fields of a SKU table row; None when it is not one (no price or stock)."""
+    fields = table_fields(body)
+    return fields if ("价格" in fields or "库存" in fields) and "商品" in fields else None
+
+
+def table_fields(body: str) -> dict[str, str]:
+    """The "键: 值；键: 值" fields of any table row (a SKU row, a size-table row's cells)."""
+    return dict(part.split(": ", 1) for part in body.split("；") if ": " in part)
+
+
+def overview_sentence(fields: dict[str, str], title: str) -> str:
+    """A product's SKU overview as one sentence a shopper reads, every value copied from it:
+    "风驰 轻羽3 缓震跑鞋 共 8 个规格：颜色有星空黑、雾霾蓝；尺码有40、41；价格 599.00元；缺货：雾霾蓝 41"."""
+    name = fields.get("商品") or title
+
+    def listed(key: str) -> str:
+        values = [v for v in fields.get(key, "").split("、") if v]
+        if not values or (len(values) == 1 and values[0] in name):  # 20000mAh of "XZ-3000 … 20000mAh"
+            return ""
+        return f"{key}有{fields[key]}" if len(values) > 1 else f"{key}为{values[0]}"
+
+    parts = [listed("颜色"), listed("尺码")]
+    parts += [f"价格 {fields['价格']}" if fields.get("价格") else ""]
+    parts += [f"{key}：{fields[key]}" for key in ("有货", "有货规格数", "缺货") if fields.get(key)]
+    count = f" 共 {fields['规格数']} 个规格" if fields.get("规格数") else ""
+    return f"{name}{count}：" + "；".join(p for p in parts if p)
