@@ -3,24 +3,10 @@ answerer on the real demo KB: the SKU overview for a product's variants, the siz
 worked out, the rows of sizes a question names. Every answer passes the inspector."""
 from __future__ import annotations
 
-import pytest
-
 from agents.citations import split_sentences
-from agents.extractive import ExtractiveAnswerer
-from agents.inspector import Inspector
-from tests.agents.test_extractive import chunks
+from tests.agents.test_extractive import answerer, chunks, inspector  # noqa: F401 - the same fixtures
 from tools.base import SkillContext
 from tools.products import SizeAdvice, size_recommend
-
-
-@pytest.fixture(scope="module")
-def answerer(demo_kb) -> ExtractiveAnswerer:
-    return ExtractiveAnswerer(lexicon=demo_kb.lexicon)
-
-
-@pytest.fixture(scope="module")
-def inspector(demo_kb) -> Inspector:
-    return Inspector(lexicon=demo_kb.lexicon)
 
 
 def test_a_question_about_all_variants_is_answered_by_the_sku_overview(demo_kb, answerer, inspector):
