@@ -117,9 +117,11 @@ def show_evidence(base: KnowledgeBase, query: str, k: int) -> None:
 
 DEMO_QUESTIONS = (
     "AJ1 Retro 的鞋面是真皮吗？",  # a review contradicts the product page: disclosed
-    "星择 XZ-3000 充电宝多少钱？有货吗？",  # numbers from the SKU table, not prose
+    "星择 XZ-3000 充电宝多少钱？有货吗？",  # numbers from the SKU table (its overview of every variant), not prose
     "现在买的东西几天之内可以无理由退换？",  # an old and a new policy version disagree
-    "你们支持货到付款吗？",  # not in the KB: refused, not guessed
+    "身高175厘米、体重70公斤，山野峰刃冲锋衣穿什么码？",  # the size size_recommend works out from the table
+    "山野峰刃冲锋衣M码和L码差多少？现在有货吗？",  # each size's size-table row, then the stock
+    "云栈优选的客服电话是多少？",  # not in the KB: refused, not guessed
 )
 
 
