@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from agents.citations import quotable, strip_citations
 from agents.question_cues import VARIANTS_QUESTION
-from knowledge.chunking import SKU_OVERVIEW_SECTION
+from knowledge.chunking import SKU_OVERVIEW_SECTION, row_cells
 from knowledge.text import has_term
 from tools.base import EvidenceHit
 from workflows.query_analysis import parse_sizes
@@ -71,19 +71,19 @@ class ProductAnswers:
         lead = next((h.product_id for h in evidence if h.product_id), None)
         if lead is None:  # size tables belong to products
             return []
-        rows: dict[str, EvidenceHit] = {}
+        rows: dict[str, tuple[EvidenceHit, dict[str, str]]] = {}
         for hit in evidence:
             _, dash, body = hit.text.partition(" — ")  # a table row chunk: "<title> <heading> — 尺码: M；…"
-            size = table_fields(body).get("尺码") if dash and "尺码" in hit.section else None
-            if hit.product_id == lead and size and size.upper() in sizes:
-                rows.setdefault(size.upper(), hit)
+            cells = row_cells(body) if dash and "尺码" in hit.section and hit.product_id == lead else {}
+            size = cells.get("尺码", "").upper()
+            if size in sizes:
+                rows.setdefault(size, (hit, cells))
         if set(rows) != set(sizes):
             return []
         pieces = []
         for size in sizes:
-            hit = rows[size]
-            columns = "；".join(f"{k}: {v}" for k, v in table_fields(hit.text.partition(" — ")[2]).items()
-                               if k != "尺码")
+            hit, cells = rows[size]
+            columns = "；".join(f"{k}: {v}" for k, v in cells.items() if k != "尺码")
             pieces.append(f"{quotable(hit.title)} {size} 码：{columns}【{hit.chunk_id}】。")
         if question.asked_units & {"件"}:  # the overview has every size's stock; else those sizes' rows
             overview = next((h for h in evidence if h.section == SKU_OVERVIEW_SECTION and h.product_id == lead), None)
@@ -158,13 +158,8 @@ def sku_sentence(sku: dict[str, str], title: str) -> str:
 
 def sku_fields(body: str) -> dict[str, str] | None:
     """The "键: 值；键: 值" fields of a SKU table row; None when it is not one (no price or stock)."""
-    fields = table_fields(body)
+    fields = row_cells(body)
     return fields if ("价格" in fields or "库存" in fields) and "商品" in fields else None
-
-
-def table_fields(body: str) -> dict[str, str]:
-    """The "键: 值；键: 值" fields of any table row (a SKU row, a size-table row's cells)."""
-    return dict(part.split(": ", 1) for part in body.split("；") if ": " in part)
 
 
 def overview_sentence(fields: dict[str, str], title: str) -> str:

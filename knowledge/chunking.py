@@ -296,6 +296,13 @@ def render_table_row(row: dict[str, str]) -> str:
     return "；".join(f"{column}: {value}" for column, value in row.items() if value)
 
 
+def row_cells(cells: str) -> dict[str, str]:
+    """A rendered row read back (render_table_row, render_sku_row, render_sku_overview):
+    `列名: 值；列名: 值` -> {列名: 值}; pieces without `: ` are skipped."""
+    pairs = (part.partition(": ") for part in cells.split("；"))
+    return {name.strip(): value.strip() for name, colon, value in pairs if colon}
+
+
 def _clip(label: str, chunk_size: int) -> str:
     """A heading/title prefix short enough to leave most of the chunk for content."""
     limit = min(_PREFIX_MAX, chunk_size // 4)

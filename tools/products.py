@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
-from knowledge.chunking import SKU_OVERVIEW_SECTION, SKU_OVERVIEW_SLUG
+from knowledge.chunking import SKU_OVERVIEW_SECTION, SKU_OVERVIEW_SLUG, row_cells
 from knowledge.kb import KnowledgeBase
 from knowledge.schema import Chunk, size_key
 from knowledge.text import normalize
@@ -322,11 +322,7 @@ def parse_size_rows(chunks: list[Chunk]) -> list[SizeRow]:
     by_row: dict[int, SizeRow] = {}
     for chunk in sorted(chunks, key=lambda c: c.position):
         _, dash, body = chunk.text.partition(" — ")
-        columns = {}
-        for pair in (body if dash else chunk.text).split("；"):
-            name, colon, value = pair.partition(": ")
-            if colon:
-                columns[name.strip()] = value.strip()
+        columns = row_cells(body if dash else chunk.text)
         row_no = int(_ROW_ID.search(chunk.chunk_id).group(1))
         if row_no in by_row:  # a long row split into pieces: one row, first piece's id
             by_row[row_no].columns.update(columns)

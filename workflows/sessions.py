@@ -243,8 +243,9 @@ class Clarifier:
         """A follow-up naming one variant dimension of the conversation's product asks about the
         other as the last turn named it: "那M码呢？" after "雪山白L码还有吗？" is 雪山白 M, "那黑色呢？"
         after it is black L. Returns the question with that colour or size put in front, or as is."""
-        product = product_index(self.kb).products.get(state.entity.product_id) if state.entity else None
-        if product is None or not state.turns or product_index(self.kb).resolve(question).product is not None:
+        index = product_index(self.kb)
+        product = index.products.get(state.entity.product_id) if state.entity else None
+        if product is None or not state.turns or index.resolve(question).product is not None:
             return question
         colours = list(dict.fromkeys(r["colour"] for r in product.skus if r.get("colour")))
         sizes = {str(r["size"]).upper() for r in product.skus if r.get("size")}
