@@ -26,7 +26,7 @@ from workflows.arms import PlanBudget
 from workflows.bandit import LinUCBPolicy
 from workflows.policy import PolicyDecision
 from workflows.query_analysis import QueryFeatures
-from workflows.rewards import RewardSignals, RewardWeights, implicit_reward, reward
+from workflows.rewards import RewardSignals, RewardWeights, implicit_reward, missed_skill, reward
 from workflows.sqlite_store import open_sqlite
 
 FILE_NAME = "experience.sqlite"
@@ -110,7 +110,11 @@ class ExperienceRound(BaseModel):
             passed=bool(inspection.get("passed", False)), coverage=float(inspection.get("coverage", 0.0)),
             refused=self.refused, refusal_expected=self.features.get("intent") == "out_of_scope",
             degraded=self.degraded, rating=self.rating,
+            skill_missed=missed_skill(self.features, self.skills_called()) is not None,
         )
+
+    def skills_called(self) -> set[str]:
+        return {call.get("name", "") for call in self.tool_calls if call.get("outcome") != "over_budget"}
 
     def vector_for(self, feature_names: tuple[str, ...] | list[str]) -> np.ndarray:
         return np.array([float(self.vector.get(name, 0.0)) for name in feature_names])

@@ -25,7 +25,7 @@ CLOSE_CALL = "XZ-2000和XZ-3000两款充电宝各卖多少钱？"
 
 
 def result_for(features: QueryFeatures, decision: PolicyDecision, passed: bool = True, refused: bool = False,
-               trace_id: str | None = None) -> QAResult:
+               trace_id: str | None = None, skills: tuple[str, ...] = ("product_lookup",)) -> QAResult:
     """What the pipeline returns for one round (an answered or refused question)."""
     extra = {"trace_id": trace_id} if trace_id else {}
     return QAResult(
@@ -34,7 +34,7 @@ def result_for(features: QueryFeatures, decision: PolicyDecision, passed: bool =
         inspection=None if refused else InspectionReport(passed=passed, coverage=1.0 if passed else 0.5, sentences=1,
                                                          factual_sentences=1, cited_ids=["sku-p-xz2000#0"]),
         policy=PolicySummary(arm=decision.arm, scores=decision.scores, reason=decision.reason, source=decision.source),
-        plan=decision.plan, tool_calls=[ToolCallRecord(name="product_lookup", arguments={"product": "p-xz2000"})],
+        plan=decision.plan, tool_calls=[ToolCallRecord(name=skill, arguments={"product": "p-xz2000"}) for skill in skills],
         evidence_ids=["sku-p-xz2000#0", "prod-xz2000#1"], timings_ms={"total": 42.5}, **extra)
 
 
@@ -156,6 +156,7 @@ def test_reward_weights_as_documented():
     assert implicit_reward(RewardSignals(refused=True)) == 0.0
     assert implicit_reward(RewardSignals(refused=True, refusal_expected=True)) == pytest.approx(0.2)
     assert implicit_reward(RewardSignals(passed=True, coverage=1.0, degraded=True)) == pytest.approx(0.9)
+    assert implicit_reward(RewardSignals(passed=True, coverage=1.0, skill_missed=True)) == pytest.approx(0.7)
     assert reward(RewardSignals(passed=True, coverage=1.0, rating=-1)) == pytest.approx(0.3)
     assert reward(RewardSignals(refused=True, rating=1)) == pytest.approx(0.7)
     # Feedback dominates: 👍 on a refusal outranks 👎 on a perfect answer.
@@ -163,3 +164,23 @@ def test_reward_weights_as_documented():
     assert [parse_rating(v) for v in ("up", "👎", "-1", "+1")] == [1, -1, -1, 1]
     with pytest.raises(ValueError):
         parse_rating("meh")
+
+
+def test_a_size_question_answered_without_size_recommend_earns_less(demo_kb, store):
+    """A size-table row quoted instead of the size worked out passes the inspector just as well;
+    only the missed skill tells the learner the arm did not answer what was asked."""
+    learner = ExperienceLearner(store).warm_up()
+    features = analyze("身高175厘米、体重70公斤，山野峰刃冲锋衣穿什么码？", demo_kb)
+    assert features.asks_size_advice
+    decision = learner.choose(features)
+    quoted = learner.record(result_for(features, decision, skills=("product_lookup", "hybrid_search", "rerank")),
+                            features)
+    worked_out = learner.record(result_for(features, decision, skills=("product_lookup", "size_recommend")), features)
+    over_budget = result_for(features, decision, skills=("product_lookup", "size_recommend"))
+    over_budget.tool_calls[1].outcome = "over_budget"  # asked for, never ran
+    assert quoted.signals().skill_missed and not worked_out.signals().skill_missed
+    assert quoted.implicit_reward == pytest.approx(worked_out.implicit_reward - 0.3)
+    assert learner.record(over_budget, features).signals().skill_missed
+    # A question that needs no particular skill is not penalised for the skills it skipped.
+    plain = analyze(CLOSE_CALL, demo_kb)
+    assert not learner.record(result_for(plain, learner.choose(plain)), plain).signals().skill_missed
