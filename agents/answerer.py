@@ -78,13 +78,15 @@ def _has_text(response) -> None:
 
 async def generate(answerer: Answerer, question: str, evidence: Sequence[EvidenceHit],
                    conflicts: Sequence["Conflict"] = (), feedback: InspectionReport | None = None,
-                   budget: BudgetTracker | None = None, advice: "SizeAdvice | None" = None) -> str:
+                   budget: BudgetTracker | None = None, advice: "SizeAdvice | None" = None,
+                   overview: Sequence[str] = ()) -> str:
     """Run either kind of answerer; only a model-backed one spends the question's budget. advice:
     a size the size_recommend skill worked out, which the extractive answerer states and a model
-    is given as 【工具结论】."""
+    is given as 【工具结论】. overview: the evidence ids of the page openings that answer a question
+    about what a product is like (a model reads them as it reads any evidence)."""
     if isinstance(answerer, LLMAnswerer):
         return await answerer.run(question, evidence, conflicts, feedback, budget=budget, advice=advice)
     if isinstance(answerer, ExtractiveAnswerer):
-        return answerer.run(question, evidence, conflicts, feedback, advice=advice)
+        return answerer.run(question, evidence, conflicts, feedback, advice=advice, overview=overview)
     text = answerer.run(question, evidence, conflicts, feedback)
     return await text if inspect.isawaitable(text) else text

@@ -103,12 +103,14 @@ class ExtractiveAnswerer:
 
     # -- entry point ----------------------------------------------------------------------
     def run(self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
-            feedback: InspectionReport | None = None, advice: "SizeAdvice | None" = None) -> str:
+            feedback: InspectionReport | None = None, advice: "SizeAdvice | None" = None,
+            overview: Sequence[str] = ()) -> str:
         """An answer whose every factual sentence ends in 【chunk_id】, or the fixed refusal.
 
         With `feedback` (the inspector's report on an earlier answer), sentences it found
         unsupported or uncited are not used again. With `advice` (size_recommend's finding) whose
-        rows are in the evidence, the answer is that size, why, and the stock of that size.
+        rows are in the evidence, the answer is that size, why, and the stock of that size. With
+        `overview` (page openings for a question about what a product is like), their first sentences.
         """
         profile = self._profile(question)
         if profile.english and not self._has_english_words(profile, evidence):
@@ -144,7 +146,7 @@ class ExtractiveAnswerer:
             )
 
         # read off the product tables: a worked-out size, the rows of named sizes, all variants at once
-        from_tables = self.products.run(profile, evidence, banned, advice)
+        from_tables = self.products.run(profile, evidence, banned, advice, overview)
         if from_tables:
             return self._checked(question, evidence, conflicts, [*pieces, *from_tables])
         chosen = self._select(profile, evidence, disclosed_chunks, self.max_sentences - len(pieces), allowed)

@@ -1,5 +1,6 @@
 """Answers read straight off a product's tables: its SKU overview for questions about all its
-variants, the size size_recommend worked out, and the size-table rows of sizes a question names.
+variants, the size size_recommend worked out, and the size-table rows of sizes a question names;
+and, for a question about what a product is like, its page's opening.
 The extractive answerer tries these first; each returns the answer's sentences, every one
 ending in the 【chunk_id】 of the row it quotes, or [] to leave the question to the sentence scorer.
 """
@@ -9,7 +10,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from agents.citations import quotable, strip_citations
+from agents.citations import quotable, split_sentences, strip_citations
 from agents.question_cues import VARIANTS_QUESTION
 from knowledge.chunking import SKU_OVERVIEW_SECTION, row_cells
 from knowledge.text import has_term
@@ -19,6 +20,9 @@ from workflows.query_analysis import parse_sizes
 if TYPE_CHECKING:
     from agents.inspector import Facts
     from tools.products import SizeAdvice
+
+
+MAX_OPENING_CHARS = 220  # an opening sentence longer than this is not one sentence (a list, a table)
 
 
 class AskedQuestion(Protocol):
@@ -37,11 +41,29 @@ class ProductAnswers:
         self._canonical = canonical
 
     def run(self, question: AskedQuestion, evidence: Sequence[EvidenceHit], banned: set[str],
-            advice: "SizeAdvice | None" = None) -> list[str]:
-        """The first of: the size advice, the named sizes' rows, the variants overview; [] for none."""
+            advice: "SizeAdvice | None" = None, overview: Sequence[str] = ()) -> list[str]:
+        """The first of: the size advice, the named sizes' rows, the variants overview, the page
+        openings (overview: their chunk ids); [] for none."""
         by_id = {hit.chunk_id: hit for hit in evidence}
         return (self.size_advice(advice, by_id, banned) or self.named_sizes(question, evidence, banned)
-                or self.variants_overview(question, evidence, banned))
+                or self.variants_overview(question, evidence, banned) or self.page_opening(overview, by_id, banned))
+
+    @staticmethod
+    def page_opening(overview: Sequence[str], by_id: dict[str, EvidenceHit], banned: set[str]) -> list[str]:
+        """The first sentence of each product page opening (its 商品简介), which says what the
+        product is and what it is for; [] when one is not in the evidence."""
+        if not overview or not all(i in by_id for i in overview):
+            return []
+        pieces = []
+        for chunk_id in overview:
+            hit = by_id[chunk_id]
+            first = next((quotable(s.text) for s in split_sentences(hit.text) if quotable(s.text)), "")
+            if hit.section and first.startswith(hit.section + "："):  # the chunk opens with its heading
+                first = first[len(hit.section) + 1:].strip()
+            if not first or len(first) > MAX_OPENING_CHARS or first in banned:
+                return []
+            pieces.append(f"{first}【{chunk_id}】。")
+        return pieces
 
     @staticmethod
     def size_advice(advice: "SizeAdvice | None", by_id: dict[str, EvidenceHit], banned: set[str]) -> list[str]:

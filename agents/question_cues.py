@@ -4,6 +4,7 @@ answerer uses these cues to tell a sentence that answers from one that only shar
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 # What a question asks for -> units and words a sentence that answers it carries.
 ASKS = (
@@ -65,3 +66,35 @@ TIME_EXPRESSION = re.compile(
     r"|\d{1,2}[:：]\d{2}|\d{4}[-/.]\d{1,2}"
     r"|世纪|(?<![个这那该此各同])(?:年代|时代|时期)|年间|期间|[春夏秋冬]|[上中下]旬|[早中晚]期|新世", re.I)  # eras,
 # seasons; not 一个时期, 这个时代
+# A question about a product as a whole once its name is taken out (怎么样, 好不好, 值得买吗, 介绍一下):
+# its page's opening section answers it. SKU rows and size-table rows repeat the name, so they
+# outrank the page's prose for such a question, and say nothing about what the product is like.
+OVERVIEW_QUESTION = re.compile(
+    r"^(?:请问|请|麻烦)?(?:帮我|给我)?(?P<intro>介绍一下|介绍下|介绍|说说|讲讲|聊聊)?(?:你们家?的|这款|这个|这件|这双|那款|它|的)*"
+    r"(?P<ask>怎么样|咋样|怎样|如何|好不好|好吗|好用吗|好穿吗|值得买吗|值不值得买|值得入手吗|靠谱吗|介绍一下|介绍下)?"
+    r"[呀啊呢吗吧]?[？?。.!！~～\s]*$")
+
+
+def asks_overview(question: str, names: Sequence[str]) -> bool:
+    """Does the question, with the words of these product names taken out, only ask what the
+    product is like? ("山野峰刃冲锋衣怎么样" with 山野 峰刃 GTX 冲锋衣; not "…防水怎么样")."""
+    match = OVERVIEW_QUESTION.match(without_name_words(question, names))
+    return match is not None and bool(match.group("intro") or match.group("ask"))
+
+
+def without_name_words(text: str, names: Sequence[str]) -> str:
+    """The text without every run of two or more characters that some name contains (spaces and
+    case ignored): 果壳磁吸手机壳咋样 with 果壳 iPhone 15 系列磁吸防摔手机壳 -> 咋样."""
+    squashed = [re.sub(r"\s+", "", n.lower()) for n in names if n]
+    text = re.sub(r"\s+", "", text.lower())
+    longest = max(map(len, squashed), default=0)
+    out, i = [], 0
+    while i < len(text):
+        length = next((n for n in range(min(len(text) - i, longest), 1, -1)
+                       if any(text[i:i + n] in s for s in squashed)), 0)
+        if length:
+            i += length
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)

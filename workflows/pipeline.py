@@ -171,6 +171,9 @@ class QAPipeline:
         pinned = advice.chunk_ids() if advice else []
         named_sizes = list(((planner.outputs.get("product_lookup") or {}).get("size_rows") or {}).values())
         pinned += named_sizes if len(named_sizes) > 1 else []
+        # A question about what a product is like is answered by its page's opening section.
+        overview = self._openings(pool, features) if features.asks_overview else []
+        pinned += overview
         evidence, best, rerank_problem = self._rank_evidence(pool, template_values(features)["query"], search_filters,
                                                              as_of, pinned=pinned)
         if rerank_problem:
@@ -191,7 +194,8 @@ class QAPipeline:
             if evidence:  # weak evidence that disagrees with itself is still worth saying so
                 result.answer = self._refusal(self._conflicts(result, question, evidence, clock))
         else:
-            await self._answer(result, question, evidence, tracker, degradations, clock, advice)
+            await self._answer(result, question, evidence, tracker, degradations, clock, advice,
+                               [i for i in overview if i in result.evidence_ids])
         if self.compliance is not None and not result.refused:  # the settled answer, as the customer sees it
             screened = self.compliance.run(result.answer)
             result.compliance = screened.hits
@@ -252,7 +256,8 @@ class QAPipeline:
         return _with_pinned(shown, ranked, pinned, n), float(max(scores)), problem
 
     async def _answer(self, result: QAResult, question: str, evidence: list[EvidenceHit], tracker: BudgetTracker,
-                      degradations: list[str], clock: _Stopwatch, advice: SizeAdvice | None = None) -> None:
+                      degradations: list[str], clock: _Stopwatch, advice: SizeAdvice | None = None,
+                      overview: Sequence[str] = ()) -> None:
         conflicts = self._conflicts(result, question, evidence, clock)
 
         answerer = self.answerer
@@ -263,11 +268,12 @@ class QAPipeline:
             try:
                 # a model reads the asked time; the extractive answerer matches the question's own words
                 asked = with_asked_time(question, result.as_of) if source == "llm" else question
-                text = await generate(answerer, asked, evidence, conflicts, feedback, budget=tracker, advice=advice)
+                text = await generate(answerer, asked, evidence, conflicts, feedback, budget=tracker, advice=advice,
+                                      overview=overview)
             except ModelFailure as exc:
                 degradations.append(f"answerer model failed ({exc}); extractive answer used")
                 answerer, source = self.extractive, "extractive"
-                text = self.extractive.run(question, evidence, conflicts, feedback, advice=advice)
+                text = self.extractive.run(question, evidence, conflicts, feedback, advice=advice, overview=overview)
             clock.lap("answer")
             report = self.inspector.run(text, evidence, conflicts, question)
             clock.lap("inspect")
@@ -279,7 +285,7 @@ class QAPipeline:
             text, report = await attempt(report)
         if not report.passed and source == "llm":
             source = "extractive"
-            text = self.extractive.run(question, evidence, conflicts, advice=advice)
+            text = self.extractive.run(question, evidence, conflicts, advice=advice, overview=overview)
             clock.lap("answer")
             report = self.inspector.run(text, evidence, conflicts, question)
             clock.lap("inspect")
@@ -304,6 +310,17 @@ class QAPipeline:
 
     def _refusal(self, conflicts: list[conflict_check.Conflict]) -> str:
         return self.conflict_refusal_text if conflicts else self.refusal_text
+
+    def _openings(self, pool: EvidencePool, features: QueryFeatures) -> list[str]:
+        """The opening chunk (商品简介) of each asked product's page, where the pool holds it."""
+        gathered = {hit.chunk_id: hit for hit in pool.hits()}
+        pages = {hit.product_id: hit.doc_id for hit in gathered.values() if hit.doc_type == "product" and hit.product_id}
+        openings = []
+        for product in features.focus_products:
+            chunks = self.kb.chunks_of(pages[product.product_id]) if product.product_id in pages else []
+            if chunks and chunks[0].chunk_id in gathered:
+                openings.append(chunks[0].chunk_id)
+        return openings
 
     def _answerer_model_calls(self) -> int:
         """What an LLM answerer may need: an answer and one regeneration, each with its retries."""

@@ -20,6 +20,7 @@ from typing import Literal, NamedTuple, get_args
 import numpy as np
 from pydantic import BaseModel, Field
 
+from agents.question_cues import asks_overview
 from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
 from knowledge.text import MODEL_NUMBER, normalize, tokenize
@@ -187,6 +188,7 @@ class QueryFeatures(BaseModel):
     asks_price_stock: bool = False
     asks_size: bool = False  # size table or size words (尺码, 脚长, 42码…)
     asks_size_advice: bool = False  # which size to pick, or body measures given
+    asks_overview: bool = False  # what the product is like, as a whole (怎么样, 介绍一下)
     colloquial: bool = False
     is_followup: bool = False
     carried_entity: Entity | None = None
@@ -495,6 +497,8 @@ class QueryAnalyzer:
                 features.is_followup, features.carried_topic = True, session_topic
         shop = bool(index.products) if self.kb is not None else None
         features.intent = _intent(features, text, greeting, shop)
+        focus = features.focus_products
+        features.asks_overview = bool(focus) and asks_overview(canonical, [p.name for p in focus] + [p.surface for p in focus])
         return features
 
 

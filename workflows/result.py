@@ -71,6 +71,7 @@ def features_summary(features: QueryFeatures) -> dict[str, Any]:
         "brands": features.brands, "categories": features.categories, "model_codes": features.model_codes,
         "sizes": features.sizes, "numbers": features.numbers, "is_followup": features.is_followup,
         "asks_price_stock": features.asks_price_stock, "asks_size_advice": features.asks_size_advice,
+        "asks_overview": features.asks_overview,
         "colloquial": features.colloquial, "length": features.length,
     }
 

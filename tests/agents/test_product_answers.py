@@ -70,3 +70,15 @@ def test_size_advice_is_stated_with_its_rows_and_the_stock_of_that_size(demo_kb,
     assert inspector.run(answer, evidence, question=question).passed
     # the rows it read are not in the evidence: no advice is stated
     assert "建议选" not in answerer.run(question, chunks(demo_kb, "prod-sy-fengren#尺码表-r0-0"), advice=advice)
+
+
+def test_a_question_about_what_a_product_is_like_quotes_its_page_opening(demo_kb, answerer, inspector):
+    opening = "prod-sy-fengren#商品简介-0"
+    evidence = chunks(demo_kb, "sku-p-sy-fengren#skus-0", "sku-p-sy-fengren#sku-SYFR-BLU-L", opening)
+    question = "山野峰刃冲锋衣怎么样？"
+    answer = answerer.run(question, evidence, overview=[opening])
+    assert answer == ("山野峰刃 GTX 是一款三层压胶冲锋衣，面向高海拔徒步、雪山登山以及雨雪天气下的户外活动"
+                      f"【{opening}】。")  # the heading 商品简介： is not quoted
+    assert inspector.run(answer, evidence, question=question).passed
+    # without the opening in the evidence this path says nothing (the sentence scorer decides)
+    assert opening not in answerer.run(question, evidence[:2], overview=[opening])

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.question_cues import DEFINITION_QUESTION, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION
+from agents.question_cues import (DEFINITION_QUESTION, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION, asks_overview,
+                                   without_name_words)
 
 
 @pytest.mark.parametrize("text, names_a_time", [
@@ -44,3 +45,22 @@ def test_a_relation_is_stated_in_the_evidence_own_words(question, sentence, stat
     cues = [cue for asks, cue in RELATIONS if asks.search(question)]
     assert cues, "the question names a relation"
     assert any(cue.search(sentence) for cue in cues) is states_it
+
+
+@pytest.mark.parametrize("question, names, overview", [
+    ("山野峰刃冲锋衣怎么样？", ["山野 峰刃 GTX 冲锋衣"], True),
+    ("介绍一下星择xz-3000充电宝", ["星择 XZ-3000 笔记本充电宝 20000mAh"], True),
+    ("果壳磁吸手机壳咋样", ["果壳 iPhone 15 系列磁吸防摔手机壳"], True),  # the name's words in another order
+    ("它好不好？", [], True),  # a follow-up: the product is carried
+    ("山野峰刃冲锋衣防水怎么样？", ["山野 峰刃 GTX 冲锋衣"], False),  # asks about one property
+    ("山野峰刃冲锋衣", ["山野 峰刃 GTX 冲锋衣"], False),  # a name alone asks nothing
+    ("XZ-3000多少钱", ["星择 XZ-3000"], False),
+])
+def test_a_question_about_a_product_as_a_whole(question, names, overview):
+    assert asks_overview(question, names) is overview
+
+
+def test_name_words_are_taken_out_however_the_name_is_cut():
+    assert without_name_words("果壳磁吸手机壳咋样", ["果壳 iPhone 15 系列磁吸防摔手机壳"]) == "咋样"
+    assert without_name_words("AJ1 Low 怎么样", ["Air Jordan 1 Low 低帮板鞋"]) == "aj怎么样"  # AJ is no run of the name
+    assert without_name_words("怎么样" * 700, ["山野"]) == "怎么样" * 700  # a long question stays cheap

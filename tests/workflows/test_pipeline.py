@@ -1,4 +1,4 @@
-"""The offline QA pipeline end to end on the demo KB and its 110 labelled questions: real skills,
+"""The offline QA pipeline end to end on the demo KB and its 115 labelled questions: real skills,
 a real ReActAgent planner, the calibrated reranker, the extractive answerer and the inspector."""
 from __future__ import annotations
 
@@ -269,3 +269,13 @@ def test_ask_command(demo_kb, tmp_path):
         assert failed.exit_code == 2 and message in " ".join(failed.output.split())
     missing = runner.invoke(app, ["ask", "你好", "--kb", str(tmp_path / "nowhere")])
     assert missing.exit_code == 2 and "no knowledge base" in " ".join(missing.output.split())
+
+
+def test_a_question_about_what_a_product_is_like_is_answered_by_its_page_opening(pipeline):
+    # SKU rows and size-table rows repeat the name and outrank the page's prose for such a question;
+    # the opening (商品简介) is pinned into the evidence when a search found it
+    result = pipeline.run("山野峰刃冲锋衣怎么样？")
+    assert result.features["asks_overview"] and not result.refused
+    assert [c.id for c in result.citations] == ["prod-sy-fengren#商品简介-0"] and "三层压胶冲锋衣" in result.answer
+    narrow = pipeline.run("山野峰刃冲锋衣防水怎么样？")
+    assert not narrow.features["asks_overview"]
