@@ -314,6 +314,17 @@ holds them; repeated in the body they let SKU rows fill product-scoped evidence,
 -> 0.915, citation precision 0.978 -> 0.968 and Recall@1 0.899 -> 0.848 ("XZ-L100数据线2米的多少钱？" was
 answered with the cable's data rate).
 
+**What a product is like (session 10).** "山野峰刃冲锋衣怎么样？", "介绍一下X", "X值得买吗？" — nothing
+asked beyond the product's name — were refused or answered with a SKU row ("价格 1599.00元，库存
+0件"): SKU rows and size-table rows repeat the name and outrank the page's prose, and no sentence
+matches a question that names nothing else. Such a question is now answered by the first sentence of
+the page's opening section (商品简介), pinned into the evidence when a search found it. Five demo
+questions were added for it (115 in all) and run on the old code first; before and after on the same
+day (`run.py eval --dataset knowledge/demo --strategy policy`): overview 0/5 -> 5/5, answer hit of
+answered 0.925 -> 0.938, of answerable 0.827 -> 0.875, citation precision 0.968 -> 0.979, false
+refusals 0.106 -> 0.067; no other demo answer changed. The dev sets have no product table, so the
+path never fires there.
+
 **Refusal on cmrc2018 holdout, measured and not changed (session 9).** One run of all 1,575
 holdout questions with the gate off (refusal_threshold 0, as calibrate runs it), then exploratory
 scoring of each rule on those results: the answer stage alone refuses 59 of the 1,463 answerable
