@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?=\s*年)")
+# A year a value is compared with (比2021年下降0.75个千分点): the sentence's value is another year's.
+_COMPARED_YEAR = re.compile(r"[比较]\s*((?:19|20)\d{2})\s*年")
 _QUESTION_END = re.compile(r"[？?]$")
 _END_MARK = re.compile(r"[。！？!?]+$")
 _LEADING = re.compile(r"^[\s\-*•·>:：，,；;]+")
@@ -285,8 +287,11 @@ class ExtractiveAnswerer:
                 off_topic = not faq and bool(named) and not any(has_term(about, n) for n in named)
                 defines = ((asks_definition and any(canonical.lower().startswith(n) for n in named))
                            or any(opener.match(canonical.lower()) for opener in identity_openers))
+                # a sentence naming the asked year only as what it is compared with is about another year
+                compared_only = bool(question.years & set(_YEAR.findall(canonical))) and not (
+                    question.years & set(_YEAR.findall(_COMPARED_YEAR.sub(" ", canonical))))
                 answers = ((answers or bool(asked) or nothing_asked or names_a_time or defines)
-                           and not restates and not wrong_year
+                           and not restates and not wrong_year and not compared_only
                            and not off_topic and (names_a_time or not question.asks_when))
                 candidates.append(_Candidate(
                     hit, order, body, tokens, 1.6 * share + score + context, share, answers,

@@ -275,6 +275,10 @@ def test_questions_restatements_and_other_years_in_the_evidence_answer_nothing()
     other_year = hit("n-3#body-0", "", "NFT被《柯林斯词典》评为2021年年度词汇。")
     assert answerer.run("柯林斯词典2022年年度词汇是什么", [other_year]) == answerer.refusal()
     assert "NFT" in answerer.run("柯林斯词典2021年年度词汇是什么", [other_year])
+    # the asked year only as what a value is compared with: the value is another year's
+    compared = hit("n-6#body-0", "", "2022年全国人口出生率为6.77‰，比2021年下降0.75个千分点。")
+    assert answerer.run("我国2021年人口出生率是多少", [compared]) == answerer.refusal()
+    assert "6.77‰" in answerer.run("我国2022年人口出生率是多少", [compared])
 
 
 def test_a_when_question_is_answered_only_by_a_sentence_that_names_a_time():
@@ -283,6 +287,8 @@ def test_a_when_question_is_answered_only_by_a_sentence_that_names_a_time():
     assert answerer.run("首届中阿峰会的时间", [mentions]) == answerer.refusal()
     dated = hit("n-5#body-0", "", "首届中阿峰会于2022年12月9日在利雅得召开，各方代表出席。")
     assert "12月9日" in answerer.run("首届中阿峰会的时间", [mentions, dated])
+    mission = hit("n-7#body-0", "", "开幕会后，同志们热烈讨论了报告，表示要切实扛起为党育人、为国育才的时代重任。")
+    assert answerer.run("二十大开幕时间", [mission]) == answerer.refusal()  # 的时代重任 names no time
     shipping = hit("faq-1#body-0", "", "现货商品付款后48小时内发货，预售商品以页面时间为准。")
     assert "48小时" in answerer.run("什么时候发货？", [shipping])
     # "一个时期" is a stretch of time, not an era that dates anything

@@ -10,6 +10,7 @@ from agents.question_cues import (DEFINITION_QUESTION, RELATIONS, TIME_EXPRESSIO
     ("于2022年12月9日在利雅得召开", True), ("48小时内发货", True), ("12世纪发动了十字军东征", True),
     ("唐朝时期的制度", True), ("20世纪80年代", True), ("每周一上新", True),
     ("作为当前和今后一个时期的首要任务", False), ("这个时代的人", False), ("大家热烈讨论了报告", False),
+    ("切实扛起为党育人、为国育才的时代重任", False),  # 的时代: a mission of the times, no time
 ])
 def test_a_time_expression_dates_something(text, names_a_time):
     assert bool(TIME_EXPRESSION.search(text)) is names_a_time
