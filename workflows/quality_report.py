@@ -62,7 +62,7 @@ class SuiteEntry:
 
 
 SUITE = (
-    SuiteEntry("demo", "demo", "Demo KB (knowledge/demo, 110 questions): every strategy",
+    SuiteEntry("demo", "demo", "Demo KB (knowledge/demo, 115 questions): every strategy",
                strategies=(POLICY, *ARMS, "product_lookup_hybrid"), concurrency=1),
     SuiteEntry("cmrc2018_dev", "cmrc2018_dev", "CMRC 2018 dev (Chinese Wikipedia), all questions, and its holdout variant"),
     SuiteEntry("baoxianzhidao", "baoxianzhidao", "Baoxianzhidao insurance FAQ, all questions, and its holdout variant"),
