@@ -67,7 +67,7 @@ SUITE = (
     SuiteEntry("cmrc2018_dev", "cmrc2018_dev", "CMRC 2018 dev (Chinese Wikipedia), all questions, and its holdout variant"),
     SuiteEntry("baoxianzhidao", "baoxianzhidao", "Baoxianzhidao insurance FAQ, all questions, and its holdout variant"),
     SuiteEntry("domainrag", "domainrag", "DomainRAG university admissions, all questions"),
-    SuiteEntry("rgb_zh", "rgb_zh", "RGB (zh), 10 questions per type, each on its own candidate docs", per_qtype=10,
+    SuiteEntry("rgb_zh", "rgb_zh", "RGB (zh), 25 questions per type, each on its own candidate docs", per_qtype=25,
                strategies=(POLICY, *ARMS)),
     *(SuiteEntry(f"{name}-strategies", name, f"{name}: strategies side by side ({STRATEGY_SAMPLE} questions, "
                  "stratified by type)", limit=STRATEGY_SAMPLE, questions_file="questions.jsonl",
@@ -207,8 +207,10 @@ order is its top 30 chunks, ours the ≤ 6 evidence chunks).
 
 **Protocols.** Questions with `candidate_doc_ids` (RGB, DomainRAG conflicts) each search only
 their own candidate docs, inside a KB of the union of the chosen questions' candidates (so BM25
-statistics come from that union, not the whole corpus). RGB runs 10 questions per type (893 docs):
-embedding its 11,941-doc corpus would take ~1.5 h. DomainRAG's counterfactual passages are
+statistics come from that union, not the whole corpus). RGB runs 25 questions per type (2,307 docs; 10
+per type until 2026-12-02 session 10, when the larger sample showed the 10 had flattered it:
+negative-rejection recall 0.40 -> 0.28, conflicts flagged 0.80 -> 0.76): embedding its 11,941-doc
+corpus would take ~1.5 h. DomainRAG's counterfactual passages are
 missing from the shared corpus and are rebuilt from the gold passage as DomainRAG builds them
 (workflows/bench/conflicts.py). Conversational questions are asked as a session asks a
 follow-up: alone, with the conversation's opening question carried as its topic (searched with,
