@@ -326,6 +326,11 @@ day (`run.py eval --dataset knowledge/demo --strategy policy`): overview 0/5 -> 
 answered 0.925 -> 0.938, of answerable 0.827 -> 0.875, citation precision 0.968 -> 0.979, false
 refusals 0.106 -> 0.067; no other demo answer changed. The dev sets have no product table, so the
 path never fires there.
+Two answer-stage fixes from RGB's negative-rejection questions, same session: a sentence naming
+the asked year only as what a value is compared with ("人口出生率为6.77‰，比2021年下降…" for 2021) is
+about another year, and "的时代" (…的时代重任) is no time expression. On the 10-per-type sample, before
+and after on the same day: negative-rejection recall 0.30 -> 0.40, citation precision 0.605 -> 0.682;
+cmrc2018 holdout and DomainRAG: no answer changed. The RGB table below is the 25-per-type sample.
 
 **Refusal on cmrc2018 holdout, measured and not changed (session 9).** One run of all 1,575
 holdout questions with the gate off (refusal_threshold 0, as calibrate runs it), then exploratory
