@@ -187,6 +187,15 @@ def _split_line(line: str, known_ids: Collection[str] | None) -> list[str]:
 # Punctuation and space at a quote's end, which its frame replaces with its own.
 TRAILING_MARKS = re.compile(r"[\s。！？!?；;，,、:：.]+$")
 _INNER_BOUNDARY = re.compile(SENTENCE_BOUNDARY)
+_LEADING_MARKS = re.compile(r"^[\s\-*•·>:：，,；;]+")
+
+
+def after_heading(text: str, section: str) -> str:
+    """A sentence without the "<section>：" heading its chunk opens with and the marks after it
+    ("" when only the heading is left); unchanged when it does not open with the heading."""
+    if section and text.startswith(section + "："):
+        return _LEADING_MARKS.sub("", text[len(section) + 1:])
+    return text
 
 
 def quotable(text: str) -> str:

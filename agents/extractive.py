@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agents.citations import TRAILING_MARKS, quotable, split_sentences, strip_citations
+from agents.citations import TRAILING_MARKS, after_heading, quotable, split_sentences, strip_citations
 from agents.inspector import Facts, InspectionReport, Inspector, facts_of
 from agents.inspector import asked_units as asked_units_of  # _profile's local is called asked_units
 from agents.product_answers import ProductAnswers, sku_fields, sku_sentence
@@ -39,7 +39,6 @@ _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?=\s*年)")
 _COMPARED_YEAR = re.compile(r"[比较]\s*((?:19|20)\d{2})\s*年")
 _QUESTION_END = re.compile(r"[？?]$")
 _END_MARK = re.compile(r"[。！？!?]+$")
-_LEADING = re.compile(r"^[\s\-*•·>:：，,；;]+")
 _LIST_AFTER_LABEL = re.compile(r"：\s*[-*•·]\s+")
 # An FAQ reply up to this long is quoted whole, sentence by sentence: it is the shop's own
 # answer to the question, and cutting it to one sentence loses conditions and steps.
@@ -420,7 +419,7 @@ class ExtractiveAnswerer:
         hit, title = candidate.hit, quotable(candidate.hit.title)
         body = _LIST_AFTER_LABEL.sub("：", candidate.body)  # "功能特点：- 单口输出" reads "功能特点：单口输出"
         headed = bool(hit.section) and body.startswith(hit.section + "：")
-        rest = (_LEADING.sub("", body[len(hit.section) + 1:]) or body) if headed else body
+        rest = after_heading(body, hit.section) or body
         if english:
             if hit.authority == "community" or hit.doc_type in ("review", "post"):
                 framed = f"A user {'review' if hit.doc_type == 'review' else 'post'} says: {body}"
@@ -551,8 +550,7 @@ def _compact(text: str) -> str:
 def _statement(value: "ConflictValue", hit: EvidenceHit) -> str:
     """The sentence that carries a conflicting value: the detector's, else the value itself."""
     sentence = quotable(value.sentence or "")
-    if hit.section and sentence.startswith(hit.section + "："):
-        sentence = _LEADING.sub("", sentence[len(hit.section) + 1:])
+    sentence = after_heading(sentence, hit.section)
     if sentence and _compact(value.value) in _compact(sentence) and len(sentence) <= _MAX_SENTENCE_CHARS:
         return sentence
     return quotable(value.value)

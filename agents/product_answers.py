@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from agents.citations import quotable, split_sentences, strip_citations
+from agents.citations import after_heading, quotable, split_sentences, strip_citations
 from agents.question_cues import VARIANTS_QUESTION
 from knowledge.chunking import SKU_OVERVIEW_SECTION, row_cells
 from knowledge.text import has_term
@@ -50,16 +50,14 @@ class ProductAnswers:
 
     @staticmethod
     def page_opening(overview: Sequence[str], by_id: dict[str, EvidenceHit], banned: set[str]) -> list[str]:
-        """The first sentence of each product page opening (its 商品简介), which says what the
-        product is and what it is for; [] when one is not in the evidence."""
-        if not overview or not all(i in by_id for i in overview):
-            return []
+        """The first sentence of each product page opening (its 商品简介) in the evidence, which says
+        what the product is and what it is for, without the heading the chunk opens with; [] when
+        none is in the evidence."""
         pieces = []
-        for chunk_id in overview:
+        for chunk_id in (i for i in overview if i in by_id):
             hit = by_id[chunk_id]
-            first = next((quotable(s.text) for s in split_sentences(hit.text) if quotable(s.text)), "")
-            if hit.section and first.startswith(hit.section + "："):  # the chunk opens with its heading
-                first = first[len(hit.section) + 1:].strip()
+            first = next((text for s in split_sentences(hit.text) if (text := quotable(s.text))), "")
+            first = after_heading(first, hit.section)
             if not first or len(first) > MAX_OPENING_CHARS or first in banned:
                 return []
             pieces.append(f"{first}【{chunk_id}】。")

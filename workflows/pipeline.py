@@ -194,8 +194,7 @@ class QAPipeline:
             if evidence:  # weak evidence that disagrees with itself is still worth saying so
                 result.answer = self._refusal(self._conflicts(result, question, evidence, clock))
         else:
-            await self._answer(result, question, evidence, tracker, degradations, clock, advice,
-                               [i for i in overview if i in result.evidence_ids])
+            await self._answer(result, question, evidence, tracker, degradations, clock, advice, overview)
         if self.compliance is not None and not result.refused:  # the settled answer, as the customer sees it
             screened = self.compliance.run(result.answer)
             result.compliance = screened.hits
