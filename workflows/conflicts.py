@@ -103,7 +103,9 @@ _UNITS: dict[str, tuple[str, float]] = {
     "公里": ("mm", 1e6), "千米": ("mm", 1e6), "米": ("mm", 1000),
     "kg": ("g", 1000), "公斤": ("g", 1000), "千克": ("g", 1000), "g": ("g", 1), "克": ("g", 1), "斤": ("g", 500),
     "ml": ("ml", 1), "毫升": ("ml", 1), "l": ("ml", 1000), "升": ("ml", 1000),
-    "%": ("%", 1), "℃": ("℃", 1),
+    "%": ("%", 1), "‰": ("‰", 1), "℃": ("℃", 1),
+    # a change of a rate: 下降1.11个千分点 is no count of 1.11 things
+    "个百分点": ("百分点", 1), "百分点": ("百分点", 1), "个千分点": ("千分点", 1), "千分点": ("千分点", 1),
     "个工作日": ("工作日", 1), "工作日": ("工作日", 1),
     "天": ("天", 1), "周": ("天", 7), "星期": ("天", 7), "小时": ("天", 1 / 24), "分钟": ("天", 1 / 1440),
     "个月": ("月", 1), "年": ("月", 12),
@@ -119,7 +121,7 @@ _COUNTERS = frozenset("个 人 件 次 双 只 台 张 册 所 项 门 席 份 �
 _QUALIFIER_UNITS = frozenset({"码", "届", "编码"})  # they say which thing, not how much
 _UNIT_PATTERN = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
 # Not after a digit (120千米) nor in 哪一年 / 每一天 / 第一 / 统一, which are no amounts.
-_CN_NUMERAL = re.compile(rf"(?<![\d.哪每第这那同统唯之])[零〇一二两三四五六七八九十百千]+(?=\s*(?:{_UNIT_PATTERN}))")
+_CN_NUMERAL = re.compile(rf"(?<![\d.哪每第这那同统唯之])(?![百千]分点)[零〇一二两三四五六七八九十百千]+(?=\s*(?:{_UNIT_PATTERN}))")
 _ASCII_GAP = re.compile(r"(?<=[A-Za-z0-9])[ \t]+(?=[A-Za-z0-9])")
 _OTHER_GAP = re.compile(r"[ \t]+")
 
@@ -141,6 +143,10 @@ _CLAUSE_END = re.compile(r"[，,、：:]")
 _VERSION_MARK = re.compile(r"[（(【\[][^）)】\]]*(?:版|修订|更新|version|v\d)[^）)】\]]*[）)】\]]", re.IGNORECASE)
 _LIST_SEPARATORS = "、，,；;和及与"
 _CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
+_DIGIT = re.compile(r"\d")
+# A photo caption (新华社照片, 记者李明摄) says what a picture shows: two captions of one template are
+# two pictures (张帅在比赛中回球 / 发球), not two claims about one fact.
+_PHOTO_CAPTION = re.compile(r"新华社照片|图片来源|资料图片|供图|(?:记者|摄影)[^，,。\s]{1,8}摄")
 _NOT_WORD = re.compile(r"[\W_]+")
 _NEGATION = ("不是", "并非", "不像", "没有", "不", "没", "非", "无", "未", "假")
 _QUOTED = ("宣传", "号称", "说是", "标称", "写着", "所谓", "介绍")
@@ -440,6 +446,17 @@ def _title_stem(title: str) -> str:
     return _VERSION_MARK.sub("", normalize(title)).strip()
 
 
+def one_subject(hits: list[EvidenceHit]) -> bool:
+    """Whether the hits are surely about one thing: one product, or one document title once
+    version marks are taken out (退换货政策（2024版） / （2026版）; untitled passages count as one).
+    Two titles that differ (斯温登 / 诺丁汉, 2021年甘肃省录取分数线 / 2020年青海省…) may be two things
+    written alike, which the pipeline trusts only among the evidence it shows."""
+    products = {hit.product_id for hit in hits}
+    if None not in products:
+        return len(products) == 1
+    return len({_title_stem(hit.title) for hit in hits}) == 1
+
+
 # -- rule 1: aligned statements -------------------------------------------------------------
 @dataclass
 class _Slot:
@@ -641,6 +658,8 @@ def _answer_slot(slots: list[_Slot], a: _Passage, b: _Passage, question: _Questi
     typed = [s for s in content if s.typed]
     names = [s for s in content if not s.typed and _is_name(a.text[slice(*s.a_span)]) and _is_name(b.text[slice(*s.b_span)])]
     if len({s.value_a.key for s in typed} | {s.value_b.key for s in typed}) == 2 and not names:
+        if any(not s.typed and _DIGIT.search(a.text[slice(*s.a_span)] + b.text[slice(*s.b_span)]) for s in content):
+            return None  # another changed span holds a number too (比重为51.5% / 利润占比为20.8%): two facts
         slot = typed[0]
         return slot if question.accepts_value(slot.value_a, slot.value_b) else None
     changed_names = {(_NOT_WORD.sub("", a.text[slice(*s.a_span)]), _NOT_WORD.sub("", b.text[slice(*s.b_span)])) for s in names}
@@ -677,6 +696,8 @@ def _aligned_candidates(a: _Passage, b: _Passage, entity: str, question: _Questi
         for sb in b.sentences:
             if b.text[slice(*sb)] in a.text or a.text[slice(*sa)] in b.text:
                 continue  # each passage also says what the other says: no contradiction here
+            if _PHOTO_CAPTION.search(a.text[slice(*sa)]) or _PHOTO_CAPTION.search(b.text[slice(*sb)]):
+                continue
             slots = _sentence_slots(a, sa, b, sb) or []
             if any(s.typed and question.is_qualifier(s.value_a) and _is_content(s, a, b) for s in slots):
                 continue  # a different year, model, size or asked-for qualifier: a different fact

@@ -174,11 +174,13 @@ class QAPipeline:
         # A question about what a product is like is answered by its page's opening section.
         overview = self._openings(pool, features) if features.asks_overview else []
         pinned += overview
-        evidence, best, rerank_problem = self._rank_evidence(pool, template_values(features)["query"], search_filters,
-                                                             as_of, pinned=pinned)
+        evidence, ranked, best, rerank_problem = self._rank_evidence(pool, template_values(features)["query"],
+                                                                     search_filters, as_of, pinned=pinned)
         if rerank_problem:
             degradations.append(rerank_problem)
         clock.lap("rerank")
+        evidence = self._with_conflicting(question, evidence, ranked, pinned, asked_time)
+        clock.lap("conflicts")
 
         result = QAResult(
             question=question, answer=self.refusal_text, features=features_summary(features),
@@ -214,9 +216,11 @@ class QAPipeline:
 
     # -- stages ----------------------------------------------------------------------------
     def _rank_evidence(self, pool: EvidencePool, query: str, filters: SearchFilters | None, as_of: date | None,
-                       pinned: Sequence[str] = ()) -> tuple[list[EvidenceHit], float | None, str]:
+                       pinned: Sequence[str] = ()
+                       ) -> tuple[list[EvidenceHit], list[EvidenceHit], float | None, str]:
         """The pool re-scored by the calibrated reranker for the question, filtered, cut to the
-        shown evidence; plus the best score (None: no evidence) and a degradation, if any.
+        shown evidence; plus the whole pool in that order, the best score (None: no evidence) and a
+        degradation, if any.
         pinned: chunk ids shown whatever their rank (what a structured skill's finding rests on),
         in place of the lowest-ranked others."""
         # Score the text the answerer will see (hostile passages already cut), not the raw chunk.
@@ -226,7 +230,7 @@ class QAPipeline:
             keep = filters.mask(metadata_columns([chunk for _, chunk in pairs]))
             pairs = [pair for pair, kept in zip(pairs, keep) if kept]
         if not pairs:
-            return [], None, ""
+            return [], [], None, ""
         problem = ""
         try:
             scores = self.reranker.score(query, [chunk for _, chunk in pairs], as_of=as_of)
@@ -252,7 +256,26 @@ class QAPipeline:
             if len(shown) >= n:
                 break
             shown = EvidencePool.from_hits(tier).top(n, max_chars, after=shown)
-        return _with_pinned(shown, ranked, pinned, n), float(max(scores)), problem
+        return _with_pinned(shown, ranked, pinned, n), ranked, float(max(scores)), problem
+
+    def _with_conflicting(self, question: str, shown: list[EvidenceHit], ranked: list[EvidenceHit],
+                          pinned: Sequence[str], as_of: str | None) -> list[EvidenceHit]:
+        """The shown evidence plus the sources of any conflict among everything the skills gathered:
+        a disagreement between a shown chunk and one ranked just below the cut is disclosed, not
+        hidden by the cut. Each source takes the place of the lowest-ranked unpinned chunk. Below
+        the cut only sources about one subject count (one product, one document title): there,
+        two articles written alike about two cities are more often what the skills found."""
+        scanned = ranked[:self.config.conflict_scan_top_n]
+        if len(scanned) <= len(shown):
+            return shown  # nothing beyond what is shown: the check on the evidence sees it all
+        by_id = {hit.chunk_id: hit for hit in scanned}
+        found = conflict_check.detect_conflicts(question, scanned, self.lexicon, as_of=as_of)
+        sources = [value.chunk_id for conflict in found
+                   if conflict_check.one_subject([by_id[value.chunk_id] for value in conflict.values])
+                   for value in conflict.values]
+        if not sources:
+            return shown
+        return _with_pinned(shown, ranked, [*pinned, *sources], self.config.evidence_top_n)
 
     async def _answer(self, result: QAResult, question: str, evidence: list[EvidenceHit], tracker: BudgetTracker,
                       degradations: list[str], clock: _Stopwatch, advice: SizeAdvice | None = None,

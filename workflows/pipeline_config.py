@@ -37,6 +37,7 @@ class PipelineConfig(BaseModel):
     evidence_top_n: int = Field(6, ge=1)
     evidence_max_chars: int = Field(2400, ge=100)
     evidence_per_doc: int = Field(2, ge=1)
+    conflict_scan_top_n: int = Field(12, ge=0)
     refusal_threshold: float = Field(0.1, ge=0.0, le=1.0)
     planner: str = "offline"
     answerer: str = "offline"

@@ -9,7 +9,7 @@ import pytest
 from knowledge.loaders import load_path
 from tools.base import EvidenceHit
 from workflows.bench.conflicts import evidence_for, run_conflict_bench
-from workflows.conflicts import canonical_text, detect_conflicts, parse_value
+from workflows.conflicts import canonical_text, detect_conflicts, one_subject, parse_value
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "knowledge" / "demo"
 
@@ -154,10 +154,39 @@ def test_one_name_in_two_scripts_is_not_a_conflict():
     assert detect_conflicts("《重生之门》的导演是谁？", evidence) == []
 
 
+def test_two_photo_captions_of_one_template_are_two_pictures_not_a_conflict():
+    caption = "新华社照片，2022年8月19日，张帅在比赛中{}。记者李明摄"
+    evidence = [hit("n-1#body-0", caption.format("回球")), hit("n-2#body-0", caption.format("发球"))]
+    assert detect_conflicts("张帅在2022年辛辛那提赛中做了什么？", evidence) == []
+    # the same statement outside a caption is a changed name in an otherwise identical sentence
+    statement = "据报道，2022年8月19日，{}在辛辛那提赛中晋级八强。"
+    evidence = [hit("n-1#body-0", statement.format("张帅")), hit("n-2#body-0", statement.format("王蔷"))]
+    assert len(detect_conflicts("2022年辛辛那提赛谁晋级八强？", evidence)) == 1
+
+
+def test_a_changed_number_beside_another_reworded_number_is_two_facts():
+    question = "2021年高技术制造业的占比比2012年上升了多少？"
+    export = "2021年，高技术制造业占出口交货值的比重为51.5%，比2012年上升{}个百分点。"
+    profit = "2021年，高技术制造业实现利润占比为20.8%，比2012年上升10.7个百分点。"
+    assert detect_conflicts(question, [hit("a#body-0", export.format("8.7")), hit("b#body-0", profit)]) == []
+    conflicts = detect_conflicts(question, [hit("a#body-0", export.format("8.7")), hit("b#body-0", export.format("10.7"))])
+    assert [{v.value for v in c.values} for c in conflicts] == [{"8.7个百分点", "10.7个百分点"}]
+
+
+def test_one_subject_is_one_product_or_one_title_without_its_version_mark():
+    assert one_subject([policy(1, "2024-05-01", "7天"), policy(2, "2026-06-01", "15天")])
+    assert one_subject([hit("n-1#body-0", "a"), hit("n-2#body-0", "b")])  # untitled news passages
+    assert one_subject([hit("p#0", "a", title="AJ1", product_id="aj1"), hit("r#0", "b", title="评价", product_id="aj1")])
+    assert not one_subject([hit("w-1#body-0", "a", title="斯温登"), hit("w-2#body-0", "b", title="诺丁汉")])
+    assert not one_subject([hit("d-1#body-0", "a", title="2021年甘肃省录取分数线"),
+                            hit("d-2#body-0", "b", title="2020年甘肃省录取分数线")])
+    assert not one_subject([hit("p#0", "a", title="XZ", product_id="xz-2000"), hit("q#0", "b", title="XZ", product_id="xz-3000")])
+
+
 # ----------------------------------------------------------------------------- canonical values
 @pytest.mark.parametrize(("left", "right"), [
     ("15天", "十五天"), ("15 天", "15天"), ("1年", "12个月"), ("149.00元", "149元"), ("1周", "7天"),
-    ("12月20日", "2021年12月20日"), ("90个", "90名"), ("1051.41亿元", "1051.42亿元"),
+    ("12月20日", "2021年12月20日"), ("90个", "90名"), ("1051.41亿元", "1051.42亿元"), ("1.5个百分点", "1.5百分点"),
 ])
 def test_values_written_differently_are_the_same(left, right):
     assert parse_value(canonical_text(left)).same_as(parse_value(canonical_text(right)))
@@ -165,6 +194,7 @@ def test_values_written_differently_are_the_same(left, right):
 
 @pytest.mark.parametrize(("left", "right"), [
     ("7天", "15天"), ("15天", "15个月"), ("2021年12月20日", "2021年12月19日"), ("70个", "170个"), ("3-5个工作日", "1-3个工作日"),
+    ("1.11个千分点", "1.11个"), ("0.34‰", "0.34%"),
 ])
 def test_different_values_differ(left, right):
     assert not parse_value(canonical_text(left)).same_as(parse_value(canonical_text(right)))

@@ -279,3 +279,20 @@ def test_a_question_about_what_a_product_is_like_is_answered_by_its_page_opening
     assert [c.id for c in result.citations] == ["prod-sy-fengren#商品简介-0"] and "三层压胶冲锋衣" in result.answer
     narrow = pipeline.run("山野峰刃冲锋衣防水怎么样？")
     assert not narrow.features["asks_overview"]
+
+
+def test_a_conflict_just_below_the_evidence_cut_is_disclosed(demo_kb, pipeline):
+    # Two shown slots hold one return-policy version; the other version is gathered but ranked
+    # below the cut. The conflict check reads the pool's best conflict_scan_top_n chunks, so the
+    # disagreement is disclosed with both sides shown and cited, within the same slots.
+    question = "现在买的东西几天之内可以无理由退换？"
+    narrow = pipeline.config.model_copy(update={"evidence_top_n": 2})
+    blind = QAPipeline(demo_kb, narrow.model_copy(update={"conflict_scan_top_n": 0}),
+                       registry=pipeline.registry).warm_up().run(question)
+    assert blind.conflicts == [] and len(blind.evidence_ids) == 2  # the control: the cut hides it
+    result = QAPipeline(demo_kb, narrow, registry=pipeline.registry).warm_up().run(question)
+    assert not result.refused and len(result.evidence_ids) == 2
+    assert [{v.value for v in c.values} for c in result.conflicts] == [{"7天", "15天"}]
+    cited = {c.id for c in result.citations}
+    assert {v.chunk_id for v in result.conflicts[0].values} <= cited <= set(result.evidence_ids)
+    assert "7天" in result.answer and "15天" in result.answer

@@ -12,7 +12,7 @@ rebuilds them that way from the question's `answers` / `fake_answers` and says h
 rebuilt; a question whose answer text does not occur in its gold passage cannot be rebuilt and
 is reported separately.
 
-Run: `.venv/bin/python -m workflows.bench.conflicts [DATASETS_DIR]` (prints JSON).
+Run: `.venv/bin/python -m workflows.bench.conflicts [DATASETS_DIR] [--top-k N]` (prints JSON).
 """
 from __future__ import annotations
 
@@ -41,8 +41,9 @@ DEMO_DIR = Path(__file__).resolve().parents[2] / "knowledge" / "demo"
 
 
 def run_conflict_bench(datasets_dir: Path, demo_dir: Path | None = DEMO_DIR, limit: int | None = None,
-                       datasets: tuple[str, ...] = DATASETS) -> dict:
-    """Flag rates per dataset and question type; `limit` keeps the first N questions of each type.
+                       datasets: tuple[str, ...] = DATASETS, top_k: int = TOP_K) -> dict:
+    """Flag rates per dataset and question type; `limit` keeps the first N questions of each type;
+    `top_k`: chunks per question's evidence (the pipeline's conflict scan reads 12).
 
     {dataset: {"by_qtype": {qtype: {n, expect_conflict, flagged, rate, fake_in_conflict,
     flagged_qids}}, "seconds", "rows": [per question: qid, qtype, flagged, conflicts]}}."""
@@ -51,9 +52,9 @@ def run_conflict_bench(datasets_dir: Path, demo_dir: Path | None = DEMO_DIR, lim
     for name in datasets:
         folder = datasets_dir / name
         if (folder / "questions.jsonl").exists():
-            report[name] = _bench_dataset(folder, limit)
+            report[name] = _bench_dataset(folder, limit, top_k)
     if demo_dir is not None and (Path(demo_dir) / "questions.jsonl").exists():
-        report["demo"] = _bench_demo(Path(demo_dir), limit)
+        report["demo"] = _bench_demo(Path(demo_dir), limit, top_k)
     return report
 
 
@@ -119,7 +120,7 @@ def _rebuilt_counterfactual(question: dict, gold: dict, doc_id: str) -> dict | N
 
 
 # ----------------------------------------------------------------------------- datasets
-def _bench_dataset(folder: Path, limit: int | None) -> dict:
+def _bench_dataset(folder: Path, limit: int | None, top_k: int = TOP_K) -> dict:
     questions = _limit_per_type(_read_jsonl(folder / "questions.jsonl"), limit)
     wanted = {d for q in questions for d in (q.get("candidate_doc_ids") or q["gold_doc_ids"])}
     wanted |= {d for q in questions for d in q["gold_doc_ids"]}
@@ -145,7 +146,7 @@ def _bench_dataset(folder: Path, limit: int | None) -> dict:
             if record is not None:
                 records.append(record)
         documents = [_document(r, f"{folder.name}:{r['doc_id']}") for r in records]
-        evidence = evidence_for(question["question"], documents)
+        evidence = evidence_for(question["question"], documents, top_k=top_k)
         rows.append(_row(question, detect_conflicts(question["question"], evidence)))
     elapsed = time.perf_counter() - started
     report = _summarise(rows, elapsed)
@@ -154,7 +155,7 @@ def _bench_dataset(folder: Path, limit: int | None) -> dict:
     return report
 
 
-def _bench_demo(demo_dir: Path, limit: int | None) -> dict:
+def _bench_demo(demo_dir: Path, limit: int | None, top_k: int = TOP_K) -> dict:
     documents, _, lexicon = load_path(demo_dir)
     by_id = {doc.doc_id: doc for doc in documents}
     questions = _limit_per_type(_read_jsonl(demo_dir / "questions.jsonl"), limit)
@@ -164,7 +165,7 @@ def _bench_demo(demo_dir: Path, limit: int | None) -> dict:
         if question["qtype"] == "conflicting":
             question = {**question, "qtype": "conflicting_evidence"}
         docs = [by_id[d] for d in question["gold_doc_ids"] if d in by_id]
-        evidence = evidence_for(question["question"], docs, lexicon)
+        evidence = evidence_for(question["question"], docs, lexicon, top_k=top_k)
         rows.append(_row(question, detect_conflicts(question["question"], evidence, lexicon)))
     return _summarise(rows, time.perf_counter() - started)
 
@@ -211,8 +212,15 @@ def _summarise(rows: list[dict], elapsed: float) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    datasets_dir = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[3] / "shared" / "datasets"
-    report = run_conflict_bench(datasets_dir)
+    """[DATASETS_DIR] [--top-k N]"""
+    args = list(argv[1:])
+    top_k = TOP_K
+    if "--top-k" in args:
+        at = args.index("--top-k")
+        top_k = int(args[at + 1])
+        del args[at:at + 2]
+    datasets_dir = Path(args[0]) if args else Path(__file__).resolve().parents[3] / "shared" / "datasets"
+    report = run_conflict_bench(datasets_dir, top_k=top_k)
     for name, part in report.items():
         part.pop("rows", None)
         for stats in part["by_qtype"].values():
