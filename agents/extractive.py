@@ -20,8 +20,8 @@ from agents.inspector import Facts, InspectionReport, Inspector, facts_of
 from agents.inspector import asked_units as asked_units_of  # _profile's local is called asked_units
 from agents.product_answers import ProductAnswers, sku_fields, sku_sentence
 from agents.prompts import load_prompt
-from agents.question_cues import (ASKS, DEFINITION_QUESTION, IDENTITY_QUESTION, NUMERIC_QUESTION, QUESTION_WORD,
-                                  RELATIONS, TIME_EXPRESSION, WHEN_QUESTION)
+from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, IDENTITY_QUESTION, NUMERIC_QUESTION,
+                                  QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION, states_amount)
 from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
@@ -34,9 +34,16 @@ if TYPE_CHECKING:
     from workflows.conflicts import Conflict, ConflictValue
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
-_YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?=\s*年)")
-# A year a value is compared with (比2021年下降0.75个千分点): the sentence's value is another year's.
-_COMPARED_YEAR = re.compile(r"[比较]\s*((?:19|20)\d{2})\s*年")
+# A year, with or without 年 (2021年, 2022清明档, 2022 ASICS巡回赛), not an amount before a unit or
+# counter (2000毫安, 2000元) nor inside a model number (XZ-2000, EMNLP2022 names the event).
+_NOT_A_YEAR_AFTER = r"[\d.%]|\s*[毫元块米克斤个件万亿多余款台张瓦伏人名次条]"
+_YEAR = re.compile(rf"(?<![\dA-Za-z\-])((?:19|20)\d{{2}})(?!{_NOT_A_YEAR_AFTER})")
+# A question names the years it asks about the same way, but only before 年 or a name (2022中关村论坛):
+# "XZ 2000 多少钱" names no year.
+_ASKED_YEAR = re.compile(rf"(?<![\dA-Za-z\-])((?:19|20)\d{{2}})(?!{_NOT_A_YEAR_AFTER})(?=\s*年|[\u4e00-\u9fff])")
+# A year a value is compared with (比2021年下降0.75个千分点, 超过2022清明档): the sentence's value is
+# another year's.
+_COMPARED_YEAR = re.compile(r"(?:[比较]|超过|超出|高于|低于|多于|少于|不及|相比于?)\s*((?:19|20)\d{2})(?=\s*年|[\u4e00-\u9fff])")
 _QUESTION_END = re.compile(r"[？?]$")
 _END_MARK = re.compile(r"[。！？!?]+$")
 _LIST_AFTER_LABEL = re.compile(r"：\s*[-*•·]\s+")
@@ -75,6 +82,7 @@ class _Question:
     numeric: bool
     english: bool
     asks_when: bool = False
+    asks_amount: bool = False
     text: str = ""  # the question, canonical and lower-case
 
 
@@ -211,11 +219,12 @@ class ExtractiveAnswerer:
                 if any(word.lower() in canonical.lower() for word in group):
                     asked_words += group
         return _Question(
-            years=set(_YEAR.findall(canonical)), tokens=set(self._tokens(canonical)),
+            years=set(_ASKED_YEAR.findall(canonical)), tokens=set(self._tokens(canonical)),
             terms=list(dict.fromkeys(terms)), chars=list(dict.fromkeys(chars)), facts=facts_of(canonical),
             asked_units=asked_units, asked_words=[w.lower() for w in asked_words], relations=relations,
             numeric=bool(NUMERIC_QUESTION.search(canonical)), english=not _CJK.search(question),
             asks_when=bool(WHEN_QUESTION.search(canonical)), text=canonical.lower(),
+            asks_amount=bool(AMOUNT_QUESTION.search(canonical)),
         )
 
     # -- candidates -------------------------------------------------------------------------
@@ -291,7 +300,8 @@ class ExtractiveAnswerer:
                     question.years & set(_YEAR.findall(_COMPARED_YEAR.sub(" ", canonical))))
                 answers = ((answers or bool(asked) or nothing_asked or names_a_time or defines)
                            and not restates and not wrong_year and not compared_only
-                           and not off_topic and (names_a_time or not question.asks_when))
+                           and not off_topic and (names_a_time or not question.asks_when)
+                           and (not question.asks_amount or states_amount(canonical, question.text)))
                 candidates.append(_Candidate(
                     hit, order, body, tokens, 1.6 * share + score + context, share, answers,
                     asked | entity, entity, question.facts.models & models, score, not off_topic,

@@ -66,6 +66,30 @@ TIME_EXPRESSION = re.compile(
     r"|\d{1,2}[:：]\d{2}|\d{4}[-/.]\d{1,2}"
     r"|世纪|(?<![个这那该此各同的])(?:年代|时代|时期)|年间|期间|[春夏秋冬]|[上中下]旬|[早中晚]期|新世", re.I)  # eras,
 # seasons; not 一个时期, 这个时代
+# A question about how much or how many (多少人, 几年, 总产量, 票房, 出生率) is only answered by a
+# sentence that states an amount: a number that is no year, date or clock time (3.71万人, 6.1%,
+# 1年, IPX4), or a Chinese one (十五人, 三分之一, 两成, 上千); not a model number (XZ-3000). Without one the best sentence only says the
+# figure exists ("河南正式公布2021年全年粮食总产量"). Counts of kinds (几种颜色, 多少款) are answered
+# by naming them, so they do not ask for an amount; nor does 多久 (a time: 次日, 当天).
+AMOUNT_QUESTION = re.compile(
+    r"多少(?!\s*(?:种|款|类|样|个(?!月|小时|工作日|百分点)|项|门|家|所))"
+    r"|几\s*(?:[天年岁次倍成名人位万千百十]|个(?:月|小时|工作日|百分点))|多[重高长远宽厚]"
+    r"|(?:[产销流容存运]量|总量|发送量|规模|人数|票房|比例|比重|占比|份额|金额|总额|数量|增速|增幅|降幅"
+    r"|(?<![效频概税利汇])率)(?:是|为|有|达到?|大概|约)*(?:多少)?[吗呢呀？?。]*$", re.I)
+AMOUNT_EXPRESSION = re.compile(
+    r"(?<![\d.])(?<![A-Za-z]-)(?!(?:1[89]|20)\d{2}\s*年)\d+(?:[.,]\d+)*(?![\d.])(?!\s*(?:月|日|号|时(?!长)|点|[:：]\d))"
+    r"[A-Za-z%‰℃°]*[\u4e00-\u9fff]?"  # with what follows: 1500米 names a race, 700FP (of 极光700) a value
+    r"|[零〇一二两三四五六七八九十百千万亿]+\s*(?:分之|成|倍|[个人名位件次天周岁元块吨斤只台张所项家场亿万年])"
+    r"|[数几上近]\s*[十百千万亿]|半数")
+
+
+def states_amount(sentence: str, question: str) -> bool:
+    """Does the sentence state an amount the question does not already name (1500米 of
+    男子1500米…谁夺冠 says which race, not how much)?"""
+    named = {match.group() for match in AMOUNT_EXPRESSION.finditer(question)}
+    return any(match.group() not in named for match in AMOUNT_EXPRESSION.finditer(sentence))
+
+
 # A question about a product as a whole once its name is taken out (怎么样, 好不好, 值得买吗, 介绍一下):
 # its page's opening section answers it. SKU rows and size-table rows repeat the name, so they
 # outrank the page's prose for such a question, and say nothing about what the product is like.

@@ -332,6 +332,19 @@ about another year, and "的时代" (…的时代重任) is no time expression. 
 and after on the same day: negative-rejection recall 0.30 -> 0.40, citation precision 0.605 -> 0.682;
 cmrc2018 holdout and DomainRAG: no answer changed. The RGB table below is the 25-per-type sample.
 
+**Amounts and years (session 11).** A question about how much or how many (多少人, 总产量, 票房,
+出生率; not 几种颜色 or 多久) is now answered only by a sentence that states an amount: a number that is
+no year, date, clock time, model number or number the question itself names (agents/question_cues
+AMOUNT_QUESTION, states_amount). A year is also read without 年 (2022清明档, 2022 ASICS巡回赛), and
+超过/高于/相比 2022 marks a year only compared with. Before and after on the same day, conflict scan
+off (`CITESCOPE_CONFLICT_SCAN_TOP_N=0 run.py eval --dataset … --no-baseline`): rgb_zh (25 per type)
+negative-rejection recall 0.28 -> 0.44 at false refusals 0.10 -> 0.10, noise-robustness hit of
+answerable 0.80 -> 0.88 ("河南2021年粮食总产量" now quotes 1308.84亿斤 instead of "正式公布…总产量");
+demo: no answer changed; DomainRAG: 23 table questions answered with bare table labels
+("各专业录取分数线【…】") are now refused (structured_table false refusals 0.085 -> 0.574, citation
+precision 0.793 -> 0.581, the one hit lost was "14" read from "2014年"), hit of answerable 0.362 -> 0.357.
+cmrc2018 and baoxianzhidao were not rerun with it in that session.
+
 **Refusal on cmrc2018 holdout, measured and not changed (session 9).** One run of all 1,575
 holdout questions with the gate off (refusal_threshold 0, as calibrate runs it), then exploratory
 scoring of each rule on those results: the answer stage alone refuses 59 of the 1,463 answerable

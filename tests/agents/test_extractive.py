@@ -279,6 +279,13 @@ def test_questions_restatements_and_other_years_in_the_evidence_answer_nothing()
     compared = hit("n-6#body-0", "", "2022年全国人口出生率为6.77‰，比2021年下降0.75个千分点。")
     assert answerer.run("我国2021年人口出生率是多少", [compared]) == answerer.refusal()
     assert "6.77‰" in answerer.run("我国2022年人口出生率是多少", [compared])
+    surpassed = hit("n-7#body-0", "", "截至4月5日20时，2023年清明档总票房已突破1.92亿元，超过2022年清明档3天总票房。")
+    assert answerer.run("2022清明档票房是多少", [surpassed]) == answerer.refusal()
+    assert "1.92亿元" in answerer.run("2023清明档票房是多少", [surpassed])
+    # a year named without 年 counts (2022清明档); a capacity or a model number is no year
+    battery = hit("p-1#body-0", "", "这款20000毫安充电宝售价99元。")
+    assert "99元" in answerer.run("20000毫安充电宝多少钱", [battery])
+    assert "99元" in answerer.run("2000毫安充电宝多少钱", [battery.model_copy(update={"text": "这款2000毫安充电宝售价99元。"})])
 
 
 def test_a_when_question_is_answered_only_by_a_sentence_that_names_a_time():
@@ -298,6 +305,16 @@ def test_a_when_question_is_answered_only_by_a_sentence_that_names_a_time():
     assert "12世纪" in answerer.run("斯韦阿兰的国王在什么时候发动了十字军东征？", [era])
     # a question that asks nothing about time still takes a sentence without one
     assert "中阿峰会" in answerer.run("首届中阿峰会有哪些人出席", [dated])
+
+
+def test_an_amount_question_is_answered_only_by_a_sentence_that_states_an_amount():
+    answerer = ExtractiveAnswerer()
+    announced = hit("n-8#body-0", "", "12月10日，记者获悉，河南正式公布2021年全年粮食总产量。")
+    assert answerer.run("河南2021年的粮食总产量是多少？", [announced]) == answerer.refusal()
+    stated = hit("n-9#body-0", "", "河南2021年全年粮食总产量为1308.84亿斤，居全国第二位。")
+    assert "1308.84亿斤" in answerer.run("河南2021年的粮食总产量是多少？", [stated, announced])
+    # a question that asks for no amount still takes a sentence without one
+    assert "河南" in answerer.run("河南公布了什么？", [announced])
 
 
 def test_a_sentence_about_another_subject_never_answers():

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.question_cues import (DEFINITION_QUESTION, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION, asks_overview,
-                                   without_name_words)
+from agents.question_cues import (AMOUNT_QUESTION, DEFINITION_QUESTION, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
+                                   asks_overview, states_amount, without_name_words)
 
 
 @pytest.mark.parametrize("text, names_a_time", [
@@ -22,6 +22,27 @@ def test_a_time_expression_dates_something(text, names_a_time):
 ])
 def test_when_questions(question, asks_when):
     assert bool(WHEN_QUESTION.search(question)) is asks_when
+
+
+@pytest.mark.parametrize("question, asks_amount", [
+    ("河南2021年的粮食总产量是多少？", True), ("北京冬奥会高校志愿者有多少人", True), ("我国2021年人口出生率", True),
+    ("2023春运首日旅客发送量", True), ("这件衣服多重", True), ("保修几年？", True), ("XZ-3000多少钱", True),
+    ("XZ-3000有几种颜色？", False), ("有多少个校区", False), ("保修多久？", False), ("几月几号开学", False),
+    ("频率是什么意思", False), ("改选的参议院席位", False),
+])
+def test_amount_questions(question, asks_amount):
+    assert bool(AMOUNT_QUESTION.search(question)) is asks_amount
+
+
+@pytest.mark.parametrize("sentence, amount", [
+    ("截至2022年6月，我国非网民规模为3.62亿", True), ("比2020年下降1.11个千分点", True), ("占三分之一", True),
+    ("上千人参加", True), ("保修1年", True), ("十五天内", True),
+    ("河南正式公布2021年全年粮食总产量", False), ("12月10日，记者获悉", False), ("10点开始", False),
+    ("旅客发送量预计会有较大幅度增长", False), ("XZ-3000充电宝正在热卖", False),
+    ("男子1500米比赛结束", False),  # the question's own 1500米 says which race
+])
+def test_an_amount_is_a_number_that_is_no_year_date_clock_or_the_questions_own(sentence, amount):
+    assert states_amount(sentence, "男子1500米速度滑冰的成绩是多少") is amount
 
 
 @pytest.mark.parametrize("rest, only_what_it_is", [
