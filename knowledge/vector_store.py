@@ -7,6 +7,7 @@ catalog no longer references are orphans, invisible to search and removed by `re
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -21,6 +22,38 @@ logging.getLogger("pymilvus").setLevel(logging.ERROR)
 # ...and its in-process gRPC shim logs AllocTimestamp as "not implemented" (harmless).
 logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
 _VARCHAR = 256
+
+
+class StoreLockedError(RuntimeError):
+    """A Milvus Lite store another process has open (Lite allows one process per store)."""
+
+
+def _served_here(uri: str) -> bool:
+    """Whether this process already serves the Lite store (milvus-lite keeps one in-process server
+    per path, holding its lock, and hands it to every later client of that path)."""
+    from milvus_lite import server_manager_instance  # milvus-lite 3.x: path -> (server, db, port)
+
+    return os.path.abspath(uri) in server_manager_instance._servers
+
+
+def held_by_another_process(db: Path) -> bool:
+    """Whether the Milvus Lite store at `db` is locked (milvus-lite takes an exclusive flock on
+    its data folder's LOCK file for as long as a process has it open; this one too, if it does)."""
+    lock = db / "LOCK"
+    if not lock.is_file():
+        return False
+    import fcntl  # Unix only, as Milvus Lite is
+
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def drop_torn_index_files(db: Path) -> list[Path]:
@@ -75,6 +108,11 @@ class VectorStore:
         # A Milvus Lite server runs in this process: keepalive pings are pointless, and its gRPC
         # server answers pymilvus's 10 s pings with GOAWAY "too_many_pings", failing a call in flight.
         options = {"grpc_options": {"grpc.keepalive_time_ms": 300_000, "grpc.keepalive_permit_without_calls": 0}} if local else {}
+        if local and not _served_here(self.uri) and held_by_another_process(Path(self.uri)):
+            # else milvus-lite logs a traceback and pymilvus says only "Open local milvus failed"
+            raise StoreLockedError(
+                f"{self.uri}: this Milvus Lite store is open in another process (Milvus Lite allows one "
+                "process per store): wait for that run to finish, or serve the KB from a Milvus server by URI")
         self._client = _Retrying(MilvusClient(self.uri, token=self._token or "", **options))
         if not self._client.has_collection(self.collection):
             self._create()

@@ -29,6 +29,18 @@ DATASETS = REPO.parent / "shared" / "datasets"
 KbOption = typer.Option(DEFAULT_KB, "--kb", help="knowledge base folder")
 
 
+def main() -> None:
+    """run.py's entry: the app, with a KB another process holds as a one-line error, whichever
+    command opened it (the store opens lazily, deep inside a command)."""
+    from knowledge.vector_store import StoreLockedError
+
+    try:
+        app()
+    except StoreLockedError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise SystemExit(2) from None
+
+
 def fail(message: object) -> NoReturn:
     """One line on stderr, `error: <message>` (the message as text, never as markup), and exit 2."""
     err.print(f"[red]error:[/red] {escape(str(message))}", highlight=False)

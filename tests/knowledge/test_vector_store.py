@@ -40,3 +40,36 @@ def test_only_truncated_npy_files_count_as_torn(tmp_path):
     other = tmp_path / "faiss.idx"
     other.write_bytes(b"IHNf" + bytes(100))  # not an .npy: another index type's own format
     assert [_torn_npy(p) for p in (whole, cut, header_only, other)] == [False, True, True, False]
+
+
+def test_a_store_another_process_holds_is_a_one_line_error(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from knowledge.vector_store import held_by_another_process
+
+    built = tmp_path / "built"
+    ingest_in_process(built, [write_jsonl(tmp_path / "v1.jsonl", corpus(1))], create=True)
+    kb_dir = tmp_path / "kb"  # a copy: this process keeps serving (and locking) the path it built
+    shutil.copytree(built, kb_dir)
+    store = kb_dir / "milvus.db"
+    assert not held_by_another_process(store)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pymilvus import MilvusClient; "
+         f"MilvusClient({str(store)!r}); print('open', flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        assert held_by_another_process(store)
+        root = Path(__file__).resolve().parents[2]
+        asked = subprocess.run([sys.executable, str(root / "run.py"), "ask", "退货多久到账？", "--kb", str(kb_dir)],
+                               capture_output=True, text=True, cwd=root, timeout=300)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert asked.returncode == 2, asked.stderr
+    assert "open in another process" in asked.stderr and str(store) in asked.stderr
+    assert "Traceback" not in asked.stderr
+    assert not held_by_another_process(store)  # the lock goes with the process
