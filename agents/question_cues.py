@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 # What a question asks for -> units and words a sentence that answers it carries.
 ASKS = (
@@ -86,8 +87,14 @@ AMOUNT_EXPRESSION = re.compile(
 def states_amount(sentence: str, question: str) -> bool:
     """Does the sentence state an amount the question does not already name (1500米 of
     男子1500米…谁夺冠 says which race, not how much)?"""
-    named = {match.group() for match in AMOUNT_EXPRESSION.finditer(question)}
+    named = _amounts_named(question)
     return any(match.group() not in named for match in AMOUNT_EXPRESSION.finditer(sentence))
+
+
+@lru_cache(maxsize=256)
+def _amounts_named(question: str) -> frozenset[str]:
+    """Read once per question, not once per evidence sentence."""
+    return frozenset(match.group() for match in AMOUNT_EXPRESSION.finditer(question))
 
 
 # A question about a product as a whole once its name is taken out (怎么样, 好不好, 值得买吗, 介绍一下):

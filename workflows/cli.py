@@ -37,14 +37,18 @@ def main() -> None:
     try:
         app()
     except StoreLockedError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise SystemExit(2) from None
+        _error_line(exc)
+        raise SystemExit(2) from None  # outside the app, typer.Exit would be a traceback
 
 
 def fail(message: object) -> NoReturn:
     """One line on stderr, `error: <message>` (the message as text, never as markup), and exit 2."""
-    err.print(f"[red]error:[/red] {escape(str(message))}", highlight=False)
+    _error_line(message)
     raise typer.Exit(2)
+
+
+def _error_line(message: object) -> None:
+    err.print(f"[red]error:[/red] {escape(str(message))}", highlight=False)
 
 
 def open_kb(kb_dir: Path, create: bool = False) -> KnowledgeBase:
