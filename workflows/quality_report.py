@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from tools.rerank import DEFAULT_WEIGHTS_PATH, load_weights
-from workflows.evaluate import (POLICY, EvalError, EvalRequest, default_root, format_split,
+from workflows.evaluate import (DEFAULT_MAX_EMBED, POLICY, EvalError, EvalRequest, default_root, format_split,
                                 markdown_table, run_eval)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,10 +80,10 @@ def results_dir() -> Path:
     return default_root() / "quality"
 
 
-def run_entry(entry: SuiteEntry, resume: bool, progress: bool = True) -> dict:
+def run_entry(entry: SuiteEntry, resume: bool, progress: bool = True, max_embed: int = DEFAULT_MAX_EMBED) -> dict:
     request = EvalRequest(dataset_dir=entry.dataset_dir, questions_file=entry.questions_file, limit=entry.limit,
                           per_qtype=entry.per_qtype, strategies=list(entry.strategies), baseline=entry.baseline,
-                          concurrency=entry.concurrency, resume=resume, progress=progress)
+                          concurrency=entry.concurrency, resume=resume, progress=progress, max_embed=max_embed)
     started = time.perf_counter()
     result = run_eval(request)
     result.update({"entry": entry.name, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -441,6 +441,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", help="run only these entries (repeat); others: saved results")
     parser.add_argument("--report-only", action="store_true", help="re-render docs/quality.md from saved results")
     parser.add_argument("--out", type=Path, default=REPORT)
+    parser.add_argument("--max-embed", type=int, default=DEFAULT_MAX_EMBED,
+                        help="embed up to this many texts per KB that the cache lacks (a new machine: 100000, ~2 h)")
     parser.add_argument("--allow-missing", action="store_true",
                         help="write the report even if entries it shows have no saved results here (they become 'not run')")
     args = parser.parse_args(argv)
@@ -449,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.only and entry.name not in args.only:
                 continue
             try:
-                run_entry(entry, args.resume)
+                run_entry(entry, args.resume, max_embed=args.max_embed)
             except EvalError as exc:  # e.g. a corpus not embedded yet: the report says it has not run
                 print(f"{entry.name}: {exc}")
     calibration_path = default_root() / "calibration.json"
