@@ -25,7 +25,7 @@ from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, ID
 from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
-from knowledge.text import bigram_dice, has_term, is_faq, normalize, tokenize
+from knowledge.text import ASKED_YEAR, YEAR, bigram_dice, has_term, is_faq, normalize, tokenize
 from tools.base import EvidenceHit
 from workflows.evidence import RERANK_LEG
 
@@ -34,13 +34,6 @@ if TYPE_CHECKING:
     from workflows.conflicts import Conflict, ConflictValue
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
-# A year, with or without 年 (2021年, 2022清明档, 2022 ASICS巡回赛), not an amount before a unit or
-# counter (2000毫安, 2000元) nor inside a model number (XZ-2000, EMNLP2022 names the event).
-_NOT_A_YEAR_AFTER = r"[\d.%]|\s*[毫元块米克斤个件万亿多余款台张瓦伏人名次条]"
-_YEAR = re.compile(rf"(?<![\dA-Za-z\-])((?:19|20)\d{{2}})(?!{_NOT_A_YEAR_AFTER})")
-# A question names the years it asks about the same way, but only before 年 or a name (2022中关村论坛):
-# "XZ 2000 多少钱" names no year.
-_ASKED_YEAR = re.compile(rf"(?<![\dA-Za-z\-])((?:19|20)\d{{2}})(?!{_NOT_A_YEAR_AFTER})(?=\s*年|[\u4e00-\u9fff])")
 # A year a value is compared with (比2021年下降0.75个千分点, 超过2022清明档): the sentence's value is
 # another year's.
 _COMPARED_YEAR = re.compile(r"(?:[比较]|超过|超出|高于|低于|多于|少于|不及|相比于?)\s*((?:19|20)\d{2})(?=\s*年|[\u4e00-\u9fff])")
@@ -219,7 +212,7 @@ class ExtractiveAnswerer:
                 if any(word.lower() in canonical.lower() for word in group):
                     asked_words += group
         return _Question(
-            years=set(_ASKED_YEAR.findall(canonical)), tokens=set(self._tokens(canonical)),
+            years=set(ASKED_YEAR.findall(canonical)), tokens=set(self._tokens(canonical)),
             terms=list(dict.fromkeys(terms)), chars=list(dict.fromkeys(chars)), facts=facts_of(canonical),
             asked_units=asked_units, asked_words=[w.lower() for w in asked_words], relations=relations,
             numeric=bool(NUMERIC_QUESTION.search(canonical)), english=not _CJK.search(question),
@@ -262,7 +255,7 @@ class ExtractiveAnswerer:
             prior = hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 1.0 - order / max(len(evidence), 1)
             context = 0.4 * prior + 0.05 * (hit.authority == "official") + 0.05 * (day_number(hit.updated_at) == newest)
             # Evidence that never names the year asked about is about another year.
-            wrong_year = bool(question.years) and not question.years & set(_YEAR.findall(f"{hit.title} {hit.text}"))
+            wrong_year = bool(question.years) and not question.years & set(YEAR.findall(f"{hit.title} {hit.text}"))
             for sentence in split_sentences(hit.text):
                 if _QUESTION_END.search(sentence.text.strip()):  # a question in the evidence answers nothing
                     continue
@@ -296,8 +289,8 @@ class ExtractiveAnswerer:
                 defines = ((asks_definition and any(canonical.lower().startswith(n) for n in named))
                            or any(opener.match(canonical.lower()) for opener in identity_openers))
                 # a sentence naming the asked year only as what it is compared with is about another year
-                compared_only = bool(question.years & set(_YEAR.findall(canonical))) and not (
-                    question.years & set(_YEAR.findall(_COMPARED_YEAR.sub(" ", canonical))))
+                compared_only = bool(question.years & set(YEAR.findall(canonical))) and not (
+                    question.years & set(YEAR.findall(_COMPARED_YEAR.sub(" ", canonical))))
                 answers = ((answers or bool(asked) or nothing_asked or names_a_time or defines)
                            and not restates and not wrong_year and not compared_only
                            and not off_topic and (names_a_time or not question.asks_when)

@@ -27,6 +27,15 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029
 MODEL_NUMBER = re.compile(r"(?<![A-Za-z0-9\-])[A-Za-z]{1,6}-?\d{1,6}[A-Za-z]?(?![A-Za-z0-9])")
 
 
+# A year, with or without 年 (2021年, 2022清明档, 2022 ASICS巡回赛), not an amount before a unit or
+# counter (2000毫安, 2000元) nor inside a model number (XZ-2000, EMNLP2022 names the event).
+_NOT_A_YEAR_AFTER = r"[\d.%]|\s*[毫元块米克斤个件万亿多余款台张瓦伏人名次条]"
+YEAR = re.compile(rf"(?<![\dA-Za-z\-])((?:19|20)\d{{2}})(?!{_NOT_A_YEAR_AFTER})")
+# A question names the years it asks about the same way, but only before 年 or a name (2022中关村论坛):
+# "XZ 2000 多少钱" names no year.
+ASKED_YEAR = re.compile(rf"(?<![\dA-Za-z\-])((?:19|20)\d{{2}})(?!{_NOT_A_YEAR_AFTER})(?=\s*年|[\u4e00-\u9fff])")
+
+
 def model_numbers(text: str) -> set[str]:
     """The model numbers in a text, compared without case or hyphen (XZ-3000 = xz3000)."""
     return {m.upper().replace("-", "") for m in MODEL_NUMBER.findall(text)}

@@ -10,6 +10,7 @@ never contradicts itself: its table rows, or a price and a discounted price, are
    way. A slot that names *which* thing (a year, a model code, a size, a label, or a value of a
    kind the question itself fixes, such as `五次会议`) marks two different facts, not a conflict;
    so does a reworded function word, and a value of another kind than the question asks for.
+   Documents whose titles name different years are yearly editions, never compared this way.
 2. Versions. Two versions of one document (same title once a bracketed version mark such as
    （2024版） is removed) whose same section reads differently where the question asks: the
    clause each version says and the other does not is its value.
@@ -37,7 +38,7 @@ from pydantic import BaseModel
 from knowledge.filters import as_of_day, parse_day
 from knowledge.lexicon import Lexicon
 from knowledge.schema import AUTHORITY_RANK
-from knowledge.text import STOPWORDS, normalize, tokenize
+from knowledge.text import STOPWORDS, YEAR, normalize, tokenize
 from tools.base import EvidenceHit
 
 
@@ -439,7 +440,17 @@ def _entity_of(a: EvidenceHit, b: EvidenceHit, question: _Question) -> str | Non
     stem_a, stem_b = _title_stem(a.title), _title_stem(b.title)
     if stem_a and stem_a == stem_b:
         return stem_a
+    if _editions_of_other_years(stem_a, stem_b):
+        return None
     return "、".join(question.terms[:4]) or "问题"
+
+
+def _editions_of_other_years(stem_a: str, stem_b: str) -> bool:
+    """Titles naming different years (2017年招生简章 / 2015年…, 章程（2016年实行） / （2018年实行）)
+    are yearly editions: each states its own year's figures. A version mark's year (（2024版）) is
+    gone from the stem, so two versions of one policy are still compared."""
+    years_a, years_b = set(YEAR.findall(stem_a)), set(YEAR.findall(stem_b))
+    return bool(years_a) and bool(years_b) and years_a != years_b
 
 
 def _title_stem(title: str) -> str:

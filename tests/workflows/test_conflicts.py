@@ -114,6 +114,21 @@ def test_different_products_with_different_prices_are_not_a_conflict():
     assert detect_conflicts("XZ-2000和XZ-3000两款充电宝各卖多少钱？", evidence) == []
 
 
+def test_yearly_editions_state_their_own_years_figures():
+    text = "艺术团招生计划{}人，面向全国招收具有艺术特长的高中毕业生。"
+    question = "高水平艺术团招生计划多少人？"
+    editions = [hit("drag-a#0", text.format(20), title="中国人民大学2017年高水平艺术团招生简章"),
+                hit("drag-b#0", text.format(18), title="中国人民大学2015年高水平艺术团招生简章")]
+    assert detect_conflicts(question, editions) == []
+    # The same two passages under one title, or under no title, are one subject that disagrees.
+    for item in editions:
+        item.title = "中国人民大学2017年高水平艺术团招生简章"
+    assert len(detect_conflicts(question, editions)) == 1
+    for item in editions:
+        item.title = ""
+    assert len(detect_conflicts(question, editions)) == 1
+
+
 def test_size_table_rows_are_different_facts():
     rows = ["尺码: 39；脚长(cm): 24.5", "尺码: 40；脚长(cm): 25.0", "尺码: 41；脚长(cm): 25.5"]
     same_doc = [hit(f"prod-shoe#尺码表-r{i}-0", f"跑鞋 尺码表 — {row}", product_id="p-shoe") for i, row in enumerate(rows)]
