@@ -21,7 +21,8 @@ from agents.inspector import asked_units as asked_units_of  # _profile's local i
 from agents.product_answers import ProductAnswers, sku_fields, sku_sentence
 from agents.prompts import load_prompt
 from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, IDENTITY_QUESTION, NUMERIC_QUESTION,
-                                  QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION, states_amount)
+                                  QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION, compound_parts,
+                                  states_amount)
 from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
@@ -151,7 +152,11 @@ class ExtractiveAnswerer:
         from_tables = self.products.run(profile, evidence, banned, advice, overview)
         if from_tables:
             return self._checked(question, evidence, conflicts, [*pieces, *from_tables])
-        chosen = self._select(profile, evidence, disclosed_chunks, self.max_sentences - len(pieces), allowed)
+        room = self.max_sentences - len(pieces)
+        chosen = self._select(profile, evidence, disclosed_chunks, room, allowed)
+        parts = compound_parts(question)
+        if len(parts) > 1 and not (chosen and is_faq(chosen[0].hit)):  # an FAQ reply answers it whole
+            chosen = self._select_parts(parts, profile.english, evidence, disclosed_chunks, room, allowed) or chosen
         # Hedge when the best sentence matches under half of the question; an English question
         # cannot be matched word for word against Chinese evidence, so its answer always hedges.
         cautious = bool(chosen) and not pieces and (profile.english or chosen[0].term_share < 0.5)
@@ -383,6 +388,19 @@ class ExtractiveAnswerer:
             if pick is None:
                 break
             chosen.append(pick)
+        return chosen
+
+    def _select_parts(self, parts: list[str], english: bool, evidence: Sequence[EvidenceHit], skip_chunks: set[str],
+                      room: int, allowed: Callable[[_Candidate], bool]) -> list[_Candidate]:
+        """The best sentences for each part of a compound question (2022年和2023年…, 主演和导演),
+        in the order asked: one sentence per part at least, the same sentence only once."""
+        chosen: list[_Candidate] = []
+        for part in parts:
+            profile = self._profile(part)
+            profile.english = english
+            def new(candidate: _Candidate) -> bool:  # what an earlier part quoted answers that part
+                return allowed(candidate) and all(candidate.body != c.body for c in chosen)
+            chosen += self._select(profile, evidence, skip_chunks, max(1, room // len(parts)), new)
         return chosen
 
     def _has_english_words(self, question: _Question, evidence: Sequence[EvidenceHit]) -> bool:

@@ -388,3 +388,18 @@ def test_a_value_in_the_unit_the_question_names_answers_it():
     assert "74Wh" in answerer.run("XZ-3000充电宝的额定能量是多少Wh？", [battery])
     assert answerer.run("XZ-3000充电宝的额定能量是多少Wh？", [hit("p-1#保修-0", "星择 XZ-3000 充电宝",
                                                                   "保修：1 年内免费保修。")]) == answerer.refusal()
+
+
+def test_a_compound_question_is_answered_part_by_part():
+    answerer = ExtractiveAnswerer()
+    films = [hit("n-20#body-0", "", "2022年春节档首日票房冠军是《长津湖之水门桥》，单日票房超过6亿元。"),
+             hit("n-21#body-0", "", "影迷热议春节档，多部影片口碑出色，票房冠军之争引发关注。"),
+             hit("n-22#body-0", "", "2023年春节档首日票房冠军为《流浪地球2》，排片占比居首。")]
+    answer = answerer.run("2022年和2023年春节档首日票房冠军", films)
+    assert "长津湖之水门桥" in answer and "流浪地球2" in answer and "【n-21#body-0】" not in answer
+    cast = [hit("n-23#body-0", "", "电影《搜救》由罗志良执导，讲述了一个父亲寻找儿子的故事。"),
+            hit("n-24#body-0", "", "影片上映后好评不断，观众称赞其真实感人。"),
+            hit("n-25#body-0", "", "《搜救》由甄子丹主演，他在片中饰演一位父亲。")]
+    answer = answerer.run("电影《搜救》的导演和主演是谁", cast)
+    assert "罗志良" in answer and "甄子丹" in answer
+    assert answer.index("罗志良") < answer.index("甄子丹")  # in the order asked

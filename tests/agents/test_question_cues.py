@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from agents.question_cues import (AMOUNT_QUESTION, DEFINITION_QUESTION, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
-                                   asks_overview, states_amount, without_name_words)
+                                   asks_overview, compound_parts, states_amount, without_name_words)
 
 
 @pytest.mark.parametrize("text, names_a_time", [
@@ -86,3 +86,22 @@ def test_name_words_are_taken_out_however_the_name_is_cut():
     assert without_name_words("果壳磁吸手机壳咋样", ["果壳 iPhone 15 系列磁吸防摔手机壳"]) == "咋样"
     assert without_name_words("AJ1 Low 怎么样", ["Air Jordan 1 Low 低帮板鞋"]) == "aj怎么样"  # AJ is no run of the name
     assert without_name_words("怎么样" * 700, ["山野"]) == "怎么样" * 700  # a long question stays cheap
+
+
+@pytest.mark.parametrize("question, parts", [
+    ("2022年和2023年春节档首日票房冠军", ["2022年春节档首日票房冠军", "2023年春节档首日票房冠军"]),
+    ("2021年中国和美国经济分别增长了多少？", ["2021年中国经济增长了多少？", "2021年美国经济增长了多少？"]),
+    ("安倍晋三的国葬时间和地点？", ["安倍晋三的国葬时间？", "安倍晋三的国葬地点？"]),
+    ("2022年金鹰奖最佳电视剧和最佳电视动画分别是什么？",
+     ["2022年金鹰奖最佳电视剧是什么？", "2022年金鹰奖最佳电视动画是什么？"]),
+    ("2023年全国跳水冠军赛女子双人10米跳台和男子双人10米跳台冠军分别是谁？",
+     ["2023年全国跳水冠军赛女子双人10米跳台冠军是谁？", "2023年全国跳水冠军赛男子双人10米跳台冠军是谁？"]),
+    ("《李茂扮太子》是什么类型的电影？它的导演是谁？", ["《李茂扮太子》是什么类型的电影", "《李茂扮太子》的导演是谁"]),
+    # one thing asked of both (a comparison, a relation), or "和" naming a companion: not split
+    ("M码和L码差多少？", ["M码和L码差多少？"]),
+    ("苏格兰和英格兰是什么关系", ["苏格兰和英格兰是什么关系"]),
+    ("计划端午节和男朋友自驾去九寨沟，买保险三天要多少钱？", ["计划端午节和男朋友自驾去九寨沟，买保险三天要多少钱？"]),
+    ("这双鞋雨天防滑吗？", ["这双鞋雨天防滑吗？"]),
+])
+def test_a_compound_question_is_split_into_the_questions_it_asks(question, parts):
+    assert compound_parts(question) == parts
