@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 # A year a value is compared with (比2021年下降0.75个千分点, 超过2022清明档): the sentence's value is
 # another year's.
-_COMPARED_YEAR = re.compile(r"(?:[比较]|超过|超出|高于|低于|多于|少于|不及|相比于?)\s*((?:19|20)\d{2})(?=\s*年|[\u4e00-\u9fff])")
+_COMPARED_YEAR = re.compile(r"(?:[比较]|超过|超出|高于|低于|多于|少于|不及|相比于?)\s*((?:19|20)\d{2})(?=\s*年|[\u4e00-\u9fff])"
+                            r"|((?:19|20)\d{2})\s*年?\s*同期")  # 是2022年同期的近90%
 _QUESTION_END = re.compile(r"[？?]$")
 _END_MARK = re.compile(r"[。！？!?]+$")
 _LIST_AFTER_LABEL = re.compile(r"：\s*[-*•·]\s+")
@@ -296,8 +297,14 @@ class ExtractiveAnswerer:
                 # a sentence naming the asked year only as what it is compared with is about another year
                 compared_only = bool(question.years & set(YEAR.findall(canonical))) and not (
                     question.years & set(YEAR.findall(_COMPARED_YEAR.sub(" ", canonical))))
+                # a sentence dating its fact to other years only (2021年年度词汇 for 2022年) is about
+                # those years; a question about when may be answered by a date of the year before
+                other_year = bool(question.years) and not question.asks_when and bool(
+                    set(YEAR.findall(canonical))) and not question.years & set(YEAR.findall(canonical))
+                # 网民 asked, only 非网民 said: the sentence is about the others
+                negated = any(not t.isascii() and t in searched and not has_term(searched, t) for t in question.terms)
                 answers = ((answers or bool(asked) or nothing_asked or names_a_time or defines)
-                           and not restates and not wrong_year and not compared_only
+                           and not restates and not wrong_year and not compared_only and not other_year and not negated
                            and not off_topic and (names_a_time or not question.asks_when)
                            and (not question.asks_amount or states_amount(canonical, question.text)))
                 candidates.append(_Candidate(

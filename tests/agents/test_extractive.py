@@ -403,3 +403,21 @@ def test_a_compound_question_is_answered_part_by_part():
     answer = answerer.run("电影《搜救》的导演和主演是谁", cast)
     assert "罗志良" in answer and "甄子丹" in answer
     assert answer.index("罗志良") < answer.index("甄子丹")  # in the order asked
+
+
+def test_a_sentence_dating_its_fact_to_another_year_or_only_naming_the_others_answers_nothing():
+    answerer = ExtractiveAnswerer()
+    last_year = hit("n-30#body-0", "", "2022年即将过去，回顾热词。NFT被《柯林斯词典》评为2021年年度词汇，引发热议。")
+    assert answerer.run("柯林斯词典2022年年度词汇", [last_year]) == answerer.refusal()
+    baseline = hit("n-31#body-0", "", "目前，春节档预售票房是2022年同期的近90%，业内寄予厚望。")
+    assert answerer.run("2022年春节档的总票房是多少", [baseline]) == answerer.refusal()
+    others = hit("n-32#body-0", "", "截至2022年6月，我国非网民规模为3.62亿，老年人占比较高。")
+    assert answerer.run("2022年6月我国网民规模有多少人？", [others]) == answerer.refusal()
+    stated = hit("n-33#body-0", "", "截至2022年6月，我国网民规模为10.51亿，互联网普及率达74.4%。")
+    assert "10.51亿" in answerer.run("2022年6月我国网民规模有多少人？", [others, stated])
+    # a question about when may be answered by a date in the year before
+    sale = hit("n-34#body-0", "", "2023年春运即将到来。春运首日火车票将于2022年12月24日起发售。")
+    assert "12月24日" in answerer.run("2023年春运火车票什么时候开售？", [sale])
+    # an ASCII word inside another (Wh of 74Wh) is no negation
+    energy = hit("p-1#功能-0", "星择 XZ-3000 充电宝", "容量：20000mAh（3.7V / 74Wh），可以随身携带登机。")
+    assert "74Wh" in answerer.run("xz3000充电宝的额定能量是多少Wh？", [energy])
