@@ -40,6 +40,8 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 _COMPARED_YEAR = re.compile(r"(?:[比较]|超过|超出|高于|低于|多于|少于|不及|相比于?)\s*((?:19|20)\d{2})(?=\s*年|[\u4e00-\u9fff])"
                             r"|((?:19|20)\d{2})\s*年?\s*同期")  # 是2022年同期的近90%
 _QUESTION_END = re.compile(r"[？?]$")
+_PARENTHESES = re.compile(r"（[^）]*）|\([^)]*\)")
+_NOT_A_PREFIX = "并本绝决实既无莫是若而亦"  # 非 after these is a verb (并非完整), not a prefix (非网民)
 _END_MARK = re.compile(r"[。！？!?]+$")
 _LIST_AFTER_LABEL = re.compile(r"：\s*[-*•·]\s+")
 # An FAQ reply up to this long is quoted whole, sentence by sentence: it is the shop's own
@@ -299,10 +301,10 @@ class ExtractiveAnswerer:
                     question.years & set(YEAR.findall(_COMPARED_YEAR.sub(" ", canonical))))
                 # a sentence dating its fact to other years only (2021年年度词汇 for 2022年) is about
                 # those years; a question about when may be answered by a date of the year before
-                other_year = bool(question.years) and not question.asks_when and bool(
-                    set(YEAR.findall(canonical))) and not question.years & set(YEAR.findall(canonical))
+                dated = set(YEAR.findall(_PARENTHESES.sub(" ", canonical)))  # not 梁雅琳（1987-）
+                other_year = bool(question.years) and not question.asks_when and bool(dated) and not question.years & dated
                 # 网民 asked, only 非网民 said: the sentence is about the others
-                negated = any(not t.isascii() and t in searched and not has_term(searched, t) for t in question.terms)
+                negated = any(_only_negated(searched, t, question.text) for t in question.terms)
                 answers = ((answers or bool(asked) or nothing_asked or names_a_time or defines)
                            and not restates and not wrong_year and not compared_only and not other_year and not negated
                            and not off_topic and (names_a_time or not question.asks_when)
@@ -569,6 +571,15 @@ def _adjacent_runs(run: list[str], text: str) -> list[str]:
         else:
             pieces.append(char)
     return pieces
+
+
+def _only_negated(text: str, term: str, question: str) -> bool:
+    """Whether `text` names a CJK question term only with the prefix 非 (非网民 for 网民) that the
+    question does not write itself (非都市区); 非 after 本/并/… is "is not" and negates no noun."""
+    if term.isascii() or f"非{term}" in question or term not in text:
+        return False
+    prefixed = re.compile(rf"(?<![{_NOT_A_PREFIX}])非{re.escape(term)}")
+    return prefixed.search(text) is not None and term not in prefixed.sub("", text)
 
 
 def _compact(text: str) -> str:

@@ -143,7 +143,7 @@ _COORDINATOR = frozenset("和与及、")
 _RESPECTIVELY = re.compile(r"分别|各自")
 _COMPARISON = re.compile(r"对比|区别|比较|差别|差异|差价|相差|差多少|相比|一样|相同|不同|哪个|哪款|哪双|哪件|还是|\bvs\b|更"
                          r"|关系|之间|共同|一起|合作|同时", re.I)
-_ASKED_AFTER = re.compile(r"\s*(?:[？?。]|$|是谁|是什么|是多少|是哪|有哪些|有多少|分别)")
+_ASKED_AFTER = re.compile(r"\s*(?:是谁|是什么|是多少|是哪[个些里位家]?|有哪些|有多少)?\s*[？?。]?\s*$")
 _WH = re.compile(r"谁|什么|哪|多少|几|何时|时间|日期|地点|冠军|得主")
 _CLAUSE_END = re.compile(r"[，,？?；;]+")
 _PRONOUN = re.compile(r"^(?:它|其|他|她|该片|该剧)(?:的)?")

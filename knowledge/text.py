@@ -102,13 +102,10 @@ _MIN_QUESTION_TITLE_CHARS = 8
 
 
 def has_term(text: str, term: str) -> bool:
-    """Substring match for CJK words, not negated by 非 (网民 is not in 非网民); ASCII words must
-    stand alone (the L of L码, not of LED)."""
+    """Substring match for CJK words; ASCII words must stand alone (the L of L码, not of LED)."""
     if term.isascii():
         return re.search(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", text) is not None
-    if term not in text:
-        return False
-    return term.startswith("非") or re.search(rf"(?<!非){re.escape(term)}", text) is not None
+    return term in text
 
 
 def bigram_dice(a: str, b: str) -> float:

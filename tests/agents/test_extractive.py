@@ -414,10 +414,15 @@ def test_a_sentence_dating_its_fact_to_another_year_or_only_naming_the_others_an
     others = hit("n-32#body-0", "", "截至2022年6月，我国非网民规模为3.62亿，老年人占比较高。")
     assert answerer.run("2022年6月我国网民规模有多少人？", [others]) == answerer.refusal()
     stated = hit("n-33#body-0", "", "截至2022年6月，我国网民规模为10.51亿，互联网普及率达74.4%。")
-    assert "10.51亿" in answerer.run("2022年6月我国网民规模有多少人？", [others, stated])
+    assert "10.51亿" in answerer.run("2022年6月我国网民规模有多少人？", [stated, others])
     # a question about when may be answered by a date in the year before
     sale = hit("n-34#body-0", "", "2023年春运即将到来。春运首日火车票将于2022年12月24日起发售。")
     assert "12月24日" in answerer.run("2023年春运火车票什么时候开售？", [sale])
     # an ASCII word inside another (Wh of 74Wh) is no negation
     energy = hit("p-1#功能-0", "星择 XZ-3000 充电宝", "容量：20000mAh（3.7V / 74Wh），可以随身携带登机。")
     assert "74Wh" in answerer.run("xz3000充电宝的额定能量是多少Wh？", [energy])
+    # the question's own 非 (非都市区), and 非 as "is not" (本非, 并非), negate nothing
+    districts = hit("w-40#body-0", "诺丁汉郡", "诺丁汉郡是非都市郡，实际管辖7个非都市区。")
+    assert "7个" in answerer.run("诺丁汉郡是非都市郡，实际管辖几个非都市区？", [districts])
+    game = hit("w-41#body-0", "魂斗罗 Force", "本作本非魂斗罗系列作品，原计划在日本以《Arc Hound》为名发售。")
+    assert "Arc Hound" in answerer.run("魂斗罗 Force原计划在日本用什么名字发售？", [game])

@@ -102,6 +102,7 @@ def test_name_words_are_taken_out_however_the_name_is_cut():
     ("苏格兰和英格兰是什么关系", ["苏格兰和英格兰是什么关系"]),
     ("计划端午节和男朋友自驾去九寨沟，买保险三天要多少钱？", ["计划端午节和男朋友自驾去九寨沟，买保险三天要多少钱？"]),
     ("这双鞋雨天防滑吗？", ["这双鞋雨天防滑吗？"]),
+    ("波兰及立陶宛是什么时候在行政上合并为一个国家？", ["波兰及立陶宛是什么时候在行政上合并为一个国家？"]),
 ])
 def test_a_compound_question_is_split_into_the_questions_it_asks(question, parts):
     assert compound_parts(question) == parts
