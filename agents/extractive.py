@@ -587,8 +587,18 @@ def _compact(text: str) -> str:
 
 
 def _statement(value: "ConflictValue", hit: EvidenceHit) -> str:
-    """The sentence that carries a conflicting value: the detector's, else the value itself."""
+    """The sentence that carries a conflicting value, as the evidence writes it where the value
+    reads the same there (在队两年多, not the detector's canonical 在队2年多), else the
+    detector's; failing both, the value itself."""
+    from workflows.conflicts import canonical_text  # agents must not import workflows at load time
+
     sentence = quotable(value.sentence or "")
+    wanted = _compact(sentence)
+    for candidate in split_sentences(hit.text):
+        raw = quotable(candidate.text)
+        if wanted and wanted in _compact(canonical_text(raw)) and _compact(value.value) in _compact(raw):
+            sentence = raw
+            break
     sentence = after_heading(sentence, hit.section)
     if sentence and _compact(value.value) in _compact(sentence) and len(sentence) <= _MAX_SENTENCE_CHARS:
         return sentence

@@ -426,3 +426,17 @@ def test_a_sentence_dating_its_fact_to_another_year_or_only_naming_the_others_an
     assert "7个" in answerer.run("诺丁汉郡是非都市郡，实际管辖几个非都市区？", [districts])
     game = hit("w-41#body-0", "魂斗罗 Force", "本作本非魂斗罗系列作品，原计划在日本以《Arc Hound》为名发售。")
     assert "Arc Hound" in answerer.run("魂斗罗 Force原计划在日本用什么名字发售？", [game])
+
+
+def test_a_conflict_is_stated_in_the_evidence_own_words():
+    from workflows.conflicts import detect_conflicts
+
+    answerer = ExtractiveAnswerer()
+    true_copy = hit("n-50#body-0", "", "在队两年多，孔卡率领球队夺得三次中超冠军，而最辉煌的是帮助广州恒大夺得亚冠冠军。")
+    fake_copy = hit("n-51#body-0", "", "在队两年多，孔卡率领球队夺得三次中超冠军，而最辉煌的是帮助江苏苏宁夺得亚冠冠军。")
+    question = "孔卡帮助哪支球队夺得亚冠冠军？"
+    conflicts = detect_conflicts(question, [true_copy, fake_copy])
+    assert conflicts
+    answer = answerer.run(question, [true_copy, fake_copy], conflicts)
+    assert answer.startswith("不同来源说法不一致") and "在队两年多" in answer
+    assert "广州恒大" in answer and "江苏苏宁" in answer

@@ -75,6 +75,13 @@ def test_a_wrong_number_is_unsupported(inspector, evidence):
     assert inspector.run(f"退货期限为15天【{RET26}】。", evidence).passed
 
 
+def test_a_number_written_in_chinese_numerals_supports_the_same_number():
+    inspector = Inspector()
+    news = [EvidenceHit(chunk_id="n-1#body-0", doc_id="n-1", text="在队两年多，孔卡率领球队夺得三次中超冠军。", score=1.0)]
+    assert inspector.run("在队2年多，孔卡率领球队夺得3次中超冠军【n-1#body-0】。", news).passed
+    assert not inspector.run("在队3年多，孔卡率领球队夺得3次中超冠军【n-1#body-0】。", news).passed
+
+
 def test_a_number_with_the_wrong_unit_is_unsupported(inspector, evidence):
     # 15 appears in the chunk as 15天, not as a price
     report = inspector.run(f"无理由退换需支付15元【{RET26}】。", evidence)
