@@ -157,12 +157,15 @@ class ExtractiveAnswerer:
             return self._checked(question, evidence, conflicts, [*pieces, *from_tables])
         room = self.max_sentences - len(pieces)
         chosen = self._select(profile, evidence, disclosed_chunks, room, allowed)
+        # Hedge when the best sentence for the whole question matches under half of it (also when
+        # the parts of a compound question are answered one by one: each part's best may match
+        # its part fully and still leave the question half answered); an English question cannot
+        # be matched word for word against Chinese evidence, so its answer always hedges.
+        half_answered = profile.english or not chosen or chosen[0].term_share < 0.5
         parts = compound_parts(question)
         if len(parts) > 1 and not (chosen and is_faq(chosen[0].hit)):  # an FAQ reply answers it whole
             chosen = self._select_parts(parts, profile.english, evidence, disclosed_chunks, room, allowed) or chosen
-        # Hedge when the best sentence matches under half of the question; an English question
-        # cannot be matched word for word against Chinese evidence, so its answer always hedges.
-        cautious = bool(chosen) and not pieces and (profile.english or chosen[0].term_share < 0.5)
+        cautious = bool(chosen) and not pieces and half_answered
         if chosen and not pieces and not profile.english and is_faq(chosen[0].hit):
             reply = self._faq_reply(chosen[0].hit, banned)
             if reply:
@@ -587,16 +590,16 @@ def _compact(text: str) -> str:
 
 
 def _statement(value: "ConflictValue", hit: EvidenceHit) -> str:
-    """The sentence that carries a conflicting value, as the evidence writes it where the value
-    reads the same there (在队两年多, not the detector's canonical 在队2年多), else the
-    detector's; failing both, the value itself."""
+    """The sentence that carries a conflicting value: as the evidence writes it when that is the
+    detector's whole sentence and the value reads the same there (在队两年多, not the canonical
+    在队2年多), else the detector's; failing both, the value itself."""
     from workflows.conflicts import canonical_text  # agents must not import workflows at load time
 
     sentence = quotable(value.sentence or "")
     wanted = _compact(sentence)
     for candidate in split_sentences(hit.text):
         raw = quotable(candidate.text)
-        if wanted and wanted in _compact(canonical_text(raw)) and _compact(value.value) in _compact(raw):
+        if wanted and wanted == _compact(canonical_text(raw)) and _compact(value.value) in _compact(raw):
             sentence = raw
             break
     sentence = after_heading(sentence, hit.section)

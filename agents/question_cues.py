@@ -9,6 +9,8 @@ from functools import lru_cache
 
 import jieba
 
+from knowledge.text import MODEL_NUMBER
+
 # What a question asks for -> units and words a sentence that answers it carries.
 ASKS = (
     (re.compile(r"多少钱|价格|售价|价钱|卖多少|几块|how much|price|cost", re.I), {"元"}, ("价格", "售价", "元")),
@@ -163,7 +165,7 @@ def compound_parts(question: str) -> list[str]:
     if years:
         plain = text[:years.start()] + "{}年" + _RESPECTIVELY.sub("", text[years.end():])
         return [plain.format(year) for year in years.groups()]
-    words = jieba.lcut(text)
+    words = _words(text)
     for index, word in enumerate(words):
         if word not in _COORDINATOR or not 0 < index < len(words) - 1:
             continue
@@ -200,9 +202,23 @@ def _conjuncts(words: list[str], index: int) -> tuple[str, str]:
     if after and after[0] in before[:-1]:  # the same first word: 最佳电视剧 / 最佳电视动画
         start = len(before) - 1 - before[::-1].index(after[0])
         return "".join(before[start:]), "".join(after)
+    shared = next((w for w in after[1:] if w in before[:-1] and len(w) > 1), None)
+    if shared:  # a word in the same place of both: 北极驿极光700 / 雪域极光Pro
+        i, j = len(before) - 1 - before[::-1].index(shared), after.index(shared)
+        if i >= j:
+            return "".join(before[i - j:]), "".join(after[:j + len(before) - i])
     left, right = words[index - 1], words[index + 1]
     if len(left) == 1 and index >= 2:  # jieba cut an unknown word into a character and a word
         left = words[index - 2] + left
     if len(right) == 1 and index + 2 < len(words):
         right += words[index + 2]
     return left, right
+
+
+def _words(text: str) -> list[str]:
+    """jieba's words, a model number (XZ-2000, T20) kept whole."""
+    words, start = [], 0
+    for match in MODEL_NUMBER.finditer(text):
+        words += jieba.lcut(text[start:match.start()]) + [match.group(0)]
+        start = match.end()
+    return words + jieba.lcut(text[start:])
