@@ -122,7 +122,9 @@ _COUNTERS = frozenset("个 人 件 次 双 只 台 张 册 所 项 门 席 份 �
 _QUALIFIER_UNITS = frozenset({"码", "届", "编码"})  # they say which thing, not how much
 _UNIT_PATTERN = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
 # Not after a digit (120千米) nor in 哪一年 / 每一天 / 第一 / 统一, which are no amounts.
-_CN_NUMERAL = re.compile(rf"(?<![\d.哪每第这那同统唯之])(?![百千]分点)[零〇一二两三四五六七八九十百千]+(?=\s*(?:{_UNIT_PATTERN}))")
+# Not inside a longer numeral (第五十八条 stays whole) nor a bare 百/千 (百年人寿, 千元机 are names).
+_CN_NUMERAL = re.compile(rf"(?<![\d.哪每第这那同统唯之零〇一二两三四五六七八九十百千])(?![百千])"
+                         rf"[零〇一二两三四五六七八九十百千]+(?=\s*(?:{_UNIT_PATTERN}))")
 _ASCII_GAP = re.compile(r"(?<=[A-Za-z0-9])[ \t]+(?=[A-Za-z0-9])")
 _OTHER_GAP = re.compile(r"[ \t]+")
 

@@ -235,3 +235,12 @@ def test_rgb_zh_sample_flags_conflicts_and_little_else(datasets_dir):
     assert sum(s["n"] for s in others) >= 30
     assert sum(s["flagged"] for s in others) / sum(s["n"] for s in others) <= 0.1
     assert report["conflicting_evidence"]["fake_in_conflict"] == report["conflicting_evidence"]["flagged"]
+
+
+@pytest.mark.parametrize("text, canonical", [
+    ("十五天无理由退换", "15天无理由退换"), ("一百二十天", "120天"), ("在队两年多", "在队2年多"),
+    # a numeral inside a longer one, or a bare 百/千 that is part of a name, stays as written
+    ("《社会保险法》第五十八条", "《社会保险法》第五十八条"), ("向百年人寿提供资料", "向百年人寿提供资料"),
+])
+def test_chinese_numerals_become_arabic_only_where_they_count_something(text, canonical):
+    assert canonical_text(text) == canonical
