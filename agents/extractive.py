@@ -579,7 +579,7 @@ def _adjacent_runs(run: list[str], text: str) -> list[str]:
 def _only_negated(text: str, term: str, question: str) -> bool:
     """Whether `text` names a CJK question term only with the prefix 非 (非网民 for 网民) that the
     question does not write itself (非都市区); 非 after 本/并/… is "is not" and negates no noun."""
-    if term.isascii() or f"非{term}" in question or term not in text:
+    if term.isascii() or f"非{term}" in question or f"非{term}" not in text:
         return False
     prefixed = re.compile(rf"(?<![{_NOT_A_PREFIX}])非{re.escape(term)}")
     return prefixed.search(text) is not None and term not in prefixed.sub("", text)

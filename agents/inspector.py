@@ -268,13 +268,16 @@ class Inspector:
         question count as given); content words only matter when the claim has no number or
         model number that the evidence confirmed: then at least `min_term_share` must appear.
         """
-        from workflows.conflicts import canonical_text  # 两年 = 2年: a conflict disclosure quotes canonical values
-
         support = self.support_text(hits)
         claim_facts = facts_of(self._canonical(claim))
         support_facts = facts_of(support)
         given = question_facts or Facts(frozenset(), frozenset(), frozenset())
-        available_numbers = support_facts.numbers | facts_of(canonical_text(support)).numbers | given.numbers
+        available_numbers = support_facts.numbers | given.numbers
+        if any(not _number_supported(n, available_numbers) for n in claim_facts.numbers):
+            # 两年 supports 2年 (a conflict disclosure quotes canonical values); read only when needed
+            from workflows.conflicts import canonical_text
+
+            available_numbers |= facts_of(canonical_text(support)).numbers
         missing = [number_text(n) for n in sorted(claim_facts.numbers, key=str)
                    if not _number_supported(n, available_numbers)]
         missing += sorted(claim_facts.models - support_facts.models - given.models)
