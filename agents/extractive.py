@@ -21,8 +21,8 @@ from agents.inspector import asked_units as asked_units_of  # _profile's local i
 from agents.product_answers import ProductAnswers, sku_fields, sku_sentence
 from agents.prompts import load_prompt
 from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, IDENTITY_QUESTION, NUMERIC_QUESTION,
-                                  QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION, compound_parts,
-                                  states_amount)
+                                  PRIZE_STATED, QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
+                                  asked_focus, compound_parts, names_a_sibling, states_amount)
 from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
@@ -81,6 +81,14 @@ class _Question:
     asks_when: bool = False
     asks_amount: bool = False
     text: str = ""  # the question, canonical and lower-case
+    focus: str | None = None  # the word naming what is asked (主题 of X的主题是什么), when no cue says it
+
+    @property
+    def focus_head(self) -> str:
+        """What of the focus a sentence must say: of a when-question's event (开售) only its head
+        character, since the time is what is asked and 发售 names the same event."""
+        focus = self.focus or ""
+        return focus[-1] if self.asks_when and focus and not focus.isascii() else focus
 
 
 @dataclass
@@ -229,6 +237,8 @@ class ExtractiveAnswerer:
             numeric=bool(NUMERIC_QUESTION.search(canonical)), english=not _CJK.search(question),
             asks_when=bool(WHEN_QUESTION.search(canonical)), text=canonical.lower(),
             asks_amount=bool(AMOUNT_QUESTION.search(canonical)),
+            # a kind of value or a relation asked (多少钱, 在哪里) says what answers instead
+            focus=None if asked_units or asked_words or relations else asked_focus(canonical),
         )
 
     # -- candidates -------------------------------------------------------------------------
@@ -261,6 +271,7 @@ class ExtractiveAnswerer:
             # so there a title match is as good as a sentence match.
             faq = is_faq(hit)
             entity = set() if faq else {t for t in question.terms if has_term(title, t)}
+            sibling = not faq and names_a_sibling(question.text, title, hit.text.lower())
             total = (_ENTITY_WEIGHT * len(entity) + _ASKED_WEIGHT * (len(question.terms) - len(entity))
                      + _CHAR_WEIGHT * len(question.chars))
             prior = hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 1.0 - order / max(len(evidence), 1)
@@ -296,7 +307,7 @@ class ExtractiveAnswerer:
                 restates = tokens <= question.tokens | label_tokens
                 # An FAQ entry is about its title question, which retrieval matched to this one.
                 about = f"{title} {canonical.lower()}"
-                off_topic = not faq and bool(named) and not any(has_term(about, n) for n in named)
+                off_topic = sibling or (not faq and bool(named) and not any(has_term(about, n) for n in named))
                 defines = ((asks_definition and any(canonical.lower().startswith(n) for n in named))
                            or any(opener.match(canonical.lower()) for opener in identity_openers))
                 # a sentence naming the asked year only as what it is compared with is about another year
@@ -308,9 +319,12 @@ class ExtractiveAnswerer:
                 other_year = bool(question.years) and not question.asks_when and bool(dated) and not question.years & dated
                 # 网民 asked, only 非网民 said: the sentence is about the others
                 negated = any(_only_negated(searched, t, question.text) for t in question.terms)
+                # 谁获得了金牌 is not answered by 他获得了银牌, however much else matches
+                unfocused = (question.focus is not None and not has_term(title, question.focus)
+                             and not _mentions(searched, question.focus_head))
                 answers = ((answers or bool(asked) or nothing_asked or names_a_time or defines)
                            and not restates and not wrong_year and not compared_only and not other_year and not negated
-                           and not off_topic and (names_a_time or not question.asks_when)
+                           and not off_topic and not (unfocused and not defines) and (names_a_time or not question.asks_when)
                            and (not question.asks_amount or states_amount(canonical, question.text)))
                 candidates.append(_Candidate(
                     hit, order, body, tokens, 1.6 * share + score + context, share, answers,
@@ -583,6 +597,16 @@ def _only_negated(text: str, term: str, question: str) -> bool:
         return False
     prefixed = re.compile(rf"(?<![{_NOT_A_PREFIX}])非{re.escape(term)}")
     return prefixed.search(text) is not None and term not in prefixed.sub("", text)
+
+
+def _mentions(text: str, word: str) -> bool:
+    """The word, or for a longer one two of its characters in a row (出生 of 出生率, 听证 of 听证会);
+    a prize also as a sentence says it was won (夺冠)."""
+    if has_term(text, word) or (word in PRIZE_STATED and PRIZE_STATED[word].search(text)):
+        return True
+    if word.startswith("最佳"):  # 最佳影片 is not said by 最佳导演: no two characters will do
+        return False
+    return len(word) >= 3 and not word.isascii() and any(word[i:i + 2] in text for i in range(len(word) - 1))
 
 
 def _compact(text: str) -> str:

@@ -72,7 +72,9 @@ class Step(BaseModel):
 
     skill: str = Field(min_length=1)
     args: dict[str, Any] = Field(default_factory=dict)
-    for_each: Literal["product"] | None = None
+    # "product": one call per product the question names; "part": one per part of a compound
+    # question; a list: the first of these that the question has more than one of
+    for_each: Literal["product", "part"] | list[Literal["product", "part"]] | None = None
     bind: dict[str, str] = Field(default_factory=dict)
 
     def placeholders(self) -> list[tuple[str, bool]]:
@@ -117,10 +119,15 @@ class Arm(BaseModel):
         calls: list[PlannedCall] = []
         per_tool: dict[str, int] = {}
         for step in self.steps:
-            if step.for_each == "product" and len(focus) > 1:
-                variants = [template_values(features, product) for product in focus]
-            else:
-                variants = [base]
+            variants = [base]
+            kinds = [step.for_each] if isinstance(step.for_each, str) else step.for_each or []
+            for kind in kinds:
+                if kind == "product" and len(focus) > 1:
+                    variants = [template_values(features, product) for product in focus]
+                    break
+                if kind == "part" and len(features.parts) > 1:
+                    variants = [template_values(features, part=part) for part in features.parts]
+                    break
             for values in variants:
                 call = step.fill(values)
                 if call is None:
@@ -149,13 +156,14 @@ def _as_text(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def template_values(features: QueryFeatures, product: Entity | None = None) -> dict[str, Any]:
-    """Placeholder values; `product` selects one product of a multi-product question."""
+def template_values(features: QueryFeatures, product: Entity | None = None, part: str | None = None) -> dict[str, Any]:
+    """Placeholder values; `product` selects one product of a multi-product question, `part` one
+    part of a compound question (as the query; the question stays whole)."""
     focus = features.focus_products
     if product is None and len(focus) == 1:
         product = focus[0]
     policy = features.intent == "policy"
-    query = features.question.strip()
+    query = (part or features.question).strip()
     carried = features.carried_entity
     if carried is not None and not features.products:
         query = f"{carried.name} {query}"

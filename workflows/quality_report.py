@@ -375,6 +375,27 @@ the yearly editions), conflicts flagged 0.84 unchanged, conflicting_evidence hit
 0.314, hit of answerable 0.362 -> 0.372, false refusals 0.211 -> 0.201 (extractive 0.067 -> 0.089 and
 structured_table 0.574 -> 0.596: one question each now refused, an other-year sentence).
 
+**What a question asks, siblings, compound retrieval (session 13).** A question typed as keywords
+(二十大开幕时间, 2023年全英羽毛球公开赛男单冠军？) asks for its last word, and a question about a prize
+(谁获得了金牌, 最佳影片奖) for the prize: a sentence without it answers nothing (半决赛结束了, 他获得了
+银牌, 最佳导演; agents/question_cues `asked_focus`; of a when-question's event only its head
+character is needed: 首播 / 播出). Requiring the word around a question word as well (X的主题是什么,
+由哪个公司制造, 有什么作用) was measured and dropped: cmrc2018 dev false refusals 0.071 -> 0.202 in its
+first form and 0.086 in its narrowest (answers name the instance or say the act in other words:
+阿尔维斯公司生产, 关西电视台播出). A document titled with a sibling of the entity the question names
+(截尾鹦嘴鱼 for 钝头鹦嘴鱼, 火斑笛鲷 for 单斑笛鲷: the same name modified differently, the question's
+whole name nowhere in it) answers nothing (`names_a_sibling`). A compound question is also searched
+part by part (arms.yaml `for_each: [product, part]` on hybrid_rerank's search; the parts' evidence
+is reranked against the whole question). Before and after on the same machine and day (old code =
+commit 73565e5; `run.py eval --dataset … --no-baseline`, policy): rgb_zh (25 per type)
+negative-rejection recall 0.56 -> 0.64, false refusals 0.07 -> 0.09 (a wrong answer to
+考研和高考报名人数 and the counterfactual 1911 death date of 维多利亚女王 now refused), citation
+precision 0.648 -> 0.660, information_integration R@1 0.52 -> 0.56, pool recall 0.96 -> 1.00,
+citation precision 0.587 -> 0.614, fake answer asserted (counterfactual_only) 0.56 -> 0.52; cmrc2018
+holdout refusal recall 0.884 -> 0.902 at false refusals 0.076 -> 0.078; cmrc2018 main false refusals
+0.071 -> 0.072 (a sibling's answer to 黄鞍鹦嘴鱼的食物 is now refused), citation precision 0.961 ->
+0.964, hit of answered 0.898 -> 0.899; demo: no answer changed.
+
 **Refusal on baoxianzhidao holdout, measured and not changed (session 12).** Its 229 unanswerable
 questions are 204 FAQ titles and 25 paraphrases whose entry was removed; the answerable ones are
 1,846 titles (each has an evidence entry whose title it is: bigram Dice 1.0) and 210 user paraphrases

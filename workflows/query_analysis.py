@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple, get_args
 import numpy as np
 from pydantic import BaseModel, Field
 
-from agents.question_cues import asks_overview
+from agents.question_cues import asks_overview, compound_parts
 from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
 from knowledge.text import MODEL_NUMBER, normalize, tokenize
@@ -195,6 +195,9 @@ class QueryFeatures(BaseModel):
     # A follow-up in a conversation about no product ("保研率是多少" after "国学院有哪些下设系别"):
     # the conversation's opening question, which names the topic the follow-up leaves out.
     carried_topic: str | None = None
+    # The questions a compound question is made of (北京冬奥会和冬残奥会的开幕日期分别是什么时候),
+    # each searched alone by an arm step `for_each: part`; [] when it asks one thing.
+    parts: list[str] = Field(default_factory=list)
 
     @property
     def focus_products(self) -> list[Entity]:
@@ -482,6 +485,8 @@ class QueryAnalyzer:
             asks_size=bool(sizes) or bool(_SIZE_WORDS.search(text)),
             colloquial=len(_COLLOQUIAL.findall(text)) >= 2,
         )
+        parts = compound_parts(question or "")
+        features.parts = parts if len(parts) > 1 else []
         features.asks_size_advice = bool(_SIZE_ADVICE.search(text)) or (
             features.height_cm is not None or features.weight_kg is not None or features.foot_length_cm is not None)
         greeting = bool(_GREETING.match(text))

@@ -428,6 +428,35 @@ def test_a_sentence_dating_its_fact_to_another_year_or_only_naming_the_others_an
     assert "Arc Hound" in answerer.run("魂斗罗 Force原计划在日本用什么名字发售？", [game])
 
 
+def test_a_sentence_without_the_word_naming_what_is_asked_answers_nothing():
+    answerer = ExtractiveAnswerer()
+    silver = hit("n-40#body-0", "", "北京冬奥会是鲁斯特参加的第二届奥运会，2018年平昌冬奥会时，他获得了男子1500米比赛的银牌。")
+    question = "北京冬奥会男子1500米速度滑冰比赛中谁获得了金牌？"
+    assert answerer.run(question, [silver]) == answerer.refusal()
+    gold = hit("n-41#body-0", "", "北京冬奥会男子1500米速度滑冰决赛，荷兰选手范德普尔获得金牌。")
+    assert "范德普尔" in answerer.run(question, [silver, gold])
+    award = hit("n-42#body-0", "", "在此前公布的提名名单中，该片入围大众电影百花奖最佳导演、最佳编剧。")
+    assert answerer.run("2022年百花奖最佳影片奖", [award]) == answerer.refusal()
+    semifinal = hit("n-43#body-0", "", "3月18日，2023年全英羽毛球公开赛在英国伯明翰结束了半决赛的争夺。")
+    assert answerer.run("2023年全英羽毛球公开赛男单冠军？", [semifinal]) == answerer.refusal()
+    # two characters of a longer word say it (出生 of 出生率); a yes-or-no question and a kind of
+    # value asked (多少钱) need no word said again
+    births = hit("n-44#body-0", "", "2021年全年出生人口1062万人，人口出生率为7.52‰。")
+    assert "7.52‰" in answerer.run("我国2021年人口出生率", [births])
+    case = hit("p-2#商品简介-0", "果壳 iPhone 15 磁吸手机壳", "本款不适配 iPhone 14 系列，因为两代机型的镜头位置不同。")
+    assert "不适配" in answerer.run("果壳的iPhone 15磁吸手机壳能给iPhone 14用吗？", [case])
+    price = hit("p-3#价格-0", "星择 XZ-3000 充电宝", "XZ-3000 售价 199 元，支持 65W 快充。")
+    assert "199" in answerer.run("XZ-3000多少钱", [price])
+    # a sibling's page (截尾鹦嘴鱼 for 钝头鹦嘴鱼) answers for the sibling
+    sibling = hit("w-51#body-0", "截尾鹦嘴鱼", "截尾鹦嘴鱼，又名杂纹鹦哥鱼，俗名鹦哥、青衣。")
+    assert answerer.run("钝头鹦嘴鱼的俗名叫什么？", [sibling]) == answerer.refusal()
+    own = hit("w-52#body-0", "钝头鹦嘴鱼", "钝头鹦嘴鱼，俗名青衣、蚝鱼，为鹦哥鱼科的一种。")
+    assert "【w-52#body-0】" in answerer.run("钝头鹦嘴鱼的俗名叫什么？", [sibling, own])
+    # with a question word, the act asked about may be stated in other words (制造 - 生产)
+    maker = hit("w-50#body-0", "FV 603撒拉森", "FV 603撒拉森装甲车是阿尔维斯汽车公司生产的FV 600系列装甲车之一。")
+    assert "阿尔维斯" in answerer.run("FV 603撒拉森由哪个公司所制造？", [maker])
+
+
 def test_a_conflict_is_stated_in_the_evidence_own_words():
     from workflows.conflicts import detect_conflicts
 

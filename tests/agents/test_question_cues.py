@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from agents.question_cues import (AMOUNT_QUESTION, DEFINITION_QUESTION, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
-                                   asks_overview, compound_parts, states_amount, without_name_words)
+                                   asked_focus, asks_overview, compound_parts, names_a_sibling, states_amount,
+                                   without_name_words)
 
 
 @pytest.mark.parametrize("text, names_a_time", [
@@ -57,6 +58,7 @@ def test_a_definition_question_asks_nothing_but_what_its_subject_is(rest, only_w
 @pytest.mark.parametrize("question, sentence, states_it", [
     ("蟒鳗又被称为什么？", "蟒鳗，又称血红拟蛇鱼", True),
     ("康王路在哪里？", "康王路是广州市荔湾区一条主干道", True),
+    ("2022年G20峰会的地点", "于11月15日至16日在印度尼西亚巴厘省举行", True),
     ("吴少阳的籍贯是哪里？", "吴少阳，沧州清池人", True),
     ("吴少阳的籍贯是哪里？", "吴少阳深得人民爱戴", False),
     ("环氧氯丙烷有什么用途？", "被用于制造甘油", True),
@@ -106,3 +108,26 @@ def test_name_words_are_taken_out_however_the_name_is_cut():
 ])
 def test_a_compound_question_is_split_into_the_questions_it_asks(question, parts):
     assert compound_parts(question) == parts
+
+
+@pytest.mark.parametrize("question, focus", [
+    ("北京冬奥会男子1500米速度滑冰比赛中谁获得了金牌？", "金牌"), ("2023年全英羽毛球公开赛男单冠军？", "冠军"),
+    ("2022年百花奖最佳影片奖", "最佳影片"), ("2022年金鹰奖最佳电视剧是什么？", "最佳电视剧"),  # prizes
+    ("二十大开幕时间", "开幕"), ("我国2021年人口出生率", "出生率"), ("众议院TikTok听证会的时间", "听证会"),
+    ("2022中关村论坛的主题是什么？", None), ("泸定地震造成多少人遇难？", None), ("大莱龙铁路有什么重要作用？", None),
+    ("FV 603撒拉森由哪个公司所制造？", None), ("这双鞋雨天防滑吗？", None), ("？", None),
+])
+def test_the_word_naming_what_is_asked(question, focus):
+    assert asked_focus(question) == focus
+
+
+@pytest.mark.parametrize("question, title, text, sibling", [
+    ("钝头鹦嘴鱼的俗名叫什么？", "截尾鹦嘴鱼", "截尾鹦嘴鱼，又名杂纹鹦哥鱼", True),
+    ("单斑笛鲷的俗名是什么？", "火斑笛鲷", "火斑笛鲷，又称金焰笛鲷", True),
+    ("黑额鸣冠雉的体长是多少？", "普通鸣冠雉", "肉垂冠雉较为接近黑额鸣冠雉", False),  # named in the text
+    ("钝头鹦嘴鱼的俗名叫什么？", "鹦嘴鱼", "鹦嘴鱼是一类鱼", False),  # the kind, not a sibling
+    ("xz-2000和xz-3000两款充电宝各卖多少钱？", "星择 xz-3000 笔记本充电宝 20000mah", "", False),  # no bare name
+    ("为什么海蛇能将身体多余的盐分排除？", "扁尾海蛇", "", False),  # 什么 modifies nothing
+])
+def test_a_document_titled_with_a_sibling_of_the_named_entity(question, title, text, sibling):
+    assert names_a_sibling(question, title, text) is sibling

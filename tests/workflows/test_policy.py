@@ -95,6 +95,19 @@ def test_for_each_product_searches_each_product(demo_kb, arms):
         ("hybrid_search", "p-fc-qingyu3"), ("hybrid_search", "p-yd-qingyu-pro"), ("rerank", None)]
 
 
+def test_for_each_part_searches_each_part_of_a_compound_question(demo_kb, arms):
+    question = "北京冬奥会和冬残奥会的开幕日期分别是什么时候？"
+    plan = arms["hybrid_rerank"].plan(analyze(question, demo_kb))
+    assert [(c.skill, c.args["query"]) for c in plan] == [
+        ("hybrid_search", "北京冬奥会的开幕日期是什么时候？"), ("hybrid_search", "北京冬残奥会的开幕日期是什么时候？"),
+        ("rerank", question)]  # the evidence of both parts is ranked against the whole question
+    # two products: one search each, whatever else the question is made of
+    assert len(arms["hybrid_rerank"].plan(analyze("风驰轻羽3和跃动轻羽Pro哪双更轻？", demo_kb))) == 3
+    # one question asked: one search
+    assert [c.skill for c in arms["hybrid_rerank"].plan(analyze("北京冬奥会的开幕日期", demo_kb))] == [
+        "hybrid_search", "rerank"]
+
+
 def test_follow_up_query_names_the_carried_product(demo_kb, arms):
     plan = arms["product_lookup_hybrid"].plan(analyze("它多少钱？", demo_kb, JIGUANG700))
     assert plan[0].args == {"product": "p-bjy-jiguang700"}
