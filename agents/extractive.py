@@ -26,7 +26,7 @@ from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, ID
 from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
-from knowledge.text import ASKED_YEAR, YEAR, bigram_dice, has_term, is_faq, normalize, tokenize
+from knowledge.text import ASKED_YEAR, CJK_CHAR, YEAR, bigram_dice, has_term, is_faq, normalize, tokenize
 from tools.base import EvidenceHit
 from workflows.evidence import RERANK_LEG
 
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from tools.products import SizeAdvice
     from workflows.conflicts import Conflict, ConflictValue
 
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 # A year a value is compared with (比2021年下降0.75个千分点, 超过2022清明档): the sentence's value is
 # another year's.
 _COMPARED_YEAR = re.compile(r"(?:[比较]|超过|超出|高于|低于|多于|少于|不及|相比于?)\s*((?:19|20)\d{2})(?=\s*年|[\u4e00-\u9fff])"
@@ -81,7 +80,7 @@ class _Question:
     asks_when: bool = False
     asks_amount: bool = False
     text: str = ""  # the question, canonical and lower-case
-    focus: str | None = None  # the word naming what is asked (主题 of X的主题是什么), when no cue says it
+    focus: str | None = None  # what a keyword question asks (冠军 of 男单冠军？) or the prize asked, when no cue says it
 
     @property
     def focus_head(self) -> str:
@@ -234,7 +233,7 @@ class ExtractiveAnswerer:
             years=set(ASKED_YEAR.findall(canonical)), tokens=set(self._tokens(canonical)),
             terms=list(dict.fromkeys(terms)), chars=list(dict.fromkeys(chars)), facts=facts_of(canonical),
             asked_units=asked_units, asked_words=[w.lower() for w in asked_words], relations=relations,
-            numeric=bool(NUMERIC_QUESTION.search(canonical)), english=not _CJK.search(question),
+            numeric=bool(NUMERIC_QUESTION.search(canonical)), english=not CJK_CHAR.search(question),
             asks_when=bool(WHEN_QUESTION.search(canonical)), text=canonical.lower(),
             asks_amount=bool(AMOUNT_QUESTION.search(canonical)),
             # a kind of value or a relation asked (多少钱, 在哪里) says what answers instead

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import jieba
 
-from knowledge.text import MODEL_NUMBER
+from knowledge.text import CJK_CHAR, MODEL_NUMBER
 
 # What a question asks for -> units and words a sentence that answers it carries.
 ASKS = (
@@ -108,7 +108,7 @@ def _amounts_named(question: str) -> frozenset[str]:
 # a kind (X有什么作用 - 德班港) or an act the answer states in its own words (由哪个公司制造 - 阿尔维斯
 # 公司生产; 在什么电视台播放 - 关西电视台播出), and requiring them refused 1.5-13% more of cmrc2018
 # dev's answerable questions (2026-12-02, session 13).
-_FOCUS_FILLER = frozenset("是 的 了 为 有 在 叫 被 由 呢 啊 吗 呀 吧 么 都 又 还 也 会 要 能 可以 分别 各自 请问 一下 "
+_FOCUS_FILLER = frozenset("是 的 了 为 有 在 叫 被 由 呢 啊 呀 吧 都 又 还 也 会 要 能 可以 分别 各自 请问 一下 "
                           "和 与 及 到底 究竟 具体 主要 大概 一共 总共 啦 过".split())
 _FOCUS_SKIPPED = re.compile(r"^(?:时间|日期|时候|年份|年|月|日|号|点|[人个次名位条件天元岁种]|\d+)$")
 _ASKING = re.compile(r"谁|什么|啥|哪|多[少久重大高长远宽厚]|几|何|怎|如何|是否|能否|可否|有没有|是不是|吗|么")
@@ -137,6 +137,7 @@ def asked_focus(question: str) -> str | None:
 # differently, and the question's whole name is nowhere in the document. Its sentences are about
 # the sibling ("又名杂纹鹦哥鱼"), and quoting one would answer for the wrong entity.
 _MODIFIER_STOP = frozenset("的是在和与及了从为对把被由年月日中之其该这那什么哪谁几怎款个件双种类只台")
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _NAME_END = frozenset("的是在有和与及为能会可以属分生喜主")  # 钝头鹦嘴鱼的, 疣鹦嘴鱼喜欢, 溪银汉鱼分布
 
 
@@ -149,7 +150,7 @@ def names_a_sibling(question: str, title: str, text: str) -> bool:
         return False
     at = question.find(shared)
     after = question[at + len(shared):at + len(shared) + 1]
-    if after and _CJK_CHAR.match(after) and after not in _NAME_END:
+    if after and CJK_CHAR.match(after) and after not in _NAME_END:
         return False
     asked = _modifier_before(question, at)
     titled = title[:-len(shared)]
@@ -160,7 +161,7 @@ def names_a_sibling(question: str, title: str, text: str) -> bool:
 def _modifier_before(text: str, at: int) -> str:
     """Up to two Chinese characters right before `at`, none of them a function character."""
     start = at
-    while start > 0 and at - start < 2 and _CJK_CHAR.match(text[start - 1]) and text[start - 1] not in _MODIFIER_STOP:
+    while start > 0 and at - start < 2 and CJK_CHAR.match(text[start - 1]) and text[start - 1] not in _MODIFIER_STOP:
         start -= 1
     return text[start:at]
 
@@ -174,10 +175,6 @@ def _longest_shared_run(a: str, b: str) -> str:
             best = b[i:j]
             j += 1
     return best
-
-
-_CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
-_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 
 
 # A question about a product as a whole once its name is taken out (怎么样, 好不好, 值得买吗, 介绍一下):

@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from knowledge.filters import as_of_day, parse_day
 from knowledge.lexicon import Lexicon
 from knowledge.schema import AUTHORITY_RANK
-from knowledge.text import STOPWORDS, YEAR, normalize, tokenize
+from knowledge.text import CJK_CHAR, STOPWORDS, YEAR, normalize, tokenize
 from tools.base import EvidenceHit
 
 
@@ -145,7 +145,6 @@ _STRONG_END = re.compile(r"[。！？!?\n]|…+|\.{3,}")
 _CLAUSE_END = re.compile(r"[，,、：:]")
 _VERSION_MARK = re.compile(r"[（(【\[][^）)】\]]*(?:版|修订|更新|version|v\d)[^）)】\]]*[）)】\]]", re.IGNORECASE)
 _LIST_SEPARATORS = "、，,；;和及与"
-_CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
 _DIGIT = re.compile(r"\d")
 # A photo caption (新华社照片, 记者李明摄) says what a picture shows: two captions of one template are
 # two pictures (张帅在比赛中回球 / 发球), not two claims about one fact.
@@ -496,7 +495,7 @@ def _sentence_slots(a: _Passage, sa: tuple[int, int], b: _Passage, sb: tuple[int
     if shared < MIN_SHARED_CHARS or shared < MIN_SHARED_FRACTION * shorter or shared < MIN_SHARED_OF_LONGER * longer:
         return None
     shared_text = "".join(text_a[block.a:block.a + block.size] for block in blocks)
-    if len(_CJK_CHAR.findall(shared_text)) < MIN_SHARED_CJK:
+    if len(CJK_CHAR.findall(shared_text)) < MIN_SHARED_CJK:
         return None
     ops = matcher.get_opcodes()
     regions = [(sa[0] + i1, sa[0] + i2, sb[0] + j1, sb[0] + j2, index in (0, len(ops) - 1))
@@ -596,7 +595,7 @@ def _is_content(slot: _Slot, a: _Passage, b: _Passage) -> bool:
 def _has_traditional(text: str) -> bool:
     """Whether text has Chinese characters outside GB2312, the simplified set: traditional
     script (網, 運, 爾) or rare characters."""
-    return any(_CJK_CHAR.match(char) and not _in_gb2312(char) for char in text)
+    return any(CJK_CHAR.match(char) and not _in_gb2312(char) for char in text)
 
 
 def _in_gb2312(char: str) -> bool:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from agents.question_cues import asks_overview, compound_parts
 from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
-from knowledge.text import MODEL_NUMBER, normalize, tokenize
+from knowledge.text import CJK_CHAR, MODEL_NUMBER, normalize, tokenize
 from tools.products import product_index
 
 Intent = Literal["fact", "numeric", "comparison", "policy", "open", "out_of_scope"]
@@ -105,7 +105,6 @@ _PRICE_LIMIT = [
     re.compile(r"(?:不超过|不高于|低于|少于|预算|最多)\s*" + _NUM, re.I),
 ]
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 _SPEC_SEGMENT = re.compile(r"^\d+(?:\.\d+)?[a-z]*$|^\d+(?:寸|升|片装)$", re.I)
 
 
@@ -288,7 +287,7 @@ def _name_words(segment: str, lexicon: Lexicon) -> list[str]:
     """Words of a name segment: jieba tokens plus CJK character bigrams (jieba splits product
     descriptors unevenly: 磁吸防摔手机壳 -> 磁吸防 / 手机, while bigrams keep 机壳)."""
     words = {t for t in tokenize(segment, lexicon) if len(t) >= 2}
-    words.update(a + b for a, b in zip(segment, segment[1:]) if _CJK.match(a) and _CJK.match(b))
+    words.update(a + b for a, b in zip(segment, segment[1:]) if CJK_CHAR.match(a) and CJK_CHAR.match(b))
     return sorted(words)
 
 
