@@ -20,8 +20,8 @@ from agents.inspector import Facts, InspectionReport, Inspector, facts_of
 from agents.inspector import asked_units as asked_units_of  # _profile's local is called asked_units
 from agents.product_answers import ProductAnswers, sku_fields, sku_sentence
 from agents.prompts import load_prompt
-from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, IDENTITY_QUESTION, NUMERIC_QUESTION,
-                                  PRIZE_STATED, QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
+from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DESCRIPTION_QUESTION, IDENTITY_QUESTION,
+                                  NUMERIC_QUESTION, PRIZE_STATED, QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
                                   asked_focus, compound_parts, names_a_sibling, states_amount)
 from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.filters import day_number
@@ -255,6 +255,10 @@ class ExtractiveAnswerer:
         asks_definition = any(DEFINITION_QUESTION.match(question.text.replace(n, "", 1).strip()) for n in named)
         # built once per question, matched against every sentence
         identity_openers = [_definition_opener(n) for n in named] if IDENTITY_QUESTION.search(question.text) else []
+        # what kind of thing X is or does (X有什么作用): said by a sentence opening "X（…）是…" / "X，…" -
+        # not "X得知此事，…", which only tells of it
+        if DESCRIPTION_QUESTION.search(question.text):
+            identity_openers += [_definition_opener(n, strict=True) for n in named]
         candidates = []
         for order, hit in enumerate(evidence):
             # A SKU overview answers for all variants at once (ProductAnswers); as one more
@@ -571,10 +575,12 @@ class ExtractiveAnswerer:
         return "".join(pieces) if pieces else self.refusal()
 
 
-def _definition_opener(name: str) -> re.Pattern:
+def _definition_opener(name: str, strict: bool = False) -> re.Pattern:
     """Matches a sentence that opens by saying what `name` is: 列卡度·华斯迪（…），葡萄牙足球运动员 /
-    X是一款…, not 张世昌在天津火车头效力时…"""
-    return re.compile(rf"{re.escape(name)}[^，,。；;（(]{{0,8}}?(?:[（(][^）)]*[）)])?\s*(?:[，,]|是|为)")
+    X是一款…, not 张世昌在天津火车头效力时…; strict: nothing between the name (and its
+    parentheses) and 是/为/the comma (黄埔港是一个…, not 小灰头稚冠雉栖息在热带森林，…)."""
+    between = "" if strict else "[^，,。；;（(]{0,8}?"
+    return re.compile(rf"{re.escape(name)}{between}(?:[（(][^）)]*[）)])?\s*(?:[，,]|是|为)")
 
 
 def _adjacent_runs(run: list[str], text: str) -> list[str]:

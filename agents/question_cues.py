@@ -19,6 +19,7 @@ ASKS = (
     (re.compile(r"多久|几天|多长时间|时效|期限|有效期|几年|how long", re.I), {"天", "h", "min", "工作日", "月", "年"}, ()),
     (re.compile(r"容量|多大|几升|多少升", re.I), {"l", "mah"}, ("容量",)),
     (re.compile(r"多少瓦|功率|输出", re.I), {"w"}, ("功率", "输出")),
+    (re.compile(r"长度|体长|全长|身长|多远|距离|多少米|多少公里"), {"m", "km", "cm", "mm"}, ()),
 )
 # Relations a question names in other words than its answer does (蟒鳗又被称为什么 - 又称血红拟蛇鱼,
 # 康王路在哪里 - 广州市荔湾区): a sentence stating the relation this way answers it. Unlike ASKS they
@@ -28,13 +29,18 @@ RELATIONS = (
      re.compile(r"又称|又名|别名|别称|俗称|亦称|简称|通称|称为|称作|又叫|也叫|或称|旧称|原名|本名|全称|外号|学名|又译|译名|名为")),
     (re.compile(r"在哪|位于哪|地址|地点|举办地|什么地方|产地|何处|哪个(?:省|市|县|区|国家|城市|地区)"),
      re.compile(r"位于|坐落|地处|地址|所在地|境内|[\u4e00-\u9fff](?:省|市|县|区|州|镇|乡|村)")),
-    (re.compile(r"籍贯|哪里人|哪国人|国籍|出生地|出生在哪|出生于哪"),
+    (re.compile(r"籍贯|哪里人|哪国人|国籍|出生地|出生在哪|出生于哪|(?:哪个|什么)地方(?:的)?人|哪里的人"),
      re.compile(r"籍贯|国籍|祖籍|出生|生于|[\u4e00-\u9fff]{2}人(?![民口员们类])")),
-    (re.compile(r"为食|吃什么|食物|食性|以什么为"), re.compile(r"为食|捕食|食物|食性|猎物|吃")),
+    (re.compile(r"为食|吃什么|食物|食性|以什么为"), re.compile(r"为食|为生|捕食|食物|食性|猎物|吃")),
     (re.compile(r"用途|有什么用|用来|作用是|用于什么"), re.compile(r"用于|用作|用来|可作|用途|作用")),
     (re.compile(r"病因|原因|为什么|为何|怎么会"), re.compile(r"因为|由于|导致|引起|造成|所致|原因|因此|因而")),
     (re.compile(r"属于(?:什么|哪)|哪个(?:科|属|目|纲)|什么(?:科|属)"), re.compile(r"[\u4e00-\u9fff](?:科|属|目|纲)(?![学技研])")),
-    (re.compile(r"作者|谁写|著作|写过|作品"), re.compile(r"作者|著有|著作|所著|编著|撰|作品|创作")),
+    (re.compile(r"作者|谁写|著作|写过|作品"), re.compile(r"作者|著有|著作|所著|所作|所写|编著|撰|作品|创作")),
+    # who founded it (创始人是谁 - 创办人是…, 由谁创立 - 由…所创建)
+    (re.compile(r"创始人|创办人|创立|创办|创建|谁(?:建立|成立)"), re.compile(r"创始|创办|创立|创建|建立|成立|始创")),
+    # where a name comes from (为什么叫挂绿 - 故名挂绿, 名字如何得来 - 因…而得名, 名字的含义 - 意为…)
+    (re.compile(r"得名|名字(?:的)?(?:由来|来历|来源|含义|意思)|名字(?:是)?(?:如何|怎么)|为什么(?:被)?(?:叫|称)|为何(?:被)?(?:叫|称)|命名"),
+     re.compile(r"得名|故名|命名|名称来源|名字来源|名称源自|意为|意指|意思是|含义是")),
     (re.compile(r"导演|执导"), re.compile(r"导演|执导")),
     # a courtesy name (曹文埴（），字近薇，号竹虚) and a posthumous one (谥文敏)
     (re.compile(r"表字|的字(?:是|叫)|字号|别号|的号(?:是|叫)"),
@@ -44,7 +50,14 @@ RELATIONS = (
 # A question that only asks what X is ("X是谁", "什么是X", "X的定义是什么"): a sentence that opens with
 # X defines it (猎骄靡（…），中亚古国乌孙昆莫; XZ-3000是一款…). Matched against the question with X removed.
 DEFINITION_QUESTION = re.compile(
-    r"^(?:请问)?(?:什么(?:是|叫)?|的?定义是什么|指的是什么|是指什么|指什么|是谁|是什么(?:人|意思|东西)?)[呀啊呢吗]?[？?。.!！]*$")
+    r"^(?:请问)?(?:(?:能|可以|请)?(?:给我|帮我|跟我)?(?:介绍|说说|讲讲|解释)(?:一下)?)?"  # 能给我介绍一下什么是BCPL么
+    r"(?:什么(?:是|叫)?|的?定义是什么|指的是什么|是指什么|指什么|是谁|是什么(?:人|意思|东西)?)[呀啊呢吗么]?[？?。.!！]*$")
+# A question about what kind of thing X is or does (X有什么作用, X的重要性, X是什么级别的称呼, X擅长什么):
+# like a definition, a sentence that opens with X says it (工作假期签证…是一种旅行许可，它允许…).
+DESCRIPTION_QUESTION = re.compile(
+    r"(?:作用|特点|特征|地位|意义|性质|级别|主旨|宗旨|目的|功能|优势|才能|贡献|重要性|构成|组成)"
+    r"(?:是|有)?(?:什么|怎样|如何|哪些)|(?:有|是)(?:什么|怎样|哪些)(?:样)?的?(?:作用|特点|特征|地位|意义|性质|级别|功能|优势|才能|贡献)"
+    r"|擅长什么|(?:如何|怎样|怎么)(?:构成|组成)|的重要性")
 # Who or what X is, in the ways an encyclopedia's or a catalogue's first sentence says it (列卡度·华斯迪，
 # 葡萄牙足球运动员; XZ-3000是一款…): nationality, occupation, era, people, kind. Like a definition, a
 # sentence that opens with X answers it.
@@ -69,6 +82,7 @@ TIME_EXPRESSION = re.compile(
     r"[0-9０-９一二三四五六七八九十两〇零]+\s*(?:年|月|日|号|点|时|分钟|天|周|小时|个月|工作日|h\b|min\b)"
     r"|[今明后昨前]天|次日|当[天日]|隔天|[周礼拜][一二三四五六日末天]|星期[一二三四五六日天]"
     r"|\d{1,2}[:：]\d{2}|\d{4}[-/.]\d{1,2}"
+    r"|[\u4e00-\u9fff](?<![同有及暂准按平])时(?=[，,])"  # a clause of when (出征陈友谅时，以功进…)
     r"|世纪|(?<![个这那该此各同的])(?:年代|时代|时期)|年间|期间|[春夏秋冬]|[上中下]旬|[早中晚]期|新世", re.I)  # eras,
 # seasons; not 一个时期, 这个时代
 # A question about how much or how many (多少人, 几年, 总产量, 票房, 出生率) is only answered by a
@@ -84,7 +98,7 @@ AMOUNT_QUESTION = re.compile(
 AMOUNT_EXPRESSION = re.compile(
     r"(?<![\d.])(?<![A-Za-z]-)(?!(?:1[89]|20)\d{2}\s*年)\d+(?:[.,]\d+)*(?![\d.])(?!\s*(?:月|日|号|时(?!长)|点|[:：]\d))"
     r"[A-Za-z%‰℃°]*[\u4e00-\u9fff]?"  # with what follows: 1500米 names a race, 700FP (of 极光700) a value
-    r"|[零〇一二两三四五六七八九十百千万亿]+\s*(?:分之|成|倍|[个人名位件次天周岁元块吨斤只台张所项家场亿万年])"
+    r"|(?<!第)[零〇一二两三四五六七八九十百千万亿]+\s*(?:分之|成|倍|[个人名位件次天周岁元块吨斤只台张所项家场亿万年篇部本首集座条届])"
     r"|[数几上近]\s*[十百千万亿]|半数")
 
 
@@ -109,9 +123,13 @@ def _amounts_named(question: str) -> frozenset[str]:
 # 公司生产; 在什么电视台播放 - 关西电视台播出), and requiring them refused 1.5-13% more of cmrc2018
 # dev's answerable questions (2026-12-02, session 13).
 _FOCUS_FILLER = frozenset("是 的 了 为 有 在 叫 被 由 呢 啊 呀 吧 都 又 还 也 会 要 能 可以 分别 各自 请问 一下 "
-                          "和 与 及 到底 究竟 具体 主要 大概 一共 总共 啦 过".split())
+                          "和 与 及 到底 究竟 具体 主要 大概 一共 总共 啦 过 "
+                          # words that only say "about it" (国际交流情况): the word before them is asked
+                          "情况 内容 方面 信息 详情 相关 概况".split())
 _FOCUS_SKIPPED = re.compile(r"^(?:时间|日期|时候|年份|年|月|日|号|点|[人个次名位条件天元岁种]|\d+)$")
-_ASKING = re.compile(r"谁|什么|啥|哪|多[少久重大高长远宽厚]|几|何|怎|如何|是否|能否|可否|有没有|是不是|吗|么")
+# 简述/介绍 X asks for a description, whatever word ends it (简述黄埔港的重要性)
+_ASKING = re.compile(r"谁|什么|啥|哪|多[少久重大高长远宽厚]|几|何|怎|如何|是否|能否|可否|有没有|是不是|吗|么"
+                     r"|简述|简介|介绍|说明|概述|描述")
 
 
 # A prize a question asks who won (谁获得了金牌, 男单冠军是谁, 最佳影片奖): a sentence naming another

@@ -330,6 +330,16 @@ def test_a_sentence_about_another_subject_never_answers():
     assert answerer.run("张世昌的职业是什么？", [person, player]) == answerer.refusal()
 
 
+def test_a_length_or_a_description_is_answered_in_the_evidence_own_words():
+    answerer = ExtractiveAnswerer()
+    road = hit("w-30#body-0", "羗山道", "羗山道是香港新界大屿山一条道路。沿路风景优美。羗山道连接石壁及羗山，长达4.5公里。")
+    assert "4.5公里" in answerer.run("羗山道的长度是多少？", [road])  # 长度 asks for metres or kilometres
+    visa = hit("w-31#body-0", "工作假期签证", "工作假期签证是一种旅行许可，它允许旅行者在签证颁发国受雇工作。申请人须年满18岁。")
+    assert answerer.run("工作假期签证有什么作用？", [visa]).startswith("工作假期签证是一种旅行许可")
+    # a kind of value the page does not state is still refused, however well the page is found
+    assert answerer.run("工作假期签证的费用是多少？", [visa]) == answerer.refusal()
+
+
 def test_a_relation_asked_in_other_words_is_answered_by_how_sentences_state_it():
     answerer = ExtractiveAnswerer()
     alias = hit("w-11#body-0", "蟒鳗", "蟒鳗，又称血红拟蛇鱼，为鳗鲡目的一个种。")

@@ -2,14 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from agents.question_cues import (AMOUNT_QUESTION, DEFINITION_QUESTION, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
+from agents.question_cues import (AMOUNT_QUESTION, DEFINITION_QUESTION, DESCRIPTION_QUESTION, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
                                    asked_focus, asks_overview, compound_parts, names_a_sibling, states_amount,
                                    without_name_words)
 
 
 @pytest.mark.parametrize("text, names_a_time", [
     ("于2022年12月9日在利雅得召开", True), ("48小时内发货", True), ("12世纪发动了十字军东征", True),
-    ("唐朝时期的制度", True), ("20世纪80年代", True), ("每周一上新", True),
+    ("唐朝时期的制度", True), ("20世纪80年代", True), ("每周一上新", True), ("出征陈友谅时，以功进骠骑卫指挥使", True),
+    ("与此同时，公司宣布", False), ("有时，牠们会发出叫声", False),
     ("作为当前和今后一个时期的首要任务", False), ("这个时代的人", False), ("大家热烈讨论了报告", False),
     ("切实扛起为党育人、为国育才的时代重任", False),  # 的时代: a mission of the times, no time
 ])
@@ -40,6 +41,7 @@ def test_amount_questions(question, asks_amount):
     ("上千人参加", True), ("保修1年", True), ("十五天内", True),
     ("河南正式公布2021年全年粮食总产量", False), ("12月10日，记者获悉", False), ("10点开始", False),
     ("旅客发送量预计会有较大幅度增长", False), ("XZ-3000充电宝正在热卖", False),
+    ("他一生只发表了三篇学术论文", True), ("第三届", False),
     ("男子1500米比赛结束", False),  # the question's own 1500米 says which race
 ])
 def test_an_amount_is_a_number_that_is_no_year_date_clock_or_the_questions_own(sentence, amount):
@@ -48,7 +50,8 @@ def test_an_amount_is_a_number_that_is_no_year_date_clock_or_the_questions_own(s
 
 @pytest.mark.parametrize("rest, only_what_it_is", [
     ("是谁？", True), ("什么是", True), ("的定义是什么？", True), ("是什么意思", True), ("指的是什么", True),
-    ("的职业是什么？", False), ("的价格是什么", False), ("是什么颜色", False),
+    ("能给我介绍一下什么是么？", True),  # 能给我介绍一下什么是BCPL么
+    ("的职业是什么？", False), ("的价格是什么", False), ("是什么颜色", False), ("介绍一下的价格", False),
 ])
 def test_a_definition_question_asks_nothing_but_what_its_subject_is(rest, only_what_it_is):
     # matched against the question with its subject removed (猎骄靡是谁 -> 是谁)
@@ -64,6 +67,15 @@ def test_a_definition_question_asks_nothing_but_what_its_subject_is(rest, only_w
     ("环氧氯丙烷有什么用途？", "被用于制造甘油", True),
     ("松鸦属于什么科？", "是一种鸦科动物", True),
     ("松鸦属于什么科？", "研究松鸦的科学家", False),
+    ("剑客生涯的作者是谁？", "是池波正太郎所作的时代小说", True),
+    ("天津犹太会堂的创始人是谁？", "创办人是犹太人吉利舍维奇", True),
+    ("上海有线02足球俱乐部是由谁所创立？", "由名帅徐根宝所创建的", True),
+    ("增城挂绿为什么叫挂绿？", "每个果实都环绕有一圈绿线，故名挂绿", True),
+    ("伯尔尼条约的名字如何得来？", "因在瑞士城市伯尔尼签署而得名", True),
+    ("隆柯龙类名字的含义是什么？", "意为「巨大的蜥蜴」", True),
+    ("梁诚是哪个地方的人？", "号震东，广东番禺黄埔村人", True),
+    ("黄鞍鹦嘴鱼的食物是什么？", "啃食珊瑚，以珊瑚共生藻为生", True),
+    ("增城挂绿为什么叫挂绿？", "挂绿是增城的特产", False),
 ])
 def test_a_relation_is_stated_in_the_evidence_own_words(question, sentence, states_it):
     cues = [cue for asks, cue in RELATIONS if asks.search(question)]
@@ -116,6 +128,7 @@ def test_a_compound_question_is_split_into_the_questions_it_asks(question, parts
     ("二十大开幕时间", "开幕"), ("我国2021年人口出生率", "出生率"), ("众议院TikTok听证会的时间", "听证会"),
     ("2022中关村论坛的主题是什么？", None), ("泸定地震造成多少人遇难？", None), ("大莱龙铁路有什么重要作用？", None),
     ("FV 603撒拉森由哪个公司所制造？", None), ("这双鞋雨天防滑吗？", None), ("？", None),
+    ("哲学院的国际交流情况", "国际交流"), ("简述黄埔港的重要性？", None),  # 情况 only says "about it"; 简述 asks
 ])
 def test_the_word_naming_what_is_asked(question, focus):
     assert asked_focus(question) == focus
@@ -131,3 +144,12 @@ def test_the_word_naming_what_is_asked(question, focus):
 ])
 def test_a_document_titled_with_a_sibling_of_the_named_entity(question, title, text, sibling):
     assert names_a_sibling(question, title, text) is sibling
+
+
+@pytest.mark.parametrize("question, describes", [
+    ("工作假期签证有什么作用？", True), ("简述黄埔港的重要性？", True), ("首席部长是什么级别的称呼？", True),
+    ("索靖擅长什么？", True), ("磷酸丙糖异构酶是如何构成的？", True), ("突破机构的主旨是什么？", True),
+    ("XZ-3000的保修期是多久？", False), ("烈驹火焰7篮球鞋是哪位球星的签名鞋？", False), ("这双鞋雨天防滑吗？", False),
+])
+def test_a_question_about_what_kind_of_thing_something_is(question, describes):
+    assert bool(DESCRIPTION_QUESTION.search(question)) is describes
