@@ -198,9 +198,24 @@ def after_heading(text: str, section: str) -> str:
     return text
 
 
+# What a page's markup left behind when it dropped a pronunciation or a date: brackets holding
+# nothing but separators (张世昌（）, 伊维卡·奥利奇（，；）), a separator against a bracket
+# (Macedo,）), and an opening bracket the text was cut after (票房第一（ …).
+_SEPARATOR_INSIDE_BRACKET = re.compile(r"(?<=[（(])[\s，,、；;：:]+|[\s，,、；;：:]+(?=[）)])")
+_EMPTY_BRACKETS = re.compile(r"\s*[（(][）)]")
+_OPEN_BRACKET_AT_END = re.compile(r"\s*[（(]$")
+
+
+def without_markup_debris(text: str) -> str:
+    """The text without empty brackets and the separators stranded inside brackets; the answer
+    metric reads gold answers the same way, since such debris says nothing."""
+    return _EMPTY_BRACKETS.sub("", _SEPARATOR_INSIDE_BRACKET.sub("", text))
+
+
 def quotable(text: str) -> str:
     """Evidence text safe to quote inside one answer sentence: no citation markers, no 【】,
-    no sentence end in the middle, one line."""
+    no sentence end in the middle, no markup debris, one line."""
     text = strip_citations(text).replace("【", "「").replace("】", "」")
-    text = " ".join(text.split())
+    text = without_markup_debris(" ".join(text.split()))
+    text = _OPEN_BRACKET_AT_END.sub("", TRAILING_MARKS.sub("", text))
     return _INNER_BOUNDARY.sub("，", TRAILING_MARKS.sub("", text)).strip("，")

@@ -14,7 +14,7 @@ from typing import TypeVar
 import numpy as np
 from pydantic import BaseModel, Field
 
-from agents.citations import strip_citations
+from agents.citations import strip_citations, without_markup_debris
 
 T = TypeVar("T")
 _WHITESPACE = re.compile(r"\s+")
@@ -57,16 +57,18 @@ def retrieval_scores(runs: Iterable[tuple[Sequence[str], Iterable[str]]], ks: Se
 
 
 def _squeeze(text: str) -> str:
-    return _WHITESPACE.sub("", text)
+    """Text as compared: no whitespace, no markup debris (an empty （）)."""
+    return _WHITESPACE.sub("", without_markup_debris(text))
 
 
 def answer_text(answer: str) -> str:
-    """The answer as scored: citation markers and all whitespace removed."""
+    """The answer as scored: citation markers, markup debris (an empty （）) and all whitespace removed."""
     return _squeeze(strip_citations(answer))
 
 
 def answer_hit(answer: str, answer_groups: Sequence[Sequence[str]]) -> bool:
-    """Every group matched by one of its strings (whitespace ignored). Empty groups: False."""
+    """Every group matched by one of its strings (whitespace and markup debris ignored, as an
+    answer quoting 开发（）营运 writes 开发营运). Empty groups: False."""
     text = answer_text(answer)
     groups = [[_squeeze(s) for s in group if _squeeze(s)] for group in answer_groups]
     if not groups or not all(groups):

@@ -8,6 +8,7 @@ from agents.citations import (
     looks_like_id,
     normalize_citations,
     parse_citations,
+    quotable,
     split_sentences,
     strip_citations,
 )
@@ -81,6 +82,21 @@ def test_looks_like_id(token, strict, expected):
 
 def test_strip_citations_keeps_other_brackets():
     assert strip_citations("价格299元【a#b-0】，见[图片]") == "价格299元，见[图片]"
+
+
+@pytest.mark.parametrize(
+    ("text", "quoted"),
+    [
+        ("《战国无双3》（）是由光荣和ω-force开发的。", "《战国无双3》是由光荣和ω-force开发的"),
+        ("伊维卡·奥利奇（，；），克罗地亚足球运动员", "伊维卡·奥利奇，克罗地亚足球运动员"),
+        ("莱昂德罗·内托（Leandro Netto de Macedo,），巴西足球运动员", "莱昂德罗·内托（Leandro Netto de Macedo），巴西足球运动员"),
+        ("中国零点场票房第一（ ...", "中国零点场票房第一"),  # a snippet cut after its bracket opened
+        ("梁雅琳（1987-）是歌手", "梁雅琳（1987-）是歌手"),  # brackets that hold something stay
+        ("按公式f(x)计算", "按公式f(x)计算"),
+    ],
+)
+def test_a_quote_drops_the_debris_a_page_markup_left(text, quoted):
+    assert quotable(text) == quoted
 
 
 def test_split_sentences_attaches_trailing_citations():

@@ -52,6 +52,13 @@ def test_answer_hit_needs_every_group_and_any_string_inside_one():
     assert not answer_hit(answer, [])  # an unanswerable question has nothing to hit
 
 
+def test_answer_hit_reads_gold_and_answer_without_markup_debris():
+    # the gold span kept the empty brackets of the page; the answer quotes it without them
+    assert answer_hit("由JR东日本委托子公司JR神奈川企画开发营运【cmrc-DEV_9#body-0】。",
+                      [["由JR东日本委托子公司JR神奈川企画开发（）营运"]])
+    assert not answer_hit("由JR东日本营运【cmrc-DEV_9#body-0】。", [["由JR东日本委托子公司JR神奈川企画开发（）营运"]])
+
+
 def test_answer_hit_does_not_count_the_citation_id_itself():
     # the gold string only occurs inside the citation marker
     assert not answer_hit("见来源【cmrc-DEV_0】", [["DEV_0"]])
