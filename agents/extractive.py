@@ -26,7 +26,7 @@ from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DE
 from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
-from knowledge.text import ASKED_YEAR, CJK_CHAR, YEAR, bigram_dice, has_term, is_faq, normalize, tokenize
+from knowledge.text import ASKED_YEAR, CJK_CHAR, YEAR, bigram_dice, has_term, is_faq, normalize, tokenize, unglued
 from tools.base import EvidenceHit
 from workflows.evidence import RERANK_LEG
 
@@ -54,6 +54,7 @@ _MAX_FAQ_REPLY_CHARS = 400
 _SAME_QUESTION = 0.6
 _COMMON_OPENER = re.compile(r"(?:A|An|According|The|It|Its|This|That|These|Those|There|Our|Your|You|We|They)\b")
 _CAUTIOUS = "根据现有资料，"  # opens an answer whose best evidence matches under half of the question
+_UNDECIDED = "资料无法判断以哪一说法为准，建议转人工客服确认"  # closes a disclosure no source outranks
 _MAX_SENTENCE_CHARS = 220
 _MIN_SCORE_SHARE = 0.7  # a further sentence must score this share of the best one
 # The reranker's first document is right far more often than the sentence scorer's pick from
@@ -208,7 +209,7 @@ class ExtractiveAnswerer:
     def _profile(self, question: str) -> _Question:
         canonical = self._canonical(question)
         terms, chars, run = [], [], []
-        for token in [*self._tokens(question), ""]:
+        for token in [*(unglued(t, self.lexicon) for t in self._tokens(question)), ""]:
             single = len(token) == 1 and not token.isascii()
             if single and not QUESTION_WORD.match(token):
                 run.append(token)
@@ -538,17 +539,27 @@ class ExtractiveAnswerer:
                 sentence = "; ".join(parts)
                 return sentence[0].upper() + sentence[1:] + "."
             return "；".join(parts) + "。"
-        for value, hit, text in statements:
+        dates = set()
+        for index, (value, hit, text) in enumerate(statements):
             date = value.updated_at or hit.updated_at
+            dates.add(date)
             title = quotable(hit.title)
             if english:
-                parts.append(f"“{title}”" + (f" ({date})" if date else "") + f" says: {text}【{hit.chunk_id}】")
-            else:
-                label = (f"{date} 的" if date else "") + (f"《{title}》" if title else "来源")
-                parts.append(f"{label}为：{text}【{hit.chunk_id}】")
+                label = f"“{title}”" if title else ("one source" if index == 0 else "another source")
+                parts.append(label + (f" ({date})" if date else "") + f" says: {text}【{hit.chunk_id}】")
+            elif title:
+                parts.append((f"{date} 的" if date else "") + f"《{title}》为：{text}【{hit.chunk_id}】")
+            else:  # untitled passages (search snippets): told apart by order, not by a name they lack
+                parts.append(("有" if index == 0 else "另有") + (f" {date} 的" if date else "") + f"来源称：{text}【{hit.chunk_id}】")
+        # Sources of one authority and no dates give no ground to prefer one: say so, never pick.
+        undecided = not conflict.as_of and len(dates) == 1
         if english:
+            if undecided:
+                return "Sources disagree: " + "; ".join(parts) + "; they do not show which holds, please check with customer service."
             prevails = "the one nearest the time asked about" if conflict.as_of else "the newest one"
             return "Sources disagree: " + "; ".join(parts) + f"; {prevails} prevails."
+        if undecided:
+            return "不同来源说法不一致：" + "；".join(parts) + f"，{_UNDECIDED}。"
         kind = "政策" if all(h.doc_type == "policy" for _, h, _ in statements) else "信息"
         prevails = f"以最接近所问时间的{kind}为准" if conflict.as_of else f"以最新{kind}为准"
         return "不同来源说法不一致：" + "；".join(parts) + f"，{prevails}。"
