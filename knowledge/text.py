@@ -102,6 +102,19 @@ _QUESTION_TITLE = re.compile(r"[？?]|吗|呢|什么|怎么|怎样|如何|哪|�
 _MIN_QUESTION_TITLE_CHARS = 8
 
 
+# Characters jieba's new-word guessing glues onto an unknown name before them (潘淑是, 钟惺在, 尚恩有).
+_GLUED_VERBS = frozenset("是在有为")
+
+
+def unglued(token: str, lexicon: Lexicon | None = None) -> str:
+    """An unknown name without the verb jieba glued to it (潘淑是 -> 潘淑); any other token unchanged.
+    A dictionary word (误以为, 普遍存在) is left whole."""
+    if (len(token) >= 3 and token[-1] in _GLUED_VERBS and all(CJK_CHAR.match(c) for c in token)
+            and not _tokenizer_for(lexicon).FREQ.get(token)):
+        return token[:-1]
+    return token
+
+
 def has_term(text: str, term: str) -> bool:
     """Substring match for CJK words; ASCII words must stand alone (the L of L码, not of LED)."""
     if term.isascii():

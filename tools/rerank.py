@@ -20,7 +20,7 @@ from knowledge.ingest import embedding_text
 from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
 from knowledge.schema import Chunk
-from knowledge.text import MODEL_NUMBER, model_numbers, tokenize
+from knowledge.text import MODEL_NUMBER, model_numbers, tokenize, unglued
 from tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
 
 DEFAULT_WEIGHTS_PATH = Path(__file__).with_name("rerank_weights.json")
@@ -100,7 +100,8 @@ class OfflineReranker:
             return np.zeros((0, len(FEATURES)))
         lexicon = self.kb.lexicon
         canonical_query = lexicon.canonicalize(query)
-        query_tokens = list(dict.fromkeys(tokenize(query, lexicon)))
+        # matched as substrings of the chunk: 潘淑, not jieba's 潘淑是, is the word to find
+        query_tokens = list(dict.fromkeys(unglued(t, lexicon) for t in tokenize(query, lexicon)))
         query_lower = canonical_query.lower()
         query_models, query_numbers = model_numbers(canonical_query), _numbers(canonical_query)
         bm25 = self._bm25(query, chunks)
