@@ -93,6 +93,10 @@ def test_strip_citations_keeps_other_brackets():
         ("中国零点场票房第一（ ...", "中国零点场票房第一"),  # a snippet cut after its bracket opened
         ("梁雅琳（1987-）是歌手", "梁雅琳（1987-）是歌手"),  # brackets that hold something stay
         ("按公式f(x)计算", "按公式f(x)计算"),
+        ("杜老志，Malcolm Struan Tonnochy，（），英国人", "杜老志，Malcolm Struan Tonnochy，英国人"),
+        ("大臣们请求立徐夫人为-{后}-", "大臣们请求立徐夫人为后"),  # a wiki's script-variant markup
+        ("球员-{zh-hk:罗伯列斯;zh-hans:罗伯斯;zh-tw:罗伯斯;}-入选", "球员罗伯斯入选"),
+        ("人口为1,000,000人", "人口为1,000,000人"),
     ],
 )
 def test_a_quote_drops_the_debris_a_page_markup_left(text, quoted):
