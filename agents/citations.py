@@ -200,11 +200,12 @@ def after_heading(text: str, section: str) -> str:
 
 # What a page's markup left behind when it dropped a pronunciation or a date: brackets holding
 # nothing but separators (张世昌（）, 伊维卡·奥利奇（，；）), a separator against a bracket
-# (Macedo,）), the separator doubled where such brackets stood, and an opening bracket the text was
-# cut after (票房第一（ …).
+# (Macedo,）), a label left without its value (松鸦（学名：）), the separator doubled where such
+# brackets stood, and an opening bracket the text was cut after (票房第一（ …).
 _SEPARATOR_INSIDE_BRACKET = re.compile(r"(?<=[（(])[\s，,、；;：:]+|[\s，,、；;：:]+(?=[）)])")
 _EMPTY_BRACKETS = re.compile(r"\s*[（(][）)]")
 _OPEN_BRACKET_AT_END = re.compile(r"\s*[（(]$")
+_LABEL_WITHOUT_VALUE = re.compile(r"\s*[（(][^（）()：:，,；;]{1,6}[：:][\s，,；;、]*[）)]")  # 松鸦（学名：）
 _DOUBLED_SEPARATOR = re.compile(r"([，,、；;])\s*[，,、]")  # 杜老志，（），英国人 once （） is gone
 # A wiki's script-variant markup: -{后}- is 后, -{zh-hans:罗伯斯;zh-hk:罗伯列斯;}- is 罗伯斯.
 _VARIANT_MARKUP = re.compile(r"-\{([^{}]*)\}-")
@@ -222,7 +223,7 @@ def _variant(match: re.Match) -> str:
 def without_markup_debris(text: str) -> str:
     """The text without empty brackets and the separators stranded inside brackets; the answer
     metric reads gold answers the same way, since such debris says nothing."""
-    text = _VARIANT_MARKUP.sub(_variant, text)
+    text = _LABEL_WITHOUT_VALUE.sub("", _VARIANT_MARKUP.sub(_variant, text))
     return _DOUBLED_SEPARATOR.sub(r"\1", _EMPTY_BRACKETS.sub("", _SEPARATOR_INSIDE_BRACKET.sub("", text)))
 
 

@@ -97,6 +97,9 @@ def test_strip_citations_keeps_other_brackets():
         ("大臣们请求立徐夫人为-{后}-", "大臣们请求立徐夫人为后"),  # a wiki's script-variant markup
         ("球员-{zh-hk:罗伯列斯;zh-hans:罗伯斯;zh-tw:罗伯斯;}-入选", "球员罗伯斯入选"),
         ("人口为1,000,000人", "人口为1,000,000人"),
+        ("松鸦（学名：），又名㭴鸟", "松鸦，又名㭴鸟"),
+        ("谢尔（法语：）是瑞士的一座城市", "谢尔是瑞士的一座城市"),
+        ("松鸦（学名：Garrulus glandarius）", "松鸦（学名：Garrulus glandarius）"),
     ],
 )
 def test_a_quote_drops_the_debris_a_page_markup_left(text, quoted):
