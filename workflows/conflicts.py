@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from knowledge.filters import as_of_day, parse_day
 from knowledge.lexicon import Lexicon
 from knowledge.schema import AUTHORITY_RANK
-from knowledge.text import CJK_CHAR, STOPWORDS, YEAR, normalize, tokenize
+from knowledge.text import CJK_CHAR, STOPWORDS, YEAR, is_faq, normalize, tokenize
 from tools.base import EvidenceHit
 
 
@@ -891,6 +891,7 @@ def detect_conflicts(question: str, evidence: list[EvidenceHit], lexicon: Lexico
     if not asked.terms or len(evidence) < 2:
         return []
     passages = [_Passage.of(hit, lexicon) for hit in _unique(evidence)]
+    off_topic = _off_topic(passages, asked)
     candidates: list[_Candidate] = []
     aligned_docs: set[tuple[str, str]] = set()
     version_sections: dict[tuple[str, str], list[tuple[float, _Passage, _Passage, str]]] = {}
@@ -898,6 +899,8 @@ def detect_conflicts(question: str, evidence: list[EvidenceHit], lexicon: Lexico
         for b in passages[i + 1:]:
             if a.hit.doc_id == b.hit.doc_id:
                 continue  # a document's rows and prices are different facts, not a conflict
+            if a.hit.chunk_id in off_topic or b.hit.chunk_id in off_topic:
+                continue
             entity = _entity_of(a.hit, b.hit, asked)
             if entity is None:
                 continue
@@ -918,6 +921,22 @@ def detect_conflicts(question: str, evidence: list[EvidenceHit], lexicon: Lexico
         version = _version_candidate(a, b, entity, asked)
         candidates += [version] if version is not None else []
     return [_to_conflict(c, as_of) for c in _merge(candidates)]
+
+
+def _off_topic(passages: list[_Passage], question: _Question) -> set[str]:
+    """Chunks about something else than what the question names: when the question names the title
+    of an evidence page (班卡雀鲷, 谢尔), a page (no product, no FAQ) whose title it does not name and
+    whose text never mentions a named title (蓝纹高身雀鲷, 鄂温人) gives another thing's value."""
+    by_chunk = {p.hit.chunk_id: p.hit for p in passages}
+    asked = question.raw.lower()  # titles are compared as written (normalised), not canonicalised
+    # FAQ titles are customers' questions (退款多久能到账？), not names of things
+    stems = {p.hit.chunk_id: _title_stem(p.hit.title).lower() for p in passages
+             if not p.hit.product_id and not is_faq(p.hit)}
+    named = {stem for stem in stems.values() if len(stem) >= 2 and stem in asked}
+    if not named:
+        return set()
+    return {chunk for chunk, stem in stems.items() if stem not in named
+            and not any(name in normalize(by_chunk[chunk].text).lower() for name in named)}
 
 
 def _unique(evidence: list[EvidenceHit]) -> list[EvidenceHit]:

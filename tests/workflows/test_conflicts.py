@@ -244,3 +244,24 @@ def test_rgb_zh_sample_flags_conflicts_and_little_else(datasets_dir):
 ])
 def test_chinese_numerals_become_arabic_only_where_they_count_something(text, canonical):
     assert canonical_text(text) == canonical
+
+
+def test_pages_about_a_sibling_of_the_named_thing_give_no_conflict():
+    """The question names one page's title; a page titled otherwise that never mentions it states
+    another thing's value (another species' depth), which is no disagreement about the asked one."""
+    page = "{name}，俗名为厚壳仔，为雀鲷科的其中一种。本鱼分布于印度西太平洋区等海域。水深{depth}公尺。"
+    asked = hit("cmrc-147#body-0", page.format(name="班卡雀鲷", depth="1至12"), title="班卡雀鲷")
+    sibling = hit("cmrc-169#body-0", page.format(name="胸斑眶锯雀鲷", depth="0.5至10"), title="蓝纹高身雀鲷")
+    question = "班卡雀鲷生活在水深多少的海域？"
+    assert detect_conflicts(question, [asked, sibling]) == []
+    # a page that mentions the named thing still counts, and so do untitled passages
+    mentions = hit("cmrc-170#body-0", page.format(name="班卡雀鲷", depth="0.5至10"), title="雀鲷属")
+    assert detect_conflicts(question, [asked, mentions])
+    untitled = [hit("s-1#body-0", page.format(name="本种", depth="1至12")),
+                hit("s-2#body-0", page.format(name="本种", depth="0.5至10"))]
+    assert detect_conflicts(question, untitled)
+    # an FAQ entry's title is a customer's question, not the name of a thing
+    faq = hit("faq-017#body-0", "仓库验货通过后 1-3 个工作日原路退回。", title="退款多久能到账？", doc_type="faq")
+    policies = [hit("policy-2026#退款-0", "退款：验货通过后 1-3 个工作日原路退回。", title="退换货政策（2026版）"),
+                hit("policy-2024#退款-0", "退款：验货通过后 3-5 个工作日原路退回。", title="退换货政策（2024版）")]
+    assert detect_conflicts("退货后退款多久能到账？", [faq, *policies])
