@@ -57,6 +57,7 @@ _CURRENCY = re.compile(r"(?:[¥￥]|RMB|CNY)\s*(\d+(?:\.\d+)?)")
 _UNITS = {
     "个工作日": "工作日", "工作日": "工作日", "个小时": "h", "小时": "h", "分钟": "min", "个月": "月",
     "英寸": "英寸", "毫米": "mm", "厘米": "cm", "公里": "km", "千米": "km", "千克": "kg", "公斤": "kg", "毫升": "ml", "积分": "积分",
+    "公分": "cm", "公厘": "mm", "公尺": "m",  # as Taiwan and Hong Kong write centimetres, millimetres, metres
     "days": "天", "day": "天", "hours": "h", "months": "月", "years": "年", "yuan": "元",
     "mAh": "mah", "mah": "mah", "Wh": "wh", "min": "min", "mm": "mm", "cm": "cm", "ml": "ml",
     "mL": "ml", "kg": "kg", "km": "km", "FP": "fp", "°C": "℃", "℃": "℃", "%": "%",

@@ -334,6 +334,9 @@ def test_a_length_or_a_description_is_answered_in_the_evidence_own_words():
     answerer = ExtractiveAnswerer()
     road = hit("w-30#body-0", "羗山道", "羗山道是香港新界大屿山一条道路。沿路风景优美。羗山道连接石壁及羗山，长达4.5公里。")
     assert "4.5公里" in answerer.run("羗山道的长度是多少？", [road])  # 长度 asks for metres or kilometres
+    eel = hit("w-32#body-0", "长齿锯犁鳗", "长齿锯犁鳗，为辐鳍鱼纲鳗鲡目的其中一种。体长为体高的72倍，尾长为头与躯干的3倍。"
+              "本鱼体长可达76公分，栖息深度可达150公尺。")
+    assert "76公分" in answerer.run("长齿锯犁鳗的体长是多少？", [eel])  # 公分 is how cmrc's pages write cm
     visa = hit("w-31#body-0", "工作假期签证", "工作假期签证是一种旅行许可，它允许旅行者在签证颁发国受雇工作。申请人须年满18岁。")
     assert answerer.run("工作假期签证有什么作用？", [visa]).startswith("工作假期签证是一种旅行许可")
     # a kind of value the page does not state is still refused, however well the page is found
