@@ -221,8 +221,8 @@ def _variant(match: re.Match) -> str:
 
 
 def without_markup_debris(text: str) -> str:
-    """The text without empty brackets and the separators stranded inside brackets; the answer
-    metric reads gold answers the same way, since such debris says nothing."""
+    """The text without the markup debris described above (script variants resolved to the
+    simplified one); the answer metric reads gold answers the same way, since debris says nothing."""
     text = _LABEL_WITHOUT_VALUE.sub("", _VARIANT_MARKUP.sub(_variant, text))
     return _DOUBLED_SEPARATOR.sub(r"\1", _EMPTY_BRACKETS.sub("", _SEPARATOR_INSIDE_BRACKET.sub("", text)))
 

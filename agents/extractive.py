@@ -554,15 +554,12 @@ class ExtractiveAnswerer:
         # Sources of one authority and no dates give no ground to prefer one: say so, never pick.
         undecided = not conflict.as_of and len(dates) == 1
         if english:
-            if undecided:
-                return "Sources disagree: " + "; ".join(parts) + "; they do not show which holds, please check with customer service."
             prevails = "the one nearest the time asked about" if conflict.as_of else "the newest one"
-            return "Sources disagree: " + "; ".join(parts) + f"; {prevails} prevails."
-        if undecided:
-            return "不同来源说法不一致：" + "；".join(parts) + f"，{_UNDECIDED}。"
+            close = "they do not show which holds, please check with customer service" if undecided else f"{prevails} prevails"
+            return "Sources disagree: " + "; ".join(parts) + f"; {close}."
         kind = "政策" if all(h.doc_type == "policy" for _, h, _ in statements) else "信息"
         prevails = f"以最接近所问时间的{kind}为准" if conflict.as_of else f"以最新{kind}为准"
-        return "不同来源说法不一致：" + "；".join(parts) + f"，{prevails}。"
+        return "不同来源说法不一致：" + "；".join(parts) + f"，{_UNDECIDED if undecided else prevails}。"
 
     def _checked(self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"],
                  pieces: list[str]) -> str:

@@ -928,16 +928,14 @@ def _off_topic(passages: list[_Passage], question: _Question) -> set[str]:
     """Chunks about something else than what the question names: when the question names the title
     of an evidence page (班卡雀鲷, 谢尔), a page (no product, no FAQ) whose title it does not name and
     whose text never mentions a named title (蓝纹高身雀鲷, 鄂温人) gives another thing's value."""
-    by_chunk = {p.hit.chunk_id: p.hit for p in passages}
     asked = question.raw.lower()  # titles are compared as written (normalised), not canonicalised
     # FAQ titles are customers' questions (退款多久能到账？), not names of things
-    stems = {p.hit.chunk_id: _title_stem(p.hit.title).lower() for p in passages
-             if not p.hit.product_id and not is_faq(p.hit)}
-    named = {stem for stem in stems.values() if len(stem) >= 2 and stem in asked}
+    pages = [(_title_stem(p.hit.title).lower(), p.hit) for p in passages if not p.hit.product_id and not is_faq(p.hit)]
+    named = {stem for stem, _ in pages if len(stem) >= 2 and stem in asked}
     if not named:
         return set()
-    return {chunk for chunk, stem in stems.items() if stem not in named
-            and not any(name in normalize(by_chunk[chunk].text).lower() for name in named)}
+    return {hit.chunk_id for stem, hit in pages if stem not in named
+            and not any(name in normalize(hit.text).lower() for name in named)}
 
 
 def _unique(evidence: list[EvidenceHit]) -> list[EvidenceHit]:

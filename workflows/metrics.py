@@ -70,7 +70,7 @@ def answer_hit(answer: str, answer_groups: Sequence[Sequence[str]]) -> bool:
     """Every group matched by one of its strings (whitespace and markup debris ignored, as an
     answer quoting 开发（）营运 writes 开发营运). Empty groups: False."""
     text = answer_text(answer)
-    groups = [[_squeeze(s) for s in group if _squeeze(s)] for group in answer_groups]
+    groups = [[squeezed for s in group if (squeezed := _squeeze(s))] for group in answer_groups]
     if not groups or not all(groups):
         return False
     return all(any(s in text for s in group) for group in groups)
@@ -79,7 +79,7 @@ def answer_hit(answer: str, answer_groups: Sequence[Sequence[str]]) -> bool:
 def states_any(answer: str, phrases: Iterable[str]) -> bool:
     """Does the answer contain any of the phrases (whitespace and citations ignored)?"""
     text = answer_text(answer)
-    return any(_squeeze(p) and _squeeze(p) in text for p in phrases)
+    return any((squeezed := _squeeze(p)) and squeezed in text for p in phrases)
 
 
 def citation_scores(cited_ids: Sequence[str], gold_doc_ids: Iterable[str], evidence: Mapping[str, str]) -> tuple[float, float]:
