@@ -20,7 +20,7 @@ from knowledge.chunking import CHUNK_FORMAT, chunk_document
 from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
 from knowledge.loaders import load_path
-from knowledge.schema import Chunk, Document, LoadIssue
+from knowledge.schema import Chunk, Document, LoadIssue, check_doc_type
 from knowledge.text import tokenize
 
 
@@ -55,8 +55,10 @@ def row_id_for(chunk: Chunk, text: str, embedder_name: str) -> str:
 
 
 class Ingestor:
-    def __init__(self, kb: KnowledgeBase, show_progress: bool = True, on_stage=None):
+    def __init__(self, kb: KnowledgeBase, show_progress: bool = True, on_stage=None, doc_type: str | None = None):
         self.kb = kb
+        # the type of every document whose record names none (an FAQ export: title = standard question)
+        self.doc_type = check_doc_type(doc_type) if doc_type else None
         self.show_progress = show_progress
         # on_stage(name): called after each durable write; crash tests kill the process there.
         self.on_stage = on_stage or (lambda stage: None)
@@ -80,6 +82,8 @@ class Ingestor:
             if lex is not None:
                 lexicon = lexicon.merged(lex)
             for doc in loaded:
+                if self.doc_type and "doc_type" not in doc.model_fields_set:
+                    doc = doc.model_copy(update={"doc_type": self.doc_type})
                 if doc.doc_id in docs:
                     issues.append(LoadIssue(where=doc.origin or str(path),
                                             message=f"duplicate doc_id {doc.doc_id!r} (first in {docs[doc.doc_id].origin}); skipped"))

@@ -4,13 +4,21 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
 DocType = Literal["product", "review", "policy", "faq", "post", "doc"]
+DOC_TYPES: tuple[str, ...] = get_args(DocType)
 Authority = Literal["official", "community"]
 AUTHORITY_RANK = {"official": 2, "community": 1}
+
+
+def check_doc_type(value: str) -> str:
+    """The document type named, lower-cased; a ValueError listing the known ones otherwise."""
+    if value.lower() not in DOC_TYPES:
+        raise ValueError(f"unknown doc_type {value!r}: use one of {', '.join(DOC_TYPES)}")
+    return value.lower()
 
 
 class SkuRow(BaseModel):

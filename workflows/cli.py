@@ -65,9 +65,17 @@ def ingest(
     prune: bool = typer.Option(False, help="remove documents that are no longer in PATHS"),
     reindex: bool = typer.Option(False, help="drop the KB and build it again (e.g. after changing embedder)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+    doc_type: str = typer.Option(None, "--doc-type", help="the type of documents whose records name none "
+                                 "(product, review, policy, faq, post, doc), e.g. faq for an FAQ export"),
 ) -> None:
     """Ingest documents into a KB; unchanged documents are skipped, changed ones replaced."""
     from knowledge.ingest import Ingestor
+    from knowledge.schema import check_doc_type
+
+    try:
+        doc_type = check_doc_type(doc_type) if doc_type else None
+    except ValueError as exc:
+        fail(f"--doc-type: {exc}")
 
     if reindex and kb.exists():
         import shutil
@@ -77,7 +85,7 @@ def ingest(
     stages = None
     if os.environ.get("CITESCOPE_INGEST_STAGES"):  # crash tests watch these lines
         stages = lambda stage: print(f"stage {stage}", file=sys.stderr, flush=True)  # noqa: E731
-    summary = Ingestor(base, show_progress=not as_json, on_stage=stages).run(list(paths), prune=prune)
+    summary = Ingestor(base, show_progress=not as_json, on_stage=stages, doc_type=doc_type).run(list(paths), prune=prune)
     base.close()
     if as_json:
         print(json.dumps(summary.as_dict(), ensure_ascii=False))

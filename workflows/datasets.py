@@ -30,6 +30,10 @@ from knowledge.chunking import CHUNK_FORMAT
 from knowledge.loaders import LOADER_VERSION, load_path
 from knowledge.settings import Settings, get_settings
 
+# What a set's README says its documents are, for sets whose records carry no doc_type:
+# baoxianzhidao is an FAQ export (title = the standard question, text = the best reply), ingested
+# as a shop ingests its FAQ (`run.py ingest --doc-type faq`).
+DECLARED_DOC_TYPES = {"baoxianzhidao": "faq"}
 MARKER = "dataset.json"  # written after a complete ingest; its presence means "reuse me"
 
 
@@ -136,36 +140,36 @@ def sample(questions: Sequence[Question], n: int | None, seed: int = 0, stratify
 # ----------------------------------------------------------------------------- dataset KBs
 
 
-def _kb_key(corpus_paths: Sequence[Path], settings: Settings, max_docs: int | None) -> str:
+def _kb_key(corpus_paths: Sequence[Path], settings: Settings, max_docs: int | None, doc_type: str | None) -> str:
     stamp = []
     for path in corpus_paths:
         stat = path.stat()
         stamp.append([str(path.resolve()), stat.st_size, int(stat.st_mtime)])
     raw = json.dumps([stamp, settings.embedder, settings.chunk_size, settings.chunk_overlap, max_docs, LOADER_VERSION,
-                      CHUNK_FORMAT])
+                      CHUNK_FORMAT, *([doc_type] if doc_type else [])])  # untyped KBs keep their earlier keys
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:10]
 
 
 def dataset_kb(corpus_paths: Sequence[Path | str], name: str, max_docs: int | None = None,
-               root: Path | None = None, settings: Settings | None = None) -> KnowledgeBase:
+               root: Path | None = None, settings: Settings | None = None, doc_type: str | None = None) -> KnowledgeBase:
     """A warmed KB of the given corpus files, built on first use and reused afterwards.
 
     max_docs: only the first N documents of each file (development slices; the slice is written
     inside the KB folder, never next to the data). root: where KB folders live (default
-    <cache_dir>/kbs). Ingesting embeds chunks the embedding cache lacks, so a slow first build
+    <cache_dir>/kbs). doc_type: the type of records that name none. Ingesting embeds chunks the embedding cache lacks, so a slow first build
     happens at most once per corpus and model.
     """
     settings = settings or get_settings()
     paths = [Path(p) for p in corpus_paths]
-    kb_dir = Path(root or settings.cache_dir / "kbs") / f"{name}-{_kb_key(paths, settings, max_docs)}"
+    kb_dir = Path(root or settings.cache_dir / "kbs") / f"{name}-{_kb_key(paths, settings, max_docs, doc_type)}"
     kb_dir.mkdir(parents=True, exist_ok=True)
     with open(kb_dir / ".lock", "w") as lock:  # two benches must not build one KB at once
         fcntl.flock(lock, fcntl.LOCK_EX)
         kb = KnowledgeBase(kb_dir, settings.model_copy(update={"kb_dir": kb_dir}), create=True)
         if not (kb_dir / MARKER).exists():
             sources = [_first_docs(p, max_docs, kb_dir / "sources") for p in paths] if max_docs else paths
-            summary = Ingestor(kb, show_progress=False).run(sources)
-            marker = {"name": name, "corpora": [str(p) for p in paths], "max_docs": max_docs,
+            summary = Ingestor(kb, show_progress=False, doc_type=doc_type).run(sources)
+            marker = {"name": name, "corpora": [str(p) for p in paths], "max_docs": max_docs, "doc_type": doc_type,
                       "embedder": settings.embedder, "chunk_size": settings.chunk_size,
                       "chunk_overlap": settings.chunk_overlap, "built_at": time.time(),
                       "ingest": summary.as_dict()}

@@ -43,7 +43,7 @@ from knowledge.settings import get_settings
 from tools.rerank import DEFAULT_WEIGHTS_PATH
 from workflows.arms import Arm, load_arms
 from workflows.batch import AnswerLog
-from workflows.datasets import Question, candidate_kb, dataset_kb, load_questions, missing_embeddings, sample
+from workflows.datasets import DECLARED_DOC_TYPES, Question, candidate_kb, dataset_kb, load_questions, missing_embeddings, sample
 from workflows.metrics import (Outcome, answer_scores_by_qtype, group_by, latency_summary, mean, ranked_doc_ids,
                                recall_at_k, reciprocal_rank)
 from workflows.pipeline import QAPipeline
@@ -101,6 +101,7 @@ class Split:
     name: str
     questions: Path
     corpus: tuple[Path, ...]
+    doc_type: str | None = None  # the type of its corpus records, which name none (DECLARED_DOC_TYPES)
 
     @property
     def label(self) -> str:
@@ -130,7 +131,8 @@ def find_splits(dataset_dir: Path, questions_file: str | None = None) -> list[Sp
         corpus = dataset_dir / f"corpus{suffix}.jsonl"
         if not corpus.exists():
             corpus = dataset_dir / "corpus.jsonl"
-        splits.append(Split(file.stem, file, (corpus if corpus.exists() else dataset_dir,)))
+        splits.append(Split(file.stem, file, (corpus if corpus.exists() else dataset_dir,),
+                            DECLARED_DOC_TYPES.get(dataset_dir.name)))
     return splits
 
 
@@ -190,10 +192,10 @@ class SplitKBs:
 _OPEN_KBS: dict[tuple, KnowledgeBase] = {}
 
 
-def _open_kb(paths: Sequence[Path], name: str, root: Path) -> KnowledgeBase:
-    key = (tuple(str(Path(p).resolve()) for p in paths), name, str(Path(root).resolve()))
+def _open_kb(paths: Sequence[Path], name: str, root: Path, doc_type: str | None = None) -> KnowledgeBase:
+    key = (tuple(str(Path(p).resolve()) for p in paths), name, str(Path(root).resolve()), doc_type)
     if key not in _OPEN_KBS:
-        _OPEN_KBS[key] = dataset_kb(paths, name, root=root)
+        _OPEN_KBS[key] = dataset_kb(paths, name, root=root, doc_type=doc_type)
     return _OPEN_KBS[key]
 
 
@@ -255,7 +257,7 @@ def open_split_kbs(split: Split, questions: Sequence[Question], root: Path, max_
             raise EvalError(f"{name}: building the {role} KB would embed {missing:,} texts (~{missing // 180 + 1} min "
                             "on this CPU); raise --max-embed to do it, wait for the embedding cache, or (candidate-"
                             "protocol sets such as rgb_zh) take fewer questions: --per-qtype 10")
-        kb = _open_kb(paths, f"{name}-{role}", root / "kbs")
+        kb = _open_kb(paths, f"{name}-{role}", root / "kbs", split.doc_type)
         seed_calibrated_config(kb.dir)
         setattr(kbs, role, kb)
         if not len(kb):
@@ -322,13 +324,15 @@ def record_of(strategy: str, question: Question, result: QAResult, kb: Knowledge
 
 def run_dir_for(request: EvalRequest, split: Split, configs: dict[str, PipelineConfig]) -> Path:
     """<root>/runs/<split label>-<hash of what decides the outcomes>: the question choice, the
-    pipeline configs (a recalibrated threshold starts a new run) and the reranker weights."""
+    pipeline configs (a recalibrated threshold starts a new run), the reranker weights and the
+    corpus's declared document type."""
     if request.run_dir is not None:
         return Path(request.run_dir) / split.name
     decisive = request.model_dump(mode="json", include={"qtypes", "limit", "per_qtype", "seed", "history"})
     weights = DEFAULT_WEIGHTS_PATH.read_bytes() if DEFAULT_WEIGHTS_PATH.exists() else b""
     key = hashlib.sha256(json.dumps([decisive, str(split.questions.resolve()), hashlib.sha256(weights).hexdigest(),
-                                     {role: c.model_dump() for role, c in configs.items()}],
+                                     {role: c.model_dump() for role, c in configs.items()},
+                                     *([split.doc_type] if split.doc_type else [])],
                                     sort_keys=True).encode()).hexdigest()[:8]
     return request.root / "runs" / f"{split.label}-{key}"
 

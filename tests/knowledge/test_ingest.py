@@ -112,3 +112,31 @@ def test_unknown_kb_and_other_embedder_are_refused(tmp_path):
     kb.close()
     with pytest.raises(KBError, match="re-index"):
         KnowledgeBase(tmp_path / "kb", get_settings(embedder="openai:text-embedding-3-small"))
+
+
+def test_declared_doc_type_fills_only_records_that_name_none(tmp_path):
+    rows = [{"doc_id": "q-1", "title": "私家车三责险价格", "text": "看车型和保额，建议不低于50万。"}, DOCS[3]]
+    corpus = write_jsonl(tmp_path / "faq.jsonl", rows)
+    kb = open_kb(tmp_path / "kb")
+    untyped = Ingestor(kb, show_progress=False).run([corpus])
+    kb.refresh()
+    assert [c.doc_type for c in kb.chunks_of("q-1")] == ["doc"]
+    typed = Ingestor(kb, show_progress=False, doc_type="FAQ").run([corpus])
+    assert (typed.replaced, typed.skipped, typed.added) == (1, 1, 0)  # the type is part of what changed
+    kb.refresh()
+    assert [c.doc_type for c in kb.chunks_of("q-1")] == ["faq"]  # a title that is no question, typed by the caller
+    assert len(kb) == untyped.chunks  # replaced, not added twice
+    assert {c.doc_type for c in kb.chunks_of("rev-1")} == {"review"}  # the record's own type wins
+    kb.close()
+    with pytest.raises(ValueError, match="unknown doc_type 'manual'.*faq"):
+        Ingestor(open_kb(tmp_path / "kb2"), show_progress=False, doc_type="manual")
+
+
+def test_unknown_doc_type_option_is_refused_before_anything_is_written(tmp_path):
+    corpus = write_jsonl(tmp_path / "docs.jsonl", DOCS[:1])
+    result = subprocess.run(
+        [sys.executable, "run.py", "ingest", str(corpus), "--kb", str(tmp_path / "kb"), "--doc-type", "manual"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 2 and "--doc-type: unknown doc_type 'manual'" in result.stderr
+    assert not (tmp_path / "kb").exists()
