@@ -492,3 +492,29 @@ def test_a_conflict_is_stated_in_the_evidence_own_words():
     assert "：有来源称：" in answer and "；另有来源称：" in answer and "来源为" not in answer
     assert "以最新" not in answer and "建议转人工客服确认" in answer
     assert Inspector().run(answer, [true_copy, fake_copy], conflicts).passed
+
+
+def test_an_english_question_gets_the_disclosure_in_english_and_an_undecided_one_names_no_winner():
+    from workflows.conflicts import Conflict, ConflictValue
+
+    # The detector reads Chinese attributes; the conflict is given as it reports one (official
+    # sources, the values' dates the hits' own).
+    def delivery(dates: tuple[str | None, str | None]) -> tuple[list[EvidenceHit], Conflict]:
+        hits = [hit(f"e-{i}#body-0", "", f"Standard delivery takes {days} days after payment.")
+                .model_copy(update={"updated_at": date}) for i, (days, date) in enumerate(zip((7, 15), dates))]
+        values = [ConflictValue(value=f"{days} days", chunk_id=h.chunk_id, updated_at=h.updated_at,
+                                authority="official", sentence=h.text) for days, h in zip((7, 15), hits)]
+        return hits, Conflict(attribute="days", entity="standard delivery", values=values)
+
+    question = "How many days does standard delivery take?"
+    hits, undated = delivery((None, None))
+    answer = ExtractiveAnswerer().run(question, hits, [undated])
+    assert answer == ("Sources disagree: one source says: Standard delivery takes 7 days after payment【e-0#body-0】; "
+                      "another source says: Standard delivery takes 15 days after payment【e-1#body-0】; "
+                      "they do not show which holds, please check with customer service.")
+    assert Inspector().run(answer, hits, [undated]).passed
+    hits, dated = delivery(("2026-03-01", "2025-01-01"))
+    answer = ExtractiveAnswerer().run(question, hits, [dated])
+    assert answer.startswith("Sources disagree: one source (2026-03-01) says: Standard delivery takes 7 days")
+    assert answer.endswith("; the newest one prevails.") and "check with customer service" not in answer
+    assert Inspector().run(answer, hits, [dated]).passed
