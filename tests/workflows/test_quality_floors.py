@@ -51,7 +51,8 @@ FLOORS = {
                       # FAQ entries are now answered with their reply (before: 0.917 refused of 12
                       # unanswerable but also 0.600 of 20 answerable, the answer stage refusing)
                       ("unanswerable_kb_removed", "answers.refusal_recall", 0.66),  # 0.750 of 12
-                      ("all", "answers.false_refusal_rate", 0.35)],  # 0.300 of 20
+                      # typed as the FAQ it is (DECLARED_DOC_TYPES; before: 0.300, ceiling 0.35)
+                      ("all", "answers.false_refusal_rate", 0.25)],  # 0.200 of 20
     "cmrc2018_dev": [("all", "retrieval.recall@5", 0.93),  # 1.000 of 16
                      ("all", "answers.answer_hit", 0.64),  # 0.714 of 14 answered (10; before: 10 of 13)
                      ("all", "answers.citation_precision", 0.93),  # 1.000
