@@ -16,9 +16,10 @@ AUTHORITY_RANK = {"official": 2, "community": 1}
 
 def check_doc_type(value: str) -> str:
     """The document type named, lower-cased; a ValueError listing the known ones otherwise."""
-    if value.lower() not in DOC_TYPES:
+    name = value.lower()
+    if name not in DOC_TYPES:
         raise ValueError(f"unknown doc_type {value!r}: use one of {', '.join(DOC_TYPES)}")
-    return value.lower()
+    return name
 
 
 class SkuRow(BaseModel):

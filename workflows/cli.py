@@ -85,7 +85,8 @@ def ingest(
     stages = None
     if os.environ.get("CITESCOPE_INGEST_STAGES"):  # crash tests watch these lines
         stages = lambda stage: print(f"stage {stage}", file=sys.stderr, flush=True)  # noqa: E731
-    summary = Ingestor(base, show_progress=not as_json, on_stage=stages, doc_type=doc_type).run(list(paths), prune=prune)
+    ingestor = Ingestor(base, show_progress=not as_json, on_stage=stages, doc_type=doc_type)
+    summary = ingestor.run(list(paths), prune=prune)
     base.close()
     if as_json:
         print(json.dumps(summary.as_dict(), ensure_ascii=False))

@@ -150,14 +150,14 @@ def _kb_key(corpus_paths: Sequence[Path], settings: Settings, max_docs: int | No
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:10]
 
 
-def dataset_kb(corpus_paths: Sequence[Path | str], name: str, max_docs: int | None = None,
-               root: Path | None = None, settings: Settings | None = None, doc_type: str | None = None) -> KnowledgeBase:
+def dataset_kb(corpus_paths: Sequence[Path | str], name: str, max_docs: int | None = None, root: Path | None = None,
+               settings: Settings | None = None, doc_type: str | None = None) -> KnowledgeBase:
     """A warmed KB of the given corpus files, built on first use and reused afterwards.
 
     max_docs: only the first N documents of each file (development slices; the slice is written
     inside the KB folder, never next to the data). root: where KB folders live (default
-    <cache_dir>/kbs). doc_type: the type of records that name none. Ingesting embeds chunks the embedding cache lacks, so a slow first build
-    happens at most once per corpus and model.
+    <cache_dir>/kbs). doc_type: the type of records that name none. Ingesting embeds chunks the
+    embedding cache lacks, so a slow first build happens at most once per corpus and model.
     """
     settings = settings or get_settings()
     paths = [Path(p) for p in corpus_paths]

@@ -43,7 +43,8 @@ from knowledge.settings import get_settings
 from tools.rerank import DEFAULT_WEIGHTS_PATH
 from workflows.arms import Arm, load_arms
 from workflows.batch import AnswerLog
-from workflows.datasets import DECLARED_DOC_TYPES, Question, candidate_kb, dataset_kb, load_questions, missing_embeddings, sample
+from workflows.datasets import (DECLARED_DOC_TYPES, Question, candidate_kb, dataset_kb, load_questions,
+                                missing_embeddings, sample)
 from workflows.metrics import (Outcome, answer_scores_by_qtype, group_by, latency_summary, mean, ranked_doc_ids,
                                recall_at_k, reciprocal_rank)
 from workflows.pipeline import QAPipeline
