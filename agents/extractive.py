@@ -20,7 +20,8 @@ from agents.inspector import Facts, InspectionReport, Inspector, facts_of
 from agents.inspector import asked_units as asked_units_of  # _profile's local is called asked_units
 from agents.product_answers import ProductAnswers, sku_fields, sku_sentence
 from agents.prompts import load_prompt
-from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DESCRIPTION_QUESTION, IDENTITY_QUESTION,
+from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DESCRIPTION_QUESTION, ENGLISH_COUNTED,
+                                  IDENTITY_QUESTION,
                                   NUMERIC_QUESTION, PRIZE_STATED, QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
                                   asked_focus, compound_parts, names_a_sibling, states_amount)
 from knowledge.chunking import SKU_OVERVIEW_SECTION
@@ -137,7 +138,7 @@ class ExtractiveAnswerer:
         disclosed_chunks: set[str] = set()
         overruled: list[str] = []  # values a disclosure said do not prevail
         for conflict in conflicts:
-            if self.inspector.conflict_disclosed(conflict, split_sentences("".join(pieces))):
+            if self.inspector.conflict_disclosed(conflict, split_sentences(_joined(pieces))):
                 continue  # an earlier disclosure already states these values
             disclosure = self._disclose(conflict, by_id, profile.english)
             if disclosure and strip_citations(disclosure).strip() not in banned:
@@ -219,6 +220,8 @@ class ExtractiveAnswerer:
             run = []
             if token and not single and not QUESTION_WORD.match(token):
                 terms.append(token)
+        counted = set(ENGLISH_COUNTED.findall(canonical.lower()))
+        terms = [t for t in terms if t not in counted]
         asked_units, asked_words = asked_units_of(canonical), []
         for pattern, units, words in ASKS:
             if pattern.search(canonical):
@@ -389,7 +392,9 @@ class ExtractiveAnswerer:
                     and best.covered <= anchored.covered and best.models <= anchored.models
                     and anchored.fact >= best.fact):
                 best = anchored
-        if not (best.answers or question.english):  # only the entity matched: nothing answers
+        # only the entity matched: nothing answers (an English question cannot be matched word for
+        # word against Chinese evidence; against English evidence it can)
+        if not (best.answers or question.english and CJK_CHAR.search(best.hit.text)):
             return []
         chosen = [best]
         while len(chosen) < room:
@@ -570,7 +575,7 @@ class ExtractiveAnswerer:
         pipeline to see in its own inspection.
         """
         while pieces:
-            report = self.inspector.run("".join(pieces), evidence, conflicts, question)
+            report = self.inspector.run(_joined(pieces), evidence, conflicts, question)
             if report.passed:
                 break
             bad = {u.sentence for u in report.unsupported} | set(report.uncited)
@@ -580,7 +585,15 @@ class ExtractiveAnswerer:
                     pieces = []
                 break
             pieces = kept
-        return "".join(pieces) if pieces else self.refusal()
+        return _joined(pieces) if pieces else self.refusal()
+
+
+def _joined(pieces: list[str]) -> str:
+    """The answer's sentences in order, English ones a space apart."""
+    text = ""
+    for piece in pieces:
+        text += (" " if text[-1:] in (".", "!", "?", ";") and piece[:1].isascii() else "") + piece
+    return text
 
 
 def _definition_opener(name: str, strict: bool = False) -> re.Pattern:

@@ -73,7 +73,9 @@ VARIANTS_QUESTION = re.compile(
     r"|(?:什么|哪种)\S{0,2}(?:颜色|配色)"  # not 穿什么码, which asks for size advice
     r"|(?:颜色|配色|尺码|规格|款式)(?:有|都有|可选|分别|有哪些|是什么)"
     r"|(?:哪|什么)\S{0,8}(?:缺货|没货|断货|卖完|售罄|有货|有现货)|(?:缺货|没货|断货)的?(?:是|有)")
-QUESTION_WORD = re.compile(r"^(?:几|多[少久重大高长远宽厚]|哪|谁|什么|怎么|怎样|如何|是否|能否|可否|有没有|是不是|请问|吗)")
+QUESTION_WORD = re.compile(r"^(?:几|多[少久重大高长远宽厚]|哪|谁|什么|怎么|怎样|如何|是否|能否|可否|有没有|是不是|请问|吗|(?:many|much)$)")
+# The counted word of "how many days" is the kind of value asked, as the 天 of 几天 is.
+ENGLISH_COUNTED = re.compile(r"\bhow many\s+([a-z]+)")
 NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|多宽|how (?:much|many|long|big)", re.I)
 # A question about when (开幕时间, 什么时候发货) is only answered by a sentence that names a time: a
 # date, a clock time, a weekday, a relative day or a duration (48小时内发货). Without one the best

@@ -62,11 +62,24 @@ def normalize(text: str) -> str:
     return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
 
 
-STOPWORDS = frozenset(
+# English function words: an English question matches on its content words
+ENGLISH_STOPWORDS = frozenset(
+    "a an the of to in on at by for from with into about as and or but if is are was were be been being am "
+    "do does did have has had how what which who whom whose when where why i me my we us our you your he "
+    "him his she her they them their it its this that these those there here please would could should".split()
+)
+STOPWORDS = ENGLISH_STOPWORDS | frozenset(
     "的 了 吗 呢 吧 啊 呀 是 在 和 与 及 或 也 都 就 还 又 有 没有 我 你 他 她 它 我们 你们 "
     "这 那 这个 那个 一个 请问 什么 怎么 怎么样 如何 多少 哪 哪个 哪些 是否 为什么 可以 能 会 "
     "要 想 问 下 一下 些 个 吗? ? , . ! : ; ( ) - / 、 “ ” ‘ ’ 《 》 【 】 … ·".split()
 )
+
+
+def is_english(question: str) -> bool:
+    """Asked in English: no Chinese and an English function word ("XZ-3000 price please", not a
+    product name typed alone such as "AJ1 Retro")."""
+    return not CJK_CHAR.search(question) and any(
+        word in ENGLISH_STOPWORDS for word in re.findall(r"[a-z]+", question.lower()))
 _PUNCT_OR_SPACE = re.compile(r"^[\W_]+$", re.UNICODE)
 
 jieba.setLogLevel(logging.WARNING)

@@ -68,6 +68,7 @@ MIN_SHARED_FRACTION = 0.75
 MIN_SHARED_OF_LONGER = 0.5  # ... and half of the longer one (a truncated copy, not a longer story)
 MIN_SHARED_CHARS = 5
 MIN_SHARED_CJK = 4  # ... including real words, not only a date header such as "Jan 6, 2022 ..."
+MIN_SHARED_LATIN = 12  # ... or, in English, letters of a few words
 MAX_SLOTS_PER_SENTENCE = 3  # more differences than this is a rewrite, not one changed value
 MAX_TEXT_SLOT_CHARS = 10  # a longer rewritten span is a paraphrase, not a changed name
 NUMBER_TOLERANCE = 0.005  # 1051.41 vs 1051.42 is rounding, not a conflict
@@ -86,6 +87,8 @@ _QUESTION_WORDS = frozenset(
     "多少 几天 几个 几年 几次 几名 几人 什么 时候 什么时候 哪里 哪儿 哪个 哪些 哪年 哪天 哪一天 是不是 怎么 "
     "怎样 如何 多久 多长 多大 多重 多高 多远 为什么 现在 能否 可否 请问 有没有 是否 一样 分别 各自 还是 "
     "可以 需要 应该 之内 以内 东西".split()
+    # ... and in English, beyond the stop words (How many days does delivery take?)
+    + "many much long take takes taken need needs can will may must tell get any some".split()
 )
 # jieba part-of-speech tags of the words of a name: nouns, proper names, numerals, abbreviations,
 # the "·" inside foreign names.
@@ -117,16 +120,27 @@ _UNITS: dict[str, tuple[str, float]] = {
     "分": ("分", 1), "倍": ("倍", 1), "码": ("码", 1), "届": ("届", 1), "批": ("批", 1), "条": ("条", 1),
     "篇": ("篇", 1), "本": ("本", 1), "款": ("款", 1), "份": ("份", 1), "家": ("家", 1), "场": ("场", 1),
     "轮": ("轮", 1), "档": ("档", 1), "级": ("级", 1), "寸": ("寸", 1), "英寸": ("寸", 1), "度": ("度", 1),
+    # English, matched in lower-cased text and only as whole words (7 days, 2 weeks, 30 minutes)
+    "yuan": ("元", 1), "rmb": ("元", 1), "usd": ("usd", 1), "dollars": ("usd", 1), "dollar": ("usd", 1),
+    "business days": ("工作日", 1), "working days": ("工作日", 1), "business day": ("工作日", 1),
+    "days": ("天", 1), "day": ("天", 1), "weeks": ("天", 7), "week": ("天", 7), "hours": ("天", 1 / 24),
+    "hour": ("天", 1 / 24), "minutes": ("天", 1 / 1440), "months": ("月", 1), "month": ("月", 1),
+    "years": ("月", 12), "year": ("月", 12), "percent": ("%", 1), "pieces": ("件", 1), "pcs": ("件", 1),
 }
+_CURRENCY_SIGNS = {"¥": "元", "$": "usd"}
+_ENGLISH_DIMENSIONS = {"元": "yuan", "usd": "USD", "天": "days", "月": "months", "工作日": "business days", "数量": "number",
+                       "日期": "date", "年份": "year", "名称": "name", "列表": "list", "编码": "code"}
 # Classifiers that only count: 90个议席 and 90名议员 give the same number.
 _COUNTERS = frozenset("个 人 件 次 双 只 台 张 册 所 项 门 席 份 家 场 条 篇 本 款 批 轮 级".split())
 _QUALIFIER_UNITS = frozenset({"码", "届", "编码"})  # they say which thing, not how much
-_UNIT_PATTERN = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
+# An ASCII unit is a whole word: 5 g, 5g网络, but not the g of "5 great".
+_UNIT_PATTERN = "|".join(re.escape(u) + ("(?![a-z])" if u[-1].isascii() and u[-1].isalpha() else "")
+                         for u in sorted(_UNITS, key=len, reverse=True))
 # Not after a digit (120千米) nor in 哪一年 / 每一天 / 第一 / 统一, which are no amounts.
 # Not inside a longer numeral (第五十八条 stays whole) nor a bare 百/千 (百年人寿, 千元机 are names).
 _CN_NUMERAL = re.compile(rf"(?<![\d.哪每第这那同统唯之零〇一二两三四五六七八九十百千])(?![百千])"
                          rf"[零〇一二两三四五六七八九十百千]+(?=\s*(?:{_UNIT_PATTERN}))")
-_ASCII_GAP = re.compile(r"(?<=[A-Za-z0-9])[ \t]+(?=[A-Za-z0-9])")
+_ASCII_GAP = re.compile(r"(?<=[!-~])[ \t]+(?=[!-~])")  # English keeps its spaces (warranty. Keep, Jun 1, 2026)
 _OTHER_GAP = re.compile(r"[ \t]+")
 
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -138,15 +152,20 @@ _VALUE = re.compile(
     r"(?P<time>(?:上午|下午|晚上|中午)?(?P<hour>\d{1,2})(?::(?P<minute>\d{2})|[点时](?:(?P<minute2>\d{1,2})分)?))?"
     r"|(?P<clock>\d{1,2}:\d{2})"
     r"|(?P<ordinal>第(?P<on>\d+|[零一二两三四五六七八九十百]+)(?P<ounit>[\u4e00-\u9fff])?)"
-    rf"|(?P<qty>[¥$]?(?P<n1>{_NUMBER})(?:\s*[-~～至到]\s*(?P<n2>{_NUMBER}))?\s*(?P<mult>万|亿)?\s*(?P<unit>{_UNIT_PATTERN})?)"
+    rf"|(?P<qty>(?P<cur>[¥$])?(?P<n1>{_NUMBER})(?:\s*[-~～至到]\s*(?P<n2>{_NUMBER}))?\s*(?P<mult>万|亿)?\s*(?P<unit>{_UNIT_PATTERN})?)"
     r"|(?P<code>[a-z]+[a-z0-9]*(?:[-_][a-z0-9]+)*)"
 )
-_SENTENCE_END = re.compile(r"[。！？!?\n]|…+|\.{3,}|[；;](?!\s*[^\s；;:：]{1,15}: )")
-_STRONG_END = re.compile(r"[。！？!?\n]|…+|\.{3,}")
+# An English full stop ends a sentence before a space, not in 3.5, e.g., U.S. or Jan. 6.
+_FULL_STOP = (r"(?<![.\s])(?<!\b[a-z])(?<!\be\.g)(?<!\bi\.e)(?<!\bno)(?<!\bvs)(?<!\bmr)(?<!\bdr)(?<!\bst)"
+              + "".join(rf"(?<!\b{m})" for m in ("jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))
+              + r"\.(?=\s|$)")
+_SENTENCE_END = re.compile(rf"[。！？!?\n]|…+|\.{{3,}}|{_FULL_STOP}|[；;](?!\s*[^\s；;:：]{{1,15}}: )")
+_STRONG_END = re.compile(rf"[。！？!?\n]|…+|\.{{3,}}|{_FULL_STOP}")
 _CLAUSE_END = re.compile(r"[，,、：:]")
 _VERSION_MARK = re.compile(r"[（(【\[][^）)】\]]*(?:版|修订|更新|version|v\d)[^）)】\]]*[）)】\]]", re.IGNORECASE)
 _LIST_SEPARATORS = "、，,；;和及与"
 _DIGIT = re.compile(r"\d")
+_LATIN = re.compile(r"[a-z]")
 # A photo caption (新华社照片, 记者李明摄) says what a picture shows: two captions of one template are
 # two pictures (张帅在比赛中回球 / 发球), not two claims about one fact.
 _PHOTO_CAPTION = re.compile(r"新华社照片|图片来源|资料图片|供图|(?:记者|摄影)[^，,。\s]{1,8}摄")
@@ -234,7 +253,7 @@ def parse_value(text: str) -> _Value | None:
         return _Value(f"第{rank}{match.group('ounit') or ''}", "序数")
     if match.group("code"):
         return _Value(match.group("code"), "编码" if re.search(r"\d", match.group("code")) else "名称")
-    unit = match.group("unit") or ""
+    unit = match.group("unit") or _CURRENCY_SIGNS.get(match.group("cur") or "", "")
     canonical_unit, factor = _UNITS.get(unit, ("", 1))
     multiplier = {"万": 1e4, "亿": 1e8}.get(match.group("mult") or "", 1)
     first = float(match.group("n1").replace(",", ""))
@@ -317,9 +336,23 @@ def _question_terms(question: str, lexicon: Lexicon | None) -> list[str]:
             continue
         if len(token) < 2 and not token.isdigit():
             continue
+        if token.isascii() and token in _UNITS:
+            continue  # "days" of "how many days" is the kind of value asked, as 几天 is
+        token = _english_stem(token)
         if token not in terms:
             terms.append(token)
     return terms
+
+
+def _english_stem(word: str) -> str:
+    """An English word without its inflection, for substring matching: ships -> ship (shipping),
+    returned -> return; any other word as it is."""
+    if not (word.isascii() and word.isalpha()):
+        return word
+    for ending, shortest in (("ing", 6), ("ed", 5), ("es", 5), ("s", 4)):
+        if word.endswith(ending) and len(word) >= shortest and not word.endswith("ss"):
+            return word[:-len(ending)]
+    return word
 
 
 def _question_dimensions(question: str, lexicon: Lexicon | None) -> set[str]:
@@ -365,11 +398,17 @@ class _Candidate:
 
 # What kind of answer a question wants, from its wording; a slot of another kind is not an answer.
 _ASKS = {
-    "date": re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|几月|几号|时间|日期|截止|生效|多久|多长时间"),
+    "date": re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|几月|几号|时间|日期|截止|生效|多久|多长时间"
+                       r"|\bwhen\b|\b(?:what|which) (?:date|day|time|year)\b|\bdeadline\b|\bhow long\b", re.IGNORECASE),
     "number": re.compile(r"多少|几|多大|多重|多长|多久|多高|多远|多宽|比例|百分|价格|价钱|售价|费用|运费|容量|期限|有效期|保修"
-                         r"|(?:量|额|数|率|价|费|龄|重)[是为有]?[？?]?$"),  # 产量, 人数, 增长率 ... at the end
-    "list": re.compile(r"哪些|有哪|都有谁|都有什么|包括什么|包含什么"),
-    "name": re.compile(r"谁|哪位|哪里|哪儿|在哪|哪个|哪国|哪支|何地|地点|举办国|首都|国家|城市|得主|冠军|导演|编剧|作者|主演|演员|创始人"),
+                         r"|(?:量|额|数|率|价|费|龄|重)[是为有]?[？?]?$"  # 产量, 人数, 增长率 ... at the end
+                         r"|\bhow (?:many|much|long|big|large|heavy|far|tall|high|wide|old)\b"
+                         r"|\b(?:price|prices|cost|costs|fee|fees|charge|capacity|rate|percentage|warranty)\b", re.IGNORECASE),
+    "list": re.compile(r"哪些|有哪|都有谁|都有什么|包括什么|包含什么|\bwhich (?:ones|items)\b|\binclude[sd]?\b",
+                       re.IGNORECASE),
+    "name": re.compile(r"谁|哪位|哪里|哪儿|在哪|哪个|哪国|哪支|何地|地点|举办国|首都|国家|城市|得主|冠军|导演|编剧|作者|主演|演员|创始人"
+                       r"|\b(?:who|where)\b|\bwhich (?:country|city|team|company|brand|courier|carrier)\b"
+                       r"|\b(?:winner|director|author|founder)\b", re.IGNORECASE),
 }
 _DATE_DIMENSIONS = frozenset({"日期", "年份", "天", "月", "工作日"})
 
@@ -415,7 +454,7 @@ class _Question:
     @cached_property
     def asked_dimension(self) -> str | None:
         """The kind of amount the question names (几天 -> 天, 多少个 -> 数量, 多少钱 -> 元)."""
-        match = re.search(rf"(?:多少|几)\s*({_UNIT_PATTERN}|钱)", _ascii_lower(self.raw))
+        match = re.search(rf"(?:多少|几|\bhow many\s+)\s*({_UNIT_PATTERN}|钱)", _ascii_lower(self.raw))
         if match is None:
             return None
         unit = "元" if match.group(1) == "钱" else match.group(1)
@@ -429,7 +468,8 @@ class _Question:
             return False  # asked how many stations, the slot says how many minutes
         if a.dimension in _DATE_DIMENSIONS and "date" in self.asks:
             return True
-        return "number" in self.asks and a.dimension not in ("日期", "年份") or "name" in self.asks and a.dimension == "编码"
+        # an English name parses as a code without digits (DHL / UPS)
+        return "number" in self.asks and a.dimension not in ("日期", "年份") or "name" in self.asks and a.dimension in ("编码", "名称")
 
     def names_term(self, text: str) -> bool:
         return any(term in text for term in self.terms)
@@ -444,7 +484,8 @@ def _entity_of(a: EvidenceHit, b: EvidenceHit, question: _Question) -> str | Non
         return stem_a
     if _editions_of_other_years(stem_a, stem_b):
         return None
-    return "、".join(question.terms[:4]) or "问题"
+    terms = question.terms[:4]
+    return (", " if all(t.isascii() for t in terms) else "、").join(terms) or "问题"
 
 
 def _editions_of_other_years(stem_a: str, stem_b: str) -> bool:
@@ -496,7 +537,7 @@ def _sentence_slots(a: _Passage, sa: tuple[int, int], b: _Passage, sb: tuple[int
     if shared < MIN_SHARED_CHARS or shared < MIN_SHARED_FRACTION * shorter or shared < MIN_SHARED_OF_LONGER * longer:
         return None
     shared_text = "".join(text_a[block.a:block.a + block.size] for block in blocks)
-    if len(CJK_CHAR.findall(shared_text)) < MIN_SHARED_CJK:
+    if len(CJK_CHAR.findall(shared_text)) < MIN_SHARED_CJK and len(_LATIN.findall(shared_text)) < MIN_SHARED_LATIN:
         return None
     ops = matcher.get_opcodes()
     regions = [(sa[0] + i1, sa[0] + i2, sb[0] + j1, sb[0] + j2, index in (0, len(ops) - 1))
@@ -613,6 +654,8 @@ def _is_name(text: str) -> bool:
     clean = _NOT_WORD.sub("", text)
     if not clean or len(clean) > MAX_TEXT_SLOT_CHARS or clean in STOPWORDS:
         return False
+    if clean.isascii() and clean.isalpha():
+        return clean[0].isupper()  # DHL, London; not after / before, standard / express
     words = [w for w in jieba.posseg.lcut(clean) if w.word.strip()]
     if all(w.flag.startswith(("m", "q")) for w in words):
         return False
@@ -669,7 +712,7 @@ def _answer_slot(slots: list[_Slot], a: _Passage, b: _Passage, question: _Questi
     if any(a.text[s.a_span[1]:s.a_span[1] + 1] in ("：", ":") for s in content):
         return None  # a changed label (初试： / 复试：, a speaker's name) says which thing it is
     typed = [s for s in content if s.typed]
-    names = [s for s in content if not s.typed and _is_name(a.text[slice(*s.a_span)]) and _is_name(b.text[slice(*s.b_span)])]
+    names = [s for s in content if not s.typed and _is_name(a.shown[slice(*s.a_span)]) and _is_name(b.shown[slice(*s.b_span)])]
     if len({s.value_a.key for s in typed} | {s.value_b.key for s in typed}) == 2 and not names:
         if any(not s.typed and _DIGIT.search(a.text[slice(*s.a_span)] + b.text[slice(*s.b_span)]) for s in content):
             return None  # another changed span holds a number too (比重为51.5% / 利润占比为20.8%): two facts
@@ -761,6 +804,8 @@ def _attribute_label(text: str, span: tuple[int, int], terms: list[str], dimensi
             distance = min(abs(match.start() - span[1]), abs(span[0] - match.end()))
             if best_distance is None or distance < best_distance or (distance == best_distance and len(term) > len(best)):
                 best, best_distance = term, distance
+    if best and not CJK_CHAR.search(best):  # an English term, labelled the English way
+        return f"{best} ({_ENGLISH_DIMENSIONS.get(dimension, dimension)})"
     return f"{best}（{dimension}）" if best else dimension
 
 
@@ -892,7 +937,7 @@ def detect_conflicts(question: str, evidence: list[EvidenceHit], lexicon: Lexico
     if not asked.terms or len(evidence) < 2:
         return []
     passages = [_Passage.of(hit, lexicon) for hit in _unique(evidence)]
-    off_topic = _off_topic(passages, asked)
+    off_topic = _off_topic(passages, asked) | _half_on_topic(passages, asked)
     candidates: list[_Candidate] = []
     aligned_docs: set[tuple[str, str]] = set()
     version_sections: dict[tuple[str, str], list[tuple[float, _Passage, _Passage, str]]] = {}
@@ -936,6 +981,18 @@ def _off_topic(passages: list[_Passage], question: _Question) -> set[str]:
         return set()
     return {hit.chunk_id for stem, hit in pages if stem not in named
             and not any(name in normalize(hit.text).lower() for name in named)}
+
+
+def _half_on_topic(passages: list[_Passage], question: _Question) -> set[str]:
+    """Chunks that match at most half of what is asked while another matches all of it: for "How
+    long does standard delivery take?", the returns policy's "within 15 days of delivery" is
+    about returns, next to the shipping page that names standard delivery."""
+    if len(question.key_terms) < 2:
+        return set()
+    coverage = {p.hit.chunk_id: question.coverage(p.about) for p in passages}
+    if max(coverage.values(), default=0.0) < 1.0:
+        return set()
+    return {chunk_id for chunk_id, share in coverage.items() if share <= 0.5}
 
 
 def _unique(evidence: list[EvidenceHit]) -> list[EvidenceHit]:

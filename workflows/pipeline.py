@@ -29,7 +29,7 @@ from agents.prompts import load_prompt
 from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.filters import SearchFilters
 from knowledge.kb import KnowledgeBase, metadata_columns
-from knowledge.text import is_storable_text
+from knowledge.text import is_english, is_storable_text
 from tools.base import EvidenceHit, LegScore, SkillContext
 from tools.registry import SkillRegistry
 from tools.products import SizeAdvice
@@ -109,6 +109,9 @@ class QAPipeline:
         # Said instead when the evidence disagrees with itself: the customer learns why, and no
         # side of the disagreement is asserted on evidence too weak (or too unsupported) to answer.
         self.conflict_refusal_text = load_prompt("refusal_conflict").strip()
+        # an English question is refused in English (prompts/*_en.md)
+        self.english_refusals = {self.refusal_text: load_prompt("refusal_en").strip(),
+                                 self.conflict_refusal_text: load_prompt("refusal_conflict_en").strip()}
         self.compliance = SensitiveWordFilter.for_config(config, self.kb.dir)  # None when off
         conflict_check.warm_up()
         self.planner_llm, self.planner_formatter = (None, None)
@@ -207,6 +210,8 @@ class QAPipeline:
                 result.answer = screened.text
             clock.lap("compliance")
 
+        if result.refused and is_english(question):
+            result.answer = self.english_refusals.get(result.answer, result.answer)
         result.degradation_reasons = degradations
         result.degraded = bool(degradations)
         result.budget = tracker.used()
@@ -350,7 +355,8 @@ class QAPipeline:
 
     def _is_refusal(self, text: str, report: InspectionReport) -> bool:
         return not report.cited_ids and any(text.strip() == t or t in text
-                                            for t in (self.refusal_text, self.conflict_refusal_text))
+                                            for t in (self.refusal_text, self.conflict_refusal_text,
+                                                      *self.english_refusals.values()))
 
     def _model_names(self) -> dict[str, str]:
         return {

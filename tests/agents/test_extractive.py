@@ -497,8 +497,8 @@ def test_a_conflict_is_stated_in_the_evidence_own_words():
 def test_an_english_question_gets_the_disclosure_in_english_and_an_undecided_one_names_no_winner():
     from workflows.conflicts import Conflict, ConflictValue
 
-    # The detector reads Chinese attributes; the conflict is given as it reports one (official
-    # sources, the values' dates the hits' own).
+    # The conflict is given as the detector reports one (official sources, the values' dates the
+    # hits' own); tests/workflows/test_pipeline.py has the detector find it in an English shop.
     def delivery(dates: tuple[str | None, str | None]) -> tuple[list[EvidenceHit], Conflict]:
         hits = [hit(f"e-{i}#body-0", "", f"Standard delivery takes {days} days after payment.")
                 .model_copy(update={"updated_at": date}) for i, (days, date) in enumerate(zip((7, 15), dates))]

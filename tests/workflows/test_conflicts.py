@@ -2,6 +2,7 @@
 real-data check on rgb_zh (floors and ceilings set from the measured bench, minus a margin)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from knowledge.loaders import load_path
 from tools.base import EvidenceHit
 from workflows.bench.conflicts import evidence_for, run_conflict_bench
-from workflows.conflicts import canonical_text, detect_conflicts, one_subject, parse_value
+from workflows.conflicts import _VALUE, _Passage, canonical_text, detect_conflicts, one_subject, parse_value
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "knowledge" / "demo"
 
@@ -99,6 +100,48 @@ def test_a_counterfeit_copy_of_a_news_passage_conflicts_on_the_changed_number_an
         hit("news-4#body-0", "2019年军运会在中国成都举办，这是中国首次承办世界军人运动会。"),
     ])
     assert len(conflicts) == 1 and {v.value for v in conflicts[0].values} == {"武汉", "成都"}
+
+
+def english(doc_id: str, title: str, text: str, **fields) -> EvidenceHit:
+    return hit(f"{doc_id}#body-0", text, title=title, **fields)
+
+
+@pytest.mark.parametrize(("question", "left", "right", "values"), [
+    ("How many days does standard delivery take?", "Standard delivery takes 7 days after payment.",
+     "Standard delivery takes 15 days after payment.", ["7 days", "15 days"]),
+    ("Which courier ships my order?", "Orders ship with DHL from our Shenzhen warehouse.",
+     "Orders ship with UPS from our Shenzhen warehouse.", ["DHL", "UPS"]),
+    ("When does the summer sale start?", "The summer sale starts on Jun 1, 2026 and ends on Jun 20, 2026.",
+     "The summer sale starts on Jun 5, 2026 and ends on Jun 20, 2026.", ["Jun 1, 2026", "Jun 5, 2026"]),
+    ("How long is the warranty?", "All chargers come with a 12 months warranty. Keep the receipt.",
+     "All chargers come with a 2 years warranty. Keep the receipt.", ["12 months", "2 years"]),
+    ("What is the capacity of the bottle?", "The bottle holds 500 ml. It weighs 200 g.",
+     "The bottle holds 750 ml. It weighs 200 g.", ["500 ml", "750 ml"]),
+])
+def test_english_statements_that_differ_in_one_value_conflict(question, left, right, values):
+    conflicts = detect_conflicts(question, [english("a", "Shop notes", left), english("b", "Shop news", right)])
+    assert [[v.value for v in c.values] for c in conflicts] == [values]
+    assert all(not re.search(r"[\u4e00-\u9fff]", c.attribute + c.entity) for c in conflicts)  # labelled in English
+
+
+@pytest.mark.parametrize(("question", "left", "right"), [
+    # another kind of delivery; the same duration in other units
+    ("How many days does delivery take?", "Standard delivery takes 7 days.", "Express delivery takes 2 days."),
+    ("How long is the warranty?", "All chargers come with a 12 months warranty.", "All chargers come with a 1 year warranty."),
+])
+def test_english_statements_that_do_not_contradict_each_other(question, left, right):
+    assert detect_conflicts(question, [english("a", "Shop notes", left), english("b", "Shop news", right)]) == []
+
+
+def test_english_sentences_end_at_a_full_stop_and_keep_their_spaces():
+    passage = _Passage.of(english("a", "Notes", "Founded in the U.S. on Jan. 6, 2022 at 3.5 yuan. Now 4 yuan, e.g. online."),
+                          None)
+    assert [passage.text[s:e].strip() for s, e in passage.sentences] == [
+        "founded in the u.s. on jan. 6, 2022 at 3.5 yuan", "now 4 yuan, e.g. online"]
+    assert canonical_text("Keep the receipt. Jun 1, 2026") == "Keep the receipt. Jun 1, 2026"
+    # an ASCII unit is a whole word: the g of "5 g" and 5g网络, not of "5 great"
+    assert [_VALUE.match(t).group("unit") for t in ("5 g", "5g网络", "5 great", "10 days later")] == ["g", "g", None, "days"]
+    assert canonical_text("自签收之日起 7 天") == "自签收之日起7天"
 
 
 # ----------------------------------------------------------------------------- no conflict
@@ -202,6 +245,7 @@ def test_one_subject_is_one_product_or_one_title_without_its_version_mark():
 @pytest.mark.parametrize(("left", "right"), [
     ("15天", "十五天"), ("15 天", "15天"), ("1年", "12个月"), ("149.00元", "149元"), ("1周", "7天"),
     ("12月20日", "2021年12月20日"), ("90个", "90名"), ("1051.41亿元", "1051.42亿元"), ("1.5个百分点", "1.5百分点"),
+    ("7 days", "1 week"), ("12 months", "1 year"), ("2 weeks", "14天"), ("$39.99", "39.99 USD"), ("48 hours", "2 days"),
 ])
 def test_values_written_differently_are_the_same(left, right):
     assert parse_value(canonical_text(left)).same_as(parse_value(canonical_text(right)))
@@ -210,6 +254,7 @@ def test_values_written_differently_are_the_same(left, right):
 @pytest.mark.parametrize(("left", "right"), [
     ("7天", "15天"), ("15天", "15个月"), ("2021年12月20日", "2021年12月19日"), ("70个", "170个"), ("3-5个工作日", "1-3个工作日"),
     ("1.11个千分点", "1.11个"), ("0.34‰", "0.34%"),
+    ("$39", "¥39"), ("7 days", "7 months"), ("5 business days", "5 days"),
 ])
 def test_different_values_differ(left, right):
     assert not parse_value(canonical_text(left)).same_as(parse_value(canonical_text(right)))

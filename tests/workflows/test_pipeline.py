@@ -296,3 +296,55 @@ def test_a_conflict_just_below_the_evidence_cut_is_disclosed(demo_kb, pipeline):
     cited = {c.id for c in result.citations}
     assert {v.chunk_id for v in result.conflicts[0].values} <= cited <= set(result.evidence_ids)
     assert "7天" in result.answer and "15天" in result.answer
+
+
+ENGLISH_SHOP = [  # a cross-border shop's English pages: two versions of one policy, and distractors
+    {"doc_id": "en-returns-2024", "title": "Returns policy (2024 version)", "doc_type": "policy",
+     "updated_at": "2024-05-01", "version": 1, "source": "store policy",
+     "text": "Items can be returned within 7 days of delivery. Returned items must be unused and in their original box."},
+    {"doc_id": "en-returns-2026", "title": "Returns policy (2026 version)", "doc_type": "policy",
+     "updated_at": "2026-06-01", "version": 2, "source": "store policy",
+     "text": "Items can be returned within 15 days of delivery. Returned items must be unused and in their original box."},
+    {"doc_id": "en-shipping", "title": "Shipping policy", "doc_type": "policy", "updated_at": "2026-01-10",
+     "source": "store policy",
+     "text": "Orders ship from our Shenzhen warehouse within 2 days of payment. Standard delivery takes 5 to 9 days."},
+    {"doc_id": "en-warranty", "title": "Warranty", "doc_type": "policy", "updated_at": "2025-09-01",
+     "source": "store policy", "text": "Every charger comes with a 12 months warranty. Keep the receipt to claim it."},
+]
+
+
+@pytest.fixture(scope="module")
+def english_pipeline(tmp_path_factory) -> QAPipeline:
+    from knowledge.ingest import Ingestor
+    from knowledge.kb import KnowledgeBase
+    from knowledge.settings import get_settings
+
+    folder = tmp_path_factory.mktemp("english-shop")
+    corpus = folder / "pages.jsonl"
+    corpus.write_text("\n".join(json.dumps(doc) for doc in ENGLISH_SHOP) + "\n", encoding="utf-8")
+    kb_dir = folder / "kb"
+    kb = KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir), create=True)
+    Ingestor(kb, show_progress=False).run([corpus])
+    return QAPipeline(kb.warm_up(), PipelineConfig.load(kb_dir, environ={})).warm_up()
+
+
+def test_an_english_policy_conflict_is_detected_and_disclosed_in_english(english_pipeline):
+    result = english_pipeline.run("How many days do I have to return an item?")
+    assert not result.refused
+    assert [[v.value for v in c.values] for c in result.conflicts] == [["15 days", "7 days"]]  # newest first
+    assert [v.chunk_id.split("#")[0] for v in result.conflicts[0].values] == ["en-returns-2026", "en-returns-2024"]
+    assert result.answer.startswith("Sources disagree") and result.answer.endswith("the newest one prevails.")
+    assert result.inspection.passed and not result.inspection.missing_conflicts
+    # both sides cited, and nothing else: the shipping page's "within 2 days of payment" answers nothing asked
+    assert {c.id for c in result.citations} == {v.chunk_id for v in result.conflicts[0].values}
+    # "delivery" of "within 15 days of delivery" does not make the returns policy about delivery times
+    shipping = english_pipeline.run("How long does standard delivery take?")
+    assert shipping.conflicts == [] and "5 to 9 days" in shipping.answer
+    assert [c.id for c in shipping.citations] == ["en-shipping#body-0"]
+
+
+def test_an_english_question_is_refused_in_english(english_pipeline):
+    result = english_pipeline.run("Do you sell gift cards?")
+    assert result.refused and result.answer.startswith("Sorry, the knowledge base has no reliable information")
+    chinese = english_pipeline.run("你们卖礼品卡吗？")
+    assert chinese.refused and chinese.answer == english_pipeline.refusal_text
