@@ -21,7 +21,7 @@ from agents.inspector import asked_units as asked_units_of  # _profile's local i
 from agents.product_answers import ProductAnswers, sku_fields, sku_sentence
 from agents.prompts import load_prompt
 from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DESCRIPTION_QUESTION, ENGLISH_COUNTED,
-                                  IDENTITY_QUESTION,
+                                  ERA_WORDS, IDENTITY_QUESTION,
                                   NUMERIC_QUESTION, PRIZE_STATED, QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
                                   asked_focus, compound_parts, names_a_sibling, states_amount)
 from knowledge.chunking import SKU_OVERVIEW_SECTION
@@ -220,7 +220,8 @@ class ExtractiveAnswerer:
             run = []
             if token and not single and not QUESTION_WORD.match(token):
                 terms.append(token)
-        counted = set(ENGLISH_COUNTED.findall(canonical.lower()))
+        asks_when = bool(WHEN_QUESTION.search(canonical))
+        counted = set(ENGLISH_COUNTED.findall(canonical.lower())) | (set(ERA_WORDS) if asks_when else set())
         terms = [t for t in terms if t not in counted]
         asked_units, asked_words = asked_units_of(canonical), []
         for pattern, units, words in ASKS:
@@ -238,7 +239,7 @@ class ExtractiveAnswerer:
             terms=list(dict.fromkeys(terms)), chars=list(dict.fromkeys(chars)), facts=facts_of(canonical),
             asked_units=asked_units, asked_words=[w.lower() for w in asked_words], relations=relations,
             numeric=bool(NUMERIC_QUESTION.search(canonical)), english=not CJK_CHAR.search(question),
-            asks_when=bool(WHEN_QUESTION.search(canonical)), text=canonical.lower(),
+            asks_when=asks_when, text=canonical.lower(),
             asks_amount=bool(AMOUNT_QUESTION.search(canonical)),
             # a kind of value or a relation asked (多少钱, 在哪里) says what answers instead
             focus=None if asked_units or asked_words or relations else asked_focus(canonical),

@@ -43,6 +43,12 @@ RELATIONS = (
     (re.compile(r"得名|名字(?:的)?(?:由来|来历|来源|含义|意思)|名字(?:是)?(?:如何|怎么)|为什么(?:被)?(?:叫|称)|为何(?:被)?(?:叫|称)|命名"),
      re.compile(r"得名|故名|命名|名称来源|名字来源|名称源自|意为|意指|意思是|含义是")),
     (re.compile(r"导演|执导"), re.compile(r"导演|执导")),
+    # parents (邵伯温的父亲 - 邵雍之子, 生母是谁 - 某氏所生), teachers (师从 - 拜…为师), fiefs (封地 - 封国)
+    (re.compile(r"父亲|母亲|生父|生母|父母|养父|养母|之父|之母"),
+     re.compile(r"之子|之女|所生|其父|其母|父亲|母亲|生父|生母|[长次幼独嫡庶][子女]|[二三四五六七八九]子")),
+    (re.compile(r"师从|(?:的|其)(?:老师|师父|师傅|恩师)|拜(?:谁|何人)为师|向谁学"),
+     re.compile(r"师从|师事|拜[\u4e00-\u9fff·]{1,8}为师|受业于|从学于|门下|弟子|门生")),
+    (re.compile(r"封地|封在|封于|封国|食邑"), re.compile(r"封地|封国|封于|受封|封为|食邑|就国")),
     # a courtesy name (曹文埴（），字近薇，号竹虚) and a posthumous one (谥文敏)
     (re.compile(r"表字|的字(?:是|叫)|字号|别号|的号(?:是|叫)"),
      re.compile(r"(?:^|[，,；;（(])\s*(?:表?字|别?号)\s*[\u4e00-\u9fff]")),
@@ -80,14 +86,19 @@ NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|�
 # A question about when (开幕时间, 什么时候发货) is only answered by a sentence that names a time: a
 # date, a clock time, a weekday, a relative day or a duration (48小时内发货). Without one the best
 # sentence merely mentions the event, and quoting it would pass off a guess as the answer.
-WHEN_QUESTION = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|哪些年|哪几年|几月|几号|几点|日期|(?<![长多])时间(?!长)|when\b", re.I)
+WHEN_QUESTION = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|哪些年|哪几年|几月|几号|几点|日期|(?<![长多])时间(?!长)|when\b"
+                           r"|(?:哪个|什么|哪一个?)(?:时期|朝代|年代|时代)(?!的人)|(?:时期|年代)(?:是|为)(?:什么|哪)", re.I)
+# The era word of a question about when (哪个时期, 生活时期是什么) is the kind of answer asked, not a
+# word the answer repeats (从1840年代到1870年代, 始于东汉, 生存于侏罗纪晚期).
+ERA_WORDS = ("时期", "朝代", "年代", "时代")
 TIME_EXPRESSION = re.compile(
     r"[0-9０-９一二三四五六七八九十两〇零]+\s*(?:年|月|日|号|点|时|分钟|天|周|小时|个月|工作日|h\b|min\b)"
     r"|[今明后昨前]天|次日|当[天日]|隔天|[周礼拜][一二三四五六日末天]|星期[一二三四五六日天]"
     r"|\d{1,2}[:：]\d{2}|\d{4}[-/.]\d{1,2}"
     r"|[\u4e00-\u9fff](?<![同有及暂准按平])时(?=[，,])"  # a clause of when (出征陈友谅时，以功进…)
-    r"|世纪|(?<![个这那该此各同的])(?:年代|时代|时期)|年间|期间|[春夏秋冬]|[上中下]旬|[早中晚]期|新世", re.I)  # eras,
-# seasons; not 一个时期, 这个时代
+    r"|世纪|(?<![个这那该此各同的])(?:年代|时代|时期)|年间|期间|[春夏秋冬]|[上中下]旬|[早中晚]期|新世"
+    r"|(?:[东西]?[汉晋周]|[南北]?宋|[夏商秦隋唐元明清辽金])[朝代](?![表替价码号])|[东西][汉晋周]|战国|三国|南北朝|五代", re.I)
+# eras, seasons and dynasties (东汉, 明朝, 宋代); not 一个时期, 这个时代
 # A question about how much or how many (多少人, 几年, 总产量, 票房, 出生率) is only answered by a
 # sentence that states an amount: a number that is no year, date or clock time (3.71万人, 6.1%,
 # 1年, IPX4), or a Chinese one (十五人, 三分之一, 两成, 上千); not a model number (XZ-3000). Without one the best sentence only says the
@@ -101,7 +112,8 @@ AMOUNT_QUESTION = re.compile(
 AMOUNT_EXPRESSION = re.compile(
     r"(?<![\d.])(?<![A-Za-z]-)(?!(?:1[89]|20)\d{2}\s*年)\d+(?:[.,]\d+)*(?![\d.])(?!\s*(?:月|日|号|时(?!长)|点|[:：]\d))"
     r"[A-Za-z%‰℃°]*[\u4e00-\u9fff]?"  # with what follows: 1500米 names a race, 700FP (of 极光700) a value
-    r"|(?<!第)[零〇一二两三四五六七八九十百千万亿]+\s*(?:分之|成|倍|[个人名位件次天周岁元块吨斤只台张所项家场亿万年篇部本首集座条届])"
+    r"|(?<!第)[零〇一二两三四五六七八九十百千万亿]+\s*(?:分之|成|倍|[个人名位件次天周岁元块吨斤只台张所项家场亿万年篇部本首集座条届辑卷册])"
+    r"|(?<![\d.])(?:2[5-9]|[3-9]\d|\d{3,})\s*点"  # 100点 of a score or a game's points: no clock time
     r"|[数几上近]\s*[十百千万亿]|半数")
 
 

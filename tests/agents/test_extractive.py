@@ -366,6 +366,12 @@ def test_a_relation_asked_in_other_words_is_answered_by_how_sentences_state_it()
     scholar = hit("w-19#body-0", "曹文埴", "曹文埴（），字近薇，号竹虚，安徽歙县人。曹文埴父曹景宸，是扬州大盐商。卒谥文敏。")
     assert "近薇" in answerer.run("曹文埴的字是什么？", [scholar])
     assert strip_citations(answerer.run("曹文埴的谥号是什么？", [scholar])).endswith("卒谥文敏。")
+    # a parent stated as "X之子"
+    son = hit("w-20#body-0", "邵伯温", "邵伯温（1057年－1134年），字子文，北宋洛阳人。邵雍之子。")
+    assert "邵雍之子" in answerer.run("邵伯温的父亲名字叫什么？", [son])
+    # a question about which era is answered by the sentence naming one, not by the word 时期
+    county = hit("w-21#body-0", "金华县", "金华县是现浙江省金华市境内曾经存在的一个县。金华县县制始于东汉。")
+    assert strip_citations(answerer.run("金华县开始在什么时期？", [county])).endswith("金华县县制始于东汉。")
     # a sentence that states no such relation still does not answer
     unrelated = hit("w-15#body-0", "九龙酒店", "九龙酒店共有七百多间客房，设有三间餐厅。")
     assert answerer.run("九龙酒店的地址是哪里？", [unrelated]) == answerer.refusal()

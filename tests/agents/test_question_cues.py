@@ -13,6 +13,8 @@ from agents.question_cues import (AMOUNT_QUESTION, DEFINITION_QUESTION, DESCRIPT
     ("与此同时，公司宣布", False), ("有时，牠们会发出叫声", False),
     ("作为当前和今后一个时期的首要任务", False), ("这个时代的人", False), ("大家热烈讨论了报告", False),
     ("切实扛起为党育人、为国育才的时代重任", False),  # 的时代: a mission of the times, no time
+    ("金华县县制始于东汉", True), ("明朝初年设卫", True), ("牠们生存于侏㑩纪晚期", True), ("宋代的瓷器", True),
+    ("元代表大会", False),  # 元 of 单元代表大会, no dynasty
 ])
 def test_a_time_expression_dates_something(text, names_a_time):
     assert bool(TIME_EXPRESSION.search(text)) is names_a_time
@@ -21,6 +23,9 @@ def test_a_time_expression_dates_something(text, names_a_time):
 @pytest.mark.parametrize("question, asks_when", [
     ("二十大开幕时间", True), ("什么时候发货？", True), ("莱索托哪一年独立？", True),
     ("退货要多长时间", False), ("续航时间长吗", False), ("这双鞋防滑吗", False),
+    ("上知令出现于哪个时期？", True), ("金华县开始在什么时期？", True), ("巨龙形类的生活时期是什么？", True),
+    ("李白是什么朝代的人？", False),  # who someone is: "唐朝诗人" answers it
+    ("这个时期的特点是什么？", False),
 ])
 def test_when_questions(question, asks_when):
     assert bool(WHEN_QUESTION.search(question)) is asks_when
@@ -41,7 +46,8 @@ def test_amount_questions(question, asks_amount):
     ("上千人参加", True), ("保修1年", True), ("十五天内", True),
     ("河南正式公布2021年全年粮食总产量", False), ("12月10日，记者获悉", False), ("10点开始", False),
     ("旅客发送量预计会有较大幅度增长", False), ("XZ-3000充电宝正在热卖", False),
-    ("他一生只发表了三篇学术论文", True), ("第三届", False),
+    ("他一生只发表了三篇学术论文", True), ("第三届", False), ("先后出版三辑", True),
+    ("基数为100点", True),  # 25点 and above is no clock time
     ("男子1500米比赛结束", False),  # the question's own 1500米 says which race
 ])
 def test_an_amount_is_a_number_that_is_no_year_date_clock_or_the_questions_own(sentence, amount):
@@ -79,6 +85,11 @@ def test_a_definition_question_asks_nothing_but_what_its_subject_is(rest, only_w
     ("梁诚是哪个地方的人？", "号震东，广东番禺黄埔村人", True),
     ("黄鞍鹦嘴鱼的食物是什么？", "啃食珊瑚，以珊瑚共生藻为生", True),
     ("增城挂绿为什么叫挂绿？", "挂绿是增城的特产", False),
+    ("邵伯温的父亲名字叫什么？", "邵伯温，字子文，邵雍之子", True),
+    ("孙和的生母是谁？", "孙和是孙权与王夫人所生", True),
+    ("邵伯温的父亲名字叫什么？", "邵伯温曾任知州", False),
+    ("他的老师是谁？", "年少时拜王羲之为师", True), ("他的老师是谁？", "他的学生遍布各地", False),
+    ("刘武的封地在哪里？", "后改封国于梁", True),
 ])
 def test_a_relation_is_stated_in_the_evidence_own_words(question, sentence, states_it):
     cues = [cue for asks, cue in RELATIONS if asks.search(question)]
