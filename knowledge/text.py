@@ -62,10 +62,11 @@ def normalize(text: str) -> str:
     return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
 
 
-# English function words: an English question matches on its content words
+# English function words: an English question matches on its content words. Not the single letters
+# a and i, which name things in Chinese text (哆啦A保, A股, i5).
 ENGLISH_STOPWORDS = frozenset(
-    "a an the of to in on at by for from with into about as and or but if is are was were be been being am "
-    "do does did have has had how what which who whom whose when where why i me my we us our you your he "
+    "an the of to in on at by for from with into about as and or but if is are was were be been being am "
+    "do does did have has had how what which who whom whose when where why me my we us our you your he "
     "him his she her they them their it its this that these those there here please would could should".split()
 )
 STOPWORDS = ENGLISH_STOPWORDS | frozenset(
@@ -79,7 +80,7 @@ def is_english(question: str) -> bool:
     """Asked in English: no Chinese and an English function word ("XZ-3000 price please", not a
     product name typed alone such as "AJ1 Retro")."""
     return not CJK_CHAR.search(question) and any(
-        word in ENGLISH_STOPWORDS for word in re.findall(r"[a-z]+", question.lower()))
+        word in ENGLISH_STOPWORDS or word in ("a", "i") for word in re.findall(r"[a-z]+", question.lower()))
 _PUNCT_OR_SPACE = re.compile(r"^[\W_]+$", re.UNICODE)
 
 jieba.setLogLevel(logging.WARNING)

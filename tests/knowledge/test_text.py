@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.text import tokenize, unglued
+from knowledge.text import is_english, tokenize, unglued
 
 
 @pytest.mark.parametrize(("question", "name"), [
@@ -20,3 +20,17 @@ def test_a_name_jieba_glued_to_the_verb_after_it_is_read_alone(question, name):
 @pytest.mark.parametrize("word", ["误以为", "普遍存在", "晋升为", "有没有", "是不是", "潘淑"])
 def test_a_dictionary_word_or_a_short_word_stays_whole(word):
     assert unglued(word) == word
+
+
+def test_english_function_words_are_not_search_terms_but_single_letters_are():
+    assert tokenize("How many days does standard delivery take?") == ["many", "days", "standard", "delivery", "take"]
+    assert "a" in tokenize("她又要买什么哆啦A保")  # a letter of a product's name (哆啦A保), not the article
+
+
+@pytest.mark.parametrize("question, english", [
+    ("How long is the warranty?", True), ("XZ-3000 price please", True), ("I want a refund", True),
+    ("AJ1 Retro", False),  # a product name typed alone
+    ("XZ-3000 多少钱", False),
+])
+def test_a_question_is_english_when_it_has_no_chinese_and_an_english_function_word(question, english):
+    assert is_english(question) is english
