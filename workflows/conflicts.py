@@ -140,7 +140,8 @@ _UNIT_PATTERN = "|".join(re.escape(u) + ("(?![a-z])" if u[-1].isascii() and u[-1
 # Not inside a longer numeral (第五十八条 stays whole) nor a bare 百/千 (百年人寿, 千元机 are names).
 _CN_NUMERAL = re.compile(rf"(?<![\d.哪每第这那同统唯之零〇一二两三四五六七八九十百千])(?![百千])"
                          rf"[零〇一二两三四五六七八九十百千]+(?=\s*(?:{_UNIT_PATTERN}))")
-_ASCII_GAP = re.compile(r"(?<=[!-~])[ \t]+(?=[!-~])")  # English keeps its spaces (warranty. Keep, Jun 1, 2026)
+# English keeps its spaces between words (warranty. Keep, Jun 1, 2026), not around a colon (11 : 00)
+_ASCII_GAP = re.compile(r"(?<=[A-Za-z0-9.,;!?)%])[ \t]+(?=[A-Za-z0-9($\"'])")
 _OTHER_GAP = re.compile(r"[ \t]+")
 
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -156,9 +157,9 @@ _VALUE = re.compile(
     r"|(?P<code>[a-z]+[a-z0-9]*(?:[-_][a-z0-9]+)*)"
 )
 # An English full stop ends a sentence before a space, not in 3.5, e.g., U.S. or Jan. 6.
-_FULL_STOP = (r"(?<![.\s])(?<!\b[a-z])(?<!\be\.g)(?<!\bi\.e)(?<!\bno)(?<!\bvs)(?<!\bmr)(?<!\bdr)(?<!\bst)"
+_FULL_STOP = (r"(?<=[a-z0-9%)])(?<!\b[a-z])(?<!\be\.g)(?<!\bi\.e)(?<!\bno)(?<!\bvs)(?<!\bmr)(?<!\bdr)(?<!\bst)"
               + "".join(rf"(?<!\b{m})" for m in ("jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))
-              + r"\.(?=\s|$)")
+              + r"\.(?=\s+[a-z0-9\"'(]|\s*$)")  # before an English word: not in 4时30分. 新华社
 _SENTENCE_END = re.compile(rf"[。！？!?\n]|…+|\.{{3,}}|{_FULL_STOP}|[；;](?!\s*[^\s；;:：]{{1,15}}: )")
 _STRONG_END = re.compile(rf"[。！？!?\n]|…+|\.{{3,}}|{_FULL_STOP}")
 _CLAUSE_END = re.compile(r"[，,、：:]")
@@ -937,7 +938,7 @@ def detect_conflicts(question: str, evidence: list[EvidenceHit], lexicon: Lexico
     if not asked.terms or len(evidence) < 2:
         return []
     passages = [_Passage.of(hit, lexicon) for hit in _unique(evidence)]
-    off_topic = _off_topic(passages, asked) | _half_on_topic(passages, asked)
+    off_topic = _off_topic(passages, asked)
     candidates: list[_Candidate] = []
     aligned_docs: set[tuple[str, str]] = set()
     version_sections: dict[tuple[str, str], list[tuple[float, _Passage, _Passage, str]]] = {}
@@ -981,18 +982,6 @@ def _off_topic(passages: list[_Passage], question: _Question) -> set[str]:
         return set()
     return {hit.chunk_id for stem, hit in pages if stem not in named
             and not any(name in normalize(hit.text).lower() for name in named)}
-
-
-def _half_on_topic(passages: list[_Passage], question: _Question) -> set[str]:
-    """Chunks that match at most half of what is asked while another matches all of it: for "How
-    long does standard delivery take?", the returns policy's "within 15 days of delivery" is
-    about returns, next to the shipping page that names standard delivery."""
-    if len(question.key_terms) < 2:
-        return set()
-    coverage = {p.hit.chunk_id: question.coverage(p.about) for p in passages}
-    if max(coverage.values(), default=0.0) < 1.0:
-        return set()
-    return {chunk_id for chunk_id, share in coverage.items() if share <= 0.5}
 
 
 def _unique(evidence: list[EvidenceHit]) -> list[EvidenceHit]:
