@@ -91,13 +91,14 @@ WHEN_QUESTION = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一�
 # The era word of a question about when (哪个时期, 生活时期是什么) is the kind of answer asked, not a
 # word the answer repeats (从1840年代到1870年代, 始于东汉, 生存于侏罗纪晚期).
 ERA_WORDS = ("时期", "朝代", "年代", "时代")
+_DYNASTY = r"(?:[东西]?[汉晋周]|[南北]?宋|[夏商秦隋唐元明清辽金])"
 TIME_EXPRESSION = re.compile(
     r"[0-9０-９一二三四五六七八九十两〇零]+\s*(?:年|月|日|号|点|时|分钟|天|周|小时|个月|工作日|h\b|min\b)"
     r"|[今明后昨前]天|次日|当[天日]|隔天|[周礼拜][一二三四五六日末天]|星期[一二三四五六日天]"
     r"|\d{1,2}[:：]\d{2}|\d{4}[-/.]\d{1,2}"
     r"|[\u4e00-\u9fff](?<![同有及暂准按平])时(?=[，,])"  # a clause of when (出征陈友谅时，以功进…)
     r"|世纪|(?<![个这那该此各同的])(?:年代|时代|时期)|年间|期间|[春夏秋冬]|[上中下]旬|[早中晚]期|新世"
-    r"|(?:[东西]?[汉晋周]|[南北]?宋|[夏商秦隋唐元明清辽金])[朝代](?![表替价码号])|[东西][汉晋周]|战国|三国|南北朝|五代", re.I)
+    rf"|{_DYNASTY}(?:[、和与至到]{_DYNASTY})*[两三四]?[朝代](?![表替价码号])|[东西][汉晋周]|战国|三国|南北朝|五代", re.I)
 # eras, seasons and dynasties (东汉, 明朝, 宋代); not 一个时期, 这个时代
 # A question about how much or how many (多少人, 几年, 总产量, 票房, 出生率) is only answered by a
 # sentence that states an amount: a number that is no year, date or clock time (3.71万人, 6.1%,

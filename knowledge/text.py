@@ -62,14 +62,14 @@ def normalize(text: str) -> str:
     return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
 
 
-# English function words: an English question matches on its content words. Not the single letters
-# a and i, which name things in Chinese text (哆啦A保, A股, i5).
+# English function words: an English text is searched by its content words. Only a text without
+# Chinese drops them: in Chinese text AM, IT, US, WHO are names, and a, i letters of one (哆啦A保, i5).
 ENGLISH_STOPWORDS = frozenset(
     "an the of to in on at by for from with into about as and or but if is are was were be been being am "
     "do does did have has had how what which who whom whose when where why me my we us our you your he "
     "him his she her they them their it its this that these those there here please would could should".split()
 )
-STOPWORDS = ENGLISH_STOPWORDS | frozenset(
+STOPWORDS = frozenset(
     "的 了 吗 呢 吧 啊 呀 是 在 和 与 及 或 也 都 就 还 又 有 没有 我 你 他 她 它 我们 你们 "
     "这 那 这个 那个 一个 请问 什么 怎么 怎么样 如何 多少 哪 哪个 哪些 是否 为什么 可以 能 会 "
     "要 想 问 下 一下 些 个 吗? ? , . ! : ; ( ) - / 、 “ ” ‘ ’ 《 》 【 】 … ·".split()
@@ -81,6 +81,8 @@ def is_english(question: str) -> bool:
     product name typed alone such as "AJ1 Retro")."""
     return not CJK_CHAR.search(question) and any(
         word in ENGLISH_STOPWORDS or word in ("a", "i") for word in re.findall(r"[a-z]+", question.lower()))
+
+
 _PUNCT_OR_SPACE = re.compile(r"^[\W_]+$", re.UNICODE)
 
 jieba.setLogLevel(logging.WARNING)
@@ -106,7 +108,9 @@ def tokenize(text: str, lexicon: Lexicon | None = None) -> list[str]:
     if lexicon is not None:
         text = lexicon.canonicalize(text)
     words = _tokenizer_for(lexicon).cut_for_search(text.lower())
-    return [w for w in (w.strip() for w in words) if w and w not in STOPWORDS and not _PUNCT_OR_SPACE.match(w)]
+    english = () if CJK_CHAR.search(text) else ENGLISH_STOPWORDS
+    return [w for w in (w.strip() for w in words)
+            if w and w not in STOPWORDS and w not in english and not _PUNCT_OR_SPACE.match(w)]
 
 
 # A title that is itself a customer question (an FAQ entry loaded without doc_type "faq"): long

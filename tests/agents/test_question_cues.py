@@ -13,7 +13,7 @@ from agents.question_cues import (AMOUNT_QUESTION, DEFINITION_QUESTION, DESCRIPT
     ("与此同时，公司宣布", False), ("有时，牠们会发出叫声", False),
     ("作为当前和今后一个时期的首要任务", False), ("这个时代的人", False), ("大家热烈讨论了报告", False),
     ("切实扛起为党育人、为国育才的时代重任", False),  # 的时代: a mission of the times, no time
-    ("金华县县制始于东汉", True), ("明朝初年设卫", True), ("牠们生存于侏㑩纪晚期", True), ("宋代的瓷器", True),
+    ("金华县县制始于东汉", True), ("明朝初年设卫", True), ("在宋、元两代，澉浦设立市舶司", True), ("明清两代", True), ("牠们生存于侏㑩纪晚期", True), ("宋代的瓷器", True),
     ("元代表大会", False),  # 元 of 单元代表大会, no dynasty
 ])
 def test_a_time_expression_dates_something(text, names_a_time):
