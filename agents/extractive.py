@@ -590,10 +590,10 @@ class ExtractiveAnswerer:
 
 
 def _joined(pieces: list[str]) -> str:
-    """The answer's sentences in order, English ones a space apart."""
+    """The answer's sentences in order, an English one (According to…) a space after the one before."""
     text = ""
     for piece in pieces:
-        text += (" " if text[-1:] in (".", "!", "?", ";") and piece[:1].isascii() else "") + piece
+        text += (" " if text[-1:] in (".", "!", "?", ";") and "A" <= piece[:1] <= "Z" else "") + piece
     return text
 
 

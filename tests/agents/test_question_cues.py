@@ -64,6 +64,10 @@ def test_a_definition_question_asks_nothing_but_what_its_subject_is(rest, only_w
     assert bool(DEFINITION_QUESTION.match(rest)) is only_what_it_is
 
 
+def test_a_question_mentioning_parents_does_not_ask_for_them():
+    assert not any(asks.search("非本地户口新生儿如何参保，父母两人都在重庆上班？") for asks, _ in RELATIONS)
+
+
 @pytest.mark.parametrize("question, sentence, states_it", [
     ("蟒鳗又被称为什么？", "蟒鳗，又称血红拟蛇鱼", True),
     ("康王路在哪里？", "康王路是广州市荔湾区一条主干道", True),
