@@ -160,8 +160,11 @@ _VALUE = re.compile(
 _FULL_STOP = (r"(?<=[a-z0-9%)])(?<!\b[a-z])(?<!\be\.g)(?<!\bi\.e)(?<!\bno)(?<!\bvs)(?<!\bmr)(?<!\bdr)(?<!\bst)"
               + "".join(rf"(?<!\b{m})" for m in ("jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))
               + r"\.(?=\s+[a-z0-9\"'(]|\s*$)")  # before an English word: not in 4时30分. 新华社
-_SENTENCE_END = re.compile(rf"[。！？!?\n]|…+|\.{{3,}}|{_FULL_STOP}|[；;](?!\s*[^\s；;:：]{{1,15}}: )")
-_STRONG_END = re.compile(rf"[。！？!?\n]|…+|\.{{3,}}|{_FULL_STOP}")
+_SENTENCE_END = re.compile(r"[。！？!?\n]|…+|\.{3,}|[；;](?!\s*[^\s；;:：]{1,15}: )")
+_STRONG_END = re.compile(r"[。！？!?\n]|…+|\.{3,}")
+# ... and in a passage without Chinese, a full stop too (in Chinese text "5日. Nancy Pelosi" is one sentence)
+_ENGLISH_SENTENCE_END = re.compile(rf"{_SENTENCE_END.pattern}|{_FULL_STOP}")
+_ENGLISH_STRONG_END = re.compile(rf"{_STRONG_END.pattern}|{_FULL_STOP}")
 _CLAUSE_END = re.compile(r"[，,、：:]")
 _VERSION_MARK = re.compile(r"[（(【\[][^）)】\]]*(?:版|修订|更新|version|v\d)[^）)】\]]*[）)】\]]", re.IGNORECASE)
 _LIST_SEPARATORS = "、，,；;和及与"
@@ -304,13 +307,21 @@ class _Passage:
         heading = canonical_text(f"{hit.title}\n{hit.section}", lexicon)
         return cls(hit, shown, _ascii_lower(f"{heading}\n{shown}"))
 
+    @cached_property
+    def strong_ends(self) -> re.Pattern:
+        return _STRONG_END if CJK_CHAR.search(self.text) else _ENGLISH_STRONG_END
+
+    @cached_property
+    def ends(self) -> re.Pattern:
+        return _SENTENCE_END if CJK_CHAR.search(self.text) else _ENGLISH_SENTENCE_END
+
     def show(self, span: tuple[int, int]) -> str:
         return self.shown[span[0]:span[1]].strip()
 
     @cached_property
     def sentences(self) -> list[tuple[int, int]]:
         spans, start = [], 0
-        for match in _SENTENCE_END.finditer(self.text):
+        for match in self.ends.finditer(self.text):
             if match.start() > start:
                 spans.append((start, match.start()))
             start = match.end()
@@ -769,12 +780,12 @@ def _near_question(passage: _Passage, span: tuple[int, int], question: _Question
     line just above it (`招生计划：` then `20人`)."""
     text = passage.text
     lo, hi = max(0, span[0] - RELEVANCE_WINDOW), min(len(text), span[1] + RELEVANCE_WINDOW)
-    ends_before = [m.end() for m in _STRONG_END.finditer(text, lo, span[0])]
+    ends_before = [m.end() for m in passage.strong_ends.finditer(text, lo, span[0])]
     if ends_before:
         label_start = text.rfind("\n", 0, ends_before[-1] - 1) + 1
         is_label = text[label_start:ends_before[-1]].rstrip("\n").endswith(("：", ":"))
         lo = label_start if is_label else ends_before[-1]
-    next_end = _STRONG_END.search(text, span[1], hi)
+    next_end = passage.strong_ends.search(text, span[1], hi)
     hi = next_end.start() if next_end else hi
     return question.names_term(text[lo:hi])
 

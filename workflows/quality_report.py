@@ -513,6 +513,25 @@ picked the same chunks); 57 refusals became answers, 53 answers changed (an FAQ 
 instead of one sentence). The remaining false refusals are user paraphrases (faq_description), which
 the paragraph above explains.
 
+**Which era, parents, fiefs, points; English evidence (2026-12-04).** Of cmrc2018 holdout's 36
+answer-stage false refusals, five had a sentence that answers in words the answerer did not read as
+an answer: a question about which era (哪个时期, 什么时期, 生活时期是什么) now asks when, its era word is
+not required in the answer, and dynasties name a time (始于东汉, 宋、元两代, 侏罗纪晚期); a parent is stated
+as X之子 or 由…所生 (asked as X的母亲是谁, not when a question only mentions 父母), a fief as 封国, a
+teacher as 拜…为师; 100点 (25 and above) is an amount, not a clock time, and 辑/卷/册 count. English
+evidence is now read by the conflict check (docs/conflicts.md) and English questions are refused in
+English; English stop words leave only texts without Chinese (in Chinese text AM, IT, US are names),
+so Chinese KBs tokenize as before. Before and after on the same machine and day (before: e29973e
+from a worktree, `run.py eval --dataset … --no-baseline`; after: this report, run at 57b8238):
+cmrc2018 holdout false refusals 0.0629 -> 0.0595 at refusal recall 0.902 unchanged, hit of
+answerable 0.8305 -> 0.8346, citation precision 0.9682 -> 0.9686 (14 answers changed, one hit lost:
+原冈瓦那大陆存在于哪个时期 now quotes a sibling page's disclosure); cmrc2018 main false refusals 0.0646 ->
+0.0621, hit of answerable 0.8422 -> 0.8453, citation precision 0.9720 -> 0.9728 (8 answers changed,
+none lost a hit); every evidence list of both the same; demo: every answer and evidence list the
+same; `python -m workflows.bench.conflicts`: the same rgb_zh and DomainRAG questions flagged (two
+drafts of the English reading lost flags there and were changed, docs/conflicts.md); BX_SENTENCE
+DOMAINRAG_SENTENCE RGB_SENTENCE
+
 **Refusal on cmrc2018 holdout, measured and not changed (session 9).** One run of all 1,575
 holdout questions with the gate off (refusal_threshold 0, as calibrate runs it), then exploratory
 scoring of each rule on those results: the answer stage alone refuses 59 of the 1,463 answerable
