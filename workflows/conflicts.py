@@ -140,8 +140,9 @@ _UNIT_PATTERN = "|".join(re.escape(u) + ("(?![a-z])" if u[-1].isascii() and u[-1
 # Not inside a longer numeral (第五十八条 stays whole) nor a bare 百/千 (百年人寿, 千元机 are names).
 _CN_NUMERAL = re.compile(rf"(?<![\d.哪每第这那同统唯之零〇一二两三四五六七八九十百千])(?![百千])"
                          rf"[零〇一二两三四五六七八九十百千]+(?=\s*(?:{_UNIT_PATTERN}))")
-# English keeps its spaces between words (warranty. Keep, Jun 1, 2026), not around a colon (11 : 00)
-_ASCII_GAP = re.compile(r"(?<=[A-Za-z0-9.,;!?)%])[ \t]+(?=[A-Za-z0-9($\"'])")
+_ASCII_GAP = re.compile(r"(?<=[A-Za-z0-9])[ \t]+(?=[A-Za-z0-9])")
+# English text keeps its spaces between words (warranty. Keep, Jun 1, 2026), not around a colon (11 : 00)
+_ENGLISH_GAP = re.compile(r"(?<=[A-Za-z0-9.,;!?)%])[ \t]+(?=[A-Za-z0-9($\"'])")
 _OTHER_GAP = re.compile(r"[ \t]+")
 
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -204,7 +205,7 @@ def canonical_text(text: str, lexicon: Lexicon | None = None) -> str:
     """Text as compared and shown: half-width, no spaces inside Chinese, arabic numerals before
     units, lexicon aliases replaced. Newlines stay (they end sentences and table cells)."""
     text = normalize(text)
-    text = _ASCII_GAP.sub("\x00", text)
+    text = (_ASCII_GAP if CJK_CHAR.search(text) else _ENGLISH_GAP).sub("\x00", text)
     text = _OTHER_GAP.sub("", text).replace("\x00", " ")
     text = _arabic_numerals(text)
     if lexicon is not None:
