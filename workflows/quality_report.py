@@ -523,7 +523,7 @@ evidence is now read by the conflict check (docs/conflicts.md) and English quest
 English; English stop words leave only texts without Chinese (in Chinese text AM, IT, US are names),
 so Chinese KBs tokenize as before. Before and after on the same machine and day (before: e29973e
 from a worktree, `run.py eval --dataset … --no-baseline`; after: this report's runs, at 57b8238,
-rgb_zh at 408558e; e15b3e8 and 408558e came after and were measured on their own, below):
+rgb_zh at 0f8bcd8; e15b3e8 and the conflict-check commits after it were measured on their own, below):
 cmrc2018 holdout false refusals 0.0629 -> 0.0595 at refusal recall 0.902 unchanged, hit of
 answerable 0.8305 -> 0.8346, citation precision 0.9682 -> 0.9686 (14 answers changed, one hit lost:
 原冈瓦那大陆存在于哪个时期 now quotes a sibling page's disclosure); cmrc2018 main false refusals 0.0646 ->
@@ -534,7 +534,9 @@ drafts of the English reading lost flags there and were changed, docs/conflicts.
 every answer and evidence list the same; baoxianzhidao holdout: every number the same. Baoxianzhidao
 main lost one hit at 57b8238 (bx-q01093-desc mentions 父母 and was read as asking for parents): e15b3e8
 asks for parents only as X的母亲是谁, and baoxianzhidao main at e15b3e8 (`run.py eval`, same day) gives
-every number as before, one answer reworded (a space before an English FAQ reply's "I can't"). RGB_SENTENCE
+every number as before, one answer reworded (a space before an English FAQ reply's "I can't"); rgb_zh
+(25 per type, at 0f8bcd8): every answer and evidence list the same. The strategy samples were run at
+57b8238.
 
 **Refusal on cmrc2018 holdout, measured and not changed (session 9).** One run of all 1,575
 holdout questions with the gate off (refusal_threshold 0, as calibrate runs it), then exploratory
