@@ -309,12 +309,9 @@ class _Passage:
         return cls(hit, shown, _ascii_lower(f"{heading}\n{shown}"))
 
     @cached_property
-    def strong_ends(self) -> re.Pattern:
-        return _STRONG_END if CJK_CHAR.search(self.text) else _ENGLISH_STRONG_END
-
-    @cached_property
-    def ends(self) -> re.Pattern:
-        return _SENTENCE_END if CJK_CHAR.search(self.text) else _ENGLISH_SENTENCE_END
+    def english(self) -> bool:
+        """No Chinese: a full stop ends its sentences too."""
+        return not CJK_CHAR.search(self.text)
 
     def show(self, span: tuple[int, int]) -> str:
         return self.shown[span[0]:span[1]].strip()
@@ -322,7 +319,7 @@ class _Passage:
     @cached_property
     def sentences(self) -> list[tuple[int, int]]:
         spans, start = [], 0
-        for match in self.ends.finditer(self.text):
+        for match in (_ENGLISH_SENTENCE_END if self.english else _SENTENCE_END).finditer(self.text):
             if match.start() > start:
                 spans.append((start, match.start()))
             start = match.end()
@@ -779,14 +776,14 @@ def _aligned_candidates(a: _Passage, b: _Passage, entity: str, question: _Questi
 def _near_question(passage: _Passage, span: tuple[int, int], question: _Question) -> bool:
     """A question term close to the value and not past the end of its sentence, or in the label
     line just above it (`招生计划：` then `20人`)."""
-    text = passage.text
+    text, strong_end = passage.text, _ENGLISH_STRONG_END if passage.english else _STRONG_END
     lo, hi = max(0, span[0] - RELEVANCE_WINDOW), min(len(text), span[1] + RELEVANCE_WINDOW)
-    ends_before = [m.end() for m in passage.strong_ends.finditer(text, lo, span[0])]
+    ends_before = [m.end() for m in strong_end.finditer(text, lo, span[0])]
     if ends_before:
         label_start = text.rfind("\n", 0, ends_before[-1] - 1) + 1
         is_label = text[label_start:ends_before[-1]].rstrip("\n").endswith(("：", ":"))
         lo = label_start if is_label else ends_before[-1]
-    next_end = passage.strong_ends.search(text, span[1], hi)
+    next_end = strong_end.search(text, span[1], hi)
     hi = next_end.start() if next_end else hi
     return question.names_term(text[lo:hi])
 
