@@ -39,7 +39,9 @@ def answer_prompt(question: str, evidence: Sequence[EvidenceHit], conflicts: Seq
     """The filled answerer prompt; with feedback, the retry prompt carrying the findings. advice:
     what a structured skill worked out (a size), given as 【工具结论】 with the ids it rests on."""
     values = {"question": question, "evidence": EvidencePool.render(evidence), "conflicts": render_conflicts(conflicts),
-              "skill_findings": advice.describe() if advice is not None else "无"}
+              "skill_findings": advice.describe() if advice is not None else "无",
+              # the fixed refusals, from the same files the pipeline says them from
+              "refusal": load_prompt("refusal").strip(), "refusal_en": load_prompt("refusal_en").strip()}
     if feedback is None:
         return load_prompt("answerer", **values)
     return load_prompt("answerer_retry", findings=feedback.findings(), **values)

@@ -27,7 +27,7 @@ from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DE
 from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
-from knowledge.text import ASKED_YEAR, CJK_CHAR, YEAR, bigram_dice, has_term, is_faq, normalize, tokenize, unglued
+from knowledge.text import ASKED_YEAR, CJK_CHAR, YEAR, bigram_dice, has_term, is_english, is_faq, normalize, tokenize, unglued
 from tools.base import EvidenceHit
 from workflows.evidence import RERANK_LEG
 
@@ -53,7 +53,9 @@ _MAX_FAQ_REPLY_CHARS = 400
 # paraphrases); the sentence scorer, picking by cue words and values, had quoted another entry
 # for 77 of them and refused 50.
 _SAME_QUESTION = 0.6
-_COMMON_OPENER = re.compile(r"(?:A|An|According|The|It|Its|This|That|These|Those|There|Our|Your|You|We|They)\b")
+_DISAMBIGUATION = re.compile(r"\s*[（(][^（）()]*[）)]\s*$")  # 成都道 (香港): which 成都道 the page is
+_COMMON_OPENER = re.compile(r"(?:A|An|According|The|It|Its|This|That|These|Those|There|Our|Your|You|We|They"
+                            r"|Every|Each|All|Any|Some|Most|Many|No|If|When|For|In|On|At|With)\b")
 _CAUTIOUS = "根据现有资料，"  # opens an answer whose best evidence matches under half of the question
 _UNDECIDED = "资料无法判断以哪一说法为准，建议转人工客服确认"  # closes a disclosure no source outranks
 _MAX_SENTENCE_CHARS = 220
@@ -128,8 +130,7 @@ class ExtractiveAnswerer:
         `overview` (page openings for a question about what a product is like), their first sentences.
         """
         profile = self._profile(question)
-        if profile.english and not self._has_english_words(profile, evidence):
-            profile.english = False  # "AJ1 Retro", "XZ-3000": a product name typed alone, not English
+        profile.english = self.asked_in_english(question, evidence)
         banned: set[str] = set()
         if feedback is not None:
             banned = {u.sentence for u in feedback.unsupported} | set(feedback.uncited)
@@ -238,7 +239,7 @@ class ExtractiveAnswerer:
             years=set(ASKED_YEAR.findall(canonical)), tokens=set(self._tokens(canonical)),
             terms=list(dict.fromkeys(terms)), chars=list(dict.fromkeys(chars)), facts=facts_of(canonical),
             asked_units=asked_units, asked_words=[w.lower() for w in asked_words], relations=relations,
-            numeric=bool(NUMERIC_QUESTION.search(canonical)), english=not CJK_CHAR.search(question),
+            numeric=bool(NUMERIC_QUESTION.search(canonical)), english=is_english(canonical),
             asks_when=asks_when, text=canonical.lower(),
             asks_amount=bool(AMOUNT_QUESTION.search(canonical)),
             # a kind of value or a relation asked (多少钱, 在哪里) says what answers instead
@@ -255,8 +256,10 @@ class ExtractiveAnswerer:
         lead = next((h for h in evidence if not is_faq(h)), None)
         lead_title = self._canonical(lead.title).lower() if lead is not None else ""
         named = {t for t in question.terms if has_term(lead_title, t)}
-        if len(lead_title) >= 2 and lead_title in question.text:  # 蟒鳗 of 蟒鳗又被称为什么 (jieba: 蟒鳗被)
-            named.add(lead_title)
+        # 蟒鳗 of 蟒鳗又被称为什么 (jieba: 蟒鳗被); 成都道 of the page 成都道 (香港), whatever it disambiguates
+        lead_name = _DISAMBIGUATION.sub("", lead_title)
+        if len(lead_name) >= 2 and lead_name in question.text:
+            named.add(lead_name)
         asks_definition = any(DEFINITION_QUESTION.match(question.text.replace(n, "", 1).strip()) for n in named)
         # built once per question, matched against every sentence
         identity_openers = [_definition_opener(n) for n in named] if IDENTITY_QUESTION.search(question.text) else []
@@ -439,11 +442,11 @@ class ExtractiveAnswerer:
             chosen += self._select(profile, evidence, skip_chunks, max(1, room // len(parts)), new)
         return chosen
 
-    def _has_english_words(self, question: _Question, evidence: Sequence[EvidenceHit]) -> bool:
-        """Does a question without Chinese hold an English word beyond the evidence's titles? Only
-        the names of what the shop sells ("AJ1 Retro", canonical "Air Jordan 1 Retro") is no English."""
-        titles = " ".join(self._canonical(hit.title).lower() for hit in evidence)
-        return any(word not in titles for word in re.findall(r"[a-z]{2,}", question.text))
+    def asked_in_english(self, question: str, evidence: Sequence[EvidenceHit] = ()) -> bool:
+        """Is the question English, beyond the names of what the evidence is about ("AJ1 Retro" is
+        canonical "Air Jordan 1 Retro", a product name, not English)? The pipeline asks this too, so
+        a refusal and an answer agree on the language."""
+        return is_english(self._canonical(question), names=" ".join(self._canonical(hit.title) for hit in evidence))
 
     def _same_question(self, question: _Question, evidence: Sequence[EvidenceHit]) -> str | None:
         """The doc id of the evidence FAQ entry whose title asks what the customer asks (the
@@ -602,7 +605,9 @@ def _definition_opener(name: str, strict: bool = False) -> re.Pattern:
     X是一款…, not 张世昌在天津火车头效力时…; strict: nothing between the name (and its
     parentheses) and 是/为/the comma (黄埔港是一个…, not 小灰头稚冠雉栖息在热带森林，…)."""
     between = "" if strict else "[^，,。；;（(]{0,8}?"
-    return re.compile(rf"{re.escape(name)}{between}(?:[（(][^）)]*[）)])?\s*(?:[，,]|是|为)")
+    # the name's other names come first in either form: 首席部长或首席厅长，… / 社会惰化也叫社会干扰、…，是…
+    aliases = r"(?:(?:或(?![许者])|或称|又称|又名|也叫|也称|亦称|简称|俗称)[^，,。；;（(]{1,20}?)?"
+    return re.compile(rf"{re.escape(name)}{between}(?:[（(][^）)]*[）)])?{aliases}\s*(?:[，,]|是|为)")
 
 
 def _adjacent_runs(run: list[str], text: str) -> list[str]:

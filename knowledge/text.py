@@ -76,11 +76,18 @@ STOPWORDS = frozenset(
 )
 
 
-def is_english(question: str) -> bool:
-    """Asked in English: no Chinese and an English function word ("XZ-3000 price please", not a
-    product name typed alone such as "AJ1 Retro")."""
-    return not CJK_CHAR.search(question) and any(
-        word in ENGLISH_STOPWORDS or word in ("a", "i") for word in re.findall(r"[a-z]+", question.lower()))
+def is_english(question: str, names: str = "") -> bool:
+    """Asked in English: no Chinese, and an English function word ("XZ-3000 price please") or, given
+    `names` (the titles of what the evidence is about), a word outside them ("XZ-3000 price"). A
+    name typed alone is English only when the names are ("Warranty"), not in a Chinese shop ("AJ1
+    Retro", canonical "Air Jordan 1 Retro 高帮篮球鞋")."""
+    if CJK_CHAR.search(question):
+        return False
+    words = re.findall(r"[a-z]+", question.lower())
+    if any(word in ENGLISH_STOPWORDS or word in ("a", "i") for word in words):
+        return True
+    names = names.lower()
+    return bool(names) and (not CJK_CHAR.search(names) or any(len(word) > 1 and word not in names for word in words))
 
 
 _PUNCT_OR_SPACE = re.compile(r"^[\W_]+$", re.UNICODE)

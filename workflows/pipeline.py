@@ -29,7 +29,7 @@ from agents.prompts import load_prompt
 from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.filters import SearchFilters
 from knowledge.kb import KnowledgeBase, metadata_columns
-from knowledge.text import is_english, is_storable_text
+from knowledge.text import is_storable_text
 from tools.base import EvidenceHit, LegScore, SkillContext
 from tools.registry import SkillRegistry
 from tools.products import SizeAdvice
@@ -210,7 +210,7 @@ class QAPipeline:
                 result.answer = screened.text
             clock.lap("compliance")
 
-        if result.refused and is_english(question):
+        if result.refused and self.extractive.asked_in_english(question, evidence):
             result.answer = self.english_refusals.get(result.answer, result.answer)
         result.degradation_reasons = degradations
         result.degraded = bool(degradations)

@@ -100,3 +100,12 @@ def test_generate_runs_either_kind_of_answerer():
     tracker = BudgetTracker()
     assert asyncio.run(generate(answerer, QUESTION, EVIDENCE, budget=tracker)).endswith("】。")
     assert tracker.model_calls == 1
+
+
+def test_both_prompts_give_the_fixed_refusals_the_pipeline_says_in_both_languages():
+    from agents.prompts import load_prompt
+
+    report = Inspector().run("退货期是 30 天【policy-returns-2026#无理由退换-0】。", EVIDENCE)
+    for prompt in (answer_prompt(QUESTION, EVIDENCE), answer_prompt(QUESTION, EVIDENCE, feedback=report)):
+        assert load_prompt("refusal").strip() in prompt and load_prompt("refusal_en").strip() in prompt
+        assert "{refusal" not in prompt

@@ -341,6 +341,14 @@ def test_a_length_or_a_description_is_answered_in_the_evidence_own_words():
     assert answerer.run("工作假期签证有什么作用？", [visa]).startswith("工作假期签证是一种旅行许可")
     # a kind of value the page does not state is still refused, however well the page is found
     assert answerer.run("工作假期签证的费用是多少？", [visa]) == answerer.refusal()
+    # the page opens with the name's other names first (X或Y，… / X也叫Y、Z，是…), and is titled
+    # with what it disambiguates (X (香港))
+    title = hit("w-33#body-0", "行政长官", "行政长官或行政首长，在一些地区简称特首，是地区的政府首脑。任期五年。")
+    assert "是地区的政府首脑【w-33#body-0】" in answerer.run("行政长官是什么级别的职位？", [title])
+    term = hit("w-34#body-0", "从众效应", "从众效应也叫乐队花车效应、羊群效应，是一个心理学术语，指个人随群体改变看法的现象。")
+    assert "指个人随群体改变看法的现象【w-34#body-0】" in answerer.run("从众效应有什么特点？", [term])
+    street = hit("w-35#body-0", "北京道 (香港)", "北京道是九龙最繁忙的街道，亦是九龙的南北主干道。")
+    assert "北京道是九龙最繁忙的街道" in answerer.run("北京道在香港有什么作用？", [street])
 
 
 def test_a_relation_asked_in_other_words_is_answered_by_how_sentences_state_it():

@@ -36,3 +36,11 @@ def test_english_function_words_are_not_search_terms_of_english_text():
 ])
 def test_a_question_is_english_when_it_has_no_chinese_and_an_english_function_word(question, english):
     assert is_english(question) is english
+
+
+def test_a_question_of_english_words_beyond_the_names_it_is_about_is_english():
+    names = "xz-3000 充电宝 air jordan 1 retro 高帮篮球鞋"
+    assert is_english("xz-3000 price", names=names) and not is_english("xz-3000 price")
+    assert not is_english("air jordan 1 retro", names=names)  # a name typed alone, in a Chinese shop
+    assert is_english("Warranty", names="Warranty Returns policy (2026 version)")  # in an English one
+    assert not is_english("xz-3000 多少钱", names=names)

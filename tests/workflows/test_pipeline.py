@@ -345,5 +345,9 @@ def test_an_english_policy_conflict_is_detected_and_disclosed_in_english(english
 def test_an_english_question_is_refused_in_english(english_pipeline):
     result = english_pipeline.run("Do you sell gift cards?")
     assert result.refused and result.answer.startswith("Sorry, the knowledge base has no reliable information")
+    title = english_pipeline.run("Warranty")  # a page's title typed alone, in an English shop
+    assert title.answer.startswith("Based on the available information, every charger comes with a 12 months")
+    terse = english_pipeline.run("Gift card price?")  # no function word: English beyond the pages' titles
+    assert terse.refused and terse.answer == result.answer
     chinese = english_pipeline.run("你们卖礼品卡吗？")
     assert chinese.refused and chinese.answer == english_pipeline.refusal_text
