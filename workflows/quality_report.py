@@ -538,6 +538,27 @@ every number as before, one answer reworded (a space before an English FAQ reply
 (25 per type, at 0f8bcd8): every answer and evidence list the same. The strategy samples were run at
 57b8238.
 
+**Answers in the words encyclopedias use; one English test (2026-12-04, session 19).** Of cmrc2018
+holdout's 31 answer-stage false refusals, most had a sentence that answers in its own words, which
+the answerer did not read as an answer. It now does for habits (生活习性 - 栖息于…，白天觅食), a battle's
+result (以…获胜而告终), a death (被…勒毙, not 六七个人被处死), a new name (改名为什么 - 2010年后改为…, no
+longer read as asking a cause), a spouse (之妻), what a work tells (讲述了…), how a game is played
+(玩家要…), whose work (…发行的专辑), a colour (体银白色), posts held (现为…主席), what lies around
+(东望…，北邻…), a purpose (为了, 祈求), a formula (等于…除以…) and who named something (所命名); for a
+page that opens with the name's other names (首席部长或首席厅长，… / 社会惰化也叫…，是…) or is titled with
+what it disambiguates (成都道 (香港)); and a how-question is no longer an amount question
+(如何获得更高的分辨率 ends in 率). What counts as an English question is now one test for answers and
+refusals (docs/conflicts.md), and a model answerer is given both fixed refusals word for word.
+Before and after on the same machine and day (before: b655058 from a worktree, `run.py eval
+--dataset ../shared/datasets/cmrc2018_dev [--questions questions_holdout.jsonl] --no-baseline`;
+after: 95c0877, `make eval`): cmrc2018 holdout false refusals 0.0595 -> 0.0472 at refusal recall
+0.902 unchanged, which meets the target; hit of answerable 0.8346 -> 0.8448; citation precision
+0.9686 -> 0.9690 (19 answers changed, none lost a hit). cmrc2018 main false refusals 0.0621 -> 0.0559,
+hit of answerable 0.8453 -> 0.8516, citation precision 0.9728 -> 0.9736 (12 changed, none lost). Every
+evidence list was the same. Against this report's previous runs, whose code answered those sets as
+b655058 does: baoxianzhidao main and holdout and DomainRAG gave every number the same to 0.001 (6, 6
+and 2 answers reworded); rgb_zh and the demo changed no answer.
+
 **Refusal on cmrc2018 holdout, measured and not changed (session 9).** One run of all 1,575
 holdout questions with the gate off (refusal_threshold 0, as calibrate runs it), then exploratory
 scoring of each rule on those results: the answer stage alone refuses 59 of the 1,463 answerable
