@@ -24,10 +24,11 @@ from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DE
                                   ERA_WORDS, IDENTITY_QUESTION,
                                   NUMERIC_QUESTION, PRIZE_STATED, QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
                                   asked_focus, compound_parts, names_a_sibling, states_amount)
-from knowledge.chunking import SKU_OVERVIEW_SECTION
+from knowledge.chunking import SKU_OVERVIEW_SECTION, row_cells
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
-from knowledge.text import ASKED_YEAR, CJK_CHAR, YEAR, bigram_dice, has_term, is_english, is_faq, normalize, tokenize, unglued
+from knowledge.text import (ASKED_YEAR, CJK_CHAR, YEAR, bigram_dice, has_term, is_english, is_faq, normalize, series_names,
+                            tokenize, unglued)
 from tools.base import EvidenceHit
 from workflows.evidence import RERANK_LEG
 
@@ -108,6 +109,7 @@ class _Candidate:
     models: set[str] = field(default_factory=set)  # question model numbers it is about
     fact: float = 0.0  # bonus for the asked kind of value, the question's numbers and models
     on_topic: bool = True  # names (in its title or text) what the question is about
+    row_named: bool | None = None  # a table row: does the question name its label (None: no row)
 
 
 class ExtractiveAnswerer:
@@ -283,6 +285,10 @@ class ExtractiveAnswerer:
             faq = is_faq(hit)
             entity = set() if faq else {t for t in question.terms if has_term(title, t)}
             sibling = not faq and names_a_sibling(question.text, title, hit.text.lower())
+            # a page of the lead page's series about another name than the question's (2022年河北省…
+            # beside 2022年辽宁省… for 辽宁省…的分数线): its rows are that other place's
+            other = series_names(lead_title, title) if lead_title and not faq else None
+            other_page = bool(other) and other[0] in question.text and other[1] not in question.text
             total = (_ENTITY_WEIGHT * len(entity) + _ASKED_WEIGHT * (len(question.terms) - len(entity))
                      + _CHAR_WEIGHT * len(question.chars))
             prior = hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 1.0 - order / max(len(evidence), 1)
@@ -293,6 +299,8 @@ class ExtractiveAnswerer:
                 if _QUESTION_END.search(sentence.text.strip()):  # a question in the evidence answers nothing
                     continue
                 body = quotable(sentence.text)
+                if hit.section != "SKU":  # a SKU row is framed from all its fields (sku_sentence)
+                    body = self._asked_cells(body, question)
                 if len(re.findall(r"\w", body)) < 4 or len(body) > _MAX_SENTENCE_CHARS:
                     continue
                 canonical = self._canonical(body)
@@ -310,6 +318,10 @@ class ExtractiveAnswerer:
                 score, answers = self._fact_score(question, facts, title_facts, models, searched)
                 names_a_time = question.asks_when and bool(TIME_EXPRESSION.search(canonical))
                 score += 0.4 * names_a_time
+                # a table row whose label the question names whole (金融学类, not 金融学(中外合作办学))
+                label = _row_label(body) if hit.section != "SKU" else None  # a SKU row is a variant, no table row
+                row_named = None if label is None else has_term(question.text, self._canonical(label).lower())
+                score += 0.5 * bool(row_named)
                 # It answers when it has a word of what is asked, or when nothing is asked beyond
                 # the entity itself ("XZ-3000 怎么样").
                 nothing_asked = not (set(question.terms) - entity or question.chars or question.asked_words
@@ -318,7 +330,7 @@ class ExtractiveAnswerer:
                 restates = tokens <= question.tokens | label_tokens
                 # An FAQ entry is about its title question, which retrieval matched to this one.
                 about = f"{title} {canonical.lower()}"
-                off_topic = sibling or (not faq and bool(named) and not any(has_term(about, n) for n in named))
+                off_topic = sibling or other_page or (not faq and bool(named) and not any(has_term(about, n) for n in named))
                 defines = ((asks_definition and any(canonical.lower().startswith(n) for n in named))
                            or any(opener.match(canonical.lower()) for opener in identity_openers))
                 # a sentence naming the asked year only as what it is compared with is about another year
@@ -339,10 +351,31 @@ class ExtractiveAnswerer:
                            and (not question.asks_amount or states_amount(canonical, question.text)))
                 candidates.append(_Candidate(
                     hit, order, body, tokens, 1.6 * share + score + context, share, answers,
-                    asked | entity, entity, question.facts.models & models, score, not off_topic,
+                    asked | entity, entity, question.facts.models & models, score, not off_topic, row_named,
                 ))
+        # the question names a row of the tables shown (法学): another row (金融学类) answers nothing
+        if any(c.row_named for c in candidates):
+            for candidate in candidates:
+                candidate.answers = candidate.answers and candidate.row_named is not False
         candidates.sort(key=lambda c: (-c.score, c.order))
         return candidates
+
+    @staticmethod
+    def _asked_cells(body: str, question: _Question) -> str:
+        """A table row (列: 值；列: 值…) cut to its first cell and the cells whose column names most
+        of the question's words (专业名称: 金融学类；理工/物理类最低: 673 for 理工…最低是多少): one value
+        was asked, not the row. A row none of whose columns the question names is kept whole."""
+        prefix, dash, cells = body.rpartition(" — ")
+        row = row_cells(cells)
+        if len(row) < 4 or len(row) != cells.count("；") + 1:  # not a row of cells, or a short one
+            return body
+        words = [*question.terms, *question.chars]
+        named = {column: sum(has_term(column.lower(), word) for word in words) for column in list(row)[1:]}
+        best = max(named.values())
+        kept = [column for column, count in named.items() if count == best]
+        if best == 0 or len(kept) == len(named):
+            return body
+        return prefix + dash + "；".join(f"{column}: {row[column]}" for column in [next(iter(row)), *kept])
 
     @staticmethod
     def _fact_score(question: _Question, facts: Facts, title_facts: Facts, models: set[str],
@@ -598,6 +631,12 @@ def _joined(pieces: list[str]) -> str:
     for piece in pieces:
         text += (" " if text[-1:] in (".", "!", "?", ";") and "A" <= piece[:1] <= "Z" else "") + piece
     return text
+
+
+def _row_label(body: str) -> str | None:
+    """The first cell's value of a table row (… — 专业名称: 金融学类；…: …), or None for a sentence."""
+    cells = row_cells(body.rpartition(" — ")[2])
+    return next(iter(cells.values()), None) if len(cells) >= 2 else None
 
 
 def _definition_opener(name: str, strict: bool = False) -> re.Pattern:

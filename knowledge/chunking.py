@@ -11,6 +11,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from knowledge.flat_tables import flat_table_sections
 from knowledge.schema import Chunk, Document, Section, SkuRow, size_key
 
 # Boundary strength: lower is a better place to end a chunk. Each separator keeps the
@@ -37,8 +38,8 @@ _MAX_SKU_PART = 48
 _PREFIX_MAX = 60  # title + heading in front of every piece/row; the full values are fields
 _RESERVED_SLUGS = frozenset({"body", "sku", "skus"})
 # Part of every document's version hash: a change in how documents become chunks re-chunks
-# them on the next ingest (2: a product's SKU overview chunk).
-CHUNK_FORMAT = 2
+# them on the next ingest (2: a product's SKU overview chunk; 3: tables written one cell per line).
+CHUNK_FORMAT = 3
 SKU_OVERVIEW_SECTION = "规格汇总"  # one chunk over all of a product's SKU rows
 SKU_OVERVIEW_SLUG = "skus-0"  # its id: "<doc part>#skus-0", beside the rows' "<doc part>#sku-<sku>"
 # How long the overview may list every colour x size in stock; past it only what is out of stock.
@@ -184,9 +185,11 @@ def chunk_document(doc: Document, chunk_size: int = 320, overlap: int = 48) -> l
     chunks: list[Chunk] = []
     if doc.skus:
         chunks.extend(_sku_chunks(doc, doc_part))
-    if doc.sections:
+    # a table the page lost its markup from (one cell per line) is read back as one
+    sections = doc.sections or (flat_table_sections(_without_leading_title(doc.text, doc.title)) if doc.text else None)
+    if sections:
         used_slugs: set[str] = set()
-        for index, section in enumerate(doc.sections):
+        for index, section in enumerate(sections):
             slug = _section_slug(section.heading, index, used_slugs)
             chunks.extend(_section_chunks(doc, doc_part, section, slug, chunk_size, overlap))
     elif doc.text:

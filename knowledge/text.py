@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import unicodedata
@@ -90,6 +91,7 @@ def is_english(question: str, names: str = "") -> bool:
     return bool(names) and (not CJK_CHAR.search(names) or any(len(word) > 1 and word not in names for word in words))
 
 
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _PUNCT_OR_SPACE = re.compile(r"^[\W_]+$", re.UNICODE)
 
 jieba.setLogLevel(logging.WARNING)
@@ -145,6 +147,20 @@ def has_term(text: str, term: str) -> bool:
     if term.isascii():
         return re.search(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", text) is not None
     return term in text
+
+
+def series_names(title_a: str, title_b: str) -> tuple[str, str] | None:
+    """The names two titles of one series of pages differ in (2021年甘肃省录取分数线 / 2021年安徽省录取分数线
+    -> 甘肃, 安徽; 名单(山西) / 名单(山东) -> 西, 东), or None: each page is about its own place or thing.
+    A name is up to 6 Chinese characters, no number or version, and the titles share most of the rest."""
+    prefix = len(os.path.commonprefix([title_a, title_b]))
+    suffix = len(os.path.commonprefix([title_a[prefix:][::-1], title_b[prefix:][::-1]]))
+    names = (title_a[prefix:len(title_a) - suffix], title_b[prefix:len(title_b) - suffix])
+    shared = prefix + suffix
+    if shared >= 4 and shared >= 0.6 * min(len(title_a), len(title_b)) \
+            and all(len(name) <= 6 and _CJK_RUN.fullmatch(name) for name in names):
+        return names
+    return None
 
 
 def bigram_dice(a: str, b: str) -> float:

@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from knowledge.filters import as_of_day, parse_day
 from knowledge.lexicon import Lexicon
 from knowledge.schema import AUTHORITY_RANK
-from knowledge.text import CJK_CHAR, STOPWORDS, YEAR, is_faq, normalize, tokenize
+from knowledge.text import CJK_CHAR, STOPWORDS, YEAR, is_faq, normalize, series_names, tokenize
 from tools.base import EvidenceHit
 
 
@@ -492,7 +492,7 @@ def _entity_of(a: EvidenceHit, b: EvidenceHit, question: _Question) -> str | Non
     stem_a, stem_b = _title_stem(a.title), _title_stem(b.title)
     if stem_a and stem_a == stem_b:
         return stem_a
-    if _editions_of_other_years(stem_a, stem_b):
+    if _editions_of_other_years(stem_a, stem_b) or series_names(stem_a, stem_b) is not None:
         return None
     terms = question.terms[:4]
     return (", " if all(t.isascii() for t in terms) else "、").join(terms) or "问题"

@@ -532,3 +532,31 @@ def test_an_english_question_gets_the_disclosure_in_english_and_an_undecided_one
     assert answer.startswith("Sources disagree: one source (2026-03-01) says: Standard delivery takes 7 days")
     assert answer.endswith("; the newest one prevails.") and "check with customer service" not in answer
     assert Inspector().run(answer, hits, [dated]).passed
+
+
+def test_a_table_row_is_quoted_with_the_cells_asked():
+    answerer = ExtractiveAnswerer()
+    row = hit("t-1#分数线-r0-0", "2022年某省录取分数线",
+              "2022年某省录取分数线 分数线 — 专业名称: 金融学类；文史类最高: 634；文史类最低: 630；理工类最高: 675；理工类最低: 673")
+    answer = answerer.run("2022年某省理工类金融学类的最低分数线是多少？", [row])
+    assert "专业名称: 金融学类；理工类最低: 673【t-1#分数线-r0-0】" in answer and "634" not in answer
+    # a question naming no column gets the whole row
+    assert "文史类最高: 634" in answerer.run("2022年某省金融学类的录取分数线是多少？", [row])
+
+
+def test_the_row_the_question_names_is_quoted_before_a_row_it_names_in_part():
+    answerer = ExtractiveAnswerer()
+    text = "某省录取分数线 分数线 — 专业名称: {}；文史类最高: {}；文史类最低: {}；理工类最高: 675；理工类最低: 673"
+    joint = hit("t-2#分数线-r7-0", "某省录取分数线", text.format("金融学(中外合作办学)", 619, 619), score=0.6)
+    plain = hit("t-2#分数线-r0-0", "某省录取分数线", text.format("金融学类", 634, 630), score=0.5)
+    assert "文史类最低: 630【t-2#分数线-r0-0】" in answerer.run("某省文史类金融学类的最低分数线是多少？", [joint, plain])
+
+
+def test_a_page_of_the_series_about_another_place_answers_nothing():
+    answerer = ExtractiveAnswerer()
+    text = "{}录取分数线 分数线 — 专业名称: {}；文史类最低: {}；理工类最低: {}"
+    lead = hit("t-ln#分数线-r4-0", "2022年辽宁省录取分数线", text.format("2022年辽宁省", "金融学(中外合作办学)", 600, 640), score=0.6)
+    other = hit("t-hb#分数线-r1-0", "2022年河北省录取分数线", text.format("2022年河北省", "法学", 650, 666), score=0.5)
+    answer = answerer.run("辽宁省2022年理工类法学专业的最低录取分数线是多少？", [lead, other])
+    assert "666" not in answer and "【t-hb#" not in answer  # 河北's 法学 row is no answer for 辽宁
+    assert answer == answerer.refusal()  # nor is 辽宁's row of another major

@@ -44,3 +44,13 @@ def test_a_question_of_english_words_beyond_the_names_it_is_about_is_english():
     assert not is_english("air jordan 1 retro", names=names)  # a name typed alone, in a Chinese shop
     assert is_english("Warranty", names="Warranty Returns policy (2026 version)")  # in an English one
     assert not is_english("xz-3000 多少钱", names=names)
+
+
+def test_titles_of_one_series_differ_in_a_name():
+    from knowledge.text import series_names
+
+    assert series_names("2021年甘肃省录取分数线", "2021年安徽省录取分数线") == ("甘肃", "安徽")
+    assert series_names("2014年圆梦计划推荐中学名单(山西)", "2014年圆梦计划推荐中学名单(山东)") == ("西", "东")
+    assert series_names("30万旅游保险多少钱", "50万旅游保险多少钱") is None  # numbers are no names
+    assert series_names("退换货政策", "退换货政策") is None
+    assert series_names("沼鹿", "泽鹿") is None  # too little shared to be one series

@@ -172,6 +172,17 @@ def test_yearly_editions_state_their_own_years_figures():
     assert len(detect_conflicts(question, editions)) == 1
 
 
+def test_pages_of_one_series_about_other_names_state_their_own_figures():
+    text = "金融学类专业最低录取分数{}分。"
+    question = "2021年金融学类的最低录取分数是多少？"
+    pages = [hit("drag-gs#0", text.format(633), title="2021年甘肃省录取分数线"),
+             hit("drag-ah#0", text.format(648), title="2021年安徽省录取分数线")]
+    assert detect_conflicts(question, pages) == []
+    # the same series and place on two pages that disagree is a conflict
+    pages[1].title = "2021年甘肃省录取分数线（转载）"
+    assert len(detect_conflicts(question, pages)) == 1
+
+
 def test_size_table_rows_are_different_facts():
     rows = ["尺码: 39；脚长(cm): 24.5", "尺码: 40；脚长(cm): 25.0", "尺码: 41；脚长(cm): 25.5"]
     same_doc = [hit(f"prod-shoe#尺码表-r{i}-0", f"跑鞋 尺码表 — {row}", product_id="p-shoe") for i, row in enumerate(rows)]
