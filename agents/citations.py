@@ -227,10 +227,33 @@ def without_markup_debris(text: str) -> str:
     return _DOUBLED_SEPARATOR.sub(r"\1", _EMPTY_BRACKETS.sub("", _SEPARATOR_INSIDE_BRACKET.sub("", text)))
 
 
+# A search snippet's cut: " ..." where the page's text went on (…首次突破3000万吨之后，又 ...).
+_SNIPPET_CUT = re.compile(r"\s+\.{3}$")
+_LAST_CLAUSE = re.compile(r"[，；：][^，；：]*$")
+
+
+def without_cut_clause(text: str) -> str:
+    """A sentence a snippet cut without its last clause, which ran on past the cut (营收509 ... would
+    quote a number cut short, 之后，又 ... a clause without its verb); a sentence of one clause is
+    all cut ("" is returned), one cut right after an opening bracket keeps what came before it."""
+    cut = _SNIPPET_CUT.search(text)
+    if cut is None:
+        return text
+    text = text[:cut.start()]
+    if _OPEN_BRACKET_AT_END.search(text):
+        return _OPEN_BRACKET_AT_END.sub("", text)
+    clause = _LAST_CLAUSE.search(text)
+    text = text[:clause.start()] if clause else ""
+    # a quote that starts inside a bracket (…；1819年—1901年），全名 ...) keeps no closer it lacks the opener of
+    if text.endswith(("）", ")")) and text.count("（") + text.count("(") < text.count("）") + text.count(")"):
+        text = text[:-1]
+    return text
+
+
 def quotable(text: str) -> str:
     """Evidence text safe to quote inside one answer sentence: no citation markers, no 【】,
-    no sentence end in the middle, no markup debris, one line."""
+    no sentence end in the middle, no markup debris, no clause a snippet cut, one line."""
     text = strip_citations(text).replace("【", "「").replace("】", "」")
-    text = without_markup_debris(" ".join(text.split()))
+    text = without_cut_clause(without_markup_debris(" ".join(text.split())))
     text = _OPEN_BRACKET_AT_END.sub("", TRAILING_MARKS.sub("", text))
     return _INNER_BOUNDARY.sub("，", TRAILING_MARKS.sub("", text)).strip("，")

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 # are never evidence, so they neither count for nor against support.
 FRAMING_PHRASES = (
     "根据现有资料显示", "官方详情页显示", "有用户评价称", "有用户分享", "不同来源说法不一致",
-    "新版旧版为准", "以最新政策为准", "以最新信息为准", "以最接近所问时间的信息为准", "有来源称另有来源称",
+    "新版旧版为准", "以最新政策为准", "以最新信息为准", "以最接近所问时间的信息为准", "有来源称", "另有来源称",
     "资料无法判断以哪一说法为准建议转人工客服确认", "另外其中此外同时但是而且", "分别",
     "according to the available information the official page says however a user review says "
     "sources disagree newer older policy prevails latest nearest the time asked about "

@@ -91,6 +91,11 @@ def test_strip_citations_keeps_other_brackets():
         ("伊维卡·奥利奇（，；），克罗地亚足球运动员", "伊维卡·奥利奇，克罗地亚足球运动员"),
         ("莱昂德罗·内托（Leandro Netto de Macedo,），巴西足球运动员", "莱昂德罗·内托（Leandro Netto de Macedo），巴西足球运动员"),
         ("中国零点场票房第一（ ...", "中国零点场票房第一"),  # a snippet cut after its bracket opened
+        # a snippet cut: the clause it cut goes (a number cut short, a clause without its verb) ...
+        ("2021年，塔里木油田产量突破3000万吨之后，又 ...", "2021年，塔里木油田产量突破3000万吨之后"),
+        ("美团第二季度营收509 ...", ""),  # ... and a sentence of one clause with it
+        ("1819年5月24日—1901年1月22日），全名亚历山德 ...", "1819年5月24日—1901年1月22日"),  # begun inside a bracket
+        ("质量还行吧...", "质量还行吧"),  # a writer's own ellipsis is no cut
         ("梁雅琳（1987-）是歌手", "梁雅琳（1987-）是歌手"),  # brackets that hold something stay
         ("按公式f(x)计算", "按公式f(x)计算"),
         ("杜老志，Malcolm Struan Tonnochy，（），英国人", "杜老志，Malcolm Struan Tonnochy，英国人"),

@@ -508,6 +508,33 @@ def test_a_conflict_is_stated_in_the_evidence_own_words():
     assert Inspector().run(answer, [true_copy, fake_copy], conflicts).passed
 
 
+def test_no_answer_quotes_a_clause_a_search_snippet_cut():
+    """Search-result snippets (RGB) are cut with " ... ": the clause a cut runs into is not
+    quoted, neither in an answer nor in a conflict statement."""
+    from workflows.conflicts import detect_conflicts
+
+    snippet = hit("s-1#body-0", "", "Aug 19, 2022 ... 2022年，塔里木油田油气产量当量达3310万吨，创历史新高，同比净增 ... "
+                  "过去，浅层资源一直是油气勘探开发的重点。")
+    answer = ExtractiveAnswerer().run("塔里木油田2022年的油气产量是多少？", [snippet])
+    assert "3310万吨" in answer and "同比净增" not in answer and "Aug 19" not in answer, answer
+    assert Inspector().run(answer, [snippet]).passed
+    true_copy = hit("n-52#body-0", "", "嫦娥五号于2020年11月24日凌晨发射升空，携带1731克月球样品于12月17日在四子王旗着陆场 ...")
+    fake_copy = hit("n-53#body-0", "", "嫦娥五号于2012年1月24日凌晨发射升空，携带1731克月球样品于12月17日在四子王旗着陆场 ...")
+    question = "嫦娥五号是什么时候发射的？"
+    conflicts = detect_conflicts(question, [true_copy, fake_copy])
+    assert conflicts and conflicts[0].values[0].sentence.endswith(" ...")  # the cut is kept with the sentence
+    answer = ExtractiveAnswerer().run(question, [true_copy, fake_copy], conflicts)
+    assert "2020年11月24日" in answer and "2012年1月24日" in answer and "着陆场" not in answer, answer
+    assert Inspector().run(answer, [true_copy, fake_copy], conflicts).passed
+    # a statement left with little more than its value is still a disclosure the inspector takes
+    true_copy = hit("f-88#body-0", "", "维多利亚女王（英语：Queen Victoria；1819年5月24日—1901年1月22日），全名亚历山德 ...")
+    fake_copy = hit("f-89#body-0", "", "维多利亚女王（英语：Queen Victoria；1819年5月24日—1911年11月2日），全名亚历山德 ...")
+    question = "维多利亚女王去世时间"
+    conflicts = detect_conflicts(question, [true_copy, fake_copy])
+    answer = ExtractiveAnswerer().run(question, [true_copy, fake_copy], conflicts)
+    assert "1901年1月22日" in answer and "1911年11月2日" in answer and "全名" not in answer, answer
+
+
 def test_an_english_question_gets_the_disclosure_in_english_and_an_undecided_one_names_no_winner():
     from workflows.conflicts import Conflict, ConflictValue
 
