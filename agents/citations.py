@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel
 
-from knowledge.text import normalize, tokenize
+from knowledge.text import SNIPPET_CUT, normalize, tokenize
 
 # Any bracket pair, half or full width; 【id]-style mismatches are tolerated.
 _BRACKET = re.compile(r"[【\[［〔]([^【】\[\]［］〔〕\n]{1,300})[】\]］〕]")
@@ -227,8 +227,8 @@ def without_markup_debris(text: str) -> str:
     return _DOUBLED_SEPARATOR.sub(r"\1", _EMPTY_BRACKETS.sub("", _SEPARATOR_INSIDE_BRACKET.sub("", text)))
 
 
-# A search snippet's cut: " ..." where the page's text went on (…首次突破3000万吨之后，又 ...).
-_SNIPPET_CUT = re.compile(r"\s+\.{3}$")
+# A search snippet's cut at the end of a sentence (…首次突破3000万吨之后，又 ...).
+_SNIPPET_CUT_AT_END = re.compile(rf"{SNIPPET_CUT.pattern}$")
 _LAST_CLAUSE = re.compile(r"[，；：][^，；：]*$")
 
 
@@ -236,7 +236,7 @@ def without_cut_clause(text: str) -> str:
     """A sentence a snippet cut without its last clause, which ran on past the cut (营收509 ... would
     quote a number cut short, 之后，又 ... a clause without its verb); a sentence of one clause is
     all cut ("" is returned), one cut right after an opening bracket keeps what came before it."""
-    cut = _SNIPPET_CUT.search(text)
+    cut = _SNIPPET_CUT_AT_END.search(text)
     if cut is None:
         return text
     text = text[:cut.start()]

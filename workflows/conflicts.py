@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from knowledge.filters import as_of_day, parse_day
 from knowledge.lexicon import Lexicon
 from knowledge.schema import AUTHORITY_RANK
-from knowledge.text import CJK_CHAR, STOPWORDS, YEAR, is_faq, normalize, series_names, tokenize
+from knowledge.text import CJK_CHAR, SNIPPET_CUT, STOPWORDS, YEAR, is_faq, normalize, series_names, tokenize
 from tools.base import EvidenceHit
 
 
@@ -167,7 +167,6 @@ _STRONG_END = re.compile(r"[。！？!?\n]|…+|\.{3,}")
 _ENGLISH_SENTENCE_END = re.compile(rf"{_SENTENCE_END.pattern}|{_FULL_STOP}")
 _ENGLISH_STRONG_END = re.compile(rf"{_STRONG_END.pattern}|{_FULL_STOP}")
 _CLAUSE_END = re.compile(r"[，,、：:]")
-_SNIPPET_CUT = re.compile(r"\s\.{3}")  # how a search snippet marks where it cut the page
 _VERSION_MARK = re.compile(r"[（(【\[][^）)】\]]*(?:版|修订|更新|version|v\d)[^）)】\]]*[）)】\]]", re.IGNORECASE)
 _LIST_SEPARATORS = "、，,；;和及与"
 _DIGIT = re.compile(r"\d")
@@ -339,7 +338,7 @@ class _Passage:
         text = self.shown[start:end].strip(" -\n")
         # a search snippet's cut (… ...; `shown` lost the space before it) stays at the end, so a
         # quote of the sentence drops the clause the cut ran into
-        cut = self.shown.startswith("...", end) and _SNIPPET_CUT.search(self.hit.text)
+        cut = self.shown.startswith("...", end) and SNIPPET_CUT.search(self.hit.text)
         return f"{text} ..." if cut and text else text
 
 
