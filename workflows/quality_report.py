@@ -584,6 +584,24 @@ What keeps DomainRAG's citation precision low is mostly the site repeating itsel
 gold one 0.415 of the time, and the gold one or another page that states the gold answer 0.712
 (exploratory, on this run; the table above keeps the dataset's definition).
 
+**Search snippets cut with " ..." (2026-12-04, session 20).** RGB's documents are search-result
+snippets: the engine cut the page where it wrote " ..." (2022年，塔里木油田油气产量当量达3310万吨，创历史新高，
+同比净增 ...), 3,955 cuts in 3,342 of rgb_zh's 11,941 pages besides the date stamps (Nov 10, 2022 ...),
+46 in 25 of DomainRAG's, none in cmrc2018, baoxianzhidao or the demo (not rerun: their quotes keep
+their clauses). 36 of 100
+answers quoted the clause a cut ran into: a number cut short, a clause without its verb. A quote now
+ends before that clause (agents/citations.py `without_cut_clause`; a sentence of one clause is not
+quoted), in answers and in conflict statements, and the inspector takes a disclosure whose
+statements are little more than their values (另有来源称 is framing). Before and after on the same
+machine and day (`run.py eval --dataset ../shared/datasets/rgb_zh --per-qtype 25 --no-baseline
+--concurrency 2`, before at 12ec279 from a worktree): answers whose quote ends up to 12 characters
+before a cut 36 -> 5 of 100 (what is left: quotes that end where a cut opened a bracket, 零点场票房第一（
+..., and short values, 广州恒大); citation precision 0.653 -> 0.655; fake answer asserted 0.26 -> 0.22 (counterfactual_only: one answer that
+quoted the fake now refuses, false refusals 0.12 -> 0.16); refusal recall 0.64 and conflict flags 0.80
+the same; hit of answerable 0.429 -> 0.433, hit of all 0.390 the same; 35 of 125 answers changed.
+DomainRAG (`run.py eval --dataset ../shared/datasets/domainrag --no-baseline --concurrency 2`, the
+same before and after): no answer changed. The tables above are from the runs before this change.
+
 **Refusal on cmrc2018 holdout, measured and not changed (session 9).** One run of all 1,575
 holdout questions with the gate off (refusal_threshold 0, as calibrate runs it), then exploratory
 scoring of each rule on those results: the answer stage alone refuses 59 of the 1,463 answerable
