@@ -148,11 +148,14 @@ AMOUNT_EXPRESSION = re.compile(
     r"|[数几上近]\s*[十百千万亿]|半数")
 
 
+_URL = re.compile(r"(?:https?://|www\.)[^\s\u4e00-\u9fff（）()「」“”\"'<>]+", re.I)
+
+
 def states_amount(sentence: str, question: str) -> bool:
     """Does the sentence state an amount the question does not already name (1500米 of
-    男子1500米…谁夺冠 says which race, not how much)?"""
+    男子1500米…谁夺冠 says which race, not how much)? A web address states none (…/kl2023)."""
     named = _amounts_named(question)
-    return any(match.group() not in named for match in AMOUNT_EXPRESSION.finditer(sentence))
+    return any(match.group() not in named for match in AMOUNT_EXPRESSION.finditer(_URL.sub(" ", sentence)))
 
 
 @lru_cache(maxsize=256)

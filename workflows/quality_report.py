@@ -603,6 +603,15 @@ DomainRAG (`run.py eval --dataset ../shared/datasets/domainrag --no-baseline --c
 same before and after): no answer changed. The tables above were rerun after this change (make eval at
 e37cc13, on a new machine): rgb_zh as measured here, every other number as before (latency aside).
 
+**A web address states no amount (2026-12-04, session 20).** A question asking how many or how
+much (招录多少人) is answered only by a sentence that states an amount; the digits of a web address
+counted as one (…专题网站（http://bm.scs.gov.cn/kl2023）查询…招考人数…), so a sentence that only says
+where to look the number up answered it. Addresses are now read past (agents/question_cues.py
+`states_amount`; IPX4 and the like stay values). Before and after on the same machine and day, policy
+answers of this report's runs against `run.py eval --no-baseline` of every set: one answer changed,
+rgb-zh-158-reject, now refused (negative_rejection refusal recall 0.64 -> 0.68); cmrc2018 (main and
+holdout), baoxianzhidao (main and holdout), DomainRAG and the demo: no answer changed.
+
 **Refusal on cmrc2018 holdout, measured and not changed (session 9).** One run of all 1,575
 holdout questions with the gate off (refusal_threshold 0, as calibrate runs it), then exploratory
 scoring of each rule on those results: the answer stage alone refuses 59 of the 1,463 answerable

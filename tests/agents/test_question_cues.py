@@ -50,6 +50,8 @@ def test_amount_questions(question, asks_amount):
     ("他一生只发表了三篇学术论文", True), ("第三届", False), ("先后出版三辑", True),
     ("基数为100点", True),  # 25点 and above is no clock time
     ("男子1500米比赛结束", False),  # the question's own 1500米 says which race
+    ("登录专题网站（http://bm.scs.gov.cn/kl2023）查询招考人数", False),  # a web address states no amount
+    ("共招录1200人，详见www.scs.gov.cn/kl2023", True), ("防水等级IPX4", True),
 ])
 def test_an_amount_is_a_number_that_is_no_year_date_clock_or_the_questions_own(sentence, amount):
     assert states_amount(sentence, "男子1500米速度滑冰的成绩是多少") is amount
