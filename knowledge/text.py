@@ -34,9 +34,9 @@ _NOT_A_YEAR_AFTER = r"[\d.%]|\s*[毫元块米克斤个件万亿多余款台张�
 YEAR = re.compile(rf"(?<![\dA-Za-z\-])((?:19|20)\d{{2}})(?!{_NOT_A_YEAR_AFTER})")
 # A question names the years it asks about the same way, but only before 年 or a name (2022中关村论坛):
 # "XZ 2000 多少钱" names no year.
+ASKED_YEAR = re.compile(rf"(?<![\dA-Za-z\-])((?:19|20)\d{{2}})(?!{_NOT_A_YEAR_AFTER})(?=\s*年|[\u4e00-\u9fff])")
 CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")  # one Chinese character
 SNIPPET_CUT = re.compile(r"\s+\.{3}")  # how a search snippet marks where it cut the page (…同比净增 ...)
-ASKED_YEAR = re.compile(rf"(?<![\dA-Za-z\-])((?:19|20)\d{{2}})(?!{_NOT_A_YEAR_AFTER})(?=\s*年|[\u4e00-\u9fff])")
 
 
 def model_numbers(text: str) -> set[str]:
