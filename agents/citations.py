@@ -244,7 +244,7 @@ def without_cut_clause(text: str) -> str:
         return _OPEN_BRACKET_AT_END.sub("", text)
     clause = _LAST_CLAUSE.search(text)
     text = text[:clause.start()] if clause else ""
-    # a quote that starts inside a bracket (…；1819年—1901年），全名 ...) keeps no closer it lacks the opener of
+    # a chunk that starts inside a bracket (1819年—1901年），全名 ...) gives a quote no closer without its opener
     if text.endswith(("）", ")")) and text.count("（") + text.count("(") < text.count("）") + text.count(")"):
         text = text[:-1]
     return text

@@ -292,6 +292,19 @@ def _date_value(match: re.Match) -> _Value:
 
 
 # ----------------------------------------------------------------------------- passages
+_OPENERS, _CLOSERS = "（(", "）)"
+
+
+def _inside_brackets(text: str, start: int, position: int) -> bool:
+    """Whether a "；" at `position` stands inside a bracket opened since `start` and closed before the
+    sentence ends (维多利亚（英语：Queen Victoria；1819年—1901年），… is one sentence)."""
+    depth = sum(c in _OPENERS for c in text[start:position]) - sum(c in _CLOSERS for c in text[start:position])
+    if depth <= 0:
+        return False
+    rest = re.split(r"[。！？!?\n]", text[position:], maxsplit=1)[0]
+    return any(c in _CLOSERS for c in rest)
+
+
 @dataclass
 class _Passage:
     hit: EvidenceHit
@@ -320,6 +333,8 @@ class _Passage:
     def sentences(self) -> list[tuple[int, int]]:
         spans, start = [], 0
         for match in (_ENGLISH_SENTENCE_END if self.english else _SENTENCE_END).finditer(self.text):
+            if match.group(0) in "；;" and _inside_brackets(self.text, start, match.start()):
+                continue
             if match.start() > start:
                 spans.append((start, match.start()))
             start = match.end()
@@ -338,8 +353,17 @@ class _Passage:
         text = self.shown[start:end].strip(" -\n")
         # a search snippet's cut (… ...; `shown` lost the space before it) stays at the end, so a
         # quote of the sentence drops the clause the cut ran into
-        cut = self.shown.startswith("...", end) and SNIPPET_CUT.search(self.hit.text)
+        cut = self.shown.startswith("...", end) and _cut_after(self.hit.text, text)
         return f"{text} ..." if cut and text else text
+
+
+def _cut_after(raw: str, sentence: str) -> bool:
+    """Whether the "..." after `sentence` is a snippet's cut, not the writer's own ellipsis: every
+    "..." of the page is a cut, or the sentence's last characters stand before one in the page."""
+    cuts = len(SNIPPET_CUT.findall(raw))
+    if cuts and cuts == len(re.findall(r"\.{3}", raw)):
+        return True
+    return cuts > 0 and re.search(re.escape(sentence[-6:]) + SNIPPET_CUT.pattern, raw) is not None
 
 
 def _question_terms(question: str, lexicon: Lexicon | None) -> list[str]:

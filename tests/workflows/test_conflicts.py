@@ -144,6 +144,19 @@ def test_english_sentences_end_at_a_full_stop_and_keep_their_spaces():
     assert canonical_text("自签收之日起 7 天") == "自签收之日起7天"
 
 
+def test_a_semicolon_inside_brackets_ends_no_sentence_and_only_a_snippet_cut_is_kept_as_one():
+    passage = _Passage.of(hit("f-88#body-0", "维多利亚女王（英语：Queen Victoria；1819年5月24日—1901年1月22日），全名亚历山德 ..."
+                              "。第二句；第三句（未闭合；第四句"), None)
+    assert [passage.show(span) for span in passage.sentences] == [
+        "维多利亚女王（英语：Queen Victoria；1819年5月24日—1901年1月22日），全名亚历山德", "第二句", "第三句（未闭合", "第四句"]
+    assert passage.sentence_text(3).endswith("全名亚历山德 ...")
+    # a writer's own "..." ends a sentence and is not taken for a cut, whatever else the page holds
+    passage = _Passage.of(hit("r-1#body-0", "质量还行吧...物流很快。搜索摘要 ..."), None)
+    assert passage.sentence_text(0) == "质量还行吧"
+    assert passage.sentence_text(passage.text.index("物流")) == "物流很快"
+    assert passage.sentence_text(passage.text.index("搜索")) == "搜索摘要 ..."
+
+
 # ----------------------------------------------------------------------------- no conflict
 def test_different_products_with_different_prices_are_not_a_conflict():
     evidence = [
