@@ -27,8 +27,8 @@ from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DE
 from knowledge.chunking import SKU_OVERVIEW_SECTION, row_cells
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
-from knowledge.text import (ASKED_YEAR, CJK_CHAR, YEAR, bigram_dice, has_term, is_english, is_faq, normalize, series_names,
-                            tokenize, unglued)
+from knowledge.text import (ASKED_YEAR, CJK_CHAR, YEAR, bigram_dice, has_term, is_english, is_faq, model_numbers, normalize,
+                            series_names, tokenize, unglued)
 from tools.base import EvidenceHit
 from workflows.evidence import RERANK_LEG
 
@@ -313,8 +313,9 @@ class ExtractiveAnswerer:
                 chars = {c for c in question.chars if c in searched}
                 share = ((_ENTITY_WEIGHT * len(entity) + _ASKED_WEIGHT * len(asked) + _CHAR_WEIGHT * len(chars))
                          / total if total else 0.0)
-                # A product chunk that mentions another model (请选择 XZ-3000) is still about its own.
-                models = title_models or facts.models
+                # A product chunk that mentions another model (请选择 XZ-3000) is still about its own;
+                # a name typed glued (EMNLP2022) is the one written apart (EMNLP 2022会议).
+                models = question.facts.models & (title_models or facts.models | model_numbers(_glued(canonical)))
                 score, answers = self._fact_score(question, facts, title_facts, models, searched)
                 names_a_time = question.asks_when and bool(TIME_EXPRESSION.search(canonical))
                 score += 0.4 * names_a_time
@@ -351,7 +352,7 @@ class ExtractiveAnswerer:
                            and (not question.asks_amount or states_amount(canonical, question.text)))
                 candidates.append(_Candidate(
                     hit, order, body, tokens, 1.6 * share + score + context, share, answers,
-                    asked | entity, entity, question.facts.models & models, score, not off_topic, row_named,
+                    asked | entity, entity, models, score, not off_topic, row_named,
                 ))
         # the question names a row of the tables shown (法学): another row (金融学类) answers nothing
         if any(c.row_named for c in candidates):
@@ -380,7 +381,8 @@ class ExtractiveAnswerer:
     @staticmethod
     def _fact_score(question: _Question, facts: Facts, title_facts: Facts, models: set[str],
                     searched: str) -> tuple[float, bool]:
-        """Bonus for the asked kind of value (unit, cue word), the question's numbers and models.
+        """Bonus for the asked kind of value (unit, cue word), the question's numbers and its model
+        numbers (`models`: those the sentence or its title names).
 
         A question number that is part of the hit's title (the 1 of Air Jordan 1) names the
         entity, so finding it in the sentence answers nothing.
@@ -400,8 +402,7 @@ class ExtractiveAnswerer:
         if question.facts.numbers:
             score += 0.3 * len(shared) / len(question.facts.numbers)
         if question.facts.models:
-            matched = question.facts.models & models
-            score += 0.6 * len(matched) / len(question.facts.models) - (0.0 if matched else 0.6)
+            score += 0.6 * len(models) / len(question.facts.models) - (0.0 if models else 0.6)
         return score, cue or bool(shared) or in_unit
 
     def _select(self, question: _Question, evidence: Sequence[EvidenceHit], skip_chunks: set[str],
@@ -668,6 +669,14 @@ def _only_negated(text: str, term: str, question: str) -> bool:
         return False
     prefixed = re.compile(rf"(?<![{_NOT_A_PREFIX}])非{re.escape(term)}")
     return prefixed.search(text) is not None and term not in prefixed.sub("", text)
+
+
+_LETTERS_APART_FROM_DIGITS = re.compile(r"(?<=[A-Za-z]) (?=\d)")
+
+
+def _glued(text: str) -> str:
+    """The text with a name's letters and digits written apart joined (EMNLP 2022 -> EMNLP2022)."""
+    return _LETTERS_APART_FROM_DIGITS.sub("", text)
 
 
 def _mentions(text: str, word: str) -> bool:

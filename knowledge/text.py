@@ -6,6 +6,7 @@ import os
 import re
 import threading
 import unicodedata
+from functools import lru_cache
 
 import jieba
 
@@ -144,10 +145,20 @@ def unglued(token: str, lexicon: Lexicon | None = None) -> str:
 
 
 def has_term(text: str, term: str) -> bool:
-    """Substring match for CJK words; ASCII words must stand alone (the L of L码, not of LED)."""
+    """Substring match for CJK words; ASCII words must stand alone (the L of L码, not of LED), and
+    one typed with letters and digits glued is also found written apart (emnlp2022: EMNLP 2022, GPT-4)."""
     if term.isascii():
-        return re.search(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", text) is not None
+        return _ascii_term(term).search(text) is not None
     return term in text
+
+
+_LETTER_DIGIT = re.compile(r"(?<=[a-z])(?=\d)|(?<=\d)(?=[a-z])")
+
+
+@lru_cache(maxsize=4096)
+def _ascii_term(term: str) -> re.Pattern:
+    glued = r"[\s_-]?".join(re.escape(part) for part in _LETTER_DIGIT.split(term))
+    return re.compile(rf"(?<![a-z0-9]){glued}(?![a-z0-9])")
 
 
 def series_names(title_a: str, title_b: str) -> tuple[str, str] | None:

@@ -587,3 +587,12 @@ def test_a_page_of_the_series_about_another_place_answers_nothing():
     answer = answerer.run("辽宁省2022年理工类法学专业的最低录取分数线是多少？", [lead, other])
     assert "666" not in answer and "【t-hb#" not in answer  # 河北's 法学 row is no answer for 辽宁
     assert answer == answerer.refusal()  # nor is 辽宁's row of another major
+
+
+def test_a_name_typed_with_letters_and_digits_glued_is_the_one_written_apart():
+    # the sentence with the name as typed says nothing asked; the one with it written apart answers
+    typed = hit("n-1#body-0", "", "今天很多网友在搜索MU5735，相关话题登上热搜。")
+    apart = hit("n-2#body-0", "", "MU 5735航班的执飞机型为波音737-800客机。")
+    answer = ExtractiveAnswerer().run("MU5735航班的执飞机型是什么？", [typed, apart])
+    assert "波音737-800" in answer and "热搜" not in answer, answer
+    assert Inspector().run(answer, [typed, apart]).passed

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.text import is_english, tokenize, unglued
+from knowledge.text import has_term, is_english, tokenize, unglued
 
 
 @pytest.mark.parametrize(("question", "name"), [
@@ -54,3 +54,17 @@ def test_titles_of_one_series_differ_in_a_name():
     assert series_names("30万旅游保险多少钱", "50万旅游保险多少钱") is None  # numbers are no names
     assert series_names("退换货政策", "退换货政策") is None
     assert series_names("沼鹿", "泽鹿") is None  # too little shared to be one series
+
+
+@pytest.mark.parametrize(("text", "term", "found"), [
+    ("emnlp 2022会议在阿布扎比举办", "emnlp2022", True),  # typed glued, written apart
+    ("gpt-4发布于3月", "gpt4", True),
+    ("xz_3000", "xz3000", True),
+    ("l码偏大", "l", True),
+    ("led灯", "l", False),  # an ASCII word stands alone
+    ("emnlp2022", "emnlp", False),
+    ("emnlp 2023会议", "emnlp2022", False),
+    ("abc2022", "abc 2022", False),  # only the term's glued joints may be apart, not the other way
+])
+def test_an_ascii_term_stands_alone_and_may_be_written_apart_where_letters_meet_digits(text, term, found):
+    assert has_term(text, term) is found
