@@ -15,6 +15,7 @@ from agentscope.formatter import FormatterBase
 from agentscope.message import Msg
 from agentscope.model import ChatModelBase
 
+from agents.citations import part_not_found
 from agents.extractive import ExtractiveAnswerer
 from agents.inspector import InspectionReport
 from agents.prompts import load_prompt
@@ -41,7 +42,9 @@ def answer_prompt(question: str, evidence: Sequence[EvidenceHit], conflicts: Seq
     values = {"question": question, "evidence": EvidencePool.render(evidence), "conflicts": render_conflicts(conflicts),
               "skill_findings": advice.describe() if advice is not None else "无",
               # the fixed refusals, from the same files the pipeline says them from
-              "refusal": load_prompt("refusal").strip(), "refusal_en": load_prompt("refusal_en").strip()}
+              "refusal": load_prompt("refusal").strip(), "refusal_en": load_prompt("refusal_en").strip(),
+              # the sentence for a part nothing answers, which the inspector reads as no claim
+              "part_not_found": part_not_found("未查到的部分"), "part_not_found_en": part_not_found("what was not found", True)}
     if feedback is None:
         return load_prompt("answerer", **values)
     return load_prompt("answerer_retry", findings=feedback.findings(), **values)

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel
 
+from agents.prompts import load_prompt
 from knowledge.text import SNIPPET_CUT, normalize, tokenize
 
 # Any bracket pair, half or full width; 【id]-style mismatches are tolerated.
@@ -125,6 +126,20 @@ def strip_citations(text: str, known_ids: Collection[str] | None = None) -> str:
     return _CANONICAL.sub(lambda m: "" if _ids_in(m.group(1), False, known_ids) else m.group(0), normalized)
 
 
+# What the answer says of a part of a compound question nothing in the evidence answers
+# (prompts/part_not_found*.md): it asserts nothing, so it is the one sentence without a citation.
+_PART_NOT_FOUND = {False: load_prompt("part_not_found").strip(), True: load_prompt("part_not_found_en").strip()}
+_NOT_FOUND_FRAMES = re.compile("|".join(
+    re.escape(head) + r"[^。！？!?\n]+?" + re.escape(tail.rstrip("。.")) + "[。.]?"
+    for head, _, tail in (template.partition("{part}") for template in _PART_NOT_FOUND.values())))
+
+
+def part_not_found(part: str, english: bool = False) -> str:
+    """The statement that the evidence answers nothing of `part` (its sentence ends made commas)."""
+    part = re.sub(r"[。！？!?\n]+", "，", part).strip(" ，,")
+    return _PART_NOT_FOUND[english].replace("{part}", part)
+
+
 @lru_cache(maxsize=1)
 def _courtesy_tokens() -> frozenset[str]:
     return frozenset(token for phrase in COURTESY_PHRASES for token in tokenize(phrase))
@@ -132,7 +147,10 @@ def _courtesy_tokens() -> frozenset[str]:
 
 @lru_cache(maxsize=8192)
 def is_factual(claim: str) -> bool:
-    """False for courtesy/hedging/refusal sentences: no digits and no word beyond the courtesy list."""
+    """False for courtesy/hedging/refusal sentences (no digits and no word beyond the courtesy
+    list) and for the statement that nothing was found on a part of the question."""
+    if _NOT_FOUND_FRAMES.fullmatch(claim.strip()):
+        return False
     if _DIGIT.search(claim) or len(claim) > 80:
         return True
     tokens = tokenize(claim)

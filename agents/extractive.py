@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agents.citations import TRAILING_MARKS, after_heading, quotable, split_sentences, strip_citations
+from agents.citations import TRAILING_MARKS, after_heading, part_not_found, quotable, split_sentences, strip_citations
 from agents.inspector import Facts, InspectionReport, Inspector, facts_of
 from agents.inspector import asked_units as asked_units_of  # _profile's local is called asked_units
 from agents.product_answers import ProductAnswers, sku_fields, sku_sentence
@@ -175,8 +175,10 @@ class ExtractiveAnswerer:
         # be matched word for word against Chinese evidence, so its answer always hedges.
         half_answered = profile.english or not chosen or chosen[0].term_share < 0.5
         parts = compound_parts(question)
+        unanswered: list[str] = []  # parts of a compound question nothing answers, said so at the end
         if len(parts) > 1 and not (chosen and is_faq(chosen[0].hit)):  # an FAQ reply answers it whole
-            chosen = self._select_parts(parts, profile.english, evidence, disclosed_chunks, room, allowed) or chosen
+            by_part, unanswered = self._select_parts(parts, profile.english, evidence, disclosed_chunks, room, allowed)
+            chosen, unanswered = (by_part, unanswered) if by_part else (chosen, [])
         cautious = bool(chosen) and not pieces and half_answered
         if chosen and not pieces and not profile.english and is_faq(chosen[0].hit):
             reply = self._faq_reply(chosen[0].hit, banned)
@@ -186,7 +188,10 @@ class ExtractiveAnswerer:
                 return self._checked(question, evidence, conflicts, reply)
         for index, candidate in enumerate(chosen):
             pieces.append(self._frame(candidate, profile.english, cautious=cautious and index == 0))
-        return self._checked(question, evidence, conflicts, pieces)
+        answer = self._checked(question, evidence, conflicts, pieces)
+        if unanswered and answer != self.refusal():
+            answer = _joined([answer, *(part_not_found(part, profile.english) for part in unanswered)])
+        return answer
 
     def warm_up(self) -> "ExtractiveAnswerer":
         """Load jieba's dictionary (and the lexicon's words) now rather than on the first answer."""
@@ -464,17 +469,36 @@ class ExtractiveAnswerer:
         return chosen
 
     def _select_parts(self, parts: list[str], english: bool, evidence: Sequence[EvidenceHit], skip_chunks: set[str],
-                      room: int, allowed: Callable[[_Candidate], bool]) -> list[_Candidate]:
+                      room: int, allowed: Callable[[_Candidate], bool]) -> tuple[list[_Candidate], list[str]]:
         """The best sentences for each part of a compound question (2022年和2023年…, 主演和导演),
-        in the order asked: one sentence per part at least, the same sentence only once."""
+        in the order asked: one sentence per part at least, the same sentence only once; and the
+        parts no sentence answers (not even one an earlier part quoted: 时间和地点 in one sentence).
+        A part is answered only by a sentence (or its title) with a word of that part alone: 考研
+        of 2022年考研和高考报名人数, which a sentence about 高考 lacks however much else it shares."""
+        profiles = [self._profile(part) for part in parts]
         chosen: list[_Candidate] = []
-        for part in parts:
-            profile = self._profile(part)
+        unanswered: list[tuple[str, list[str]]] = []
+
+        def names_any(candidate: _Candidate, terms: list[str]) -> bool:
+            text = self._canonical(f"{candidate.hit.title} {candidate.body}").lower()
+            return any(has_term(text, term) for term in terms)
+
+        for part, profile in zip(parts, profiles):
             profile.english = english
+            own = _own_terms(profile, [p for p in profiles if p is not profile])
+
+            def about(candidate: _Candidate) -> bool:
+                return allowed(candidate) and (not own or names_any(candidate, own))
+
             def new(candidate: _Candidate) -> bool:  # what an earlier part quoted answers that part
-                return allowed(candidate) and all(candidate.body != c.body for c in chosen)
-            chosen += self._select(profile, evidence, skip_chunks, max(1, room // len(parts)), new)
-        return chosen
+                return about(candidate) and all(candidate.body != c.body for c in chosen)
+            picked = self._select(profile, evidence, skip_chunks, max(1, room // len(parts)), new)
+            if not picked and own and not self._select(profile, evidence, skip_chunks, 1, about):
+                unanswered.append((part, own))
+            chosen += picked
+        # a part is said to be unanswered only when no quoted sentence names it either (它能给笔记本充电吗
+        # is answered by the 可以给…笔记本电脑供电 another part quoted, though it answers that part by the rules)
+        return chosen, [part for part, own in unanswered if not any(names_any(c, own) for c in chosen)]
 
     def asked_in_english(self, question: str, evidence: Sequence[EvidenceHit] = ()) -> bool:
         """Is the question English, beyond the names of what the evidence is about ("AJ1 Retro" is
@@ -669,6 +693,18 @@ def _only_negated(text: str, term: str, question: str) -> bool:
         return False
     prefixed = re.compile(rf"(?<![{_NOT_A_PREFIX}])非{re.escape(term)}")
     return prefixed.search(text) is not None and term not in prefixed.sub("", text)
+
+
+def _own_terms(part: _Question, others: Sequence[_Question]) -> list[str]:
+    """The words of one part of a compound question no other part has (考研 / 高考, 主演 / 导演),
+    except the words of what kind of value is asked (时间, 地点, 价格): a sentence answers those
+    with a time, a place, a price, not with the word."""
+    shared = set().union(*(other.terms for other in others))
+    return [term for term in part.terms if term not in shared and not _asks_a_kind(term)]
+
+
+def _asks_a_kind(term: str) -> bool:
+    return bool(WHEN_QUESTION.search(term) or any(pattern.search(term) for pattern, *_ in (*ASKS, *RELATIONS)))
 
 
 _LETTERS_APART_FROM_DIGITS = re.compile(r"(?<=[A-Za-z]) (?=\d)")

@@ -308,7 +308,7 @@ def compound_parts(question: str) -> list[str]:
     if years:
         plain = text[:years.start()] + "{}年" + _RESPECTIVELY.sub("", text[years.end():])
         return [plain.format(year) for year in years.groups()]
-    words = _words(text)
+    words = _names_with_spaces(_words(text))
     for index, word in enumerate(words):
         if word not in _COORDINATOR or not 0 < index < len(words) - 1:
             continue
@@ -355,7 +355,28 @@ def _conjuncts(words: list[str], index: int) -> tuple[str, str]:
         left = words[index - 2] + left
     if len(right) == 1 and index + 2 < len(words):
         right += words[index + 2]
+    elif index + 2 < len(words) and _CUT_OFF_CHARACTER.fullmatch(words[index + 2]):  # 透湿 量 of 透湿量
+        right += words[index + 2]
     return left, right
+
+
+# One Chinese character jieba left after a word it did not know whole (透湿 量), not a function one.
+_CUT_OFF_CHARACTER = re.compile(rf"[^\W\d_A-Za-z{''.join(_MODIFIER_STOP)}等都也还各分呢吗吧啊呀么]")
+
+
+def _names_with_spaces(words: list[str]) -> list[str]:
+    """Latin words a space apart joined into one name (AJ1 Retro, Air Jordan 1), which a
+    coordinator joins whole: XZ-3000和AJ1 Retro is XZ-3000 / AJ1 Retro, not XZ-3000 Retro / AJ1 Retro."""
+    joined: list[str] = []
+    for word in words:
+        if _LATIN_WORD.fullmatch(word) and len(joined) >= 2 and joined[-1] == " " and _LATIN_WORD.fullmatch(joined[-2]):
+            joined[-2:] = [f"{joined[-2]} {word}"]
+        else:
+            joined.append(word)
+    return joined
+
+
+_LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]*(?: [A-Za-z0-9][A-Za-z0-9.\-]*)*")
 
 
 def _words(text: str) -> list[str]:

@@ -109,3 +109,16 @@ def test_both_prompts_give_the_fixed_refusals_the_pipeline_says_in_both_language
     for prompt in (answer_prompt(QUESTION, EVIDENCE), answer_prompt(QUESTION, EVIDENCE, feedback=report)):
         assert load_prompt("refusal").strip() in prompt and load_prompt("refusal_en").strip() in prompt
         assert "{refusal" not in prompt
+
+
+def test_both_prompts_give_the_not_found_sentence_the_inspector_reads_as_no_claim():
+    # a model told to say what it did not find, in the sentence the inspector takes uncited
+    report = Inspector().run("退货期是 30 天【policy-returns-2026#无理由退换-0】。", EVIDENCE)
+    for prompt in (answer_prompt(QUESTION, EVIDENCE), answer_prompt(QUESTION, EVIDENCE, feedback=report)):
+        assert "关于“未查到的部分”，资料中暂未找到可靠信息。" in prompt and "{part_not_found" not in prompt
+    answer = ("自签收次日起 15 天内可无理由退换【policy-returns-2026#无理由退换-0】。"
+              "关于“退货运费谁承担”，资料中暂未找到可靠信息。")
+    assert Inspector().run(answer, EVIDENCE, question="退货期几天？运费谁出？").passed
+    # written otherwise, the same admission is a claim without a citation
+    assert not Inspector().run("自签收次日起 15 天内可无理由退换【policy-returns-2026#无理由退换-0】。运费由卖家承担。",
+                               EVIDENCE).passed

@@ -8,6 +8,7 @@ from agents.citations import (
     looks_like_id,
     normalize_citations,
     parse_citations,
+    part_not_found,
     quotable,
     split_sentences,
     strip_citations,
@@ -153,3 +154,14 @@ def test_a_question_mark_inside_an_id_does_not_end_the_sentence():
 )
 def test_is_factual(sentence, factual):
     assert is_factual(sentence) is factual
+
+
+def test_the_not_found_sentence_makes_no_claim_and_keeps_its_part_in_one_sentence():
+    statement = part_not_found("2022年考研报名人数是多少？它还有吗？")
+    assert statement == "关于“2022年考研报名人数是多少，它还有吗”，资料中暂未找到可靠信息。"
+    [sentence] = split_sentences(statement)
+    assert not sentence.is_factual and not is_factual(statement.rstrip("。"))
+    assert is_factual(statement + "价格是299元")  # a claim after it is a claim
+    english = part_not_found("When does it ship?", english=True)
+    assert english == 'No reliable information was found on "When does it ship".'
+    assert [s.is_factual for s in split_sentences("It costs 5 yuan【a#b-0】. " + english)] == [True, False]

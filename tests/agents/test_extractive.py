@@ -596,3 +596,25 @@ def test_a_name_typed_with_letters_and_digits_glued_is_the_one_written_apart():
     answer = ExtractiveAnswerer().run("MU5735航班的执飞机型是什么？", [typed, apart])
     assert "波音737-800" in answer and "热搜" not in answer, answer
     assert Inspector().run(answer, [typed, apart]).passed
+
+
+def test_a_part_of_a_compound_question_nothing_answers_is_said_so_not_answered_for_the_other_part():
+    gaokao = hit("n-1#body-0", "", "2022年全国高考报名总人数是1193万人，创历史新高。")
+    answer = ExtractiveAnswerer().run("2022年高考和考研报名人数分别是多少？", [gaokao])
+    # the 高考 sentence shares every other word of the 考研 part and still does not answer it
+    assert answer == ("2022年全国高考报名总人数是1193万人，创历史新高【n-1#body-0】。"
+                      "关于“2022年考研报名人数是多少”，资料中暂未找到可靠信息。"), answer
+    assert Inspector().run(answer, [gaokao]).passed
+    kaoyan = hit("n-2#body-0", "", "2022年考研报名人数为457万人，比上年增长80万人。")
+    answer = ExtractiveAnswerer().run("2022年高考和考研报名人数分别是多少？", [gaokao, kaoyan])
+    assert "1193万人" in answer and "457万人" in answer and "暂未找到" not in answer, answer
+    # one sentence that answers both parts (时间和地点) leaves no part unanswered
+    summit = hit("n-3#body-0", "", "2022年二十国集团峰会于11月15日至16日在印度尼西亚巴厘岛举行。")
+    answer = ExtractiveAnswerer().run("2022年G20峰会的时间和地点？", [summit])
+    assert "巴厘岛" in answer and "暂未找到" not in answer, answer
+    # a part the quoted sentence names (笔记本, 充电) is not said to be unanswered, whatever the rules found
+    charger = hit("p-1#商品简介-0", "星择 XZ-3000 笔记本充电宝", "星择 XZ-3000 单口最大 65W 输出，可以给 USB-C 充电的笔记本电脑供电。")
+    answer = ExtractiveAnswerer().run("它能给笔记本充电吗？最大输出多少瓦？", [charger])
+    assert "65W" in answer and "暂未找到" not in answer, answer
+    # nothing answers any part: the refusal, not a list of parts not found
+    assert ExtractiveAnswerer().run("2022年高考和考研报名人数分别是多少？", [summit]) == ExtractiveAnswerer().refusal()

@@ -151,6 +151,12 @@ def test_name_words_are_taken_out_however_the_name_is_cut():
     ("2023年全国跳水冠军赛女子双人10米跳台和男子双人10米跳台冠军分别是谁？",
      ["2023年全国跳水冠军赛女子双人10米跳台冠军是谁？", "2023年全国跳水冠军赛男子双人10米跳台冠军是谁？"]),
     ("《李茂扮太子》是什么类型的电影？它的导演是谁？", ["《李茂扮太子》是什么类型的电影", "《李茂扮太子》的导演是谁"]),
+    # jieba cut 透湿量 into 透湿 + 量: the character stays with its word, not glued onto the other part
+    ("山野峰刃冲锋衣的防水指数和透湿量分别是多少？", ["山野峰刃冲锋衣的防水指数是多少？", "山野峰刃冲锋衣的防水透湿量是多少？"]),
+    ("苹果和香蕉等水果的价格分别是多少", ["苹果等水果的价格是多少", "香蕉等水果的价格是多少"]),
+    # a name of Latin words a space apart is one conjunct
+    ("XZ-3000和AJ1 Retro分别多少钱？", ["XZ-3000多少钱？", "AJ1 Retro多少钱？"]),
+    ("Air Jordan 1和XZ-3000的价格分别是多少", ["Air Jordan 1的价格是多少", "XZ-3000的价格是多少"]),
     # one thing asked of both (a comparison, a relation), or "和" naming a companion: not split
     ("M码和L码差多少？", ["M码和L码差多少？"]),
     ("苏格兰和英格兰是什么关系", ["苏格兰和英格兰是什么关系"]),
