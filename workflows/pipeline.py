@@ -177,8 +177,10 @@ class QAPipeline:
         # A question about what a product is like is answered by its page's opening section.
         overview = self._openings(pool, features) if features.asks_overview else []
         pinned += overview
-        evidence, ranked, best, rerank_problem = self._rank_evidence(pool, template_values(features)["query"],
-                                                                     search_filters, as_of, pinned=pinned)
+        # a compound question's parts are queries too: a chunk is as relevant as to the part it answers
+        queries = [template_values(features, part=part)["query"] for part in [None, *features.parts]]
+        evidence, ranked, best, rerank_problem = self._rank_evidence(pool, queries, search_filters, as_of,
+                                                                     pinned=pinned)
         if rerank_problem:
             degradations.append(rerank_problem)
         clock.lap("rerank")
@@ -220,10 +222,11 @@ class QAPipeline:
         return result
 
     # -- stages ----------------------------------------------------------------------------
-    def _rank_evidence(self, pool: EvidencePool, query: str, filters: SearchFilters | None, as_of: date | None,
-                       pinned: Sequence[str] = ()
+    def _rank_evidence(self, pool: EvidencePool, queries: Sequence[str], filters: SearchFilters | None,
+                       as_of: date | None, pinned: Sequence[str] = ()
                        ) -> tuple[list[EvidenceHit], list[EvidenceHit], float | None, str]:
-        """The pool re-scored by the calibrated reranker for the question, filtered, cut to the
+        """The pool re-scored by the calibrated reranker for the question (each chunk's best score
+        over `queries`: the question, then the parts of a compound one), filtered, cut to the
         shown evidence; plus the whole pool in that order, the best score (None: no evidence) and a
         degradation, if any.
         pinned: chunk ids shown whatever their rank (what a structured skill's finding rests on),
@@ -238,7 +241,8 @@ class QAPipeline:
             return [], [], None, ""
         problem = ""
         try:
-            scores = self.reranker.score(query, [chunk for _, chunk in pairs], as_of=as_of)
+            chunks = [chunk for _, chunk in pairs]
+            scores = [max(column) for column in zip(*(self.reranker.score(q, chunks, as_of=as_of) for q in queries))]
         except Exception as exc:  # keep the skills' own calibrated scores; none -> nothing passes the gate
             problem = f"final rerank failed ({type(exc).__name__}); earlier rerank scores used"
             scores = [hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 0.0 for hit, _ in pairs]

@@ -63,6 +63,12 @@ RULES: tuple[Rule, ...] = (
     Rule("hybrid_rerank", 0.85, lambda f: f.intent == "comparison",
          lambda f: (f"这是对比问题，对「{_names(f)}」分别混合检索后统一精排" if len(f.focus_products) > 1
                     else "这是对比问题，混合检索召回各方信息后统一精排")),
+    # each part of a compound question (无理由退换和发票分别怎么处理) searched as its own query; a price
+    # or stock question keeps the product tables (product_lookup_hybrid answers both parts at once),
+    # a comparison its own rules above
+    Rule("hybrid_rerank", 0.91, lambda f: len(f.parts) > 1 and f.intent != "comparison" and not f.asks_price_stock
+         and not _size_advice(f),
+         lambda f: "这是复合问题，对每个子问题分别混合检索后统一精排"),
     Rule("keyword_filter", 0.9, lambda f: f.intent == "policy",
          lambda f: "这是退换货、运费、发票、会员等店铺政策问题，限定政策和常见问题文档做关键词检索，再混合检索补充并精排"),
     Rule("product_lookup_hybrid", 0.9, lambda f: f.intent == "numeric" and _has_product(f),

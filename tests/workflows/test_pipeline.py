@@ -128,6 +128,26 @@ def test_the_threshold_decides_the_gate(demo_kb, pipeline):
     assert strict.run(question).refusal_reason == "weak_evidence"
 
 
+def test_a_compound_question_is_ranked_and_gated_by_its_parts_too(demo_kb, pipeline):
+    # the whole question matches no passage as well as one part matches one; the answer is
+    # given part by part, so each chunk counts as relevant as it is to its part
+    question = "无理由退换和发票分别怎么处理？"
+    ungated = QAPipeline(demo_kb, pipeline.config.model_copy(update={"refusal_threshold": 0.0}),
+                         registry=pipeline.registry).warm_up()
+    result = ungated.run(question)
+    pool = list(dict.fromkeys(i for call in result.tool_calls for i in call.hit_ids))
+    whole = max(pipeline.reranker.score(question, [demo_kb.get(i) for i in pool]))
+    assert len(pipeline.analyzer.run(question).parts) == 2 and result.best_score > whole
+    between = QAPipeline(demo_kb, pipeline.config.model_copy(update={"refusal_threshold": (whole + result.best_score) / 2}),
+                         registry=pipeline.registry).warm_up()
+    answered = between.run(question)
+    assert not answered.refused and answered.citations, answered.answer
+    # a question of one part is ranked and gated on its own score, as before
+    single = "无理由退换怎么处理？"
+    pool = list(dict.fromkeys(i for call in ungated.run(single).tool_calls for i in call.hit_ids))
+    assert ungated.run(single).best_score == round(max(pipeline.reranker.score(single, [demo_kb.get(i) for i in pool])), 4)
+
+
 def test_weak_evidence_that_disagrees_is_refused_saying_so(demo_kb, pipeline):
     # The planted AJ1 leather conflict behind a gate no evidence passes: the customer hears that
     # the sources disagree, and neither side is asserted.

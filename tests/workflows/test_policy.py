@@ -253,3 +253,12 @@ def test_decision_serialises_for_the_trace(demo_kb, policy):
     decision = policy.choose(analyze("XZ-3000 多少钱", demo_kb))
     again = PolicyDecision.model_validate_json(decision.model_dump_json())
     assert again == decision
+
+
+def test_a_compound_question_is_searched_part_by_part(demo_kb, policy):
+    # a policy question would get keyword_filter, which searches the whole question once
+    decision = policy.choose(analyze("发票和保修分别怎么申请？", demo_kb))
+    searched = [c.args["query"] for c in decision.plan if c.skill == "hybrid_search"]
+    assert decision.arm == "hybrid_rerank" and searched == ["发票怎么申请？", "保修怎么申请？"], decision
+    # a price question of two parts keeps the product tables
+    assert policy.choose(analyze("XZ-3000多少钱？有货吗？", demo_kb)).arm == "product_lookup_hybrid"
