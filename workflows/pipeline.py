@@ -227,8 +227,8 @@ class QAPipeline:
                        ) -> tuple[list[EvidenceHit], list[EvidenceHit], float | None, str]:
         """The pool re-scored by the calibrated reranker for the question (each chunk's best score
         over `queries`: the question, then the parts of a compound one), filtered, cut to the
-        shown evidence; plus the whole pool in that order, the best score (None: no evidence) and a
-        degradation, if any.
+        shown evidence; plus the whole pool in that order, the score the gate reads (the best for
+        the question, or the best its weakest part gets; None: no evidence) and a degradation, if any.
         pinned: chunk ids shown whatever their rank (what a structured skill's finding rests on),
         in place of the lowest-ranked others."""
         # Score the text the answerer will see (hostile passages already cut), not the raw chunk.
@@ -240,9 +240,13 @@ class QAPipeline:
         if not pairs:
             return [], [], None, ""
         problem = ""
+        parts_best = None  # a compound question's weakest part: how well the evidence covers every part
         try:
             chunks = [chunk for _, chunk in pairs]
-            scores = [max(column) for column in zip(*(self.reranker.score(q, chunks, as_of=as_of) for q in queries))]
+            per_query = [self.reranker.score(q, chunks, as_of=as_of) for q in queries]
+            scores = [max(column) for column in zip(*per_query)]
+            if len(per_query) > 1:
+                parts_best = min(max(part) for part in per_query[1:])
         except Exception as exc:  # keep the skills' own calibrated scores; none -> nothing passes the gate
             problem = f"final rerank failed ({type(exc).__name__}); earlier rerank scores used"
             scores = [hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 0.0 for hit, _ in pairs]
@@ -265,7 +269,10 @@ class QAPipeline:
             if len(shown) >= n:
                 break
             shown = EvidencePool.from_hits(tier).top(n, max_chars, after=shown)
-        return _with_pinned(shown, ranked, pinned, n), ranked, float(max(scores)), problem
+        # the gate: the question's best chunk, or for a compound one each part's best chunk (a short
+        # part alone, 地址在哪, matches a passage about something else too well to pass on it)
+        best = float(max(per_query[0]) if parts_best is not None else max(scores))
+        return _with_pinned(shown, ranked, pinned, n), ranked, max(best, parts_best or 0.0), problem
 
     def _with_conflicting(self, question: str, shown: list[EvidenceHit], ranked: list[EvidenceHit],
                           pinned: Sequence[str], as_of: str | None) -> list[EvidenceHit]:
