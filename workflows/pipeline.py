@@ -240,17 +240,18 @@ class QAPipeline:
         if not pairs:
             return [], [], None, ""
         problem = ""
-        parts_best = None  # a compound question's weakest part: how well the evidence covers every part
         try:
             chunks = [chunk for _, chunk in pairs]
             per_query = [self.reranker.score(q, chunks, as_of=as_of) for q in queries]
             scores = [max(column) for column in zip(*per_query)]
-            if len(per_query) > 1:
-                parts_best = min(max(part) for part in per_query[1:])
+            # the gate: the question's best chunk or, if higher, the best chunk of a compound question's
+            # weakest part (a short part alone, 地址在哪, matches a passage about something else too well)
+            gate = max(max(per_query[0]), min((max(part) for part in per_query[1:]), default=0.0))
         except Exception as exc:  # keep the skills' own calibrated scores; none -> nothing passes the gate
             problem = f"final rerank failed ({type(exc).__name__}); earlier rerank scores used"
             scores = [hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 0.0 for hit, _ in pairs]
-        scores = _overviews_as_rows(pairs, scores)
+            gate = max(scores)
+        scores = _overviews_as_rows(pairs, scores)  # raises no score above the best, so not the gate
         # on a tie the overview goes first: it and its best row share the document's slots, not two rows
         order = sorted(range(len(pairs)), key=lambda i: (-scores[i], pairs[i][0].section != SKU_OVERVIEW_SECTION,
                                                           pairs[i][0].chunk_id))
@@ -269,10 +270,7 @@ class QAPipeline:
             if len(shown) >= n:
                 break
             shown = EvidencePool.from_hits(tier).top(n, max_chars, after=shown)
-        # the gate: the question's best chunk, or for a compound one each part's best chunk (a short
-        # part alone, 地址在哪, matches a passage about something else too well to pass on it)
-        best = float(max(per_query[0]) if parts_best is not None else max(scores))
-        return _with_pinned(shown, ranked, pinned, n), ranked, max(best, parts_best or 0.0), problem
+        return _with_pinned(shown, ranked, pinned, n), ranked, float(gate), problem
 
     def _with_conflicting(self, question: str, shown: list[EvidenceHit], ranked: list[EvidenceHit],
                           pinned: Sequence[str], as_of: str | None) -> list[EvidenceHit]:
