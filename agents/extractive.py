@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 _COMPARED_YEAR = re.compile(r"(?:[比较]|超过|超出|高于|低于|多于|少于|不及|相比于?)\s*((?:19|20)\d{2})(?=\s*年|[\u4e00-\u9fff])"
                             r"|((?:19|20)\d{2})\s*年?\s*同期")  # 是2022年同期的近90%
 _QUESTION_END = re.compile(r"[？?]$")
+_YES_NO_END = re.compile(r"[不没]有?\s*[？?]?\s*$")  # 可以机洗不 / 有货没: the 不 asks, it is no word to match
 _PARENTHESES = re.compile(r"（[^）]*）|\([^)]*\)")
 _NOT_A_PREFIX = "并本绝决实既无莫是若而亦"  # 非 after these is a verb (并非完整), not a prefix (非网民)
 _END_MARK = re.compile(r"[。！？!?]+$")
@@ -165,8 +166,14 @@ class ExtractiveAnswerer:
 
         # read off the product tables: a worked-out size, the rows of named sizes, all variants at once
         from_tables = self.products.run(profile, evidence, banned, advice, overview)
-        if from_tables:
-            return self._checked(question, evidence, conflicts, [*pieces, *from_tables])
+        parts = compound_parts(question)
+        if from_tables:  # the parts of a compound question the tables leave (多少钱，容量多大) from the text
+            left = self._parts_not_named(parts, "".join(from_tables)) if len(parts) > 1 else []
+            more, unanswered = self._select_parts(left, profile.english, evidence, disclosed_chunks,
+                                                  len(left), allowed) if left else ([], [])
+            answer = self._checked(question, evidence, conflicts,
+                                   [*pieces, *from_tables, *(self._frame(c, profile.english) for c in more)])
+            return self._with_parts_not_found(answer, unanswered, profile.english)
         room = self.max_sentences - len(pieces)
         chosen = self._select(profile, evidence, disclosed_chunks, room, allowed)
         # Hedge when the best sentence for the whole question matches under half of it (also when
@@ -174,13 +181,17 @@ class ExtractiveAnswerer:
         # its part fully and still leave the question half answered); an English question cannot
         # be matched word for word against Chinese evidence, so its answer always hedges.
         half_answered = profile.english or not chosen or chosen[0].term_share < 0.5
-        parts = compound_parts(question)
         unanswered: list[str] = []  # parts of a compound question nothing answers, said so at the end
-        if len(parts) > 1 and not (chosen and is_faq(chosen[0].hit)):  # an FAQ reply answers it whole
+        # An FAQ reply answers a compound question whole when it names every part (a customer's
+        # several clauses about one thing); two questions of which it answers one are answered part by part.
+        by_parts = False
+        if len(parts) > 1 and not (chosen and is_faq(chosen[0].hit)
+                                   and not self._parts_not_named(parts, f"{chosen[0].hit.title} {chosen[0].hit.text}")):
             by_part, unanswered = self._select_parts(parts, profile.english, evidence, disclosed_chunks, room, allowed)
+            by_parts = bool(by_part)
             chosen, unanswered = (by_part, unanswered) if by_part else (chosen, [])
         cautious = bool(chosen) and not pieces and half_answered
-        if chosen and not pieces and not profile.english and is_faq(chosen[0].hit):
+        if chosen and not pieces and not profile.english and is_faq(chosen[0].hit) and not by_parts:
             reply = self._faq_reply(chosen[0].hit, banned)
             if reply:
                 if cautious:
@@ -188,10 +199,13 @@ class ExtractiveAnswerer:
                 return self._checked(question, evidence, conflicts, reply)
         for index, candidate in enumerate(chosen):
             pieces.append(self._frame(candidate, profile.english, cautious=cautious and index == 0))
-        answer = self._checked(question, evidence, conflicts, pieces)
-        if unanswered and answer != self.refusal():
-            answer = _joined([answer, *(part_not_found(part, profile.english) for part in unanswered)])
-        return answer
+        return self._with_parts_not_found(self._checked(question, evidence, conflicts, pieces), unanswered, profile.english)
+
+    def _with_parts_not_found(self, answer: str, parts: list[str], english: bool) -> str:
+        """The answer, then one sentence for each part of the question nothing answers (not after a refusal)."""
+        if not parts or answer == self.refusal():
+            return answer
+        return _joined([answer, *(part_not_found(part, english) for part in parts)])
 
     def warm_up(self) -> "ExtractiveAnswerer":
         """Load jieba's dictionary (and the lexicon's words) now rather than on the first answer."""
@@ -220,7 +234,7 @@ class ExtractiveAnswerer:
         terms, chars, run = [], [], []
         for token in [*(unglued(t, self.lexicon) for t in self._tokens(question)), ""]:
             single = len(token) == 1 and not token.isascii()
-            if single and not QUESTION_WORD.match(token):
+            if single and not QUESTION_WORD.match(token) and not (token in "不没" and _YES_NO_END.search(canonical)):
                 run.append(token)
                 continue
             for piece in _adjacent_runs(run, canonical):  # jieba split an unknown word (跟差) into characters
@@ -479,9 +493,11 @@ class ExtractiveAnswerer:
         chosen: list[_Candidate] = []
         unanswered: list[tuple[str, list[str]]] = []
 
-        def names_any(candidate: _Candidate, terms: list[str]) -> bool:
+        def names_any(candidate: _Candidate, terms: list[str], heads: bool = False) -> bool:
             text = self._canonical(f"{candidate.hit.title} {candidate.body}").lower()
-            return any(has_term(text, term) for term in terms)
+            # heads: a word's last character, which names what the word is (棉 of 纯棉 in 100% 棉华达呢)
+            return any(has_term(text, term) or heads and CJK_CHAR.fullmatch(term[-1]) and term[-1] in text
+                       for term in terms)
 
         for part, profile in zip(parts, profiles):
             profile.english = english
@@ -496,9 +512,25 @@ class ExtractiveAnswerer:
             if not picked and own and not self._select(profile, evidence, skip_chunks, 1, about):
                 unanswered.append((part, own))
             chosen += picked
-        # a part is said to be unanswered only when no quoted sentence names it either (它能给笔记本充电吗
-        # is answered by the 可以给…笔记本电脑供电 another part quoted, though it answers that part by the rules)
-        return chosen, [part for part, own in unanswered if not any(names_any(c, own) for c in chosen)]
+        # a part is said to be unanswered only when no quoted sentence names it, or the head of one of its
+        # words, either (它能给笔记本充电吗 is answered by the 可以给…笔记本电脑供电 another part quoted, though
+        # it answers that part by the rules; 纯棉的吗 by 100% 棉华达呢): a wrong "not found" misleads
+        return _one_per_row(chosen), [part for part, own in unanswered if not any(names_any(c, own, heads=True) for c in chosen)]
+
+    def _parts_not_named(self, parts: list[str], text: str) -> list[str]:
+        """The parts of a compound question the text does not speak to: it names no word of the part
+        that no other part has (退款 of 退款几天到账 in a reply about 退货运费), or, for a part whose
+        words are all shared or ask a kind of value (容量多大), it states no value of that kind."""
+        profiles = [self._profile(part) for part in parts]
+        text = self._canonical(text).lower()
+        units = {unit for _, unit in facts_of(text).numbers}
+        left = []
+        for part, profile in zip(parts, profiles):
+            own = _own_terms(profile, [p for p in profiles if p is not profile])
+            if own and not any(has_term(text, term) for term in own) or (
+                    not own and profile.asked_units and not profile.asked_units & units):
+                left.append(part)
+        return left
 
     def asked_in_english(self, question: str, evidence: Sequence[EvidenceHit] = ()) -> bool:
         """Is the question English, beyond the names of what the evidence is about ("AJ1 Retro" is
@@ -746,6 +778,27 @@ def _statement(value: "ConflictValue", hit: EvidenceHit) -> str:
     if sentence and _compact(value.value) in _compact(sentence) and len(sentence) <= _MAX_SENTENCE_CHARS:
         return sentence
     return quotable(value.value)
+
+
+def _one_per_row(chosen: list[_Candidate]) -> list[_Candidate]:
+    """One quote per table row: two parts of a question about one row (容量多大，多重) each cut it to
+    their own cells, and the row cut to more cells, or whole, stands for both, where the first was."""
+    kept: list[_Candidate] = []
+    for candidate in chosen:
+        cells = _quoted_cells(candidate.body)
+        same = next((k for k in kept if k.hit.chunk_id == candidate.hit.chunk_id and cells
+                     and (cells <= _quoted_cells(k.body) or _quoted_cells(k.body) <= cells)), None)
+        if same is None:
+            kept.append(candidate)
+        elif len(cells) > len(_quoted_cells(same.body)):
+            kept[kept.index(same)] = candidate
+    return kept
+
+
+def _quoted_cells(body: str) -> set[tuple[str, str]]:
+    """The (column, value) cells of a quoted table row ("<title> <heading> — 列: 值；列: 值")."""
+    _, dash, cells = body.rpartition(" — ")
+    return set(row_cells(cells).items()) if dash else set()
 
 
 def _redundant(a: _Candidate, b: _Candidate) -> bool:

@@ -46,6 +46,7 @@ class ProductAnswers:
         openings (overview: their chunk ids); [] for none."""
         by_id = {hit.chunk_id: hit for hit in evidence}
         return (self.size_advice(advice, by_id, banned) or self.named_sizes(question, evidence, banned)
+                or self.named_variant(question, evidence, banned)
                 or self.variants_overview(question, evidence, banned) or self.page_opening(overview, by_id, banned))
 
     @staticmethod
@@ -115,6 +116,33 @@ class ProductAnswers:
                 sentence = (overview_sentence(fields, quotable(hit.title)) if hit is overview
                             else sku_sentence(fields, quotable(hit.title)))
                 pieces.append(f"{sentence}【{hit.chunk_id}】。")
+        return [p for p in pieces if strip_citations(p).strip() not in banned]
+
+    def named_variant(self, question: AskedQuestion, evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
+        """The price and stock of the one variant a question names, in every colour or size it
+        comes in ("峰刃冲锋衣有没有XL码": the XL row of each colour; "iPhone15 Pro Max黑色还有吗": the
+        磨砂黑 iPhone 15 Pro Max row): the SKU rows of the asked product whose size and colour are the
+        ones named; [] when the question asks neither price nor stock, names two sizes
+        (named_sizes) or no variant, or names two products."""
+        if question.english or not question.asked_units & {"元", "件"}:
+            return []
+        asked = self._asked_products(question, evidence)
+        if len(asked) != 1:
+            return []
+        rows = [(hit, fields) for hit in evidence if hit.product_id == asked[0] and hit.section == "SKU"
+                for fields in [sku_fields(hit.text)] if fields]
+        parsed = set(parse_sizes(question.text.upper()))
+        sizes = _named_values(question.text, {f.get("尺码", "") for _, f in rows if not _is_plain_size(f.get("尺码", ""))})
+        sizes |= {f["尺码"] for _, f in rows if f.get("尺码", "").upper() in parsed}
+        colours = _named_values(question.text, {f.get("颜色", "") for _, f in rows})
+        if not colours:  # 黑色 for 磨砂黑, 蓝色 for 冰川蓝 / 雾霾蓝
+            said = {m.group(1) for m in _COLOUR_WORD.finditer(question.text)}
+            colours = {f["颜色"] for _, f in rows if f.get("颜色") and any(c in f["颜色"] for c in said)}
+        if len(parsed) > 1 or len(sizes) > 1 or not (sizes or colours):
+            return []
+        matching = [(hit, fields) for hit, fields in rows
+                    if (not sizes or fields.get("尺码") in sizes) and (not colours or fields.get("颜色") in colours)]
+        pieces = [f"{sku_sentence(fields, quotable(hit.title))}【{hit.chunk_id}】。" for hit, fields in matching]
         return [p for p in pieces if strip_citations(p).strip() not in banned]
 
     def variants_overview(self, question: "AskedQuestion", evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
@@ -198,3 +226,24 @@ def overview_sentence(fields: dict[str, str], title: str) -> str:
     parts += [f"{key}：{fields[key]}" for key in ("有货", "有货规格数", "缺货") if fields.get(key)]
     count = f" 共 {fields['规格数']} 个规格" if fields.get("规格数") else ""
     return f"{name}{count}：" + "；".join(p for p in parts if p)
+
+
+# A colour the customer names by its plain word (黑色, 蓝的): the shop's colour names that hold it.
+_COLOUR_WORD = re.compile(r"([黑白红蓝绿灰黄紫粉橙棕金银青])(?:色|的)")
+
+
+def _compact(text: str) -> str:
+    return re.sub(r"\s+", "", text).lower()
+
+
+def _is_plain_size(value: str) -> bool:
+    """A size parse_sizes reads from a question (42, 42.5, XL), as opposed to a size named like a
+    model (iPhone 15 Pro Max, 20寸)."""
+    return bool(re.fullmatch(r"\d{2}(?:\.5)?|[2-4]?X{0,3}[SML]|XXXL|XXL|XL|XS", value.strip().upper()))
+
+
+def _named_values(text: str, values: set[str]) -> set[str]:
+    """The values the question names, written with or without spaces (iPhone15 Pro Max), the most
+    specific only: iPhone 15 Pro Max, not also iPhone 15 that it contains."""
+    found = {v for v in values if v and _compact(v) in _compact(text)}
+    return {v for v in found if not any(v != other and _compact(v) in _compact(other) for other in found)}

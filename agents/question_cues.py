@@ -11,10 +11,17 @@ import jieba
 
 from knowledge.text import CJK_CHAR, MODEL_NUMBER
 
+# 多少钱, and how shoppers type it in a chat window (啥价, 多钱, 多少米, 咋卖)
+PRICE_ASKED = r"多少钱|价格|售价|价钱|卖多少|几块|啥价|什么价|多钱|多少米|几个米|价位|[咋怎]么卖"
+# A size asked after as something to be had (有43码吗, 43码还有吗, 有没有M号的, 黑色还有吗, 有蓝色吗): a stock question.
+SIZE_AVAILABLE = (r"有(?:没有)?\s*[0-9A-Za-z.]{1,4}\s*[码号](?:的)?(?:吗|么|嘛|没)|有没有\s*[0-9A-Za-z.]{1,4}\s*[码号]"
+                  r"|[0-9A-Za-z.]{1,4}\s*[码号](?:的)?(?:还|现在)?有(?:吗|么|嘛|没有?)|还有(?:吗|么|嘛|没有?)[？?]?$"
+                  r"|有(?:没有)?[^，。？?]{0,6}?[黑白红蓝绿灰黄紫粉橙棕金银青]色[^，。？?]{0,6}?(?:吗|么|嘛|没)|有没有[^，。？?]{0,6}?[黑白红蓝绿灰黄紫粉橙棕金银青]色")
 # What a question asks for -> units and words a sentence that answers it carries.
 ASKS = (
-    (re.compile(r"多少钱|价格|售价|价钱|卖多少|几块|how much|price|cost", re.I), {"元"}, ("价格", "售价", "元")),
-    (re.compile(r"库存|有货|现货|还有几|几件|几双|in stock|stock", re.I), {"件"}, ("库存",)),
+    (re.compile(PRICE_ASKED + r"|how much|price|cost", re.I), {"元"}, ("价格", "售价", "元")),
+    # 有43码吗 / M码还有吗 / 有没有XL号: whether a size is to be had, i.e. its stock
+    (re.compile(r"库存|有货|现货|还有几|几件|几双|in stock|stock|" + SIZE_AVAILABLE, re.I), {"件"}, ("库存",)),
     (re.compile(r"多重|重量|克重|几克|多少克|weigh", re.I), {"g", "kg"}, ("重量", "克重")),
     (re.compile(r"多久|几天|多长时间|时效|期限|有效期|几年|how long", re.I), {"天", "h", "min", "工作日", "月", "年"}, ()),
     (re.compile(r"容量|多大|几升|多少升", re.I), {"l", "mah"}, ("容量",)),
@@ -103,7 +110,7 @@ IDENTITY_QUESTION = re.compile(
 # SKU overview, which lists every colour, size, price and what is out of stock, answers it at once;
 # a single SKU row would answer for one variant as if it were the product.
 VARIANTS_QUESTION = re.compile(
-    r"(?:哪些|哪几|几种|几款|几个|多少种|可选)\S{0,3}(?:颜色|配色|色|尺码|码|规格|款式|版本|型号)"
+    r"(?:哪些|哪几|几种|几款|几个|多少种|可选)\S{0,3}(?:颜色|配色|色|尺码|(?<![编密代条])码|规格|款式|版本|型号)"  # not 蓝牙编码
     r"|(?:什么|哪种)\S{0,2}(?:颜色|配色)"  # not 穿什么码, which asks for size advice
     r"|(?:颜色|配色|尺码|规格|款式)(?:有|都有|可选|分别|有哪些|是什么)"
     r"|(?:哪|什么)\S{0,8}(?:缺货|没货|断货|卖完|售罄|有货|有现货)|(?:缺货|没货|断货)的?(?:是|有)")
@@ -194,8 +201,8 @@ def asked_focus(question: str) -> str | None:
     if prize:
         return prize.group(0)
     words = [w.lower() for w in _words(question.strip()) if re.search(r"\w", w)]
-    if not words or any(_ASKING.search(w) for w in words):
-        return None
+    if not words or any(_ASKING.search(w) for w in words) or words[-1] in ("不", "没", "没有"):
+        return None  # a question word, or a yes-no question asked as 可以机洗不 / 有货没
     return next((w for w in reversed(words) if w not in _FOCUS_FILLER and not _FOCUS_SKIPPED.match(w)), None)
 
 
@@ -289,8 +296,10 @@ _RESPECTIVELY = re.compile(r"分别|各自")
 _COMPARISON = re.compile(r"对比|区别|比较|差别|差异|差价|相差|差多少|相比|一样|相同|不同|哪个|哪款|哪双|哪件|还是|\bvs\b|更"
                          r"|关系|之间|共同|一起|合作|同时", re.I)
 _ASKED_AFTER = re.compile(r"\s*(?:是谁|是什么|是多少|是哪[个些里位家]?|有哪些|有多少)?\s*[？?。]?\s*$")
-_WH = re.compile(r"谁|什么|哪|多少|几|何时|时间|日期|地点|冠军|得主")
-_CLAUSE_END = re.compile(r"[，,？?；;]+")
+_WH = re.compile(r"谁|什么|哪|多少|多[大重久长高远宽厚]|几|何时|时间|日期|地点|冠军|得主")
+# a space between Chinese words ends a clause too: shoppers type "峰刃多少钱 可以机洗不" in a chat window
+_CLAUSE_END = re.compile(r"[，,？?；;]+|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
+_ASKS_YES_NO = ("吗", "么", "嘛", "不", "没", "没有")  # 可以机洗不 / 还有货没: a question without 吗
 _PRONOUN = re.compile(r"^(?:它|其|他|她|该片|该剧)(?:的)?")
 _BOOK_TITLE = re.compile(r"《[^》]+》")
 
@@ -301,7 +310,7 @@ def compound_parts(question: str) -> list[str]:
     if _COMPARISON.search(text):
         return [text]
     clauses = [c for c in _CLAUSE_END.split(text) if c.strip()]
-    if len(clauses) > 1 and all(_WH.search(c) or c.endswith("吗") for c in clauses):
+    if len(clauses) > 1 and all(_WH.search(c) or c.strip().endswith(_ASKS_YES_NO) for c in clauses):
         subject = _BOOK_TITLE.search(clauses[0])
         return [clauses[0], *(_PRONOUN.sub(subject.group(0) + "的", c) if subject else c for c in clauses[1:])]
     years = _YEARS_COORDINATED.search(text)

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 from knowledge.filters import SearchFilters
 from workflows.metrics import latency_summary
 from workflows.progress import RecordProgress
+from workflows.validation import describe_validation_error
 
 ID_FIELDS = ("id", "qid")
 SESSION_FIELDS = ("session_id", "session")
@@ -92,15 +93,17 @@ def _item(row: dict, number: int) -> BatchItem:
     item_id = next((str(row[f]).strip() for f in ID_FIELDS if str(row.get(f) or "").strip()), f"line-{number}")
     session = next((str(row[f]).strip() for f in SESSION_FIELDS if str(row.get(f) or "").strip()), None)
     question = row.get("question")
-    if not isinstance(question, str) or not question.strip():
+    if question is not None and not isinstance(question, str):  # 123, a list: not a typo for "no question"
+        got = f"{type(question).__name__} {question!r:.60}"
+        return BatchItem(id=item_id, session_id=session, problem=f"line {number}: the question must be text, got {got}")
+    if question is None or not question.strip():
         return BatchItem(id=item_id, session_id=session, problem=f"line {number}: no question")
     as_of = str(row.get("as_of") or "").strip() or None
     if as_of is not None:
         try:
             SearchFilters(as_of=as_of)
         except ValidationError as exc:
-            return BatchItem(id=item_id, session_id=session,
-                             problem=f"line {number}: as_of {as_of!r}: {exc.errors()[0]['msg']}")
+            return BatchItem(id=item_id, session_id=session, problem=f"line {number}: {describe_validation_error(exc)}")
     return BatchItem(id=item_id, question=question, session_id=session, as_of=as_of)
 
 

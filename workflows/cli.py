@@ -5,12 +5,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from knowledge.kb import KBError, KnowledgeBase
 from knowledge.settings import get_settings
@@ -18,7 +19,20 @@ from knowledge.settings import get_settings
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="citescope: cited answers from a shop's knowledge base")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (reports go to docs/benchmarks.md)")
 app.add_typer(bench_app, name="bench")
-console = Console()
+
+
+class _Stdout(Console):
+    """stdout: on a terminal text wraps to its width; into a pipe or a file a line of text is never
+    wrapped (rich would break it at 80 columns, splitting a fact from its 【citation】). Tables and
+    rules are laid out to the width either way."""
+
+    def print(self, *objects: object, soft_wrap: bool | None = None, **options: object) -> None:
+        if soft_wrap is None and not self.is_terminal and all(isinstance(o, (str, Text)) for o in objects):
+            soft_wrap = True
+        super().print(*objects, soft_wrap=soft_wrap, **options)
+
+
+console = _Stdout()
 err = Console(stderr=True, soft_wrap=True)  # an error stays one line, however long
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,6 +41,7 @@ DEFAULT_KB = Path(".kb/demo")
 DATASETS = REPO.parent / "shared" / "datasets"
 
 KbOption = typer.Option(DEFAULT_KB, "--kb", help="knowledge base folder")
+ModelT = TypeVar("ModelT")
 
 
 def main() -> None:
@@ -49,6 +64,19 @@ def fail(message: object) -> NoReturn:
 
 def _error_line(message: object) -> None:
     err.print(f"[red]error:[/red] {escape(str(message))}", highlight=False)
+
+
+def valid_or_exit(model: type[ModelT], names: dict[str, str], **values: object) -> ModelT:
+    """model(**values), or one line naming the option, its value and the problem (never pydantic's
+    report: type codes, input_value=…, URLs) and exit 2. names: field -> the option (`--as-of`)."""
+    from pydantic import ValidationError
+
+    from workflows.validation import describe_validation_error
+
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        fail(describe_validation_error(exc, names))
 
 
 def open_kb(kb_dir: Path, create: bool = False) -> KnowledgeBase:
@@ -185,15 +213,17 @@ def ask(
 ) -> None:
     """Answer one question from a KB: the cited answer and its numbered sources."""
 
-    from workflows.pipeline import QAPipeline, QuestionError, parse_filters, validate_question
+    from knowledge.filters import SearchFilters
+    from workflows.pipeline import QuestionError, validate_question
     from workflows.pipeline_config import PipelineConfig, PipelineConfigError
 
     try:
         config = PipelineConfig.load(kb, planner=planner, answerer=answerer)
         question = validate_question(question, config.max_question_chars)
-        filters = parse_filters({"as_of": as_of})
     except (PipelineConfigError, QuestionError) as exc:
         fail(exc)
+    filters = valid_or_exit(SearchFilters, {"as_of": "--as-of"}, as_of=as_of)
+    filters = None if filters.is_empty() else filters
     if session is not None:
         from workflows.sessions import check_session_id
 
@@ -201,24 +231,16 @@ def ask(
             session = check_session_id(session)
         except ValueError as exc:
             fail(exc)
-        assistant = open_assistant(kb, config)
-        try:
-            result = assistant.ask_sync(question, session, filters)
-        finally:
-            assistant.close()
-        print(result.model_dump_json(indent=2) if as_json else result.render_text())
-        if not as_json:
-            err.print(f"[dim]session {escape(session)} · trace {result.trace_id}[/dim]", highlight=False)
-        return
-    base = open_kb(kb)
+    # Always through the Assistant, as /v1/ask does: a name several products fit ("AJ1多少钱？") or a
+    # question about a product it never names ("这双鞋雨天防滑吗？") is asked back, session or not.
+    assistant = open_assistant(kb, config)
     try:
-        pipeline = QAPipeline(base, config).warm_up()
-    except (RuntimeError, ValueError) as exc:  # e.g. a model spec whose API key is not set
-        base.close()
-        fail(exc)
-    result = pipeline.run(question, filters=filters)
-    base.close()
+        result = assistant.ask_sync(question, session, filters)
+    finally:
+        assistant.close()
     print(result.model_dump_json(indent=2) if as_json else result.render_text())
+    if session is not None and not as_json:
+        err.print(f"[dim]session {escape(session)} · trace {result.trace_id}[/dim]", highlight=False)
 
 
 def open_assistant(kb_dir: Path, config, policy: str = "bandit"):
@@ -237,7 +259,8 @@ def open_assistant(kb_dir: Path, config, policy: str = "bandit"):
         fail(f"cannot open the assistant on {kb_dir}: {exc}")
 
 
-CHAT_HELP = "/new 新会话 · /feedback up|down [意见] 评价上一条回答 · /trace 查看上一条回答的决策过程 · /quit 退出"
+CHAT_HELP = ("/new 新会话 · /feedback up|down [意见] 评价上一条回答 · /trace 查看上一条回答的决策过程 · "
+             "/help 列出命令 · /quit 退出")
 
 
 @app.command()
@@ -281,7 +304,9 @@ def chat(
                 command, _, rest = line[1:].partition(" ")
                 if command in ("quit", "exit", "q"):
                     break
-                if command == "new":
+                if command in ("help", "h", "?"):
+                    console.print(CHAT_HELP)
+                elif command == "new":
                     session, last_trace = new_session_id(), None
                     console.print(f"[dim]新会话 {session}[/dim]")
                 elif command in ("feedback", "trace") and last_trace is None:
@@ -493,7 +518,8 @@ def serve(
     from workflows.service import serve as run_service
 
     config = pipeline_config_or_exit(kb, planner, answerer)
-    settings = ServiceSettings()
+    settings = valid_or_exit(ServiceSettings, {"api_keys": "CITESCOPE_API_KEYS",
+                                               "max_body_bytes": "CITESCOPE_MAX_BODY_BYTES"})
     if not settings.keys() and host not in ("127.0.0.1", "localhost", "::1"):
         err.print(f"[yellow]warning:[/yellow] no CITESCOPE_API_KEYS: anyone who reaches {host}:{port} can use the service")
     try:  # not warmed here: the app warms it in the background while /healthz already answers
@@ -598,6 +624,12 @@ def _names(values: list[str] | None) -> list[str]:
     return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
 
 
+EVAL_OPTIONS = {"dataset_dir": "--dataset", "questions_file": "--questions", "limit": "--limit",
+                "per_qtype": "--per-qtype", "mode": "--mode", "planner": "--planner", "answerer": "--answerer",
+                "strategies": "--strategy", "concurrency": "--concurrency", "seed": "--seed", "run_dir": "--run-dir",
+                "max_embed": "--max-embed", "root": "--root"}
+
+
 @app.command("eval")
 def eval_command(
     dataset: Path = typer.Option(..., "--dataset", help="a dataset folder: ../shared/datasets/NAME or knowledge/demo"),
@@ -623,11 +655,12 @@ def eval_command(
     conflicts, tool calls and latency, by question type and strategy."""
     from workflows.evaluate import EvalError, EvalRequest, format_eval_report, run_eval
 
+    request = valid_or_exit(EvalRequest, EVAL_OPTIONS, dataset_dir=dataset, questions_file=questions, limit=limit,
+                            per_qtype=per_qtype, mode=mode, planner=planner, answerer=answerer,
+                            strategies=_names(strategy) or ["policy"], baseline=baseline, concurrency=concurrency,
+                            resume=resume, seed=seed, run_dir=run_dir, max_embed=max_embed, progress=not as_json,
+                            **({"root": root} if root else {}))
     try:
-        request = EvalRequest(dataset_dir=dataset, questions_file=questions, limit=limit, per_qtype=per_qtype,
-                              mode=mode, planner=planner, answerer=answerer, strategies=_names(strategy) or ["policy"],
-                              baseline=baseline, concurrency=concurrency, resume=resume, seed=seed, run_dir=run_dir,
-                              max_embed=max_embed, progress=not as_json, **({"root": root} if root else {}))
         result = run_eval(request)
     except (EvalError, ValueError) as exc:
         fail(exc)
@@ -656,10 +689,6 @@ def calibrate_command(
                                  max_embed=max_embed, progress=not as_json)
     result = run_calibration(request)
     print(json.dumps(result, ensure_ascii=False, indent=1) if as_json else format_calibration_report(result))
-
-
-def main() -> None:  # console-script entry point
-    app()
 
 
 if __name__ == "__main__":

@@ -740,6 +740,9 @@ def _equivalent_insertions(text: str, start: int, end: int) -> list[tuple[int, i
     return spans
 
 
+_LABEL_MARK = re.compile(r"[：:]")  # a changed span holding one changed a label, not only a value
+
+
 def _answer_slot(slots: list[_Slot], a: _Passage, b: _Passage, question: _Question) -> _Slot | None:
     """The one changed value of two sentences that otherwise say the same thing, or None.
 
@@ -747,8 +750,9 @@ def _answer_slot(slots: list[_Slot], a: _Passage, b: _Passage, question: _Questi
     nothing else; or, for a question that asks for a list, items one side leaves out and nothing
     else. Two changed values (a date and a country) mean two different facts."""
     content = [s for s in slots if _is_content(s, a, b)]
-    if any(a.text[s.a_span[1]:s.a_span[1] + 1] in ("：", ":") for s in content):
-        return None  # a changed label (初试： / 复试：, a speaker's name) says which thing it is
+    if any(a.text[s.a_span[1]:s.a_span[1] + 1] in ("：", ":")
+           or _LABEL_MARK.search(a.text[slice(*s.a_span)] + b.text[slice(*s.b_span)]) for s in content):
+        return None  # a changed label (初试： / 复试：, a speaker's name, 缺货: / 型号:) says which thing it is
     typed = [s for s in content if s.typed]
     names = [s for s in content if not s.typed and _is_name(a.shown[slice(*s.a_span)]) and _is_name(b.shown[slice(*s.b_span)])]
     if len({s.value_a.key for s in typed} | {s.value_b.key for s in typed}) == 2 and not names:

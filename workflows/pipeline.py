@@ -195,7 +195,7 @@ class QAPipeline:
             best_score=None if best is None else round(best, 4), evidence_ids=[h.chunk_id for h in evidence],
             models=self._model_names(), as_of=asked_time,
         )
-        if best is None or best < self.config.refusal_threshold:
+        if best is None or best < self.config.refusal_threshold and not _read_off_tables(features, planner.outputs, advice):
             result.refused = True
             result.refusal_reason = "no_evidence" if best is None else "weak_evidence"
             if evidence:  # weak evidence that disagrees with itself is still worth saying so
@@ -460,3 +460,15 @@ def _at_most_per_doc(hits: list[EvidenceHit], limit: int) -> tuple[list[Evidence
         (kept if seen[hit.doc_id] <= limit else spare).append(hit)
     return kept, spare
 
+
+def _read_off_tables(features: QueryFeatures, outputs: dict, advice: SizeAdvice | None) -> bool:
+    """Is the answer a finding read off a named product's own tables: the size size_recommend worked
+    out, or the price and stock of a product the question names (product_lookup found its SKUs)? Such
+    evidence is relevant by construction, so the gate, which measures how well text matches the
+    question ("身高183 体重85kg 峰刃穿什么码" scores 0.09 against the size table it is answered from),
+    does not apply; what the answer says still has to pass the inspector."""
+    if advice is not None:
+        return True
+    found = outputs.get("product_lookup") or {}
+    named = {p.product_id for p in features.products}
+    return features.asks_price_stock and bool(found.get("skus")) and found.get("product_id") in named

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agents.models import ModelConfig
 from workflows.budget import Budget, RetryPolicy
+from workflows.validation import describe_validation_error
 
 DEFAULTS_PATH = Path(__file__).with_name("pipeline.yaml")
 KB_CONFIG_NAME = "config.yaml"
@@ -90,8 +91,7 @@ class PipelineConfig(BaseModel):
         try:
             return cls(**values)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise PipelineConfigError(f"pipeline config: {problems}") from None
+            raise PipelineConfigError(f"pipeline config: {describe_validation_error(exc)}") from None
 
 
 def _read_yaml(path: Path, strict: bool) -> dict:

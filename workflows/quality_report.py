@@ -63,7 +63,11 @@ class SuiteEntry:
 
 SUITE = (
     SuiteEntry("demo", "demo", "Demo KB (knowledge/demo, 115 questions): every strategy",
-               strategies=(POLICY, *ARMS, "product_lookup_hybrid"), concurrency=1),
+               strategies=(POLICY, *ARMS, "product_lookup_hybrid"), concurrency=1, questions_file="questions.jsonl"),
+    # written by a tester who had read the shop's documents but not the code: chat-window wording,
+    # typos, two questions in one message, English (session 22)
+    SuiteEntry("demo-customer", "demo", "Demo KB, customer-written questions (knowledge/demo/questions_customer.jsonl, "
+               "118 questions)", concurrency=1, questions_file="questions_customer.jsonl"),
     SuiteEntry("cmrc2018_dev", "cmrc2018_dev", "CMRC 2018 dev (Chinese Wikipedia), all questions, and its holdout variant"),
     SuiteEntry("baoxianzhidao", "baoxianzhidao", "Baoxianzhidao insurance FAQ, all questions, and its holdout variant"),
     SuiteEntry("domainrag", "domainrag", "DomainRAG university admissions, all questions"),

@@ -7,8 +7,11 @@ Product detection matches name keys inside the question, in a compact form (lowe
 spaces or hyphens, so "XZ 2000", "xz-2000" and "XZ2000" all meet "XZ-2000") with ASCII word
 boundaries checked on the original text (XZ-2000 never matches inside XZ-20000, T20 never in
 T200). A key names a product only when exactly one product has it; "strong" keys (id, SKU code,
-model number, full name, the model segment right after the brand) decide alone, "weak" keys
-(descriptor words such as 手机壳) need the product's brand in the question as well.
+model number, full name, the model segment right after the brand, and that segment's series name:
+轻羽 of 轻羽3) decide alone, "weak" keys (descriptor words such as 手机壳) need the product's brand in
+the question as well. A strong key several products share (轻羽: 轻羽3 and 轻羽Pro; Air Jordan 1; iPhone
+15) is a name that fits them all: the product it names is left unresolved (product_id None), so
+the session asks back which one, unless another word of the question fits only one of them.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from typing import Literal, NamedTuple, get_args
 import numpy as np
 from pydantic import BaseModel, Field
 
-from agents.question_cues import asks_overview, compound_parts
+from agents.question_cues import PRICE_ASKED, SIZE_AVAILABLE, asks_overview, compound_parts
 from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
 from knowledge.text import CJK_CHAR, MODEL_NUMBER, normalize, tokenize
@@ -61,8 +64,8 @@ _POLICY_STRONG = re.compile(
     r"国际运|寄到|客服|签收|拒收|运费险|极速退款")
 _POLICY_WEAK = re.compile(r"保修|质保|维修|寄修|发货|快递|物流|配送|售后|几天到|多久到|门店")
 _PRICE_STOCK = re.compile(
-    r"多少钱|价格|售价|价钱|卖多少|几块|多少元|贵不贵|便宜|库存|有货|现货|缺货|还有几|几件|几双|几个货|"
-    r"有没有货|断码|补货|到货")
+    PRICE_ASKED + r"|多少元|贵不贵|便宜|库存|有货|现货|缺货|还有几|几件|几双|几个货|"
+    r"有没有货|断码|补货|到货|" + SIZE_AVAILABLE)
 _SIZE_WORDS = re.compile(r"尺码|码数|尺寸表|尺码表|几码|什么码|哪个码|哪码|多大码|多大号|什么号|大小合适|偏大|偏小|"
                          r"脚长|胸围|衣长|肩宽|袖长|腰围|适合多高|适合多重")
 _SIZE_ADVICE = re.compile(r"(选|穿|买|拿|要|推荐|适合|合适)(哪个|什么|几|多大)(码|号|尺码)|尺码推荐|推荐尺码|选码|"
@@ -151,6 +154,71 @@ def parse_foot_length_cm(text: str) -> float | None:
     if unit in ("mm", "毫米") or value > 100:
         value /= 10
     return value if 10 <= value <= 40 else None
+
+
+# What a reply to "请告诉我您的身高（cm）和体重（kg）" may say without units ("175，72公斤", "175/72", "26").
+# A bare number is one no unit, label, size or model number claims.
+_BARE_NUMBER = re.compile(r"(?<![\d.A-Za-z])(\d+(?:\.\d+)?)(?![\d.])(?!\s*(?:[A-Za-z%]|[岁元块码号寸年月日天个件双次分秒斤克米]))")
+_LENGTH = re.compile(r"(?<![\d.])" + _NUM + r"\s*(cm|厘米|公分|mm|毫米)", re.I)
+_CLAIMED = [*_HEIGHT, _HEIGHT_METRE_CM, _HEIGHT_CN, *_WEIGHT, _FOOT, _LENGTH, _NUMERIC_SIZE, MODEL_NUMBER,
+            re.compile(r"(?<![\d.])\d+(?:\.\d+)?\s*(?:m|米)(?![a-z])", re.I)]
+BARE_HEIGHT_CM = (140, 220)  # a bare number in this range, or 1.40-2.20 (metres), is a height
+BARE_WEIGHT_KG = (35, 150)  # read as kg (the unit asked for) once the height is known
+BARE_FOOT_CM = (20, 35)  # 200-350 is the same length in mm (a bare 175 is no foot: it is a height)
+
+
+def parse_body_reply(text: str, need: list[str] | tuple[str, ...] = ()) -> dict[str, float]:
+    """The body measures a reply to a clarifying question gives (height_cm, weight_kg,
+    foot_length_cm): what the parse_* functions read, plus, for the facts `need` lists, bare
+    numbers in their plausible range: "175，72公斤" is 175 cm and 72 kg, "175/72" too (a bare
+    weight only once the height is given or no longer asked for), "26" or "255" a foot length,
+    "26cm" a foot length when that is what was asked. "140斤" stays 70 kg: a number with a unit
+    is read by its unit, never again as a bare number."""
+    facts = {name: value for name, value in (("height_cm", parse_height_cm(text)), ("weight_kg", parse_weight_kg(text)),
+                                             ("foot_length_cm", parse_foot_length_cm(text))) if value is not None}
+    masked = text
+    for pattern in _CLAIMED:
+        masked = pattern.sub(lambda m: " " * len(m.group(0)), masked)
+    bare = [float(m.group(1)) for m in _BARE_NUMBER.finditer(masked)]
+
+    def take(convert) -> float | None:
+        for i, value in enumerate(bare):
+            converted = convert(value)
+            if converted is not None:
+                del bare[i]
+                return converted
+        return None
+
+    def in_range(value: float, bounds: tuple[float, float]) -> bool:
+        return bounds[0] <= value <= bounds[1]
+
+    if "height_cm" in need and "height_cm" not in facts:
+        height = take(lambda v: v if in_range(v, BARE_HEIGHT_CM) else v * 100 if in_range(v * 100, BARE_HEIGHT_CM)
+                      and v < 3 else None)
+        if height is not None:
+            facts["height_cm"] = height
+    if "weight_kg" in need and "weight_kg" not in facts and ("height_cm" in facts or "height_cm" not in need):
+        weight = take(lambda v: v if in_range(v, BARE_WEIGHT_KG) else None)
+        if weight is not None:
+            facts["weight_kg"] = weight
+    if "foot_length_cm" in need and "foot_length_cm" not in facts:
+        for found in _LENGTH.finditer(text):
+            value = float(found.group(1)) / (10 if found.group(2).lower() in ("mm", "毫米") else 1)
+            if 10 <= value <= 40:  # the range parse_foot_length_cm reads
+                facts["foot_length_cm"] = value
+                break
+        else:
+            foot = take(lambda v: v if in_range(v, BARE_FOOT_CM) else v / 10 if in_range(v / 10, BARE_FOOT_CM)
+                        and v >= 100 else None)
+            if foot is not None:
+                facts["foot_length_cm"] = foot
+    return facts
+
+
+def describe_body_facts(facts: dict[str, float]) -> str:
+    """"身高175cm，体重72kg": the facts as the parse_* functions read them back."""
+    labels = {"height_cm": "身高{}cm", "weight_kg": "体重{}kg", "foot_length_cm": "脚长{}cm"}
+    return "，".join(labels[name].format(f"{facts[name]:g}") for name in labels if name in facts)
 
 
 def parse_sizes(text: str) -> list[str]:
@@ -291,6 +359,13 @@ def _name_words(segment: str, lexicon: Lexicon) -> list[str]:
     return sorted(words)
 
 
+# The series name of a model segment: the Chinese stem before the model designator (轻羽 of 轻羽3
+# and 轻羽Pro, 极光 of 极光700 and 极光Pro).
+_SERIES_STEM = re.compile(r"^([\u4e00-\u9fff]{2,})[A-Za-z0-9]")
+# A number right after a name, not a quantity (42码, 2双): the name of another model (轻羽5, Air Jordan 11).
+_OTHER_MODEL_NUMBER = re.compile(r"[\s\-]*\d+(?:\.\d+)?(?!\s*(?:\.?\d|码|号|件|个|双|只|元|块|斤|岁|cm|mm|kg|g\b))", re.I)
+
+
 class _Span(NamedTuple):
     start: int  # in the alias-canonical text
     end: int
@@ -368,6 +443,9 @@ class EntityIndex:
                     self._add_key(" ".join(words[:n]), pid, strong)
             else:
                 self._add_key(segment, pid, strong)
+                stem = _SERIES_STEM.match(segment) if position == 0 else None
+                if stem:
+                    self._add_key(stem.group(1), pid, True)
             for token in tokens:
                 self._add_key(token, pid, False)
 
@@ -408,7 +486,18 @@ class EntityIndex:
             chosen = self._ordered([_Span(s, e, self.products_of_brand[self.brand_keys[k]][0])
                                     for s, e, k in hits if k in self.brand_keys
                                     and len(self.products_of_brand[self.brand_keys[k]]) == 1])
+        shared = None
+        if not chosen:  # a name several products share: one of them if another word fits only it
+            shared = self._shared_name(text, hits)
+            if shared is not None:
+                start, end, key = shared
+                fitting = {s.target for s in spans if s.target in self.keys[key] and (s.end <= start or s.start >= end)}
+                if len(fitting) == 1:
+                    chosen, shared = {fitting.pop(): (start, end)}, None
         products = [self._entity(pid, text[start:end]) for pid, (start, end) in chosen.items()]
+        if shared is not None:
+            start, end, key = shared
+            products.append(Entity(name=self.alias_targets.get(key) or text[start:end], surface=text[start:end]))
         if not products:
             for start, end, key in hits:
                 if key in self.alias_targets:
@@ -416,6 +505,29 @@ class EntityIndex:
                     products.append(Entity(name=name, surface=text[start:end]))
                     break
         return products, brands, categories
+
+    def _shared_name(self, text: str, hits: list[tuple[int, int, str]]) -> tuple[int, int, str] | None:
+        """The first (longest) hit of a strong key several products share, not a brand or category,
+        nor followed by a model number of its own (Air Jordan 11 is another model; "AJ1 42码" is not)."""
+        shared = [(s, e, k) for s, e, k in hits if len(self.keys.get(k, ())) > 1 and all(self.keys[k].values())
+                  and k not in self.brand_keys and k not in self.category_keys]
+        longest: dict[int, tuple[int, int, str]] = {}
+        for hit in shared:
+            if hit[0] not in longest or hit[1] > longest[hit[0]][1]:
+                longest[hit[0]] = hit
+        # the longest name at a place decides: "Air Jordan" before 11 makes "Air" no mention either
+        named = [hit for start, hit in sorted(longest.items()) if not _OTHER_MODEL_NUMBER.match(text, hit[1])]
+        return named[0] if named else None
+
+    def fitting(self, name: str) -> set[str]:
+        """The products a name (a matched surface such as "轻羽" or "Air Jordan 1") is a key of."""
+        return set(self.keys.get(_compact(name)[0], ()))
+
+    def names_anything(self, text: str) -> bool:
+        """Whether alias-canonical text names a product (by a strong key, even one several products
+        share), a brand or a category; descriptor words alone (防水, 跑鞋) name nothing."""
+        return any(k in self.brand_keys or k in self.category_keys or k in self.alias_targets
+                   or any(self.keys.get(k, {}).values()) for _, _, k in self._find(text))
 
     @staticmethod
     def _ordered(spans: list[_Span]) -> dict[str, tuple[int, int]]:
@@ -447,6 +559,11 @@ class QueryAnalyzer:
         self._entity_index()
         return self
 
+    @property
+    def index(self) -> EntityIndex:
+        """The entity index of the KB as it is now."""
+        return self._entity_index()
+
     def _entity_index(self) -> EntityIndex:
         if self.kb is None:
             if self._index is None:
@@ -470,6 +587,10 @@ class QueryAnalyzer:
         text = normalize(question or "")
         canonical = index.lexicon.canonicalize(text)
         products, brands, categories = index.match(canonical)
+        if (products and products[0].product_id is None and session_entity is not None
+                and session_entity.product_id in index.fitting(products[0].surface)):
+            # "AJ1多少钱" in a conversation about the AJ1 Low: the name fits the product talked about
+            products[0] = session_entity.model_copy(update={"surface": products[0].surface})
         model_codes = list(dict.fromkeys(m.upper() for m in MODEL_NUMBER.findall(canonical)))
         sizes = parse_sizes(canonical)
         features = QueryFeatures(
@@ -504,6 +625,12 @@ class QueryAnalyzer:
         focus = features.focus_products
         features.asks_overview = bool(focus) and asks_overview(canonical, [p.name for p in focus] + [p.surface for p in focus])
         return features
+
+
+def without_product_asks(text: str) -> str:
+    """The question without its price, stock and size words ("多少钱？有货吗？" -> "？吗？"): what is
+    left says what it is about, if anything."""
+    return _SIZE_WORDS.sub(" ", _PRICE_STOCK.sub(" ", text))
 
 
 def _free_numbers(text: str, product_surfaces: list[str]) -> list[float]:

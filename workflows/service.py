@@ -23,7 +23,6 @@ import logging
 import re
 import threading
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
@@ -317,9 +316,7 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
-                             for e in exc.errors())
-        return JSONResponse(_error_body(422, problems), 422)
+        return JSONResponse(_error_body(422, _describe_request_errors(exc.errors())), 422)
 
     @app.exception_handler(QuestionError)
     async def invalid_question(request: Request, exc: QuestionError) -> JSONResponse:
@@ -410,14 +407,18 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
         }
 
     async def _stream_chat(request: Request, body: ChatRequest, question: str) -> AsyncIterator[str]:
-        chunk_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
+        created = int(time.time())
 
         def chunk(delta: dict, finish_reason: str | None = None, **extra: Any) -> str:
-            data = {"id": chunk_id, "object": "chat.completion.chunk", "created": created, "model": body.model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}], **extra}
+            # the id of the non-streamed reply: chatcmpl-<trace id>, the same on every chunk
+            data = {"id": f"chatcmpl-{result.trace_id}", "object": "chat.completion.chunk", "created": created,
+                    "model": body.model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+                    **extra}
             return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
-        yield chunk({"role": "assistant", "content": ""})  # the client sees the reply start at once
+        # The trace id exists once the answer does, so the first chunk waits for it; an SSE comment
+        # (which clients skip) starts the response at once, so proxies and clients see it alive.
+        yield ": answering\n\n"
         try:
             result = await answer(request, question, body.session(), body.filters)
         except Exception as exc:  # headers are sent: report in-stream, as OpenAI does
@@ -430,6 +431,7 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
                 status, message = 500, "internal error"
             yield f"data: {json.dumps(_error_body(status, message), ensure_ascii=False)}\n\n"
             return
+        yield chunk({"role": "assistant", "content": ""})
         for piece in (p for p in SENTENCE_END.split(result.answer) if p):
             yield chunk({"content": piece})
         citations = [c.model_dump(mode="json") for c in result.citations]
@@ -437,6 +439,20 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
         yield "data: [DONE]\n\n"
 
     return app
+
+
+def _describe_request_errors(errors: list[dict]) -> str:
+    """A body that is not JSON, or not a JSON object, said as such (FastAPI reports the first as
+    "0: JSON decode error"); otherwise each field's problem."""
+    for error in errors:
+        where = tuple(error["loc"])
+        if error["type"] == "json_invalid":
+            reason = (error.get("ctx") or {}).get("error") or "cannot be parsed"
+            position = f" at character {where[-1]}" if len(where) > 1 and isinstance(where[-1], int) else ""
+            return f"the request body is not valid JSON: {reason}{position}"
+        if where == ("body",):  # the whole body: empty, a list, a string, or not sent as application/json
+            return "the request body must be a JSON object (Content-Type: application/json)"
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}" for e in errors)
 
 
 def _extension(result: QAResult) -> dict:

@@ -7,8 +7,10 @@ clarifying question, the pending task: the question waiting for facts and its pr
 
 `Clarifier` decides when to ask instead of guessing: a size recommendation whose skill
 (tools.products.size_recommend) reports facts it needs ({"need": [...]}) the customer has not
-given, or a "这个/它" question with no product anywhere in the conversation. The next turn that
-supplies them completes the pending task (the facts are merged into the earlier question).
+given, a name several products fit ("AJ1", "轻羽"), or a question about a product it never names
+("这双鞋雨天防滑吗？", "它多少钱？", "适合新手吗？") with no product anywhere in the conversation. The next
+turn that supplies what was asked completes the pending task (the facts are merged into the
+earlier question; bare numbers are read as the measures asked for: "175，72公斤").
 """
 from __future__ import annotations
 
@@ -27,7 +29,8 @@ from knowledge.kb import KnowledgeBase
 from knowledge.text import is_storable_text, normalize
 from tools.base import SkillContext
 from tools.products import product_index, size_recommend
-from workflows.query_analysis import Entity, QueryAnalyzer, QueryFeatures, parse_sizes
+from workflows.query_analysis import (Entity, QueryAnalyzer, QueryFeatures, describe_body_facts, parse_body_reply,
+                                      parse_sizes, without_product_asks)
 from workflows.sqlite_store import open_sqlite
 
 FILE_NAME = "sessions.sqlite"
@@ -37,6 +40,11 @@ FACT_LABELS = {"height_cm": "身高（cm）", "weight_kg": "体重（kg）", "fo
 ASK_FACTS = "为了给您推荐合适的尺码，请告诉我您的{facts}。"
 ASK_PRODUCT = "请问您问的是哪款商品？请告诉我商品名称或型号，我再为您查询。"
 ASK_WHICH = "“{asked}”对应本店的多款商品，请问您问的是哪一款？{options}（回复序号或商品名即可）"
+ASK_WHICH_KIND = "请问您问的是哪一款{kind}？{options}（回复序号或商品名即可）"
+MAX_LISTED = 8  # more products of the kind than this: ASK_PRODUCT, no list
+# A question this short that names nothing (no product, brand or category word) is about some
+# product when its best keyword match is a product's page, review or post ("适合新手吗？").
+_UNNAMED_SUBJECT_CHARS = 12
 # A reply that picks an offered option by its number: "2", "第二个", "第2款"
 _ORDINAL = re.compile(r"^\s*(?:第\s*)?([1-9一二三四五六七八九])\s*(?:个|款|种|项|号)?\s*[。.！!]?\s*$")
 _CHINESE_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九", start=1)}
@@ -44,6 +52,17 @@ _CHINESE_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九", sta
 _PRODUCT_REFERENCE = re.compile(r"它|这款|那款|这件|那件|这双|那双|这只|那只|这台|那台|这条|那条|这个|那个|"
                                 r"该款|该商品|此款|同款")
 _NO_PRODUCT_INTENTS = ("policy", "out_of_scope", "comparison")
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+# Words that point or fill in, never a product's own word when a reply picks an option.
+_FILLER = re.compile(r"这款|那款|这个|那个|这件|那件|这双|那双|这种|那种|一款|一个|的|吧|呀|啊|呢|吗|我要|要|选|就")
+
+
+def _words(text: str) -> set[str]:
+    """CJK character pairs and ASCII words of lower-cased text, pointing and filler words left out."""
+    text = _FILLER.sub(" ", text.lower())
+    pairs = {run[i:i + 2] for run in _CJK_RUN.findall(text) for i in range(len(run) - 1)}
+    return pairs | set(_ASCII_WORD.findall(text))
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -188,20 +207,77 @@ class Clarifier:
             return self._which_product(product)  # "AJ1": the Low or the Retro? never guess
         if product is not None:
             return self._missing_facts(features, product) if features.asks_size_advice and product.product_id else None
-        if features.brands or features.categories or features.model_codes or not product_index(self.kb).products:
+        index = product_index(self.kb)
+        if features.brands or features.model_codes or not index.products:
             return None  # something narrows the search, or the KB sells nothing (no product to ask for)
-        refers = _PRODUCT_REFERENCE.search(features.canonical) or (
-            features.is_followup and (features.sizes or features.asks_price_stock or features.asks_size))
-        return Clarification(kind="product", need=["product"], text=ASK_PRODUCT) if refers else None
+        reference = _PRODUCT_REFERENCE.search(features.canonical)
+        if reference is None and features.categories:
+            return None  # "外套尺码怎么选": a question about a kind of product, not one of them
+        refers = reference or (
+            features.is_followup and (features.sizes or features.asks_price_stock or features.asks_size)
+        ) or self._about_an_unnamed_product(features)
+        if not refers:
+            return None
+        kind, options = self._of_kind(features, reference)
+        if kind and 0 < len(options) <= MAX_LISTED:
+            listed = "；".join(f"{i}. {o.name}" for i, o in enumerate(options, start=1))
+            return Clarification(kind="product", need=["product"], text=ASK_WHICH_KIND.format(kind=kind, options=listed),
+                                 options=options)
+        return Clarification(kind="product", need=["product"], text=ASK_PRODUCT)
+
+    def _about_an_unnamed_product(self, features: QueryFeatures) -> bool:
+        """A short question that names no product, brand or category and asks about a product: only
+        its price, stock or size ("多少钱？有货吗？"), or something whose best keyword match is tied to a
+        product (its page, a review, a post), not an FAQ entry or a policy ("适合新手吗？" yes,
+        "支持哪些付款方式？" and "鞋子尺码怎么选？" no)."""
+        if (features.length > _UNNAMED_SUBJECT_CHARS or not (features.question_words or features.asks_price_stock)
+                or self.analyzer.index.names_anything(features.canonical)):
+            return False
+        if not self.kb.query_tokens(without_product_asks(features.canonical)):
+            return True  # nothing but a price, stock or size ask: "多少钱？有货吗？"
+        best = self.kb.search_keyword(features.canonical, k=1)
+        chunk = self.kb.get(best[0].chunk_id) if best else None
+        return chunk is not None and bool(chunk.product_id)
+
+    def _of_kind(self, features: QueryFeatures, reference: re.Match | None) -> tuple[str, list[Entity]]:
+        """The kind of product a reference names ("这双鞋" -> 鞋, "这款充电宝" -> 充电宝, or a category
+        the question names) and the shop's products of that kind; ("", []) when it names none."""
+        index = product_index(self.kb)
+        canon = {pid: (index.lexicon.canonicalize(normalize(p.category or "")),
+                       index.lexicon.canonicalize(normalize(p.name or ""))) for pid, p in index.products.items()}
+
+        def of(word: str) -> list[str]:
+            if len(word) == 1:  # a bare head noun names a category it ends (鞋: 运动鞋, 包: 箱包)
+                return [pid for pid, (category, _) in canon.items() if category.endswith(word)]
+            return [pid for pid, (category, name) in canon.items() if word in category or word in name]
+
+        after = _CJK_RUN.match(features.canonical, reference.end()) if reference is not None else None
+        word = after.group(0)[:6] if after else ""
+        for size in range(len(word), 0, -1):
+            owners = of(word[:size])
+            if owners:
+                return word[:size], [self._option(index.products[pid]) for pid in sorted(owners)]
+        if features.categories:
+            owners = of(features.categories[0])
+            return features.categories[0], [self._option(index.products[pid]) for pid in sorted(owners)]
+        return "", []
+
+    @staticmethod
+    def _option(product) -> Entity:
+        return Entity(name=product.name, product_id=product.product_id, brand=product.brand or None,
+                      category=product.category or None)
 
     def _which_product(self, product: Entity) -> Clarification | None:
         """Which of the products a name fits equally well (product_lookup would list the same
-        candidates); None when it fits none or one."""
-        candidates = product_index(self.kb).resolve(product.surface or product.name).candidates
+        candidates, else the products the name is a key of); None when it fits none or one."""
+        index = product_index(self.kb)
+        candidates = index.resolve(product.surface or product.name).candidates
+        if len(candidates) < 2:
+            fitting = self.analyzer.index.fitting(product.surface or product.name)
+            candidates = [index.products[pid] for pid in sorted(fitting) if pid in index.products]
         if len(candidates) < 2:
             return None
-        options = [Entity(name=p.name, product_id=p.product_id, brand=p.brand or None, category=p.category or None)
-                   for p in candidates]
+        options = [self._option(p) for p in candidates]
         listed = "；".join(f"{i}. {o.name}" for i, o in enumerate(options, start=1))
         return Clarification(kind="product", need=["product"], text=ASK_WHICH.format(asked=product.surface or product.name,
                                                                                     options=listed),
@@ -226,17 +302,24 @@ class Clarifier:
         the reply is something else (a new question: the pending task is dropped)."""
         turn = self.analyzer.run(reply)
         if pending.kind == "facts":
-            gave = any(v is not None for v in (turn.height_cm, turn.weight_kg, turn.foot_length_cm))
+            facts = parse_body_reply(reply, pending.need)  # "175，72公斤": the bare 175 is the height asked for
             same_product = all(p.product_id == (pending.entity.product_id if pending.entity else None)
                                for p in turn.products)
-            return (f"{pending.question} {reply}", pending.entity) if gave and same_product else None
+            if not facts or not same_product:
+                return None
+            read_alone = {name: value for name, value in (("height_cm", turn.height_cm), ("weight_kg", turn.weight_kg),
+                                                          ("foot_length_cm", turn.foot_length_cm)) if value is not None}
+            # what the reply says only in context is spelt out, so the completed question reads alone
+            added = reply if facts == read_alone else f"{reply}（{describe_body_facts(facts)}）"
+            return f"{pending.question} {added}", pending.entity
         if pending.options:
             chosen = self._chosen_option(pending.options, reply, turn)
             return (f"{chosen.name} {pending.question}", chosen) if chosen is not None else None
         named = turn.products[0] if turn.products else None
         just_a_name = not (turn.question_words or turn.asks_price_stock or turn.asks_size) and turn.intent == "fact"
-        if named is not None and named.product_id and just_a_name:
-            return f"{reply} {pending.question}", named
+        if named is not None and just_a_name:
+            # a name several products fit ("轻羽") keeps the question waiting: it is asked back next
+            return f"{reply} {pending.question}", named if named.product_id else None
         return None
 
     def carry_variant(self, state: "SessionState", question: str) -> str:
@@ -265,12 +348,15 @@ class Clarifier:
 
     def _chosen_option(self, options: list[Entity], reply: str, turn: QueryFeatures) -> Entity | None:
         """The offered product a reply picks: by its number ("2", "第二个"), by a name only it
-        fits ("Retro", "芝加哥"), or as the product the reply names; None for anything else."""
+        fits ("Retro", "芝加哥"), as the product the reply names, or by a word of its name or colours
+        no other option has ("缓震那款", "长款的", "活力橙"); None for anything else."""
         ordinal = _ORDINAL.match(reply)
         if ordinal:
             digit = ordinal.group(1)
             index = int(digit) if digit.isdigit() else _CHINESE_DIGITS[digit]
-            return options[index - 1] if index <= len(options) else None
+            if index <= len(options):
+                return options[index - 1]
+            # no such number: "3" may still be a model number only one option has (轻羽3)
         by_id = {o.product_id: o for o in options}
         match = product_index(self.kb).resolve(reply)
         if match.product is not None and match.product.product_id in by_id:
@@ -279,4 +365,19 @@ class Clarifier:
         if len(among) == 1:
             return among[0]
         named = [p for p in turn.products if p.product_id in by_id]
-        return by_id[named[0].product_id] if len(named) == 1 else None
+        if turn.products:  # a product offered, or another one (a new question)
+            return by_id[named[0].product_id] if len(named) == 1 else None
+        if turn.question_words or turn.asks_price_stock or turn.asks_size or turn.brands or turn.model_codes:
+            return None  # a question of its own, not a pick
+        # a word of one option's name or colours only ("缓震那款", "长款的"), compared among the options alone
+        words = _words(normalize(reply))
+        fits = [o for o in options if words & _words(self._described(o.product_id))]
+        return fits[0] if len(fits) == 1 else None
+
+    def _described(self, product_id: str | None) -> str:
+        """A product's name, category and SKU colours, as a reply picking it may word them."""
+        product = product_index(self.kb).products.get(product_id or "")
+        if product is None:
+            return ""
+        colours = {row.get("colour") or "" for row in product.skus}
+        return normalize(" ".join([product.name, product.category, *sorted(colours)]))

@@ -618,3 +618,20 @@ def test_a_part_of_a_compound_question_nothing_answers_is_said_so_not_answered_f
     assert "65W" in answer and "暂未找到" not in answer, answer
     # nothing answers any part: the refusal, not a list of parts not found
     assert ExtractiveAnswerer().run("2022年高考和考研报名人数分别是多少？", [summit]) == ExtractiveAnswerer().refusal()
+
+
+def test_two_questions_in_one_message_are_both_answered_though_an_faq_reply_answers_the_first(demo_kb):
+    # faq-016 (退货运费) ranked first used to answer the message whole: 退款几天到账 went unanswered
+    evidence = chunks(demo_kb, "faq-016#body-0", "faq-017#body-0", "policy-returns-2026#运费说明-0")
+    answer = ExtractiveAnswerer(lexicon=demo_kb.lexicon).run("退货运费谁承担？退款几天到账？", evidence)
+    assert "12 元" in answer and "1-3 个工作日" in answer, answer
+    assert answer.index("12 元") < answer.index("1-3 个工作日")  # in the order asked
+    assert Inspector(lexicon=demo_kb.lexicon).run(answer, evidence).passed
+    # only 退货运费 in the evidence: the second question is said to be unanswered, not skipped
+    answer = ExtractiveAnswerer(lexicon=demo_kb.lexicon).run("退货运费谁承担？退款几天到账？", evidence[:1])
+    assert "12 元" in answer and "关于“退款几天到账”，资料中暂未找到可靠信息。" in answer, answer
+    # an entry naming every part answers the customer's clauses whole, reply and all
+    both = hit("bx-2#body-0", "犹豫期内退保要手续费吗？退保后多久退款？",
+               "您好，犹豫期内退保不收手续费。申请通过后一般 7 个工作日内退款到账。")
+    answer = ExtractiveAnswerer().run("犹豫期退保要手续费吗？多久退款？", [both])
+    assert answer == "您好，犹豫期内退保不收手续费【bx-2#body-0】。申请通过后一般 7 个工作日内退款到账【bx-2#body-0】。", answer

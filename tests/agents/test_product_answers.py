@@ -40,6 +40,21 @@ def test_variants_of_two_products_need_both_overviews(demo_kb, answerer, inspect
     assert inspector.run(partial, evidence, question=question).passed
 
 
+def test_a_size_asked_after_is_answered_by_its_row_in_every_colour(demo_kb, answerer, inspector):
+    blue, black = "sku-p-sy-fengren#sku-SYFR-BLU-XL", "sku-p-sy-fengren#sku-SYFR-BLK-XL"
+    # the size-table row first, as the search ranks it: "有没有XL码" asks whether XL is to be had
+    evidence = chunks(demo_kb, "prod-sy-fengren#尺码表-r3-0", blue, "sku-p-sy-fengren#skus-0", black,
+                      "sku-p-sy-fengren#sku-SYFR-BLU-L")
+    for question in ("峰刃冲锋衣有没有XL码", "峰刃冲锋衣XL码还有吗？", "峰刃冲锋衣有XL码吗"):
+        answer = answerer.run(question, evidence)
+        assert answer == ("山野 峰刃 GTX 冲锋衣（冰川蓝，XL）：价格 1599.00元，库存 3件【sku-p-sy-fengren#sku-SYFR-BLU-XL】。"
+                          "山野 峰刃 GTX 冲锋衣（曜石黑，XL）：价格 1599.00元，库存 6件【sku-p-sy-fengren#sku-SYFR-BLK-XL】。"), question
+        assert inspector.run(answer, evidence, question=question).passed
+    # a colour and a size name one row; a size's measurements asked are the size table's, not stock
+    assert answerer.run("峰刃冲锋衣冰川蓝XL码有货吗", evidence).count("【") == 1
+    assert "尺码表-r3-0" in answerer.run("峰刃冲锋衣XL码胸围多少", evidence)
+
+
 def test_two_named_sizes_are_answered_by_their_rows_and_stock_by_the_overview(demo_kb, answerer, inspector):
     m, l, xl = "prod-sy-fengren#尺码表-r1-0", "prod-sy-fengren#尺码表-r2-0", "prod-sy-fengren#尺码表-r3-0"
     # the whole-table chunk first: a row's own chunk is what answers (and is cited) for each size
@@ -82,3 +97,17 @@ def test_a_question_about_what_a_product_is_like_quotes_its_page_opening(demo_kb
     assert inspector.run(answer, evidence, question=question).passed
     # without the opening in the evidence this path says nothing (the sentence scorer decides)
     assert opening not in answerer.run(question, evidence[:2], overview=[opening])
+
+
+def test_a_part_the_product_tables_leave_is_answered_from_the_page(demo_kb, answerer, inspector):
+    # the price part is the SKU overview's; 容量多大 is no part of it and used to go unanswered
+    evidence = chunks(demo_kb, "sku-p-sy-panyue40#skus-0", "sku-p-sy-panyue40#sku-SYPY40-GRY",
+                      "prod-sy-panyue40#尺码表-table-0", "prod-sy-panyue40#商品简介-0")
+    question = "攀越40登山包多少钱，容量多大"
+    answer = answerer.run(question, evidence)
+    assert "699.00元" in answer and "40" in answer.split("【sku-p-sy-panyue40#skus-0】")[1], answer
+    assert inspector.run(answer, evidence, question=question).passed
+    # two parts about one table row: the row once, holding both values
+    row = "prod-xl-t20#尺码表-r0-0"
+    answer = answerer.run("T20登机箱容量多大，多重", chunks(demo_kb, row, "prod-xl-t20#商品简介-0"))
+    assert answer.count(f"【{row}】") == 1 and "容量(L): 35" in answer and "空箱重量(kg): 2.9" in answer, answer

@@ -70,6 +70,16 @@ def test_reads_jsonl_csv_and_the_dataset_format(tmp_path):
         read_items(tmp_path / "in.txt")
 
 
+def test_a_question_that_is_not_text_and_a_bad_as_of_are_named_with_the_line(tmp_path):
+    jsonl = tmp_path / "in.jsonl"
+    _write_jsonl(jsonl, [{"id": "n", "question": 123}, {"id": "l", "question": ["退货"]}, {"id": "m"},
+                         {"id": "d", "question": "退货政策是什么？", "as_of": "2024-13"}])
+    problems = [item.problem for item in read_items(jsonl)]
+    assert problems[:3] == ["line 1: the question must be text, got int 123",
+                            "line 2: the question must be text, got list ['退货']", "line 3: no question"]
+    assert problems[3].startswith("line 4: as_of: '2024-13' is not a real date") and "Value error" not in problems[3]
+
+
 def test_every_id_gets_one_line_errors_included_and_sessions_keep_their_order(assistant, tmp_path):
     source, output = tmp_path / "questions.jsonl", tmp_path / "answers.jsonl"
     _write_jsonl(source, [
@@ -87,7 +97,7 @@ def test_every_id_gets_one_line_errors_included_and_sessions_keep_their_order(as
     assert sorted(line["id"] for line in lines) == ["bad-date", "colour", "dated", "empty", "lone", "long", "price"]
     by_id = {line["id"]: line for line in lines}
     assert by_id["dated"]["error"] is None and by_id["dated"]["as_of"] == "2026-03"
-    assert by_id["bad-date"]["error"].startswith("line 8: as_of '去年'")
+    assert by_id["bad-date"]["error"].startswith("line 8: as_of: '去年' must be a year")
     assert by_id["long"]["error"].startswith("QuestionError") and "2000" in by_id["long"]["error"]
     assert "no question" in by_id["empty"]["error"]
     assert by_id["price"]["error"] is None and by_id["price"]["citations"] and by_id["price"]["trace_id"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from knowledge.loaders import load_path
-from tools.base import EvidenceHit
+from tools.base import EvidenceHit, hits_from_chunks
 from workflows.bench.conflicts import evidence_for, run_conflict_bench
 from workflows.conflicts import _VALUE, _Passage, canonical_text, detect_conflicts, one_subject, parse_value
 
@@ -203,6 +203,15 @@ def test_size_table_rows_are_different_facts():
     two_docs = [hit("prod-shoe#尺码表-r0-0", f"跑鞋 尺码表 — {rows[0]}", product_id="p-shoe"),
                 hit("guide-shoe#尺码表-r1-0", f"跑鞋 尺码表 — {rows[1]}", product_id="p-shoe")]
     assert detect_conflicts("这双跑鞋的脚长多少厘米？", two_docs) == []
+
+
+def test_a_sku_overview_and_a_size_table_row_naming_one_model_are_different_facts(demo_kb):
+    # the SKU overview's "缺货: 磨砂黑 iPhone 15 Pro Max" against the size table's "型号: iPhone 15 Pro Max"
+    # differ in their labels (缺货: / 型号:), not in a value
+    evidence = hits_from_chunks(demo_kb, [(i, 1.0) for i in (
+        "prod-gk-case15#尺码表-r3-0", "sku-p-gk-case15#skus-0", "prod-gk-case15#尺码表-table-0",
+        "sku-p-gk-case15#sku-GKC15-BLK-15PM")], "rerank")
+    assert detect_conflicts("果壳手机壳iPhone15 Pro Max黑色还有吗", evidence) == []
 
 
 def test_a_price_and_its_discounted_price_in_one_chunk_are_not_a_conflict():

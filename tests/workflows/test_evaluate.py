@@ -72,8 +72,9 @@ def test_each_question_file_is_paired_with_its_corpus(datasets_dir):
     assert splits["questions_holdout"].corpus[0].name == "corpus_holdout.jsonl"
     assert splits["questions"].corpus[0].name == "corpus.jsonl"
     assert splits["questions_holdout"].label == "cmrc2018_dev-holdout"
-    (demo,) = find_splits(DEMO_DIR)
-    assert demo.corpus == (DEMO_DIR,) and demo.label == "demo-main"
+    demo = {s.name: s for s in find_splits(DEMO_DIR)}
+    assert demo["questions"].corpus == (DEMO_DIR,) and demo["questions"].label == "demo-main"
+    assert demo["questions_customer"].corpus == (DEMO_DIR,) and demo["questions_customer"].label == "demo-customer"
     (only,) = find_splits(datasets_dir / "baoxianzhidao", "questions_holdout.jsonl")
     assert only.name == "questions_holdout"
     with pytest.raises(EvalError, match="no question file"):

@@ -10,7 +10,7 @@ from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
 from knowledge.settings import get_settings
 from tests.conftest import DEMO_DIR
-from workflows.query_analysis import INTENTS, Entity, EntityIndex, QueryFeatures, analyze
+from workflows.query_analysis import INTENTS, Entity, EntityIndex, QueryFeatures, analyze, parse_body_reply
 
 # Demo question types whose expected intent is unambiguous.
 EXPECTED_INTENT = {"factual": "fact", "alias": "fact", "comparison": "comparison", "policy": "policy",
@@ -108,6 +108,26 @@ def test_ambiguous_alias_is_named_but_not_resolved(demo_kb):
     assert features.brands == ["Jordan"]
 
 
+@pytest.mark.parametrize("question, surface", [
+    ("轻羽多少钱", "轻羽"),  # the series name of 风驰 轻羽3 and 跃动 轻羽Pro, no lexicon alias
+    ("极光羽绒服有货吗", "极光"),  # 北极驿 极光700 and 雪域 极光Pro
+    ("iPhone 15 的有哪些", "iPhone 15"),  # the model segment of the 果壳 case and film
+])
+def test_a_name_several_products_share_is_named_but_not_resolved(demo_kb, question, surface):
+    assert [(e.surface, e.product_id) for e in analyze(question, demo_kb).products] == [(surface, None)]
+
+
+def test_a_shared_name_resolves_when_another_word_or_the_session_fits_one_product(demo_kb):
+    assert ids(analyze("极光长款多少钱", demo_kb)) == ["p-xy-jiguangpro"]  # only the Pro is 长款
+    assert ids(analyze("iPhone 15 手机壳多少钱", demo_kb)) == ["p-gk-case15"]
+    assert ids(analyze("火焰有几种颜色", demo_kb)) == ["p-lj-huoyan7"]  # a series name only one product has
+    assert analyze("轻羽5多少钱", demo_kb).products == []  # another model of the series
+    assert [e.surface for e in analyze("Air Jordan 1 42码多少钱", demo_kb).products] == ["Air Jordan 1"]  # 42码: a size
+    low = Entity(name="Air Jordan 1 Low 低帮板鞋", product_id="p-aj1-low")
+    assert ids(analyze("AJ1有几种颜色？", demo_kb, low)) == ["p-aj1-low"]  # the one the conversation is about
+    assert ids(analyze("轻羽多少钱", demo_kb, JIGUANG700)) == [None]  # a conversation about another product
+
+
 @pytest.mark.parametrize("spelling", ["XZ-2000", "xz2000", "XZ 2000", "xz-2000", "XZ2000"])
 def test_model_number_spellings_resolve_exactly(demo_kb, spelling):
     assert ids(analyze(f"{spelling}多少钱", demo_kb)) == ["p-xz2000"]
@@ -175,6 +195,33 @@ def test_numbers_and_units_become_typed_fields(question, expected):
     features = analyze(question)
     for field, value in expected.items():
         assert getattr(features, field) == value, (field, features.model_dump())
+
+
+HEIGHT_WEIGHT, FOOT = ["height_cm", "weight_kg"], ["foot_length_cm"]
+
+
+@pytest.mark.parametrize("reply, need, expected", [
+    ("175，72公斤", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 72}),  # a bare height
+    ("175/72", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 72}),  # a bare weight after the height
+    ("72 175", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 72}),
+    ("1.75 70", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 70}),
+    ("25岁，175，70", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 70}),  # an age is no measure
+    ("175 140斤", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 70}),  # 斤 is half a kg, read once
+    ("我1米75，140斤", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 70}),  # the 75 of 1米75 is no weight
+    ("身高175，体重72", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 72}),
+    ("72", HEIGHT_WEIGHT, {}),  # a bare weight only once the height is known
+    ("72", ["weight_kg"], {"weight_kg": 72}),  # the height was given before
+    ("175", ["weight_kg"], {}),  # out of the weight range: not read
+    ("26", FOOT, {"foot_length_cm": 26}),
+    ("255", FOOT, {"foot_length_cm": 25.5}),  # mm
+    ("26cm", FOOT, {"foot_length_cm": 26}),
+    ("175", FOOT, {}),  # a height, not a foot
+    ("42码", FOOT, {}),  # a shoe size is no foot length
+    ("XZ-3000 多少钱？", HEIGHT_WEIGHT, {}),
+    ("200块以内的呢", HEIGHT_WEIGHT, {}),
+])
+def test_a_reply_s_bare_numbers_are_read_as_the_measures_asked_for(reply, need, expected):
+    assert parse_body_reply(reply, need) == expected
 
 
 @pytest.mark.parametrize("question", ["声屿S1耳机多少钱", "乐映M2支架", "USB-C 口", "20000mAh 多重", "12号能发货吗"])

@@ -123,6 +123,21 @@ def test_oversized_bodies_get_413_and_long_questions_422(http):
     assert _ask(http, PRICE_QUESTION, filters={"doc_type": ["no-such-type"]}).status_code == 422
 
 
+def test_a_body_that_is_not_a_json_object_says_so(http):
+    """422 in the error envelope, as every other malformed body (not FastAPI's "0: JSON decode error")."""
+    headers = {**AUTH, "content-type": "application/json"}
+    for body, expected in ((b"not json", "the request body is not valid JSON: Expecting value at character 0"),
+                           (b'{"question": "x",}', "the request body is not valid JSON: "
+                                                   "Expecting property name enclosed in double quotes at character 17"),
+                           (b'["x"]', "the request body must be a JSON object (Content-Type: application/json)"),
+                           (b"", "the request body must be a JSON object (Content-Type: application/json)")):
+        refused = http.post("/v1/ask", content=body, headers=headers)
+        assert refused.status_code == 422, body
+        assert refused.json() == {"error": {"message": expected, "type": "invalid_request_error", "code": 422}}
+    as_text = http.post("/v1/chat/completions", content=b'{"messages": []}', headers={**AUTH, "content-type": "text/plain"})
+    assert as_text.status_code == 422 and "JSON object" in as_text.json()["error"]["message"]
+
+
 def test_filters_restrict_the_evidence(http):
     question = "七天无理由退货怎么申请？"
     body = _ask(http, question, filters={"doc_type": ["policy"]}).json()
@@ -191,6 +206,19 @@ def test_openai_client_parses_the_stream(url):
     whole = client.chat.completions.create(model="citescope", messages=[{"role": "user", "content": question}])
     assert streamed == whole.choices[0].message.content
     assert last.model_extra["x_citescope"]["trace_id"] == whole.model_extra["x_citescope"]["trace_id"]  # cached
+
+
+def test_streamed_chunks_carry_the_id_the_whole_reply_would(http):
+    """chatcmpl-<trace id> on every chunk, as on the non-streamed reply; the response starts at
+    once with an SSE comment, which clients skip."""
+    payload = {"stream": True, "messages": [{"role": "user", "content": "AJ1 Retro 的鞋面是真皮吗？"}]}
+    streamed = http.post("/v1/chat/completions", json=payload, headers=AUTH)
+    assert streamed.status_code == 200 and streamed.text.startswith(":")
+    events = [json.loads(line[len("data: "):]) for line in streamed.text.splitlines()
+              if line.startswith("data: ") and line != "data: [DONE]"]
+    trace_id = events[-1]["x_citescope"]["trace_id"]
+    assert {event["id"] for event in events} == {f"chatcmpl-{trace_id}"}
+    assert events[0]["choices"][0]["delta"]["role"] == "assistant"
 
 
 def test_one_json_log_line_per_request_with_trace_id_and_no_keys(http, access_lines):

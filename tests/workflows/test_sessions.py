@@ -1,14 +1,18 @@
 """Sessions and clarifying questions: SQLite round trip seen by a fresh store, turns appended
 concurrently without loss, and the Clarifier on the demo KB (ask for exactly the facts the size
-skill needs, ask which product a bare "它" means, never ask on policy questions or a KB that
-sells nothing) and how a reply completes the waiting question."""
+skill needs, ask which product a bare "它", "这双鞋" or a subjectless "适合新手吗？" means, and which of
+the products a shared name such as "轻羽" fits; never ask on policy questions, FAQ questions or a
+KB that sells nothing) and how a reply completes the waiting question (bare numbers included)."""
 from __future__ import annotations
 
 import threading
 from datetime import datetime, timezone
 
+import json
+
 import pytest
 
+from tests.conftest import DEMO_DIR
 from workflows.query_analysis import Entity, QueryAnalyzer
 from workflows.sessions import (ASK_PRODUCT, FILE_NAME, Clarifier, PendingTask, SessionState, SessionStore, Turn,
                                 check_session_id, new_session_id)
@@ -159,6 +163,82 @@ def test_a_reply_picks_an_offered_product_by_number_or_name(clarifier, analyzer)
         assert clarifier.check(analyzer.run(question, entity)) is None, reply  # now it can be answered
     for reply in ("3", "星择XZ-3000", "退货要几天？"):  # no such option, another product, a new question
         assert clarifier.complete(pending, reply) is None, reply
+
+
+def test_a_shared_series_name_asks_which_one_and_the_reply_picks_it(clarifier, analyzer):
+    """轻羽 and 极光 have no lexicon alias: each is the series name of two products' model segments."""
+    for question, options, replies in [
+        ("轻羽多少钱", ["p-fc-qingyu3", "p-yd-qingyu-pro"],
+         {"第二个": "p-yd-qingyu-pro", "2": "p-yd-qingyu-pro", "Pro": "p-yd-qingyu-pro", "缓震那款": "p-fc-qingyu3",
+          "3": "p-fc-qingyu3"}),  # no third option: 3 is the model number of 轻羽3
+        ("极光羽绒服有货吗", ["p-bjy-jiguang700", "p-xy-jiguangpro"],
+         {"1": "p-bjy-jiguang700", "长款的": "p-xy-jiguangpro", "活力橙那件": "p-xy-jiguangpro", "雪域": "p-xy-jiguangpro"}),
+    ]:
+        asked = clarifier.check(analyzer.run(question))
+        assert asked is not None and [o.product_id for o in asked.options] == options, question
+        assert asked.text.startswith(f"“{question[:2]}”对应本店的多款商品") and "1. " in asked.text and "2. " in asked.text
+        pending = PendingTask(kind="product", need=["product"], question=question, options=asked.options, trace_id="t")
+        for reply, product_id in replies.items():
+            completed, entity = clarifier.complete(pending, reply)
+            assert entity.product_id == product_id and completed == f"{entity.name} {question}", (question, reply)
+            assert clarifier.check(analyzer.run(completed, entity)) is None, reply
+        for reply in ("退货要几天？", "星择XZ-3000", "羽绒服", "跑鞋有哪些"):  # a new question, another product, both fit
+            assert clarifier.complete(pending, reply) is None, (question, reply)
+
+
+def test_a_reference_to_a_kind_of_product_lists_the_shop_s_products_of_that_kind(clarifier, analyzer):
+    shoes = clarifier.check(analyzer.run("这双鞋雨天防滑吗？"))
+    assert shoes.kind == "product" and shoes.text.startswith("请问您问的是哪一款鞋？1. ")
+    assert len(shoes.options) == 7 and {o.category for o in shoes.options} == {"运动鞋"}
+    banks = clarifier.check(analyzer.run("这款充电宝多少钱"))
+    assert [o.product_id for o in banks.options] == ["p-xz2000", "p-xz3000"]
+    coats = clarifier.check(analyzer.run("这件外套有货吗"))  # a category named after the reference
+    assert coats.text.startswith("请问您问的是哪一款外套？") and {o.category for o in coats.options} == {"外套"}
+    generic = clarifier.check(analyzer.run("这件衣服能机洗吗"))  # no product is called 衣服: nothing to list
+    assert generic.text == ASK_PRODUCT and generic.options == []
+    pending = PendingTask(kind="product", need=["product"], question="这双鞋雨天防滑吗？", options=shoes.options,
+                          trace_id="t")
+    completed, entity = clarifier.complete(pending, "岩途")
+    assert entity.product_id == "p-sy-yantu" and completed == "山野 岩途 GTX 中帮防水徒步鞋 这双鞋雨天防滑吗？"
+
+
+def test_a_short_question_about_an_unnamed_product_asks_which_product(clarifier, analyzer):
+    for question in ("适合新手吗？", "多少钱？有货吗？", "能机洗吗", "续航多久"):
+        asked = clarifier.check(analyzer.run(question))
+        assert asked is not None and asked.text == ASK_PRODUCT, question
+    # Questions about the shop are not: every FAQ title of the demo, and a kind of product asked about.
+    faq = [json.loads(line)["title"] for line in (DEMO_DIR / "faq.jsonl").read_text(encoding="utf-8").splitlines()
+           if line.strip()]
+    for question in [*faq, "怎么付款", "外套尺码怎么选"]:
+        assert clarifier.check(analyzer.run(question)) is None, question
+
+
+def test_a_name_several_products_fit_as_the_reply_keeps_the_question_waiting(clarifier, analyzer):
+    pending = PendingTask(kind="product", need=["product"], question="适合新手吗？", trace_id="t")
+    completed, entity = clarifier.complete(pending, "轻羽")
+    assert (completed, entity) == ("轻羽 适合新手吗？", None)
+    asked = clarifier.check(analyzer.run(completed))  # asked back next, the question still waiting
+    assert [o.product_id for o in asked.options] == ["p-fc-qingyu3", "p-yd-qingyu-pro"]
+
+
+def test_bare_numbers_in_a_reply_complete_the_size_question(clarifier, analyzer):
+    pending = PendingTask(kind="facts", need=["height_cm", "weight_kg"], question="峰刃冲锋衣穿什么码合适？",
+                          entity=FENGREN, trace_id="t1")
+    completed, entity = clarifier.complete(pending, "175，72公斤")
+    assert completed == "峰刃冲锋衣穿什么码合适？ 175，72公斤（身高175cm，体重72kg）" and entity == FENGREN
+    features = analyzer.run(completed, entity)
+    assert (features.height_cm, features.weight_kg) == (175, 72) and clarifier.check(features) is None
+    half = clarifier.complete(pending, "175")[0]  # the weight is asked for next, then a bare 72 is it
+    assert clarifier.check(analyzer.run(half, FENGREN)).need == ["weight_kg"]
+    rest = PendingTask(kind="facts", need=["weight_kg"], question=half, entity=FENGREN, trace_id="t2")
+    assert clarifier.check(analyzer.run(clarifier.complete(rest, "72")[0], FENGREN)) is None
+
+    low = Entity(name="Air Jordan 1 Low 低帮板鞋", product_id="p-aj1-low")
+    foot = PendingTask(kind="facts", need=["foot_length_cm"], question="AJ1 Low我穿多大码", entity=low, trace_id="t3")
+    for reply in ("26", "26cm", "260mm"):
+        completed, _ = clarifier.complete(foot, reply)
+        assert analyzer.run(completed, low).foot_length_cm == 26 and clarifier.check(analyzer.run(completed, low)) is None
+    assert clarifier.complete(foot, "42码") is None  # a size, not the foot length asked for
 
 
 def test_a_follow_up_naming_one_variant_keeps_the_other_from_the_last_turn(clarifier):
