@@ -120,6 +120,8 @@ class ExtractiveAnswerer:
         self.inspector = inspector or Inspector(lexicon=lexicon)
         self._token_cache: dict[str, list[str]] = {}
         self.products = ProductAnswers(self._tokens, self._canonical)
+        # the shop's own names (brands, product lines, aliases' targets), lower-case
+        self._named_things = frozenset(t.lower() for t in lexicon.all_terms()) if lexicon is not None else frozenset()
 
     # -- entry point ----------------------------------------------------------------------
     def run(self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
@@ -304,6 +306,10 @@ class ExtractiveAnswerer:
             faq = is_faq(hit)
             entity = set() if faq else {t for t in question.terms if has_term(title, t)}
             sibling = not faq and names_a_sibling(question.text, title, hit.text.lower())
+            # the second thing of a comparison (T20和T24…, 峰刃和暖岩…): a title naming a model number or
+            # a name of the shop's lexicon the question names is about that, whatever the lead is about
+            names_another = bool(title_models & question.facts.models) or any(
+                has_term(title, t) for t in question.terms if t in self._named_things)
             # a page of the lead page's series about another name than the question's (2022年河北省…
             # beside 2022年辽宁省… for 辽宁省…的分数线): its rows are that other place's
             other = series_names(lead_title, title) if lead_title and not faq else None
@@ -350,7 +356,8 @@ class ExtractiveAnswerer:
                 restates = tokens <= question.tokens | label_tokens
                 # An FAQ entry is about its title question, which retrieval matched to this one.
                 about = f"{title} {canonical.lower()}"
-                off_topic = sibling or other_page or (not faq and bool(named) and not any(has_term(about, n) for n in named))
+                off_topic = sibling or other_page or (not faq and bool(named) and not any(has_term(about, n) for n in named)
+                                                      and not names_another)
                 defines = ((asks_definition and any(canonical.lower().startswith(n) for n in named))
                            or any(opener.match(canonical.lower()) for opener in identity_openers))
                 # a sentence naming the asked year only as what it is compared with is about another year

@@ -154,6 +154,10 @@ def _body_coverage(query_tokens: list[str], title: str, haystack: str, lexicon: 
     tells the chunk holding the answer from its siblings.
     """
     rest = [t for t in query_tokens if t.lower() not in title]
+    # every word of the question is in the title (岩途防水吗 of 山野 岩途 GTX 中帮防水徒步鞋): the chunk whose
+    # own content says them again (防水：整鞋浸入…) is about them, a size-table row that only repeats the
+    # title is not
+    rest = rest or list(query_tokens)
     if not rest:
         return 0.0
     content = haystack.replace(title, " ") if title else haystack

@@ -635,3 +635,16 @@ def test_two_questions_in_one_message_are_both_answered_though_an_faq_reply_answ
                "您好，犹豫期内退保不收手续费。申请通过后一般 7 个工作日内退款到账。")
     answer = ExtractiveAnswerer().run("犹豫期退保要手续费吗？多久退款？", [both])
     assert answer == "您好，犹豫期内退保不收手续费【bx-2#body-0】。申请通过后一般 7 个工作日内退款到账【bx-2#body-0】。", answer
+
+
+def test_the_second_product_of_a_comparison_is_answered_too(demo_kb):
+    answerer = ExtractiveAnswerer(lexicon=demo_kb.lexicon)
+    # the lead page is 轻羽3's; 岩途 is named by the shop's own name for it, not by a model number
+    evidence = chunks(demo_kb, "prod-fc-qingyu3#材质-0", "prod-fc-qingyu3#尺码表-r3-0", "prod-sy-yantu#材质-0")
+    answer = answerer.run("岩途和轻羽3哪双更重 单只多少克", evidence)
+    assert "235 克" in answer and "480 克" in answer, answer
+    # by model numbers (T20 / T24)
+    evidence = chunks(demo_kb, "prod-xl-t24#尺码表-r0-0", "prod-xl-t20#尺码表-r0-0")
+    answer = answerer.run("T20和T24空箱各多重", evidence)
+    assert "3.8" in answer and "2.9" in answer, answer
+    assert Inspector(lexicon=demo_kb.lexicon).run(answer, evidence).passed

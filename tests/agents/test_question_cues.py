@@ -163,6 +163,11 @@ def test_name_words_are_taken_out_however_the_name_is_cut():
     ("计划端午节和男朋友自驾去九寨沟，买保险三天要多少钱？", ["计划端午节和男朋友自驾去九寨沟，买保险三天要多少钱？"]),
     ("这双鞋雨天防滑吗？", ["这双鞋雨天防滑吗？"]),
     ("波兰及立陶宛是什么时候在行政上合并为一个国家？", ["波兰及立陶宛是什么时候在行政上合并为一个国家？"]),
+    # typed in a chat window: a space ends a clause, 不 / 没 ask as 吗 does; a space inside a name does not
+    ("峰刃冲峰衣多少钱 可以机洗不", ["峰刃冲峰衣多少钱", "可以机洗不"]),
+    ("XZ3000多重啊 充满电要多久", ["XZ3000多重啊", "充满电要多久"]),
+    ("aj1 low白红43码还有吗 多少钱", ["aj1 low白红43码还有吗", "多少钱"]),
+    ("我想买个 防水的鞋", ["我想买个 防水的鞋"]),
 ])
 def test_a_compound_question_is_split_into_the_questions_it_asks(question, parts):
     assert compound_parts(question) == parts
@@ -175,6 +180,7 @@ def test_a_compound_question_is_split_into_the_questions_it_asks(question, parts
     ("2022中关村论坛的主题是什么？", None), ("泸定地震造成多少人遇难？", None), ("大莱龙铁路有什么重要作用？", None),
     ("FV 603撒拉森由哪个公司所制造？", None), ("这双鞋雨天防滑吗？", None), ("？", None),
     ("哲学院的国际交流情况", "国际交流"), ("简述黄埔港的重要性？", None),  # 情况 only says "about it"; 简述 asks
+    ("峰刃冲锋衣可以机洗不", None), ("暖岩还有货没", None),  # a yes-no question without 吗: 不 / 没 ask
 ])
 def test_the_word_naming_what_is_asked(question, focus):
     assert asked_focus(question) == focus

@@ -92,6 +92,18 @@ def test_model_number_and_number_features(demo_kb, reranker):
     assert reranker.features("烈驹的鞋有几种颜色", size_rows)[0, column["number_match"]] == 0.0
 
 
+def test_a_question_made_of_title_words_is_matched_in_the_chunk_content(demo_kb, reranker):
+    # 岩途 and 防水 are both in the title 山野 岩途 GTX 中帮防水徒步鞋: the chunk that says 防水 again in
+    # its own content is about it; a size-table row that only repeats the title is not
+    column = FEATURES.index("body_coverage")
+    chunks = [demo_kb.get("prod-sy-yantu#功能特点-0"), demo_kb.get("prod-sy-yantu#尺码表-r2-0")]
+    coverage = reranker.features("岩途防水吗", chunks)[:, column]
+    assert coverage[0] > 0 and coverage[1] == 0.0
+    # the page opening that says both again outranks the row
+    opening, row = demo_kb.get("prod-sy-yantu#商品简介-0"), chunks[1]
+    assert reranker.score("岩途防水吗", [opening, row])[0] > reranker.score("岩途防水吗", [opening, row])[1]
+
+
 def test_as_of_match_prefers_the_document_of_the_asked_time(demo_kb, reranker):
     column = FEATURES.index("as_of_match")
     chunk = demo_kb.get("prod-xz3000#功能特点-0")
