@@ -25,6 +25,7 @@ from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DE
                                   NUMERIC_QUESTION, PRIZE_STATED, QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
                                   asked_focus, compound_parts, names_a_sibling, states_amount)
 from knowledge.chunking import SKU_OVERVIEW_SECTION, row_cells
+from knowledge.crosslingual import worded_for
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
 from knowledge.text import (ASKED_YEAR, CJK_CHAR, YEAR, bigram_dice, has_term, is_english, is_faq, model_numbers, normalize,
@@ -134,8 +135,10 @@ class ExtractiveAnswerer:
         rows are in the evidence, the answer is that size, why, and the stock of that size. With
         `overview` (page openings for a question about what a product is like), their first sentences.
         """
-        profile = self._profile(question)
-        profile.english = self.asked_in_english(question, evidence)
+        english = self.asked_in_english(question, evidence)
+        # an English question against a Chinese shop's evidence is matched by the shop's Chinese words for it
+        profile = self._profile(worded_for(question, [hit.text for hit in evidence]) if english else question)
+        profile.english = english
         banned: set[str] = set()
         if feedback is not None:
             banned = {u.sentence for u in feedback.unsupported} | set(feedback.uncited)
@@ -577,8 +580,13 @@ class ExtractiveAnswerer:
         body = _LIST_AFTER_LABEL.sub("：", candidate.body)  # "功能特点：- 单口输出" reads "功能特点：单口输出"
         headed = bool(hit.section) and body.startswith(hit.section + "：")
         rest = after_heading(body, hit.section) or body
+        # The shop's own SKU table only: a stranger's review laid out like one keeps its "有用户评价称".
+        official_row = hit.section == "SKU" and hit.doc_type == "product" and hit.authority == "official"
+        sku = sku_fields(candidate.body) if official_row else None
         if english:
-            if hit.authority == "community" or hit.doc_type in ("review", "post"):
+            if sku:
+                framed = sku_sentence(sku, title, english=True)
+            elif hit.authority == "community" or hit.doc_type in ("review", "post"):
                 framed = f"A user {'review' if hit.doc_type == 'review' else 'post'} says: {body}"
             elif hit.doc_type in ("product", "policy") and title and not self._names_title(body, title):
                 framed = f"According to “{title}”: {body}"
@@ -588,9 +596,6 @@ class ExtractiveAnswerer:
                 framed = "Based on the available information, " + (
                     framed[:1].lower() + framed[1:] if _COMMON_OPENER.match(framed) else framed)
             return f"{TRAILING_MARKS.sub('', framed)}【{hit.chunk_id}】."
-        # The shop's own SKU table only: a stranger's review laid out like one keeps its "有用户评价称".
-        official_row = hit.section == "SKU" and hit.doc_type == "product" and hit.authority == "official"
-        sku = sku_fields(candidate.body) if official_row else None
         if sku:
             framed = sku_sentence(sku, title)
         elif hit.doc_type == "review":

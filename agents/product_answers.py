@@ -194,11 +194,15 @@ class ProductAnswers:
                 or any(m is not None and f"{float(m.group(0)):g}" in numbers for m in leading))
 
 
-def sku_sentence(sku: dict[str, str], title: str) -> str:
+def sku_sentence(sku: dict[str, str], title: str, english: bool = False) -> str:
     """A SKU table row as a sentence a shopper reads ("星择 XZ-3000 …（月光银）：价格 299.00元，库存
-    13件"), every word and number taken from the row itself."""
+    13件"; in English "星择 XZ-3000 … (月光银): price 299.00元, in stock 13件"), every name and number
+    taken from the row itself."""
     name = sku.get("商品") or title
     variant = [sku[k] for k in ("颜色", "尺码") if sku.get(k) and sku[k] not in name]
+    if english:
+        facts = [f"{label} {sku[k]}" for k, label in (("价格", "price"), ("库存", "in stock")) if sku.get(k)]
+        return name + (f" ({', '.join(variant)})" if variant else "") + ": " + ", ".join(facts)
     facts = [f"{k} {sku[k]}" for k in ("价格", "库存") if sku.get(k)]
     return name + (f"（{'，'.join(variant)}）" if variant else "") + "：" + "，".join(facts)
 

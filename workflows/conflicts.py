@@ -35,6 +35,7 @@ import jieba
 import jieba.posseg
 from pydantic import BaseModel
 
+from knowledge.crosslingual import worded_for
 from knowledge.filters import as_of_day, parse_day
 from knowledge.lexicon import Lexicon
 from knowledge.schema import AUTHORITY_RANK
@@ -975,7 +976,8 @@ def detect_conflicts(question: str, evidence: list[EvidenceHit], lexicon: Lexico
                      as_of: str | None = None) -> list[Conflict]:
     """Conflicts among the evidence that bear on the question ([] when there are none). as_of: the
     time the question asks about (SearchFilters.as_of); its values then lead nearest that time."""
-    asked = _Question.of(question, lexicon)
+    # an English question about a Chinese shop's evidence is read with the shop's Chinese words too
+    asked = _Question.of(worded_for(question, [hit.text for hit in evidence]), lexicon)
     if not asked.terms or len(evidence) < 2:
         return []
     passages = [_Passage.of(hit, lexicon) for hit in _unique(evidence)]

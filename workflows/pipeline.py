@@ -27,6 +27,7 @@ from agents.planner import RetrievalPlanner
 from agents.toolkit import build_toolkit
 from agents.prompts import load_prompt
 from knowledge.chunking import SKU_OVERVIEW_SECTION
+from knowledge.crosslingual import chinese_query
 from knowledge.filters import SearchFilters
 from knowledge.kb import KnowledgeBase, metadata_columns
 from knowledge.text import is_storable_text
@@ -178,9 +179,12 @@ class QAPipeline:
         overview = self._openings(pool, features) if features.asks_overview else []
         pinned += overview
         # a compound question's parts are queries too: a chunk is as relevant as to the part it answers
-        queries = [template_values(features, part=part)["query"] for part in [None, *features.parts]]
+        queries = [template_values(features, part=part, bridged=False)["query"] for part in [None, *features.parts]]
+        # an English question is also scored as a Chinese shop's evidence words it (knowledge/crosslingual.py);
+        # the better of the two readings counts, so English pages are scored as before
+        worded = chinese_query(features.question)
         evidence, ranked, best, rerank_problem = self._rank_evidence(pool, queries, search_filters, as_of,
-                                                                     pinned=pinned)
+                                                                     pinned=pinned, alternates=[worded] if worded else [])
         if rerank_problem:
             degradations.append(rerank_problem)
         clock.lap("rerank")
@@ -223,14 +227,15 @@ class QAPipeline:
 
     # -- stages ----------------------------------------------------------------------------
     def _rank_evidence(self, pool: EvidencePool, queries: Sequence[str], filters: SearchFilters | None,
-                       as_of: date | None, pinned: Sequence[str] = ()
+                       as_of: date | None, pinned: Sequence[str] = (), alternates: Sequence[str] = ()
                        ) -> tuple[list[EvidenceHit], list[EvidenceHit], float | None, str]:
         """The pool re-scored by the calibrated reranker for the question (each chunk's best score
         over `queries`: the question, then the parts of a compound one), filtered, cut to the
         shown evidence; plus the whole pool in that order, the score the gate reads (the best for
         the question, or the best its weakest part gets; None: no evidence) and a degradation, if any.
         pinned: chunk ids shown whatever their rank (what a structured skill's finding rests on),
-        in place of the lowest-ranked others."""
+        in place of the lowest-ranked others. alternates: other wordings of the whole question (an
+        English one's Chinese words), scored as it is."""
         # Score the text the answerer will see (hostile passages already cut), not the raw chunk.
         pairs = [(hit, chunk.model_copy(update={"text": hit.text, "title": hit.title}))
                  for hit in pool.hits() if (chunk := self.kb.get(hit.chunk_id)) is not None]
@@ -243,6 +248,8 @@ class QAPipeline:
         try:
             chunks = [chunk for _, chunk in pairs]
             per_query = [self.reranker.score(q, chunks, as_of=as_of) for q in queries]
+            for alternate in alternates:  # the whole question, worded otherwise: its best score counts
+                per_query[0] = [max(pair) for pair in zip(per_query[0], self.reranker.score(alternate, chunks, as_of=as_of))]
             scores = [max(column) for column in zip(*per_query)]
             # the gate: the question's best chunk or, if higher, the best chunk of a compound question's
             # weakest part (a short part alone, 地址在哪, matches a passage about something else too well)

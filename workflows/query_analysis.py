@@ -65,7 +65,7 @@ _POLICY_STRONG = re.compile(
 _POLICY_WEAK = re.compile(r"保修|质保|维修|寄修|发货|快递|物流|配送|售后|几天到|多久到|门店")
 _PRICE_STOCK = re.compile(
     PRICE_ASKED + r"|多少元|贵不贵|便宜|库存|有货|现货|缺货|还有几|几件|几双|几个货|"
-    r"有没有货|断码|补货|到货|" + SIZE_AVAILABLE)
+    r"有没有货|断码|补货|到货|" + SIZE_AVAILABLE + r"|\b(?:how much|price|cost|in stock|stock|sold out)\b", re.I)
 _SIZE_WORDS = re.compile(r"尺码|码数|尺寸表|尺码表|几码|什么码|哪个码|哪码|多大码|多大号|什么号|大小合适|偏大|偏小|"
                          r"脚长|胸围|衣长|肩宽|袖长|腰围|适合多高|适合多重")
 _SIZE_ADVICE = re.compile(r"(选|穿|买|拿|要|推荐|适合|合适)(哪个|什么|几|多大)(码|号|尺码)|尺码推荐|推荐尺码|选码|"

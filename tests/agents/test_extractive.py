@@ -196,7 +196,8 @@ def test_a_product_name_typed_alone_is_not_taken_for_english(demo_kb, answerer):
     assert answer == "星择 XZ-3000 笔记本充电宝 20000mAh（月光银）：价格 299.00元，库存 13件【sku-p-xz3000#sku-XZ3000-SLV】。"
     # an English question keeps English framing
     english = answerer.run("XZ-3000 price please", evidence)
-    assert english.startswith("Based on the available information, 商品: 星择 XZ-3000")
+    assert english.startswith("Based on the available information, 星择 XZ-3000 笔记本充电宝 20000mAh (月光银): price 299.00元, "
+                              "in stock 13件")  # the row's own values, framed in English
     assert english.endswith("【sku-p-xz3000#sku-XZ3000-SLV】.")
     # the cautious opener lower-cases a common first word, never a name
     leather = answerer.run("Is the Air Jordan 1 Retro upper leather?", chunks(demo_kb, "prod-aj1-retro#材质-0"))
