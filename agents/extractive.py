@@ -606,6 +606,8 @@ class ExtractiveAnswerer:
             framed = f"根据《{title}》，{rest}"
         elif hit.doc_type == "product" and title and not self._names_title(body, title):
             framed = f"{title}的{hit.section}：{rest}" if headed else f"{title}：{body}"
+        elif hit.doc_type == "product" and headed:  # the page's own words name it: no "商品简介：" before them
+            framed = rest
         else:
             framed = body
         framed = (_CAUTIOUS + framed) if cautious else framed

@@ -131,16 +131,22 @@ _QUESTION_TITLE = re.compile(r"[？?]|吗|呢|什么|怎么|怎样|如何|哪|�
 _MIN_QUESTION_TITLE_CHARS = 8
 
 
-# Characters jieba's new-word guessing glues onto an unknown name before them (潘淑是, 钟惺在, 尚恩有).
+# Characters jieba's new-word guessing glues onto an unknown name before them (潘淑是, 钟惺在, 尚恩有),
+# and the modal verbs it glues onto the start of an unknown word after them (能机 of 能机洗吗: 能 + 机洗).
 _GLUED_VERBS = frozenset("是在有为")
+_GLUED_MODALS = frozenset("能可会要想该")
 
 
 def unglued(token: str, lexicon: Lexicon | None = None) -> str:
-    """An unknown name without the verb jieba glued to it (潘淑是 -> 潘淑); any other token unchanged.
-    A dictionary word (误以为, 普遍存在) is left whole."""
-    if (len(token) >= 3 and token[-1] in _GLUED_VERBS and all(CJK_CHAR.match(c) for c in token)
-            and not _tokenizer_for(lexicon).FREQ.get(token)):
+    """An unknown word without the verb jieba glued to it (潘淑是 -> 潘淑, 能机 -> 机, whose 洗 the
+    next token holds); any other token unchanged. A dictionary word (误以为, 普遍存在, 可以, 会员) is
+    left whole."""
+    if not all(CJK_CHAR.match(c) for c in token) or _tokenizer_for(lexicon).FREQ.get(token):
+        return token
+    if len(token) >= 3 and token[-1] in _GLUED_VERBS:
         return token[:-1]
+    if len(token) == 2 and token[0] in _GLUED_MODALS:
+        return token[1:]
     return token
 
 

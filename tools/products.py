@@ -360,11 +360,40 @@ def _pick_by_range(rows: list[SizeRow], keyword: str, value: float, label: str, 
     return row, f"{label} {_fmt(value)}{unit} 介于两个尺码之间，取较大的 {row.size} 码（适合{label} {row.raw(keyword)}{unit}）", row
 
 
-def _recommend_shoe(rows: list[SizeRow], foot_length_cm: float) -> tuple[SizeRow | None, list[SizeRow], str]:
+# A size table's note on a foot between two sizes (本款鞋码偏大，脚长介于两个尺码之间时建议选小一码): the
+# shop's own rule, which the smallest size not shorter than the foot would break.
+_BETWEEN_SIZES = re.compile(r"[^。；：\n]*介于两个尺码之间[^。；\n]*?选([大小])(?:一|半)码[^。；\n]*")
+
+
+def fit_note(kb: KnowledgeBase, rows: list[SizeRow]) -> tuple[str, str, str] | None:
+    """(chunk id, the note as written, "大" or "小") of the size table's rule for a foot between two
+    sizes, from the prose of the section the rows belong to; None when it has none."""
+    if not rows:
+        return None
+    row = kb.get(rows[0].chunk_id)
+    if row is None:
+        return None
+    for chunk in kb.chunks_of(row.doc_id):
+        if chunk.section == row.section and chunk.chunk_id not in {r.chunk_id for r in rows}:
+            found = _BETWEEN_SIZES.search(chunk.text)
+            if found:
+                return chunk.chunk_id, found.group(0).strip(), found.group(1)
+    return None
+
+
+def _recommend_shoe(rows: list[SizeRow], foot_length_cm: float, note: tuple[str, str, str] | None = None
+                    ) -> tuple[SizeRow | None, list[SizeRow], str]:
+    """The smallest size whose foot length is not shorter than the foot; for a foot between two
+    sizes, the one the size table's note says (note: fit_note's finding)."""
     measured = sorted(((row.number_range("脚长")[1], row) for row in rows if row.number_range("脚长")),
                       key=lambda pair: pair[0])
-    for length, row in measured:
+    for index, (length, row) in enumerate(measured):
         if length >= foot_length_cm:
+            below = measured[index - 1][1] if index > 0 else None
+            if note is not None and below is not None and length > foot_length_cm:
+                pick = below if note[2] == "小" else row
+                return pick, [below, row], (f"脚长 {_fmt(foot_length_cm)}cm 介于 {below.size} 码（脚长 {below.raw('脚长')}cm）"
+                                            f"和 {row.size} 码（脚长 {row.raw('脚长')}cm）之间，{note[1]}")
             return row, [row], (f"脚长 {_fmt(foot_length_cm)}cm：{row.size} 码对应脚长 {row.raw('脚长')}cm，"
                                 f"是尺码表中脚长不小于 {_fmt(foot_length_cm)}cm 的最小尺码")
     row = measured[-1][1]
@@ -460,8 +489,9 @@ def size_recommend(product: str, height_cm: float | None = None, weight_kg: floa
         asks = {"foot_length_cm": "脚长（厘米）", "height_cm": "身高（厘米）", "weight_kg": "体重（公斤）"}
         return SkillResult(skill=skill, data={"need": need},
                            note=f"为 {item.name} 推荐尺码需要先请顾客提供：{'和'.join(asks[k] for k in need)}。")
+    note = fit_note(ctx.kb, rows) if by_foot else None
     if by_foot:
-        chosen, used, reason = _recommend_shoe(rows, foot_length_cm)
+        chosen, used, reason = _recommend_shoe(rows, foot_length_cm, note)
     elif by_body:
         chosen, used, reason = _recommend_by_body(rows, height_cm, weight_kg)
     else:
@@ -469,7 +499,9 @@ def size_recommend(product: str, height_cm: float | None = None, weight_kg: floa
                            hits=[h for h in (_hit(ctx.kb, r.chunk_id, "size_table", i) for i, r in enumerate(rows, 1)) if h])
     hits = [h for h in (_hit(ctx.kb, r.chunk_id, "size_table", i) for i, r in enumerate(used, 1)) if h]
     data = {"product": item.name, "size": chosen.size if chosen else None, "reason": reason,
-            "rows_used": [r.chunk_id for r in used]}
+            "rows_used": [r.chunk_id for r in used] + ([note[0]] if note and note[1] in reason else [])}
+    if note and note[1] in reason:  # the note the reason quotes is shown and cited with the rows
+        hits += [h for h in [_hit(ctx.kb, note[0], "size_table", len(hits) + 1)] if h]
     if chosen is None:
         return SkillResult(skill=skill, hits=hits, data=data, note=f"{item.name}：{reason}，建议联系客服确认。")
     same_size = [r for r in item.skus if r.get("size") == chosen.size]

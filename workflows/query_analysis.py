@@ -609,6 +609,11 @@ class QueryAnalyzer:
         features.parts = parts if len(parts) > 1 else []
         features.asks_size_advice = bool(_SIZE_ADVICE.search(text)) or (
             features.height_cm is not None or features.weight_kg is not None or features.foot_length_cm is not None)
+        if features.asks_size_advice and features.height_cm is None and features.weight_kg is not None:
+            # "我172 68公斤选哪个码": beside a weight, a bare number a height could be is the height
+            # (parse_body_reply's reading of a reply; the product's own numbers are no bare numbers)
+            bare = parse_body_reply(_without(text, [p.surface for p in products]), ("height_cm",))
+            features.height_cm = bare.get("height_cm")
         greeting = bool(_GREETING.match(text))
         if not greeting and not products and not model_codes:  # a new model named is no follow-up
             marker = bool(_FOLLOWUP.search(text) or _CONTINUATION.search(text))
@@ -677,3 +682,11 @@ def analyze(question: str, kb: KnowledgeBase | None = None, session_entity: Enti
         if analyzer is None:
             analyzer = _analyzers[kb] = QueryAnalyzer(kb)
     return analyzer.run(question, session_entity)
+
+
+def _without(text: str, surfaces: list[str]) -> str:
+    """The text with the product names it names blanked out (their digits are no measures)."""
+    for surface in surfaces:
+        if surface:
+            text = text.replace(surface, " ")
+    return text

@@ -649,3 +649,10 @@ def test_the_second_product_of_a_comparison_is_answered_too(demo_kb):
     answer = answerer.run("T20和T24空箱各多重", evidence)
     assert "3.8" in answer and "2.9" in answer, answer
     assert Inspector(lexicon=demo_kb.lexicon).run(answer, evidence).passed
+
+
+def test_a_word_jieba_cut_after_a_modal_verb_is_matched_whole(demo_kb):
+    # 城屿风衣能机洗吗: jieba cuts 能机 / 洗, and no sentence has 能机; 机洗 is what is asked
+    evidence = chunks(demo_kb, "prod-cy-trench#洗涤/保养-0", "prod-cy-trench#材质-0")
+    answer = ExtractiveAnswerer(lexicon=demo_kb.lexicon).run("城屿风衣能机洗吗", evidence)
+    assert "不可机洗" in answer, answer

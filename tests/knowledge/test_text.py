@@ -17,7 +17,12 @@ def test_a_name_jieba_glued_to_the_verb_after_it_is_read_alone(question, name):
     assert name in [unglued(t) for t in tokens]
 
 
-@pytest.mark.parametrize("word", ["误以为", "普遍存在", "晋升为", "有没有", "是不是", "潘淑"])
+def test_a_modal_verb_jieba_glued_to_the_word_after_it_is_read_apart():
+    # 能机洗吗 -> 能机 / 洗: 机 and 洗 stand together again in the answerer's and the reranker's terms
+    assert [unglued(t) for t in tokenize("冰原棉服能机洗吗")][-2:] == ["机", "洗"]
+
+
+@pytest.mark.parametrize("word", ["误以为", "普遍存在", "晋升为", "有没有", "是不是", "潘淑", "可以", "会员", "要求"])
 def test_a_dictionary_word_or_a_short_word_stays_whole(word):
     assert unglued(word) == word
 

@@ -174,6 +174,18 @@ def test_shoe_smallest_size_whose_foot_length_fits(ctx, foot, size, row):
     assert result.hits[0].chunk_id == f"prod-aj1-low#尺码表-{row}-0"
 
 
+def test_a_foot_between_two_sizes_follows_the_size_tables_note(ctx):
+    # 白帆: "本款鞋码偏大，脚长介于两个尺码之间时建议选小一码" above its table
+    between = size_recommend("白帆帆布鞋", foot_length_cm=24.3, ctx=ctx)
+    assert between.data["size"] == "38", between.note
+    assert "本款鞋码偏大，脚长介于两个尺码之间时建议选小一码" in between.data["reason"]
+    assert between.data["rows_used"] == ["prod-bf-classic#尺码表-r3-0", "prod-bf-classic#尺码表-r4-0",
+                                         "prod-bf-classic#尺码表-0"]  # both rows and the note, cited
+    # a foot that is a size's own length is that size; a table without such a note keeps the rule
+    assert size_recommend("白帆帆布鞋", foot_length_cm=24.5, ctx=ctx).data["size"] == "39"
+    assert size_recommend("AJ1 低帮", foot_length_cm=25.8, ctx=ctx).data["size"] == "41"
+
+
 def test_shoe_longer_than_the_table(ctx):
     result = size_recommend("AJ1 低帮", foot_length_cm=30, ctx=ctx)
     assert result.data["size"] is None and "超出" in result.note

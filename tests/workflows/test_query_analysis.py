@@ -182,6 +182,10 @@ def test_without_kb_only_model_codes_and_numbers_are_found():
     ("我1米75，140斤", {"height_cm": 175, "weight_kg": 70}),
     ("一米七五，65千克", {"height_cm": 175, "weight_kg": 65}),
     ("身高1.68米", {"height_cm": 168}),
+    # beside a weight, a bare number a height could be is the height; a product's own digits are not
+    ("城屿风衣 我172 68公斤选哪个码", {"height_cm": 172, "weight_kg": 68, "asks_size_advice": True}),
+    ("175 70公斤 极光700羽绒服选啥码", {"height_cm": 175, "weight_kg": 70}),
+    ("极光700 70公斤选啥码", {"height_cm": None, "weight_kg": 70}),
     ("脚长26.5，穿多大", {"foot_length_cm": 26.5, "asks_size_advice": True}),
     ("脚长 265mm", {"foot_length_cm": 26.5}),
     ("42码还有货吗", {"size_label": "42", "sizes": ["42"], "asks_price_stock": True}),
