@@ -375,7 +375,11 @@ class ExtractiveAnswerer:
                 # 谁获得了金牌 is not answered by 他获得了银牌, however much else matches
                 unfocused = (question.focus is not None and not has_term(title, question.focus)
                              and not _mentions(searched, question.focus_head))
-                answers = ((answers or bool(asked) or nothing_asked or names_a_time or defines)
+                # how many of something named by single characters only, beside the entity (C65有几个口: 口): a
+                # sentence with them all and an amount answers (a relation's 叫 of 又叫什么 needs its cue instead)
+                by_chars = (question.numeric and bool(question.chars) and not set(question.terms) - entity
+                            and chars == set(question.chars) and states_amount(canonical, question.text))
+                answers = ((answers or bool(asked) or by_chars or nothing_asked or names_a_time or defines)
                            and not restates and not wrong_year and not compared_only and not other_year and not negated
                            and not off_topic and not (unfocused and not defines) and (names_a_time or not question.asks_when)
                            and (not question.asks_amount or states_amount(canonical, question.text)))
@@ -399,7 +403,8 @@ class ExtractiveAnswerer:
         row = row_cells(cells)
         if len(row) < 4 or len(row) != cells.count("；") + 1:  # not a row of cells, or a short one
             return body
-        words = [*question.terms, *question.chars]
+        # a column named by the question's words, or by the unit it asks in (几天: 建议出行天数)
+        words = [*question.terms, *question.chars, *(u for u in question.asked_units if CJK_CHAR.search(u))]
         named = {column: sum(has_term(column.lower(), word) for word in words) for column in list(row)[1:]}
         best = max(named.values())
         kept = [column for column, count in named.items() if count == best]

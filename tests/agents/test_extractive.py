@@ -656,3 +656,17 @@ def test_a_word_jieba_cut_after_a_modal_verb_is_matched_whole(demo_kb):
     evidence = chunks(demo_kb, "prod-cy-trench#洗涤/保养-0", "prod-cy-trench#材质-0")
     answer = ExtractiveAnswerer(lexicon=demo_kb.lexicon).run("城屿风衣能机洗吗", evidence)
     assert "不可机洗" in answer, answer
+
+
+def test_a_question_asking_only_a_character_beside_the_product_is_answered_by_a_sentence_with_it(demo_kb):
+    # 星择快充头C65有几个口: every word is the product's name but 口, which the answer has (两个 USB-C 口…)
+    evidence = chunks(demo_kb, "prod-xz-c65#商品简介-0", "prod-xz-c65#功能特点-0")
+    answer = ExtractiveAnswerer(lexicon=demo_kb.lexicon).run("星择快充头C65有几个口", evidence)
+    assert "两个 USB-C 口加一个 USB-A 口" in answer, answer
+
+
+def test_a_table_row_keeps_the_column_named_by_the_unit_asked(demo_kb):
+    # 能装几天: 几天 asks in 天, which names the column 建议出行天数
+    evidence = chunks(demo_kb, "prod-xl-t20#尺码表-r0-0")
+    answer = ExtractiveAnswerer(lexicon=demo_kb.lexicon).run("行旅20寸旅行箱能装几天的东西", evidence)
+    assert "建议出行天数: 3-5 天" in answer, answer
