@@ -121,6 +121,7 @@ class ExtractiveAnswerer:
         self.inspector = inspector or Inspector(lexicon=lexicon)
         self._token_cache: dict[str, list[str]] = {}
         self.products = ProductAnswers(self._tokens, self._canonical)
+        self._refusal = load_prompt("refusal").strip()  # read once: every answer is compared with it
         # the shop's own names (brands, product lines, aliases' targets), lower-case
         self._named_things = frozenset(t.lower() for t in lexicon.all_terms()) if lexicon is not None else frozenset()
 
@@ -219,7 +220,7 @@ class ExtractiveAnswerer:
         return self
 
     def refusal(self) -> str:
-        return load_prompt("refusal").strip()
+        return self._refusal
 
     # -- question -------------------------------------------------------------------------
     def _tokens(self, text: str) -> list[str]:
@@ -440,11 +441,15 @@ class ExtractiveAnswerer:
         return score, cue or bool(shared) or in_unit
 
     def _select(self, question: _Question, evidence: Sequence[EvidenceHit], skip_chunks: set[str],
-                room: int, allowed: Callable[[_Candidate], bool]) -> list[_Candidate]:
-        """The best sentence, then up to room-1 more that each add a question word or model."""
+                room: int, allowed: Callable[[_Candidate], bool],
+                scored: list[_Candidate] | None = None) -> list[_Candidate]:
+        """The best sentence, then up to room-1 more that each add a question word or model.
+        scored: the question's candidates when the caller has them already."""
         if room <= 0 or not evidence:
             return []
-        candidates = [c for c in self._candidates(question, evidence, skip_chunks) if allowed(c)]
+        if scored is None:
+            scored = self._candidates(question, evidence, skip_chunks)
+        candidates = [c for c in scored if allowed(c)]
         same = self._same_question(question, evidence)
         if same is not None and any(c.hit.doc_id == same for c in candidates):
             # the shop already answered this very question: quote that entry, nothing else
@@ -523,8 +528,9 @@ class ExtractiveAnswerer:
 
             def new(candidate: _Candidate) -> bool:  # what an earlier part quoted answers that part
                 return about(candidate) and all(candidate.body != c.body for c in chosen)
-            picked = self._select(profile, evidence, skip_chunks, max(1, room // len(parts)), new)
-            if not picked and own and not self._select(profile, evidence, skip_chunks, 1, about):
+            scored = self._candidates(profile, evidence, skip_chunks)  # scored once, selected from twice
+            picked = self._select(profile, evidence, skip_chunks, max(1, room // len(parts)), new, scored)
+            if not picked and own and not self._select(profile, evidence, skip_chunks, 1, about, scored):
                 unanswered.append((part, own))
             chosen += picked
         # a part is said to be unanswered only when no quoted sentence names it, or the head of one of its
