@@ -503,7 +503,8 @@ class _Question:
     def accepts_value(self, a: _Value, b: _Value) -> bool:
         if a.dimension != b.dimension and not (a.date and b.date):
             return False
-        if self.asked_dimension and a.dimension != self.asked_dimension:
+        if self.asked_dimension and a.dimension != self.asked_dimension and not (
+                {a.dimension, self.asked_dimension} <= _DAYS):
             return False  # asked how many stations, the slot says how many minutes
         if a.dimension in _DATE_DIMENSIONS and "date" in self.asks:
             return True
@@ -512,6 +513,9 @@ class _Question:
 
     def names_term(self, text: str) -> bool:
         return any(term in text for term in self.terms)
+
+
+_DAYS = frozenset({"天", "工作日"})  # 几天到账 is answered in 工作日 too
 
 
 def _entity_of(a: EvidenceHit, b: EvidenceHit, question: _Question) -> str | None:

@@ -343,3 +343,11 @@ def test_pages_about_a_sibling_of_the_named_thing_give_no_conflict():
     policies = [hit("policy-2026#退款-0", "退款：验货通过后 1-3 个工作日原路退回。", title="退换货政策（2026版）"),
                 hit("policy-2024#退款-0", "退款：验货通过后 3-5 个工作日原路退回。", title="退换货政策（2024版）")]
     assert detect_conflicts("退货后退款多久能到账？", [faq, *policies])
+
+
+def test_a_question_asking_how_many_days_takes_working_days_as_its_answer(demo_kb):
+    # 退款几天到账: the policies answer in 工作日 (1-3 / 3-5 个工作日), and they disagree
+    evidence = hits_from_chunks(demo_kb, [(i, 1.0) for i in ("policy-returns-2026#退款时效-0", "policy-returns-2024#退款时效-0")],
+                                "rerank")
+    conflicts = detect_conflicts("退款要几天到账 急用钱", evidence, demo_kb.lexicon)
+    assert [[v.value for v in c.values] for c in conflicts] == [["1-3个工作日", "3-5个工作日"]]
