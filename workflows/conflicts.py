@@ -745,7 +745,9 @@ def _equivalent_insertions(text: str, start: int, end: int) -> list[tuple[int, i
     return spans
 
 
-_LABEL_MARK = re.compile(r"[：:]")  # a changed span holding one changed a label, not only a value
+# a changed span holding a label's colon changed a label, not only a value; a clock time's colon
+# (11:00 / 11 : 00, digits on both sides) is part of a value
+_LABEL_MARK = re.compile(r"[：:](?!\s*\d)|(?<![\d\s])\s*[：:]")
 
 
 def _answer_slot(slots: list[_Slot], a: _Passage, b: _Passage, question: _Question) -> _Slot | None:

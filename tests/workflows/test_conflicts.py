@@ -351,3 +351,14 @@ def test_a_question_asking_how_many_days_takes_working_days_as_its_answer(demo_k
                                 "rerank")
     conflicts = detect_conflicts("退款要几天到账 急用钱", evidence, demo_kb.lexicon)
     assert [[v.value for v in c.values] for c in conflicts] == [["1-3个工作日", "3-5个工作日"]]
+
+
+def test_a_changed_clock_time_is_a_value_not_a_label():
+    # a counterfeit copy of an admissions page: its time is written 2021年12月19日11:00, the page's
+    # own segmented text reads 2021 年 12 月 20 日 11 : 00; the colon between digits is no label
+    page = hit("drag-1#body-0", "（一） 网上 报名 ： 即日起 至 2021 年 12 月 20 日 11 : 00 。", title="2022年外语类保送生招生简章",
+               updated_at="2021-12-17")
+    fake = hit("dragcf-1#body-0", "（一） 网上 报名 ： 即日起 至 2021年12月19日11:00 。", title="2022年外语类保送生招生简章",
+               updated_at="2021-12-17")
+    conflicts = detect_conflicts("2022年外语类保送生报名截止时间是什么时候？", [page, fake])
+    assert len(conflicts) == 1, conflicts
