@@ -260,7 +260,8 @@ QUESTIONS = [
     ("自签收后多少天内可以无理由退换？", "15天"),
     ("无理由退货的运费是谁承担？", "运费险"),
     ("XZ-3000 充电宝可以免费领吗？", "18 个月"),
-    ("How much is the XZ-3000 power bank?", None),
+    ("How much is the XZ-3000 power bank?", "299.00元"),  # English, read with the glossary's Chinese words
+    ("你们店有卖Air Jordan 11吗？多少钱？", None),
 ]
 
 
