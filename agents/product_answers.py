@@ -249,5 +249,6 @@ def _is_plain_size(value: str) -> bool:
 def _named_values(text: str, values: set[str]) -> set[str]:
     """The values the question names, written with or without spaces (iPhone15 Pro Max), the most
     specific only: iPhone 15 Pro Max, not also iPhone 15 that it contains."""
-    found = {v for v in values if v and _compact(v) in _compact(text)}
-    return {v for v in found if not any(v != other and _compact(v) in _compact(other) for other in found)}
+    compact_text = _compact(text)
+    found = {v: _compact(v) for v in values if v and _compact(v) in compact_text}
+    return {v for v, key in found.items() if not any(v != other and key in other_key for other, other_key in found.items())}

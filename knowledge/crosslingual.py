@@ -14,8 +14,9 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from knowledge.text import CJK_CHAR
+
 GLOSSARY_PATH = Path(__file__).with_name("glossary_en.json")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 @lru_cache(maxsize=4)
@@ -35,7 +36,7 @@ def chinese_words(question: str, path: Path = GLOSSARY_PATH) -> list[str]:
     three English words and no more Chinese characters: not the English title in 《Gold》是谁唱的), in
     order, each once."""
     english = len(re.findall(r"[A-Za-z]+", question))
-    if english < 3 or english < len(_CJK.findall(question)):
+    if english < 3 or english < len(CJK_CHAR.findall(question)):
         return []
     pattern, words = _glossary(path)
     found: list[str] = []
@@ -64,12 +65,11 @@ def with_chinese_words(question: str, path: Path = GLOSSARY_PATH) -> str:
     return f"{question} {' '.join(words)}" if words else question
 
 
-
 def worded_for(question: str, evidence_texts: list[str]) -> str:
     """The question as matched against this evidence: with the glossary's Chinese words when it has
     no Chinese and the evidence is Chinese (most of its passages); as it is against English pages,
     where Chinese words would only count as words the pages lack."""
-    chinese = sum(bool(_CJK.search(text)) for text in evidence_texts)
-    if _CJK.search(question) or not evidence_texts or 2 * chinese <= len(evidence_texts):
+    chinese = sum(bool(CJK_CHAR.search(text)) for text in evidence_texts)
+    if CJK_CHAR.search(question) or not evidence_texts or 2 * chinese <= len(evidence_texts):
         return question
-    return with_chinese_words(question, GLOSSARY_PATH)
+    return with_chinese_words(question)

@@ -373,8 +373,9 @@ def fit_note(kb: KnowledgeBase, rows: list[SizeRow]) -> tuple[str, str, str] | N
     row = kb.get(rows[0].chunk_id)
     if row is None:
         return None
+    row_ids = {r.chunk_id for r in rows}
     for chunk in kb.chunks_of(row.doc_id):
-        if chunk.section == row.section and chunk.chunk_id not in {r.chunk_id for r in rows}:
+        if chunk.section == row.section and chunk.chunk_id not in row_ids:
             found = _BETWEEN_SIZES.search(chunk.text)
             if found:
                 return chunk.chunk_id, found.group(0).strip(), found.group(1)

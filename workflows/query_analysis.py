@@ -640,10 +640,7 @@ def without_product_asks(text: str) -> str:
 
 def _free_numbers(text: str, product_surfaces: list[str]) -> list[float]:
     """Numbers of the question that are not part of a product name or a model number."""
-    for surface in product_surfaces:
-        if surface:
-            text = text.replace(surface, " ")
-    text = MODEL_NUMBER.sub(" ", text)
+    text = MODEL_NUMBER.sub(" ", _without(text, product_surfaces))
     return [float(n) for n in _NUMBER.findall(text)]
 
 
