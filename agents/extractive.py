@@ -25,7 +25,7 @@ from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DE
                                   NUMERIC_QUESTION, PRIZE_STATED, QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
                                   asked_focus, compound_parts, names_a_sibling, states_amount)
 from knowledge.chunking import SKU_OVERVIEW_SECTION, row_cells
-from knowledge.crosslingual import worded_for
+from knowledge.crosslingual import everyday_words, worded_for
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
 from knowledge.text import (ASKED_YEAR, CJK_CHAR, YEAR, bigram_dice, has_term, is_english, is_faq, model_numbers, normalize,
@@ -88,6 +88,7 @@ class _Question:
     asks_amount: bool = False
     text: str = ""  # the question, canonical and lower-case
     focus: str | None = None  # what a keyword question asks (冠军 of 男单冠军？) or the prize asked, when no cue says it
+    everyday: list[str] = field(default_factory=list)  # the documents' words for its everyday words (knowledge/crosslingual.py)
 
     @property
     def focus_head(self) -> str:
@@ -257,6 +258,9 @@ class ExtractiveAnswerer:
                 asked_units |= units
                 asked_words += words
         relations = [cue for pattern, cue in RELATIONS if pattern.search(canonical)]
+        # the documents' words for a shopper's everyday ones (洗澡 -> 淋浴, 寄到上海 -> 江浙沪) say what is asked
+        everyday = [w.lower() for w in everyday_words(canonical)]
+        asked_words += everyday
         if self.lexicon is not None:
             for key, values in self.lexicon.synonyms.items():
                 group = [key, *values]
@@ -268,7 +272,7 @@ class ExtractiveAnswerer:
             asked_units=asked_units, asked_words=[w.lower() for w in asked_words], relations=relations,
             numeric=bool(NUMERIC_QUESTION.search(canonical)), english=is_english(canonical),
             asks_when=asks_when, text=canonical.lower(),
-            asks_amount=bool(AMOUNT_QUESTION.search(canonical)),
+            asks_amount=bool(AMOUNT_QUESTION.search(canonical)), everyday=everyday,
             # a kind of value or a relation asked (多少钱, 在哪里) says what answers instead
             focus=None if asked_units or asked_words or relations else asked_focus(canonical),
         )
@@ -348,6 +352,8 @@ class ExtractiveAnswerer:
                 score, answers = self._fact_score(question, facts, title_facts, models, searched)
                 names_a_time = question.asks_when and bool(TIME_EXPRESSION.search(canonical))
                 score += 0.4 * names_a_time
+                # each of the documents' words for the question's everyday ones it says (江浙沪 and 送达, not only 送达)
+                score += 0.2 * sum(has_term(searched, w) for w in question.everyday)
                 # a table row whose label the question names whole (金融学类, not 金融学(中外合作办学))
                 label = _row_label(body) if hit.section != "SKU" else None  # a SKU row is a variant, no table row
                 row_named = None if label is None else has_term(question.text, self._canonical(label).lower())

@@ -1,11 +1,16 @@
-"""Chinese words for an English question, so a Chinese shop's evidence can be found and scored.
+"""The words a shop's documents use for what a question says in other words, so the evidence can
+be found and scored: the Chinese words for an English question, and for a Chinese shopper's everyday
+words.
 
-The dense leg (multilingual e5) already reads across languages; BM25, the reranker's term and body
-coverage and so the refusal gate do not: "Can I take the XZ-3000 power bank on a plane?" shares no
-token with "可以随身携带登机". The glossary (knowledge/glossary_en.json) gives the shop's Chinese words for
-the English ones; the pipeline searches with them added (workflows/arms.template_values), scores the evidence for
-the question and for its Chinese wording (chinese_query, the better counts), and the answerer and the
-conflict check read it with them against Chinese evidence (worded_for).
+The dense leg (multilingual e5) already reads across languages and paraphrase, weakly; BM25, the
+reranker's term and body coverage and so the refusal gate do not: "Can I take the XZ-3000 power bank
+on a plane?" shares no token with "可以随身携带登机", nor does "充电宝能带上飞机吗", and "寄到上海几天能到"
+none with "江浙沪地区：发货后 1-2 天送达". Two glossaries give the documents' words: for English words
+(knowledge/glossary_en.json) and for everyday Chinese ones (knowledge/glossary_zh.json, one way: 上海 is
+in 江浙沪, not the reverse). The pipeline searches with them added (workflows/arms.template_values),
+scores the evidence for the question and for its documents' wording (document_query, the better
+counts), and the answerer reads an English question with them against Chinese evidence (worded_for)
+and takes a sentence with an everyday word's document word as saying what is asked.
 """
 from __future__ import annotations
 
@@ -14,21 +19,40 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import jieba
+
 from knowledge.text import CJK_CHAR
 
 GLOSSARY_PATH = Path(__file__).with_name("glossary_en.json")
+EVERYDAY_PATH = Path(__file__).with_name("glossary_zh.json")
+
+
+def _read(path: Path) -> dict:
+    try:
+        glossary = json.loads(path.read_text(encoding="utf-8"))
+        glossary["words"].items()
+        return glossary
+    except (OSError, ValueError, KeyError, AttributeError) as exc:
+        raise ValueError(f"{path}: not a valid glossary ({exc})") from exc
 
 
 @lru_cache(maxsize=4)
-def _glossary(path: Path = GLOSSARY_PATH) -> tuple[re.Pattern, dict[str, list[str]]]:
-    try:
-        words = json.loads(path.read_text(encoding="utf-8"))["words"]
-    except (OSError, ValueError, KeyError) as exc:
-        raise ValueError(f"{path}: not a valid glossary ({exc})") from exc
+def _english(path: Path = GLOSSARY_PATH) -> tuple[re.Pattern, dict[str, list[str]]]:
+    words = _read(path)["words"]
     phrases = sorted(words, key=len, reverse=True)  # "free shipping" before "shipping"
     # whole words, a plural s allowed (earbuds / earbud is listed as earbuds; jackets -> jacket)
     pattern = re.compile(r"(?<![a-z0-9])(" + "|".join(re.escape(p) for p in phrases) + r")s?(?![a-z0-9])")
     return pattern, {k.lower(): v for k, v in words.items()}
+
+
+@lru_cache(maxsize=4)
+def _everyday(path: Path = EVERYDAY_PATH) -> list[tuple[re.Pattern | None, dict[str, list[str]]]]:
+    """The glossary's tables, each with the words a question must also have for it to apply (None: always)."""
+    glossary = _read(path)
+    try:
+        return [(None, glossary["words"]), *((re.compile(c["when"]), c["words"]) for c in glossary.get("in_context", []))]
+    except (KeyError, TypeError, re.error) as exc:
+        raise ValueError(f"{path}: not a valid glossary ({exc})") from exc
 
 
 def chinese_words(question: str, path: Path = GLOSSARY_PATH) -> list[str]:
@@ -38,30 +62,73 @@ def chinese_words(question: str, path: Path = GLOSSARY_PATH) -> list[str]:
     english = len(re.findall(r"[A-Za-z]+", question))
     if english < 3 or english < len(CJK_CHAR.findall(question)):
         return []
-    pattern, words = _glossary(path)
-    found: list[str] = []
-    for match in pattern.finditer(question.lower()):
-        found += words[match.group(1)]
-    return list(dict.fromkeys(found))
+    pattern, words = _english(path)
+    return list(dict.fromkeys(w for match in pattern.finditer(question.lower()) for w in words[match.group(1)]))
+
+
+def _everyday_spans(question: str, path: Path = EVERYDAY_PATH) -> list[tuple[int, int, list[str]]]:
+    """(start, end, documents' words) of the everyday words of a Chinese question, longest first at each
+    place, each a run of whole jieba words (退款几天到账 has 到账, not 几天到)."""
+    if not CJK_CHAR.search(question):
+        return []
+    text = question.lower()
+    tables = [words for when, words in _everyday(path) if when is None or when.search(text)]
+    bounds, at = [0], 0
+    for word in jieba.lcut(text):
+        at += len(word)
+        bounds.append(at)
+    spans, i = [], 0
+    while i < len(bounds) - 1:
+        start = bounds[i]
+        found = next(((j, words[text[start:bounds[j]]]) for j in range(len(bounds) - 1, i, -1)
+                      for words in tables if text[start:bounds[j]] in words), None)
+        if found is None:
+            i += 1
+            continue
+        spans.append((start, bounds[found[0]], found[1]))
+        i = found[0]
+    return spans
+
+
+def everyday_words(question: str, path: Path = EVERYDAY_PATH) -> list[str]:
+    """The documents' words for the everyday words of a Chinese question (洗澡 -> 淋浴, 上海 -> 江浙沪 when
+    it asks about delivery), in order, each once, without those the rest of the question says."""
+    spans = _everyday_spans(question, path)
+    rest = question.lower()
+    for start, end, _ in reversed(spans):
+        rest = rest[:start] + " " + rest[end:]
+    return list(dict.fromkeys(w for _, _, words in spans for w in words if w.lower() not in rest))
+
+
+def document_words(question: str) -> list[str]:
+    """The documents' words for a question's English or everyday words."""
+    return chinese_words(question) or everyday_words(question)
 
 
 _NAME = re.compile(r"(?<![A-Za-z0-9\-])[A-Za-z\-]*\d[A-Za-z0-9\-]*|[\u4e00-\u9fff]+")  # XZ-3000, T20, AJ1, and Chinese a question names
 
 
-def chinese_query(question: str, path: Path = GLOSSARY_PATH) -> str | None:
-    """The question as a Chinese shop's evidence words it: its model numbers and Chinese names with
-    the glossary's words ("can i take the XZ-3000 power bank on a plane?" -> "XZ-3000 充电宝 飞机 登机"),
-    for scoring Chinese evidence, where every English word would count as a word it lacks; None
-    when the glossary knows none of its words."""
-    words = chinese_words(question, path)
-    if not words:
+def document_query(question: str) -> str | None:
+    """The question as the documents word it, for scoring them; None when no glossary knows its words.
+    An English one: its model numbers and Chinese names with the glossary's words ("can i take the
+    XZ-3000 power bank on a plane?" -> "XZ-3000 充电宝 飞机 登机"), since against Chinese evidence every
+    English word would count as a word it lacks. A Chinese one: each everyday word replaced by the
+    documents' words ("S1耳机能戴着洗澡吗" -> "S1耳机能戴着 淋浴 吗")."""
+    words = chinese_words(question)
+    if words:
+        return " ".join(dict.fromkeys([*_NAME.findall(question), *words]))
+    if not everyday_words(question):  # none, or only words the question says itself (几天到账 of 退款几天到账)
         return None
-    return " ".join(dict.fromkeys([*_NAME.findall(question), *words]))
+    spans = _everyday_spans(question)
+    worded = question.lower()
+    for start, end, replacement in reversed(spans):
+        worded = f"{worded[:start]} {' '.join(replacement)} {worded[end:]}"
+    return " ".join(worded.split())
 
 
-def with_chinese_words(question: str, path: Path = GLOSSARY_PATH) -> str:
-    """The question, then the glossary's Chinese words for its English ones (as it is if none)."""
-    words = chinese_words(question, path)
+def with_document_words(question: str) -> str:
+    """The question, then the documents' words for its English or everyday words (as it is if none)."""
+    words = document_words(question)
     return f"{question} {' '.join(words)}" if words else question
 
 
@@ -72,4 +139,4 @@ def worded_for(question: str, evidence_texts: list[str]) -> str:
     chinese = sum(bool(CJK_CHAR.search(text)) for text in evidence_texts)
     if CJK_CHAR.search(question) or not evidence_texts or 2 * chinese <= len(evidence_texts):
         return question
-    return with_chinese_words(question)
+    return with_document_words(question)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from knowledge.crosslingual import with_chinese_words
+from knowledge.crosslingual import with_document_words
 from workflows.query_analysis import Entity, QueryFeatures
 
 DEFAULT_ARMS = Path(__file__).with_name("arms.yaml")
@@ -160,15 +160,16 @@ def _as_text(value: Any) -> str:
 def template_values(features: QueryFeatures, product: Entity | None = None, part: str | None = None,
                     bridged: bool = True) -> dict[str, Any]:
     """Placeholder values; `product` selects one product of a multi-product question, `part` one
-    part of a compound question (as the query; the question stays whole). bridged: an English
-    question's query carries the glossary's Chinese words (knowledge/crosslingual.py), which a search
-    of a Chinese shop's pages needs and a search of English ones ignores."""
+    part of a compound question (as the query; the question stays whole). bridged: the query carries
+    the documents' words for an English question's words or a Chinese one's everyday words
+    (knowledge/crosslingual.py), which a search needs and the reranker does not (it scores the
+    documents' wording beside the question's)."""
     focus = features.focus_products
     if product is None and len(focus) == 1:
         product = focus[0]
     policy = features.intent == "policy"
     query = (part or features.question).strip()
-    query = with_chinese_words(query) if bridged else query
+    query = with_document_words(query) if bridged else query
     carried = features.carried_entity
     if carried is not None and not features.products:
         query = f"{carried.name} {query}"

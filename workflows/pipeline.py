@@ -27,7 +27,7 @@ from agents.planner import RetrievalPlanner
 from agents.toolkit import build_toolkit
 from agents.prompts import load_prompt
 from knowledge.chunking import SKU_OVERVIEW_SECTION
-from knowledge.crosslingual import chinese_query
+from knowledge.crosslingual import document_query
 from knowledge.filters import SearchFilters
 from knowledge.kb import KnowledgeBase, metadata_columns
 from knowledge.text import is_storable_text
@@ -180,9 +180,9 @@ class QAPipeline:
         pinned += overview
         # a compound question's parts are queries too: a chunk is as relevant as to the part it answers
         queries = [template_values(features, part=part, bridged=False)["query"] for part in [None, *features.parts]]
-        # an English question is also scored as a Chinese shop's evidence words it (knowledge/crosslingual.py);
-        # the better of the two readings counts, so English pages are scored as before
-        worded = chinese_query(features.question)
+        # the question is also scored as the documents word it (an English question as a Chinese shop's
+        # evidence does, 洗澡 as 淋浴: knowledge/crosslingual.py); the better of the two readings counts
+        worded = document_query(features.question)
         evidence, ranked, best, rerank_problem = self._rank_evidence(pool, queries, search_filters, as_of,
                                                                      pinned=pinned, alternates=[worded] if worded else [])
         if rerank_problem:

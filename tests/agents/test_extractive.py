@@ -82,6 +82,20 @@ def test_answers_cite_and_quote_the_evidence(demo_kb, answerer):
     assert "prod-xz3000#保修-0" not in answer  # says nothing about the price
 
 
+def test_everyday_words_are_answered_by_the_documents_words(demo_kb, answerer, inspector):
+    # 洗澡 is the page's 淋浴, 带上飞机 its 登机 (knowledge/glossary_zh.json): the sentence saying it answers,
+    # not the opening that only names the product
+    evidence = chunks(demo_kb, "prod-shy-s1#商品简介-0", "prod-shy-s1#功能特点-0")
+    answer = answerer.run("S1耳机能戴着洗澡吗", evidence)
+    assert "不可佩戴游泳或淋浴" in answer and inspector.run(answer, evidence).passed
+    evidence = chunks(demo_kb, "prod-xz3000#商品简介-0", "prod-xz3000#功能特点-0")
+    assert "可以随身携带登机" in answerer.run("XZ-3000充电宝能带上飞机吗", evidence)
+    # a parcel to 上海 goes to 江浙沪: that region's line, not another region's
+    evidence = chunks(demo_kb, "policy-shipping#配送时效-0")
+    answer = answerer.run("寄到上海一般几天能到", evidence)
+    assert "江浙沪地区：发货后 1-2 天送达" in answer and "其他地区" not in answer
+
+
 def test_a_product_sentence_is_framed_with_its_product(demo_kb, answerer, inspector):
     evidence = chunks(demo_kb, "prod-xz3000#保修-0", "prod-xz2000#保修-0")
     answer = answerer.run("星择XZ-3000的保修期多久？", evidence)

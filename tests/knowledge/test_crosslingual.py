@@ -1,11 +1,12 @@
-"""Chinese words for English questions (knowledge/crosslingual.py, knowledge/glossary_en.json)."""
+"""The documents' words for English questions and everyday Chinese ones (knowledge/crosslingual.py,
+knowledge/glossary_en.json, knowledge/glossary_zh.json)."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from knowledge.crosslingual import chinese_query, chinese_words, with_chinese_words
+from knowledge.crosslingual import chinese_words, document_query, document_words, everyday_words, with_document_words
 
 
 def test_phrases_before_their_words_whole_words_and_plurals():
@@ -18,11 +19,11 @@ def test_phrases_before_their_words_whole_words_and_plurals():
 
 
 def test_a_question_is_worded_as_chinese_evidence_words_it():
-    assert chinese_query("can i take the XZ-3000 power bank on a plane?") == "XZ-3000 充电宝 飞机 登机"
-    assert chinese_query("What's the UPF rating of the 轻风 sun protection jacket?").startswith("轻风 防晒")
-    assert chinese_query("hello there") is None
-    assert with_chinese_words("how long for a refund?") == "how long for a refund? 退款"
-    assert with_chinese_words("退款几天到账") == "退款几天到账"
+    assert document_query("can i take the XZ-3000 power bank on a plane?") == "XZ-3000 充电宝 飞机 登机"
+    assert document_query("What's the UPF rating of the 轻风 sun protection jacket?").startswith("轻风 防晒")
+    assert document_query("hello there") is None
+    assert with_document_words("how long for a refund?") == "how long for a refund? 退款"
+    assert with_document_words("退款几天到账") == "退款几天到账"
 
 
 def test_a_broken_glossary_is_named(tmp_path):
@@ -30,3 +31,34 @@ def test_a_broken_glossary_is_named(tmp_path):
     bad.write_text(json.dumps({"about": "no words"}), encoding="utf-8")
     with pytest.raises(ValueError, match="glossary.json: not a valid glossary"):
         chinese_words("what is the price", bad)
+
+
+def test_everyday_words_are_worded_as_the_documents_word_them():
+    assert everyday_words("S1耳机能戴着洗澡吗") == ["淋浴"]
+    assert everyday_words("XZ-3000充电宝能带上飞机吗") == ["登机"]  # 带上飞机 whole, before 上飞机
+    # a document word the rest of the question says is not added; 洗衣机洗 holds 机洗 only across two words
+    assert everyday_words("冰原棉服能扔洗衣机洗吗") == ["机洗"]
+    assert everyday_words("退款几天到账") == []  # 到账 is 退款, which it says
+    assert everyday_words("这双鞋防水吗") == [] and everyday_words("can i wear it in the shower") == []
+    assert document_words("S1耳机能戴着洗澡吗") == ["淋浴"]
+    assert document_words("are the earbuds waterproof") == chinese_words("are the earbuds waterproof")
+
+
+def test_regions_and_delivery_times_only_in_a_question_about_delivery():
+    assert everyday_words("寄到上海一般几天能到") == ["江浙沪", "送达", "配送时效"]
+    assert everyday_words("上海东方明珠的母公司是什么") == []  # 上海 is in 江浙沪 only for a parcel
+    assert everyday_words("退款一般几天能到账") == []  # 几天能到 is a parcel's, not a refund's
+
+
+def test_a_chinese_question_is_scored_with_the_documents_words_in_place_of_its_own():
+    assert document_query("S1耳机能戴着洗澡吗") == "s1耳机能戴着 淋浴 吗"
+    assert document_query("寄到上海一般几天能到") == "寄到 江浙沪 一般 送达 配送时效"
+    assert document_query("这双鞋防水吗") is None
+    assert with_document_words("S1耳机能戴着洗澡吗") == "S1耳机能戴着洗澡吗 淋浴"
+
+
+def test_a_broken_everyday_glossary_is_named(tmp_path):
+    bad = tmp_path / "glossary_zh.json"
+    bad.write_text(json.dumps({"words": {"洗澡": ["淋浴"]}, "in_context": [{"words": {}}]}), encoding="utf-8")
+    with pytest.raises(ValueError, match="glossary_zh.json: not a valid glossary"):
+        everyday_words("能洗澡吗", bad)
