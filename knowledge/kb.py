@@ -140,6 +140,9 @@ class KnowledgeBase:
                 title.append(title_tokens)
             self._chunks = chunks
             self._index_of = {c.chunk_id: i for i, c in enumerate(chunks)}
+            self._rows_of_doc: dict[str, list[int]] = {}  # a document's chunks, in table order
+            for i, chunk in enumerate(chunks):
+                self._rows_of_doc.setdefault(chunk.doc_id, []).append(i)
             self._index_of_row = {r: i for i, r in enumerate(row_ids)}
             self._columns = metadata_columns(chunks)
             self._bm25_body = self._bm25_snapshot("body", body, generation)
@@ -223,7 +226,7 @@ class KnowledgeBase:
 
     def chunks_of(self, doc_id: str) -> list[Chunk]:
         self._load_tables()
-        return [c for c in self._chunks if c.doc_id == doc_id]
+        return [self._chunks[i] for i in self._rows_of_doc.get(doc_id, ())]
 
     def all_chunks(self) -> list[Chunk]:
         self._load_tables()
