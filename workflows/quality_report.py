@@ -68,6 +68,11 @@ SUITE = (
     # typos, two questions in one message, English (session 22)
     SuiteEntry("demo-customer", "demo", "Demo KB, customer-written questions (knowledge/demo/questions_customer.jsonl, "
                "118 questions)", concurrency=1, questions_file="questions_customer.jsonl"),
+    # written the same way by another tester who saw neither the code nor the first set, after the
+    # first set had been worked on (session 23): the check on what that work generalises
+    SuiteEntry("demo-customer-holdout", "demo", "Demo KB, customer-written holdout questions "
+               "(knowledge/demo/questions_customer_holdout.jsonl, 80 questions)", concurrency=1,
+               questions_file="questions_customer_holdout.jsonl"),
     SuiteEntry("cmrc2018_dev", "cmrc2018_dev", "CMRC 2018 dev (Chinese Wikipedia), all questions, and its holdout variant"),
     SuiteEntry("baoxianzhidao", "baoxianzhidao", "Baoxianzhidao insurance FAQ, all questions, and its holdout variant"),
     SuiteEntry("domainrag", "domainrag", "DomainRAG university admissions, all questions"),
