@@ -47,6 +47,7 @@ _PARENTHESES = re.compile(r"（[^）]*）|\([^)]*\)")
 _NOT_A_PREFIX = "并本绝决实既无莫是若而亦"  # 非 after these is a verb (并非完整), not a prefix (非网民)
 _END_MARK = re.compile(r"[。！？!?]+$")
 _LIST_AFTER_LABEL = re.compile(r"：\s*[-*•·]\s+")
+_LABEL = re.compile(r"([\u4e00-\u9fffA-Za-z]{1,8})[：:]")  # 防水： of "功能特点：- 防水：整鞋浸入…"
 # An FAQ reply up to this long is quoted whole, sentence by sentence: it is the shop's own
 # answer to the question, and cutting it to one sentence loses conditions and steps.
 _MAX_FAQ_REPLY_CHARS = 400
@@ -349,11 +350,17 @@ class ExtractiveAnswerer:
                 # A product chunk that mentions another model (请选择 XZ-3000) is still about its own;
                 # a name typed glued (EMNLP2022) is the one written apart (EMNLP 2022会议).
                 models = question.facts.models & (title_models or facts.models | model_numbers(_glued(canonical)))
-                score, answers = self._fact_score(question, facts, title_facts, models, searched)
+                # a table row repeats its page's title (…防水徒步鞋 尺码表 — 尺码: 41): a cue word in the title
+                # names the product, so the row says nothing of it
+                said = searched if faq or not title else searched.replace(title, " ")
+                score, answers = self._fact_score(question, facts, title_facts, models, said)
                 names_a_time = question.asks_when and bool(TIME_EXPRESSION.search(canonical))
                 score += 0.4 * names_a_time
                 # each of the documents' words for the question's everyday ones it says (江浙沪 and 送达, not only 送达)
                 score += 0.2 * sum(has_term(searched, w) for w in question.everyday)
+                # a line labelled with a word of the question (防水：整鞋浸入… for 防水吗) states it, more than a
+                # line that mentions it in passing (可定期喷涂防水喷雾); not a synonym's label (重量： for 多重的人)
+                score += 0.3 * bool({label.lower() for label in _LABEL.findall(body[:24])} & set(question.terms))
                 # a table row whose label the question names whole (金融学类, not 金融学(中外合作办学))
                 label = _row_label(body) if hit.section != "SKU" else None  # a SKU row is a variant, no table row
                 row_named = None if label is None else has_term(question.text, self._canonical(label).lower())

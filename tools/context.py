@@ -6,15 +6,13 @@ Returned hits keep what the pool already knows about a chunk (its score and legs
 
 No `from __future__ import annotations` here: AgentScope reads the skill's real annotations.
 """
-import re
-
+from knowledge.chunking import TABLE_ROW_ID
 from knowledge.schema import Chunk
 from tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
 
 MODES = ("neighbours", "section", "document")
 MAX_WINDOW = 5
 DEFAULT_DOCUMENT_CHARS = 2000
-_TABLE_ROW = re.compile(r"-r\d+-\d+$")  # chunk id of one table row: {doc}#{slug}-r{row}-{piece}
 
 
 def expand_context(chunk_id: str, mode: str = "neighbours", window: int = 1, *, ctx: SkillContext) -> SkillResult:
@@ -41,7 +39,7 @@ def expand_context(chunk_id: str, mode: str = "neighbours", window: int = 1, *, 
             chosen = section
         else:
             reach = max(0, min(int(window), MAX_WINDOW))
-            is_row = _TABLE_ROW.search(chunk.chunk_id) is not None
+            is_row = TABLE_ROW_ID.search(chunk.chunk_id) is not None
             # A table row reads better with its whole table (kept for tables that fit a chunk).
             chosen = [c for c in section
                       if abs(c.position - chunk.position) <= reach or (is_row and "-table-" in c.chunk_id)]

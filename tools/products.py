@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
-from knowledge.chunking import SKU_OVERVIEW_SECTION, SKU_OVERVIEW_SLUG, row_cells
+from knowledge.chunking import SKU_OVERVIEW_SECTION, SKU_OVERVIEW_SLUG, TABLE_ROW_ID, row_cells
 from knowledge.kb import KnowledgeBase
 from knowledge.schema import Chunk, size_key
 from knowledge.text import normalize
@@ -20,7 +20,6 @@ from tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
 
 MIN_COVERAGE = 0.6  # share of the asked name that must be found in a product name
 TIE_MARGIN = 0.05  # scores this close count as "equally good": list candidates, never guess
-_ROW_ID = re.compile(r"-r(\d+)-\d+$")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _SKU_LIKE = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+|[A-Za-z0-9]{4,}")
 # A unit is one CJK character, one letter run or one digit run: "XZ-2000", "XZ 2000" and
@@ -129,7 +128,7 @@ class ProductIndex:
                 product = self.products[chunk.product_id] = Product(
                     chunk.product_id, chunk.title or chunk.product_id, chunk.brand or "", chunk.category or "")
             fragment = chunk.chunk_id.partition("#")[2]
-            if "尺码" in chunk.section and _ROW_ID.search(fragment):
+            if "尺码" in chunk.section and TABLE_ROW_ID.search(fragment):
                 product.size_rows.append(chunk)
         for product in self.products.values():
             product.units = _units(self.lexicon.canonicalize(product.name))
@@ -323,7 +322,7 @@ def parse_size_rows(chunks: list[Chunk]) -> list[SizeRow]:
     for chunk in sorted(chunks, key=lambda c: c.position):
         _, dash, body = chunk.text.partition(" — ")
         columns = row_cells(body if dash else chunk.text)
-        row_no = int(_ROW_ID.search(chunk.chunk_id).group(1))
+        row_no = int(TABLE_ROW_ID.search(chunk.chunk_id).group(1))
         if row_no in by_row:  # a long row split into pieces: one row, first piece's id
             by_row[row_no].columns.update(columns)
             continue

@@ -26,7 +26,7 @@ from agents.models import make_chat_model
 from agents.planner import RetrievalPlanner
 from agents.toolkit import build_toolkit
 from agents.prompts import load_prompt
-from knowledge.chunking import SKU_OVERVIEW_SECTION
+from knowledge.chunking import SKU_OVERVIEW_SECTION, TABLE_ROW_ID
 from knowledge.crosslingual import document_query
 from knowledge.filters import SearchFilters
 from knowledge.kb import KnowledgeBase, metadata_columns
@@ -457,12 +457,21 @@ def _section_key(hit: EvidenceHit) -> tuple[str, str]:
 
 
 def _at_most_per_doc(hits: list[EvidenceHit], limit: int) -> tuple[list[EvidenceHit], list[EvidenceHit]]:
-    """(the best `limit` hits of each document, the rest), order kept: one product's SKU rows or
-    one policy's sections must not fill the evidence and push out a disagreeing source; the rest
+    """(the best `limit` hits of each document, one row of a product page's table among them, the
+    rest), order kept: one product's SKU rows, table rows or one policy's sections must not fill the evidence and push out a disagreeing source; the rest
     only fill slots no other document can (a question over two long documents)."""
     seen: dict[str, int] = {}
+    tables: set[tuple[str, str]] = set()
     kept, spare = [], []
     for hit in hits:
+        # A product page's table rows take one of its slots: every row repeats the page's title, so
+        # they outscore the section that answers a question about the product (防水：… below 尺码: 41);
+        # the rows a question names or a skill worked out are pinned.
+        if hit.product_id and TABLE_ROW_ID.search(hit.chunk_id):
+            if (hit.doc_id, hit.section) in tables:
+                spare.append(hit)
+                continue
+            tables.add((hit.doc_id, hit.section))
         seen[hit.doc_id] = seen.get(hit.doc_id, 0) + 1
         (kept if seen[hit.doc_id] <= limit else spare).append(hit)
     return kept, spare

@@ -96,6 +96,13 @@ def test_everyday_words_are_answered_by_the_documents_words(demo_kb, answerer, i
     assert "江浙沪地区：发货后 1-2 天送达" in answer and "其他地区" not in answer
 
 
+def test_a_line_labelled_with_what_is_asked_states_it(demo_kb, answerer):
+    # 防水：整鞋浸入… answers 防水吗, not the care tip that mentions 防水喷雾 in passing
+    evidence = chunks(demo_kb, "prod-sy-yantu#洗涤/保养-0", "prod-sy-yantu#功能特点-0")
+    answer = answerer.run("岩途徒步鞋防水吗", evidence)
+    assert "不渗水" in answer and "防水喷雾" not in answer
+
+
 def test_a_product_sentence_is_framed_with_its_product(demo_kb, answerer, inspector):
     evidence = chunks(demo_kb, "prod-xz3000#保修-0", "prod-xz2000#保修-0")
     answer = answerer.run("星择XZ-3000的保修期多久？", evidence)

@@ -193,6 +193,24 @@ def test_the_per_document_cap_only_leaves_slots_empty_when_nothing_else_can_fill
     assert [h.chunk_id for h in kept] == ["a#0", "a#1", "b#0", "b#1"] and [h.chunk_id for h in spare] == ["a#2", "b#2"]
 
 
+def test_a_product_pages_table_rows_take_one_of_its_slots(pipeline):
+    # every size-table row repeats the page's title (…中帮防水徒步鞋 尺码表 — 尺码: 41), so for a question
+    # about the shoe the rows outscore the line that answers it; they take one slot of the page, and
+    # further rows only slots nothing else fills
+    result = pipeline.run("岩途徒步鞋防水吗 过小溪会不会湿脚")
+    rows = [n for n, i in enumerate(result.evidence_ids) if "#尺码表-r" in i]
+    assert result.evidence_ids.index("prod-sy-yantu#功能特点-0") < (rows[1:] or [99])[0]
+    assert "不渗水" in result.answer and any("#功能特点" in c.id for c in result.citations)
+    row = lambda doc, i, product: EvidenceHit(chunk_id=f"{doc}#尺码表-r{i}-0", doc_id=doc, section="尺码表", text="t",
+                                              score=1.0, product_id=product)
+    page = EvidenceHit(chunk_id="p#功能特点-0", doc_id="p", section="功能特点", text="t", score=0.5, product_id="x")
+    kept, spare = _at_most_per_doc([row("p", 0, "x"), row("p", 1, "x"), page], 2)
+    assert [h.chunk_id for h in kept] == ["p#尺码表-r0-0", "p#功能特点-0"] and [h.chunk_id for h in spare] == ["p#尺码表-r1-0"]
+    # a table that is no product's (DomainRAG's admission scores) keeps the plain cap
+    kept, _ = _at_most_per_doc([row("t", 0, None), row("t", 1, None)], 2)
+    assert len(kept) == 2
+
+
 def test_slots_beyond_the_cap_go_to_sections_not_shown_yet(pipeline):
     # The charger's size table (devices and the watts each gets) and its SKU rows fill the
     # per-document cap; the next slot goes to a section not shown yet (功能特点, where the
