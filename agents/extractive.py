@@ -24,7 +24,7 @@ from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DE
                                   ERA_WORDS, IDENTITY_QUESTION,
                                   NUMERIC_QUESTION, PRIZE_STATED, QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
                                   asked_focus, compound_parts, names_a_sibling, states_amount)
-from knowledge.chunking import SKU_OVERVIEW_SECTION, row_cells
+from knowledge.chunking import SKU_OVERVIEW_SECTION, TABLE_ROW_ID, row_cells
 from knowledge.crosslingual import everyday_words, worded_for
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
@@ -350,9 +350,9 @@ class ExtractiveAnswerer:
                 # A product chunk that mentions another model (请选择 XZ-3000) is still about its own;
                 # a name typed glued (EMNLP2022) is the one written apart (EMNLP 2022会议).
                 models = question.facts.models & (title_models or facts.models | model_numbers(_glued(canonical)))
-                # a table row repeats its page's title (…防水徒步鞋 尺码表 — 尺码: 41): a cue word in the title
-                # names the product, so the row says nothing of it
-                said = searched if faq or not title else searched.replace(title, " ")
+                # a product's table row repeats its page's title (…防水徒步鞋 尺码表 — 尺码: 41): a cue word in
+                # the title names the product, so the row says nothing of it
+                said = searched.replace(title, " ") if hit.product_id and title and TABLE_ROW_ID.search(hit.chunk_id) else searched
                 score, answers = self._fact_score(question, facts, title_facts, models, said)
                 names_a_time = question.asks_when and bool(TIME_EXPRESSION.search(canonical))
                 score += 0.4 * names_a_time
