@@ -114,7 +114,7 @@ VARIANTS_QUESTION = re.compile(
     r"|(?:什么|哪种)\S{0,2}(?:颜色|配色)"  # not 穿什么码, which asks for size advice
     r"|(?:颜色|配色|尺码|规格|款式)(?:有|都有|可选|分别|有哪些|是什么)"
     r"|(?:哪|什么)\S{0,8}(?:缺货|没货|断货|卖完|售罄|有货|有现货)|(?:缺货|没货|断货)的?(?:是|有)")
-QUESTION_WORD = re.compile(r"^(?:几|多[少久重大高长远宽厚]|哪|谁|什么|怎么|怎样|如何|是否|能否|可否|有没有|是不是|请问|吗|(?:many|much)$)")
+QUESTION_WORD = re.compile(r"^(?:几|多[少久重大高长远宽厚]|哪|谁|什么|啥|怎么|咋|怎样|如何|是否|能否|可否|有没有|是不是|请问|吗|(?:many|much)$)")
 # The counted word of "how many days" is the kind of value asked, as the 天 of 几天 is.
 ENGLISH_COUNTED = re.compile(r"\bhow many\s+([a-z]+)")
 NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|多宽|how (?:much|many|long|big)", re.I)
@@ -185,13 +185,17 @@ _FOCUS_FILLER = frozenset("是 的 了 为 有 在 叫 被 由 呢 啊 呀 吧 �
 _FOCUS_SKIPPED = re.compile(r"^(?:时间|日期|时候|年份|年|月|日|号|点|[人个次名位条件天元岁种]|\d+)$")
 # 简述/介绍 X asks for a description, whatever word ends it (简述黄埔港的重要性)
 _ASKING = re.compile(r"谁|什么|啥|哪|多[少久重大高长远宽厚]|几|何|怎|如何|是否|能否|可否|有没有|是不是|吗|么"
-                     r"|简述|简介|介绍|说明|概述|描述")
+                     r"|简述|简介|介绍|说明|概述|描述"
+                     r"|([\u4e00-\u9fff])[不没]\1")  # 会不会, 行不行, 占不占: asked as X-not-X
 
 
 # A prize a question asks who won (谁获得了金牌, 男单冠军是谁, 最佳影片奖): a sentence naming another
 # (银牌, 半决赛, 最佳导演) is about someone else, however much else it shares with the question.
 _PRIZE = re.compile(r"冠军|亚军|季军|[金银铜]牌|[金银铜]奖|最佳[\u4e00-\u9fff]{2,6}?(?=奖|是|为|的|和|与|及|[？?，,。]|$)")
 PRIZE_STATED = {"冠军": re.compile(r"冠军|夺冠|夺魁|折桂")}  # how a sentence may say it was won
+
+
+_CLAUSE_END = re.compile(r"[\s，,。；;！!？?]+")
 
 
 def asked_focus(question: str) -> str | None:
@@ -201,8 +205,11 @@ def asked_focus(question: str) -> str | None:
     if prize:
         return prize.group(0)
     words = [w.lower() for w in _words(question.strip()) if re.search(r"\w", w)]
-    if not words or any(_ASKING.search(w) for w in words) or words[-1] in ("不", "没", "没有"):
-        return None  # a question word, or a yes-no question asked as 可以机洗不 / 有货没
+    # a clause ending in 不 / 没 asks yes or no (可以机洗不 / 有货没), also before what a shopper adds
+    # about themselves (能戴着去游泳不 暑假想天天泡泳池)
+    yes_no = any(clause and _words(clause)[-1] in ("不", "没", "没有") for clause in _CLAUSE_END.split(question.strip()))
+    if not words or yes_no or any(_ASKING.search(w) for w in words) or _ASKING.search(question):
+        return None  # a question word, or a yes-no question
     return next((w for w in reversed(words) if w not in _FOCUS_FILLER and not _FOCUS_SKIPPED.match(w)), None)
 
 

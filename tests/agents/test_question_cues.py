@@ -181,6 +181,8 @@ def test_a_compound_question_is_split_into_the_questions_it_asks(question, parts
     ("FV 603撒拉森由哪个公司所制造？", None), ("这双鞋雨天防滑吗？", None), ("？", None),
     ("哲学院的国际交流情况", "国际交流"), ("简述黄埔港的重要性？", None),  # 情况 only says "about it"; 简述 asks
     ("峰刃冲锋衣可以机洗不", None), ("暖岩还有货没", None),  # a yes-no question without 吗: 不 / 没 ask
+    ("S1耳机能戴着去游泳不 暑假想天天泡泳池", None),  # also before what the shopper adds about themselves
+    ("拿出来会不会皱巴巴的", None), ("轻风防晒衣占不占地方", None),  # asked as X-not-X
 ])
 def test_the_word_naming_what_is_asked(question, focus):
     assert asked_focus(question) == focus
