@@ -73,6 +73,10 @@ SUITE = (
     SuiteEntry("demo-customer-holdout", "demo", "Demo KB, customer-written holdout questions "
                "(knowledge/demo/questions_customer_holdout.jsonl, 80 questions)", concurrency=1,
                questions_file="questions_customer_holdout.jsonl"),
+    # a third tester's 90 questions in shoppers' everyday words (situations, activities, nicknames) rather
+    # than the documents' (session 23): worked on, like the first set
+    SuiteEntry("demo-everyday", "demo", "Demo KB, everyday-wording questions (knowledge/demo/questions_everyday.jsonl, "
+               "90 questions)", concurrency=1, questions_file="questions_everyday.jsonl"),
     SuiteEntry("cmrc2018_dev", "cmrc2018_dev", "CMRC 2018 dev (Chinese Wikipedia), all questions, and its holdout variant"),
     SuiteEntry("baoxianzhidao", "baoxianzhidao", "Baoxianzhidao insurance FAQ, all questions, and its holdout variant"),
     SuiteEntry("domainrag", "domainrag", "DomainRAG university admissions, all questions"),
