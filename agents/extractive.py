@@ -768,9 +768,10 @@ def _only_negated(text: str, term: str, question: str) -> bool:
 def _own_terms(part: _Question, others: Sequence[_Question]) -> list[str]:
     """The words of one part of a compound question no other part has (考研 / 高考, 主演 / 导演),
     except the words of what kind of value is asked (时间, 地点, 价格): a sentence answers those
-    with a time, a place, a price, not with the word."""
-    shared = set().union(*(other.terms for other in others))
-    return [term for term in part.terms if term not in shared and not _asks_a_kind(term)]
+    with a time, a place, a price, not with the word. The documents' words for its everyday ones count
+    (江浙沪, 送达 of 我在上海几天能到)."""
+    shared = set().union(*(other.terms for other in others), *(other.everyday for other in others))
+    return [term for term in [*part.terms, *part.everyday] if term not in shared and not _asks_a_kind(term)]
 
 
 def _asks_a_kind(term: str) -> bool:
