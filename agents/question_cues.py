@@ -208,7 +208,7 @@ def asked_focus(question: str) -> str | None:
     # a clause ending in 不 / 没 asks yes or no (可以机洗不 / 有货没), also before what a shopper adds
     # about themselves (能戴着去游泳不 暑假想天天泡泳池)
     yes_no = any(clause and _words(clause)[-1] in ("不", "没", "没有") for clause in _CLAUSE_END.split(question.strip()))
-    if not words or yes_no or any(_ASKING.search(w) for w in words) or _ASKING.search(question):
+    if not words or yes_no or _ASKING.search(question):
         return None  # a question word, or a yes-no question
     return next((w for w in reversed(words) if w not in _FOCUS_FILLER and not _FOCUS_SKIPPED.match(w)), None)
 

@@ -458,8 +458,9 @@ def _section_key(hit: EvidenceHit) -> tuple[str, str]:
 
 def _at_most_per_doc(hits: list[EvidenceHit], limit: int) -> tuple[list[EvidenceHit], list[EvidenceHit]]:
     """(the best `limit` hits of each document, one row of a product page's table among them, the
-    rest), order kept: one product's SKU rows, table rows or one policy's sections must not fill the evidence and push out a disagreeing source; the rest
-    only fill slots no other document can (a question over two long documents)."""
+    rest), order kept: one product's SKU rows or table rows or one policy's sections must not fill
+    the evidence and push out a disagreeing source; the rest only fill slots no other document can
+    (a question over two long documents)."""
     seen: dict[str, int] = {}
     tables: set[tuple[str, str]] = set()
     kept, spare = [], []
