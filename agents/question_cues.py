@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import jieba
 
-from knowledge.text import CJK_CHAR, MODEL_NUMBER
+from knowledge.text import CJK_CHAR, CJK_RUN, MODEL_NUMBER
 
 # 多少钱, and how shoppers type it in a chat window (啥价, 多钱, 多少米, 咋卖)
 PRICE_ASKED = r"多少钱|价格|售价|价钱|卖多少|几块|啥价|什么价|多钱|多少米|几个米|价位|[咋怎]么卖"
@@ -195,7 +195,8 @@ _PRIZE = re.compile(r"冠军|亚军|季军|[金银铜]牌|[金银铜]奖|最佳[
 PRIZE_STATED = {"冠军": re.compile(r"冠军|夺冠|夺魁|折桂")}  # how a sentence may say it was won
 
 
-_CLAUSE_END = re.compile(r"[\s，,。；;！!？?]+")
+# a space between Chinese words ends a clause too: shoppers type "峰刃多少钱 可以机洗不" in a chat window
+_CLAUSE_END = re.compile(r"[，,？?；;]+|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
 
 
 def asked_focus(question: str) -> str | None:
@@ -218,7 +219,6 @@ def asked_focus(question: str) -> str | None:
 # differently, and the question's whole name is nowhere in the document. Its sentences are about
 # the sibling ("又名杂纹鹦哥鱼"), and quoting one would answer for the wrong entity.
 _MODIFIER_STOP = frozenset("的是在和与及了从为对把被由年月日中之其该这那什么哪谁几怎款个件双种类只台")
-_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _NAME_END = frozenset("的是在有和与及为能会可以属分生喜主")  # 钝头鹦嘴鱼的, 疣鹦嘴鱼喜欢, 溪银汉鱼分布
 
 
@@ -235,7 +235,7 @@ def names_a_sibling(question: str, title: str, text: str) -> bool:
         return False
     asked = _modifier_before(question, at)
     titled = title[:-len(shared)]
-    return (bool(asked) and 0 < len(titled) <= 3 and bool(_CJK_RUN.fullmatch(titled)) and asked != titled
+    return (bool(asked) and 0 < len(titled) <= 3 and bool(CJK_RUN.fullmatch(titled)) and asked != titled
             and asked + shared not in f"{title} {text}")
 
 
@@ -252,7 +252,7 @@ def _longest_shared_run(a: str, b: str) -> str:
     best = ""
     for i in range(len(b)):
         j = i + len(best) + 1
-        while j <= len(b) and _CJK_RUN.fullmatch(b[i:j]) and b[i:j] in a:
+        while j <= len(b) and CJK_RUN.fullmatch(b[i:j]) and b[i:j] in a:
             best = b[i:j]
             j += 1
     return best
@@ -304,8 +304,6 @@ _COMPARISON = re.compile(r"对比|区别|比较|差别|差异|差价|相差|差�
                          r"|关系|之间|共同|一起|合作|同时", re.I)
 _ASKED_AFTER = re.compile(r"\s*(?:是谁|是什么|是多少|是哪[个些里位家]?|有哪些|有多少)?\s*[？?。]?\s*$")
 _WH = re.compile(r"谁|什么|哪|多少|多[大重久长高远宽厚]|几|何时|时间|日期|地点|冠军|得主")
-# a space between Chinese words ends a clause too: shoppers type "峰刃多少钱 可以机洗不" in a chat window
-_CLAUSE_END = re.compile(r"[，,？?；;]+|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
 _ASKS_YES_NO = ("吗", "么", "嘛", "不", "没", "没有")  # 可以机洗不 / 还有货没: a question without 吗
 _PRONOUN = re.compile(r"^(?:它|其|他|她|该片|该剧)(?:的)?")
 _BOOK_TITLE = re.compile(r"《[^》]+》")

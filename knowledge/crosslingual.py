@@ -30,10 +30,11 @@ EVERYDAY_PATH = Path(__file__).with_name("glossary_zh.json")
 def _read(path: Path) -> dict:
     try:
         glossary = json.loads(path.read_text(encoding="utf-8"))
-        glossary["words"].items()
-        return glossary
-    except (OSError, ValueError, KeyError, AttributeError) as exc:
+    except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a valid glossary ({exc})") from exc
+    if not isinstance(glossary, dict) or not isinstance(glossary.get("words"), dict):
+        raise ValueError(f"{path}: not a valid glossary (no \"words\" table)")
+    return glossary
 
 
 @lru_cache(maxsize=4)
@@ -93,7 +94,11 @@ def _everyday_spans(question: str, path: Path = EVERYDAY_PATH) -> list[tuple[int
 def everyday_words(question: str, path: Path = EVERYDAY_PATH) -> list[str]:
     """The documents' words for the everyday words of a Chinese question (洗澡 -> 淋浴, 上海 -> 江浙沪 when
     it asks about delivery), in order, each once, without those the rest of the question says."""
-    spans = _everyday_spans(question, path)
+    return _not_said(question, _everyday_spans(question, path))
+
+
+def _not_said(question: str, spans: list[tuple[int, int, list[str]]]) -> list[str]:
+    """The spans' documents' words, in order, each once, but those the question says outside the spans."""
     rest = question.lower()
     for start, end, _ in reversed(spans):
         rest = rest[:start] + " " + rest[end:]
@@ -117,9 +122,9 @@ def document_query(question: str) -> str | None:
     words = chinese_words(question)
     if words:
         return " ".join(dict.fromkeys([*_NAME.findall(question), *words]))
-    if not everyday_words(question):  # none, or only words the question says itself (几天到账 of 退款几天到账)
-        return None
     spans = _everyday_spans(question)
+    if not _not_said(question, spans):  # none, or only words the question says itself (几天到账 of 退款几天到账)
+        return None
     worded = question.lower()
     for start, end, replacement in reversed(spans):
         worded = f"{worded[:start]} {' '.join(replacement)} {worded[end:]}"

@@ -93,7 +93,7 @@ def is_english(question: str, names: str = "") -> bool:
     return bool(names) and (not CJK_CHAR.search(names) or any(len(word) > 1 and word not in names for word in words))
 
 
-_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
+CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _PUNCT_OR_SPACE = re.compile(r"^[\W_]+$", re.UNICODE)
 
 jieba.setLogLevel(logging.WARNING)
@@ -176,7 +176,7 @@ def series_names(title_a: str, title_b: str) -> tuple[str, str] | None:
     names = (title_a[prefix:len(title_a) - suffix], title_b[prefix:len(title_b) - suffix])
     shared = prefix + suffix
     if shared >= 4 and shared >= 0.6 * min(len(title_a), len(title_b)) \
-            and all(len(name) <= 6 and _CJK_RUN.fullmatch(name) for name in names):
+            and all(len(name) <= 6 and CJK_RUN.fullmatch(name) for name in names):
         return names
     return None
 

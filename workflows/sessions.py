@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from knowledge.crosslingual import with_document_words
 from knowledge.kb import KnowledgeBase
-from knowledge.text import is_storable_text, normalize
+from knowledge.text import CJK_RUN, is_storable_text, normalize
 from tools.base import SkillContext
 from tools.products import product_index, size_recommend
 from workflows.query_analysis import (Entity, QueryAnalyzer, QueryFeatures, describe_body_facts, parse_body_reply,
@@ -53,7 +53,6 @@ _CHINESE_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九", sta
 _PRODUCT_REFERENCE = re.compile(r"它|这款|那款|这件|那件|这双|那双|这只|那只|这台|那台|这条|那条|这个|那个|"
                                 r"该款|该商品|此款|同款")
 _NO_PRODUCT_INTENTS = ("policy", "out_of_scope", "comparison")
-_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
 # Words that point or fill in, never a product's own word when a reply picks an option.
 _FILLER = re.compile(r"这款|那款|这个|那个|这件|那件|这双|那双|这种|那种|一款|一个|的|吧|呀|啊|呢|吗|我要|要|选|就")
@@ -62,7 +61,7 @@ _FILLER = re.compile(r"这款|那款|这个|那个|这件|那件|这双|那双|�
 def _words(text: str) -> set[str]:
     """CJK character pairs and ASCII words of lower-cased text, pointing and filler words left out."""
     text = _FILLER.sub(" ", text.lower())
-    pairs = {run[i:i + 2] for run in _CJK_RUN.findall(text) for i in range(len(run) - 1)}
+    pairs = {run[i:i + 2] for run in CJK_RUN.findall(text) for i in range(len(run) - 1)}
     return pairs | set(_ASCII_WORD.findall(text))
 
 _SCHEMA = """
@@ -253,7 +252,7 @@ class Clarifier:
                 return [pid for pid, (category, _) in canon.items() if category.endswith(word)]
             return [pid for pid, (category, name) in canon.items() if word in category or word in name]
 
-        after = _CJK_RUN.match(features.canonical, reference.end()) if reference is not None else None
+        after = CJK_RUN.match(features.canonical, reference.end()) if reference is not None else None
         word = after.group(0)[:6] if after else ""
         for size in range(len(word), 0, -1):
             owners = of(word[:size])
