@@ -181,7 +181,7 @@ class ExtractiveAnswerer:
                                                   len(left), allowed) if left else ([], [])
             answer = self._checked(question, evidence, conflicts,
                                    [*pieces, *from_tables, *(self._frame(c, profile.english) for c in more)])
-            return self._with_parts_not_found(answer, unanswered, profile.english)
+            return self.with_parts_not_found(answer, unanswered, profile.english)
         room = self.max_sentences - len(pieces)
         chosen = self._select(profile, evidence, disclosed_chunks, room, allowed)
         # Hedge when the best sentence for the whole question matches under half of it (also when
@@ -207,9 +207,9 @@ class ExtractiveAnswerer:
                 return self._checked(question, evidence, conflicts, reply)
         for index, candidate in enumerate(chosen):
             pieces.append(self._frame(candidate, profile.english, cautious=cautious and index == 0))
-        return self._with_parts_not_found(self._checked(question, evidence, conflicts, pieces), unanswered, profile.english)
+        return self.with_parts_not_found(self._checked(question, evidence, conflicts, pieces), unanswered, profile.english)
 
-    def _with_parts_not_found(self, answer: str, parts: list[str], english: bool) -> str:
+    def with_parts_not_found(self, answer: str, parts: list[str], english: bool) -> str:
         """The answer, then one sentence for each part of the question nothing answers (not after a refusal)."""
         if not parts or answer == self.refusal():
             return answer

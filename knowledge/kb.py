@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -231,6 +232,11 @@ class KnowledgeBase:
     def all_chunks(self) -> list[Chunk]:
         self._load_tables()
         return list(self._chunks)
+
+    def mentions(self, pattern: re.Pattern) -> bool:
+        """Whether any chunk's title or text matches: a full scan, for a rare check, not per search."""
+        self._load_tables()
+        return any(pattern.search(c.text) or pattern.search(c.title or "") for c in self._chunks)
 
     def skus(self, **equals: str) -> list[dict]:
         """SKU rows matching every given column (product_id, sku, brand, category...)."""

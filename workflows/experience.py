@@ -108,7 +108,8 @@ class ExperienceRound(BaseModel):
         inspection = self.inspection or {}
         return RewardSignals(
             passed=bool(inspection.get("passed", False)), coverage=float(inspection.get("coverage", 0.0)),
-            refused=self.refused, refusal_expected=self.features.get("intent") == "out_of_scope",
+            refused=self.refused,
+            refusal_expected=self.features.get("intent") == "out_of_scope" or self.refusal_reason == "unknown_model",
             degraded=self.degraded, rating=self.rating,
             skill_missed=missed_skill(self.features, self.skills_called()) is not None,
         )

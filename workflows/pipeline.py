@@ -113,6 +113,9 @@ class QAPipeline:
         # an English question is refused in English (prompts/*_en.md)
         self.english_refusals = {self.refusal_text: load_prompt("refusal_en").strip(),
                                  self.conflict_refusal_text: load_prompt("refusal_conflict_en").strip()}
+        # a question about a model of the shop's series that its catalogue lacks is refused by name
+        self.unknown_model_texts = {False: load_prompt("refusal_unknown_model").strip(),
+                                    True: load_prompt("refusal_unknown_model_en").strip()}
         self.compliance = SensitiveWordFilter.for_config(config, self.kb.dir)  # None when off
         conflict_check.warm_up()
         self.planner_llm, self.planner_formatter = (None, None)
@@ -199,13 +202,26 @@ class QAPipeline:
             best_score=None if best is None else round(best, 4), evidence_ids=[h.chunk_id for h in evidence],
             models=self._model_names(), as_of=asked_time,
         )
-        if best is None or best < self.config.refusal_threshold and not _read_off_tables(features, planner.outputs, advice):
+        if features.unknown_models and not features.focus_products:
+            # 火焰8 when the shop sells the 火焰7: its evidence is about another model, whatever it scores
+            result.refused, result.refusal_reason = True, "unknown_model"
+            english = self.extractive.asked_in_english(question, evidence)
+            result.answer = self.unknown_model_texts[english].format(models="、".join(features.unknown_models))
+        elif best is None or best < self.config.refusal_threshold and not _read_off_tables(features, planner.outputs, advice):
             result.refused = True
             result.refusal_reason = "no_evidence" if best is None else "weak_evidence"
             if evidence:  # weak evidence that disagrees with itself is still worth saying so
                 result.answer = self._refusal(self._conflicts(result, question, evidence, clock))
         else:
             await self._answer(result, question, evidence, tracker, degradations, clock, advice, overview)
+            if not result.refused and features.unknown_models:
+                # 火焰7和火焰8: the 8 is said to be missing; not a phone model beside a power bank (its series is
+                # the shop's phone cases, not what the question is about)
+                series = self.analyzer.index.other_models(features.canonical)
+                asked = {p.product_id for p in features.focus_products}
+                missing = [m for m in features.unknown_models if m not in result.answer and series.get(m, set()) & asked]
+                english = self.extractive.asked_in_english(question, evidence)
+                result.answer = self.extractive.with_parts_not_found(result.answer, missing, english)
         if self.compliance is not None and not result.refused:  # the settled answer, as the customer sees it
             screened = self.compliance.run(result.answer)
             result.compliance = screened.hits

@@ -245,6 +245,8 @@ class QueryFeatures(BaseModel):
     brands: list[str] = Field(default_factory=list)
     categories: list[str] = Field(default_factory=list)
     model_codes: list[str] = Field(default_factory=list)
+    # models of the shop's series its catalogue lacks (火焰8 beside 火焰7), which no document mentions
+    unknown_models: list[str] = Field(default_factory=list)
     sizes: list[str] = Field(default_factory=list)
     size_label: str | None = None
     numbers: list[float] = Field(default_factory=list)  # outside product names and model codes
@@ -364,6 +366,15 @@ def _name_words(segment: str, lexicon: Lexicon) -> list[str]:
 _SERIES_STEM = re.compile(r"^([\u4e00-\u9fff]{2,})[A-Za-z0-9]")
 # A number right after a name, not a quantity (42码, 2双): the name of another model (轻羽5, Air Jordan 11).
 _OTHER_MODEL_NUMBER = re.compile(r"[\s\-]*\d+(?:\.\d+)?(?!\s*(?:\.?\d|码|号|件|个|双|只|元|块|斤|岁|cm|mm|kg|g\b))", re.I)
+# A product name's series and number (火焰7, 攀越40, XZ-2000, XZ-C65, T20, Air Jordan 1, iPhone 15): a
+# Chinese stem glued to its number, or Latin words (hyphen- or space-joined) before it; not a spec
+# (10000mAh, 65W, 20寸). Another number after the same stem in a question is a model the shop may not have.
+_NAME_SERIES = re.compile(r"(?<![A-Za-z0-9])([A-Za-z]+(?:[ \-][A-Za-z]+)*)[ \-]?(\d+)(?![\d.A-Za-z])"
+                          r"|([\u4e00-\u9fff]{2,})(\d+)(?![\d.A-Za-z])")
+# What a number after a series name counts when it is no model number (火焰7 42码, T20 20寸, 轻羽3 2双).
+_QUANTITY_AFTER = re.compile(r"\s*(?:[.\d%]|码|号|件|个|双|只|元|块|斤|岁|寸|天|年|月|日|点|小时|分钟|秒|折|期|万|千|百"
+                             r"|毫安|mah|升|克|公斤|千克|kg|g(?![a-z])|cm|mm|米|w(?![a-z])|l(?![a-z])|度|次|人|款|版"
+                             r"|台|套|条|张|包|盒|片|副|对|瓦|伏|分|级|层|倍|周)", re.I)
 
 
 class _Span(NamedTuple):
@@ -385,6 +396,8 @@ class EntityIndex:
         self.category_keys: dict[str, str] = {}
         self.alias_targets: dict[str, str] = {}  # compact canonical name -> canonical name
         self.products_of_brand: dict[str, list[str]] = {}
+        self.series: dict[str, dict[str, set[str]]] = {}  # series stem (compact) -> number -> its product ids
+        self._series_patterns: list[tuple[str, re.Pattern]] = []
 
     def warm_up(self) -> "EntityIndex":
         named = {pid: self._name_parts(p) for pid, p in self.products.items()}
@@ -405,6 +418,17 @@ class EntityIndex:
                 self.alias_targets[_compact(target)[0]] = target
         self._lengths = sorted({len(k) for k in (*self.keys, *self.brand_keys, *self.category_keys,
                                                  *self.alias_targets)}, reverse=True)
+        names = [*((name, pid) for pid, (name, _) in named.items()), *((t, None) for t in self.alias_targets.values())]
+        for name, pid in names:
+            for latin, latin_number, chinese, chinese_number in _NAME_SERIES.findall(name):
+                stem = _compact(latin)[0] if latin else chinese[-2:]  # 火焰 of 火焰7, 极光 of 北极驿极光700
+                owners = self.series.setdefault(stem, {}).setdefault(latin_number or chinese_number, set())
+                owners.update([pid] if pid else [])
+        # the stem as a question may type it: any case, its words glued or apart (AirJordan, xz c100)
+        self._series_patterns = [
+            (stem, re.compile(("(?<![A-Za-z])" if stem.isascii() else "")
+                              + r"[\s\-]?".join(re.escape(ch) for ch in stem) + r"[\s\-]?(\d+)(?![\d.])", re.I))
+            for stem in self.series]
         return self
 
     def _name_parts(self, product: dict) -> tuple[str, list[tuple[str, list[str]]]]:
@@ -519,6 +543,26 @@ class EntityIndex:
         named = [hit for start, hit in sorted(longest.items()) if not _OTHER_MODEL_NUMBER.match(text, hit[1])]
         return named[0] if named else None
 
+    def other_models(self, text: str) -> dict[str, set[str]]:
+        """Models of the shop's series that its catalogue does not have, as alias-canonical text names
+        them, each with the products of its series: another number after a series stem (火焰8 beside
+        火焰7, XZ-4000 beside XZ-2000, Air Jordan 11 beside Air Jordan 1, iPhone 16 beside iPhone 15);
+        a number counting something (火焰7 42码, T20 20寸) names no model."""
+        found: dict[str, set[str]] = {}
+        for stem, pattern in self._series_patterns:
+            for match in pattern.finditer(text):
+                number = match.group(1)
+                if number in self.series[stem] or _QUANTITY_AFTER.match(text, match.end()):
+                    continue
+                surface = match.group(0).strip()
+                if _compact(surface)[0] not in self.keys and _compact(surface)[0] not in self.alias_targets:
+                    found.setdefault(surface, set()).update(*self.series[stem].values())
+        return found
+
+    def series_number_in(self, surface: str) -> bool:
+        """Whether a matched surface names a model by its number (火焰7, XZ-2000), not its series alone."""
+        return any(latin_number or chinese_number for _, latin_number, _, chinese_number in _NAME_SERIES.findall(surface))
+
     def fitting(self, name: str) -> set[str]:
         """The products a name (a matched surface such as "轻羽" or "Air Jordan 1") is a key of."""
         return set(self.keys.get(_compact(name)[0], ()))
@@ -579,6 +623,15 @@ class QueryAnalyzer:
                 self._source = source
             return self._index
 
+    def _mentioned(self, name: str) -> bool:
+        """Whether a document of the KB mentions the name (an FAQ on a model not sold yet, a review
+        comparing with it): then the KB has something to say about it."""
+        if self.kb is None:
+            return False
+        key = _compact(name)[0]  # written glued or apart, any case: iPhone14, iPhone 14, XZ 4000
+        return self.kb.mentions(re.compile(("(?<![A-Za-z0-9])" if key[0].isascii() else "")
+                                           + r"[\s\-]?".join(map(re.escape, key)) + r"(?!\d)", re.I))
+
     def run(self, question: str, session_entity: Entity | None = None,
             session_topic: str | None = None) -> QueryFeatures:
         """session_entity: the product the conversation is about; session_topic: its opening
@@ -586,7 +639,14 @@ class QueryAnalyzer:
         index = self._entity_index()
         text = normalize(question or "")
         canonical = index.lexicon.canonicalize(text)
-        products, brands, categories = index.match(canonical)
+        # 火焰8 is no mention of 火焰7: a model the catalogue lacks is read as no product at all
+        others = {name: series for name, series in index.other_models(canonical).items() if not self._mentioned(name)}
+        unknown = list(others)
+        products, brands, categories = index.match(_masked(canonical, unknown))
+        # 攀越50登山包 is not the 攀越40 (登山包 names it too): a product of an unknown model's series counts
+        # only when the question names it with its own number (火焰7和火焰8)
+        siblings = set().union(*others.values())
+        products = [p for p in products if p.product_id not in siblings or index.series_number_in(p.surface)]
         if (products and products[0].product_id is None and session_entity is not None
                 and session_entity.product_id in index.fitting(products[0].surface)):
             # "AJ1多少钱" in a conversation about the AJ1 Low: the name fits the product talked about
@@ -596,7 +656,7 @@ class QueryAnalyzer:
         features = QueryFeatures(
             question=question, canonical=canonical, length=len(re.sub(r"\s+", "", text)),
             question_words=[name for name, pattern in QUESTION_WORDS.items() if pattern.search(text)],
-            products=products, brands=brands, categories=categories, model_codes=model_codes,
+            products=products, brands=brands, categories=categories, model_codes=model_codes, unknown_models=unknown,
             sizes=sizes, size_label=sizes[0] if sizes else None,
             numbers=_free_numbers(canonical, [p.surface for p in products]),
             height_cm=parse_height_cm(text), weight_kg=parse_weight_kg(text),
@@ -615,7 +675,7 @@ class QueryAnalyzer:
             bare = parse_body_reply(_without(text, [p.surface for p in products]), ("height_cm",))
             features.height_cm = bare.get("height_cm")
         greeting = bool(_GREETING.match(text))
-        if not greeting and not products and not model_codes:  # a new model named is no follow-up
+        if not greeting and not products and not model_codes and not unknown:  # a new model named is no follow-up
             marker = bool(_FOLLOWUP.search(text) or _CONTINUATION.search(text))
             elliptic = (session_entity is not None and not brands and features.length <= 12
                         and not _POLICY_STRONG.search(text) and not _UNRELATED.search(text))
@@ -630,6 +690,13 @@ class QueryAnalyzer:
         focus = features.focus_products
         features.asks_overview = bool(focus) and asks_overview(canonical, [p.name for p in focus] + [p.surface for p in focus])
         return features
+
+
+def _masked(text: str, surfaces: list[str]) -> str:
+    """text with each surface blanked out (same length, so positions hold)."""
+    for surface in surfaces:
+        text = text.replace(surface, " " * len(surface))
+    return text
 
 
 def without_product_asks(text: str) -> str:

@@ -69,6 +69,7 @@ def features_summary(features: QueryFeatures) -> dict[str, Any]:
         "carried_entity": features.carried_entity.name if features.carried_entity else None,
         "carried_topic": features.carried_topic,
         "brands": features.brands, "categories": features.categories, "model_codes": features.model_codes,
+        "unknown_models": features.unknown_models,
         "sizes": features.sizes, "numbers": features.numbers, "is_followup": features.is_followup,
         "asks_price_stock": features.asks_price_stock, "asks_size_advice": features.asks_size_advice,
         "asks_overview": features.asks_overview,
@@ -81,7 +82,7 @@ class QAResult(BaseModel):
     answer: str
     citations: list[Citation] = Field(default_factory=list)  # ids actually cited, in order of citation
     refused: bool = False
-    refusal_reason: str = ""  # "weak_evidence" | "no_evidence" | "no_supported_answer" | "sensitive"
+    refusal_reason: str = ""  # "weak_evidence" | "no_evidence" | "no_supported_answer" | "unknown_model" | "sensitive"
     degraded: bool = False
     degradation_reasons: list[str] = Field(default_factory=list)
     conflicts: list[ConflictOut] = Field(default_factory=list)

@@ -14,7 +14,7 @@ from agents.inspector import InspectionReport
 from agents.planner import ToolCallRecord
 from tests.conftest import REPO
 from workflows.bandit import LinUCBPolicy
-from workflows.experience import FILE_NAME, ExperienceLearner, ExperienceStore
+from workflows.experience import FILE_NAME, ExperienceLearner, ExperienceRound, ExperienceStore
 from workflows.policy import PolicyDecision
 from workflows.query_analysis import QueryFeatures, analyze
 from workflows.result import PolicySummary, QAResult
@@ -184,3 +184,12 @@ def test_a_size_question_answered_without_size_recommend_earns_less(demo_kb, sto
     # A question that needs no particular skill is not penalised for the skills it skipped.
     plain = analyze(CLOSE_CALL, demo_kb)
     assert not learner.record(result_for(plain, learner.choose(plain)), plain).signals().skill_missed
+
+
+def test_refusing_a_model_the_shop_lacks_is_the_expected_outcome(demo_kb, store):
+    features = analyze("烈驹火焰8多少钱？", demo_kb)
+    decision = ExperienceLearner(store).warm_up().choose(features)
+    refused = result_for(features, decision, refused=True)
+    assert not ExperienceRound.from_result(refused, features).signals().refusal_expected  # weak evidence
+    refused.refusal_reason = "unknown_model"
+    assert ExperienceRound.from_result(refused, features).signals().refusal_expected

@@ -111,7 +111,7 @@ def test_detected_conflicts_are_disclosed_with_each_side_cited(demo_results):
 
 
 def test_weak_evidence_is_refused_without_generating(pipeline):
-    result = pipeline.run("你们店有卖Air Jordan 11吗？多少钱？")
+    result = pipeline.run("你们京东上有旗舰店吗？价格一样不？")
     assert result.refused and result.refusal_reason == "weak_evidence"
     assert result.best_score < pipeline.config.refusal_threshold
     assert result.answer == pipeline.refusal_text and result.citations == [] and result.inspection is None
@@ -134,6 +134,26 @@ def test_the_threshold_decides_the_gate_but_not_for_findings_read_off_the_produc
     assert not size.refused and "建议选 XL 码" in size.answer
     # a product the shop does not sell is no finding of its tables
     assert strict.run("你们店有卖Air Jordan 11吗？多少钱？").refused
+
+
+@pytest.mark.parametrize("question, model", [("烈驹火焰8多少钱？", "火焰8"), ("XZ-4000充电宝什么时候上市？", "XZ-4000"),
+                                             ("你们店有卖Air Jordan 11吗？多少钱？", "Air Jordan 11")])
+def test_a_model_the_shop_lacks_is_refused_by_name_whatever_its_sibling_scores(pipeline, question, model):
+    # the 火焰7's page matches 烈驹火焰8 on every word but one: well above the gate, and about another model
+    result = pipeline.run(question)
+    assert result.refused and result.refusal_reason == "unknown_model" and result.citations == []
+    assert result.answer == pipeline.unknown_model_texts[False].format(models=model)
+    assert result.features["unknown_models"] == [model] and result.features["products"] == []
+    if model.isascii():  # asked in English, refused in English
+        english = pipeline.run(f"How much is the {model}?")
+        assert english.refusal_reason == "unknown_model" and english.answer.startswith("Sorry") and model in english.answer
+
+
+def test_a_model_the_shop_lacks_beside_one_it_sells_is_said_to_be_missing(pipeline):
+    result = pipeline.run("火焰7和火焰8哪个贵？")
+    assert not result.refused and result.inspection.passed and "699.00元" in result.answer
+    assert result.answer.endswith("关于“火焰8”，资料中暂未找到可靠信息。")
+    assert {c.doc_id for c in result.citations} <= {"prod-lj-huoyan7", "sku-p-lj-huoyan7"}
 
 
 def test_a_compound_question_is_ranked_and_gated_by_its_parts_too(demo_kb, pipeline):

@@ -141,6 +141,33 @@ def test_near_miss_model_numbers_match_no_product(demo_kb, question):
     assert analyze(question, demo_kb).products == []
 
 
+@pytest.mark.parametrize("question, model", [("火焰8篮球鞋多少钱", "火焰8"), ("XZ-4000充电宝什么时候上市？", "XZ-4000"),
+                                             ("你们店有卖Air Jordan 11吗？", "Air Jordan 11"), ("xz c100充电器几瓦", "xz c100"),
+                                             ("攀越50登山包能装多少", "攀越50"), ("极光800羽绒服保暖吗", "极光800"),
+                                             ("iPhone16能用的钢化膜有吗", "iPhone16")])
+def test_a_model_of_a_series_the_shop_sells_but_not_of_its_catalogue_is_unknown(demo_kb, question, model):
+    features = analyze(question, demo_kb)
+    # 攀越50登山包: 登山包 names the 攀越40 too, but the question is about the 50
+    assert features.unknown_models == [model] and features.products == []
+
+
+@pytest.mark.parametrize("question", ["火焰7 42有货吗", "T20 20寸能登机吗", "XZ-3000 20000毫安能带上飞机吗",
+                                      "轻羽3 2024款和去年有区别吗", "Air Jordan 1 42码多少钱", "XZ-2000和XZ-3000哪个重",
+                                      "攀越40L够用吗", "IPX4防水吗", "身高175体重70穿什么码"])
+def test_sizes_quantities_specs_and_models_the_shop_has_are_no_unknown_models(demo_kb, question):
+    assert analyze(question, demo_kb).unknown_models == []
+
+
+def test_a_model_a_document_mentions_is_known_and_one_named_beside_it_stays(demo_kb):
+    # the case page says it does not fit the iPhone 14: the KB has something to say about it
+    assert analyze("我是iphone14 果壳那个磁吸壳能用吗", demo_kb).unknown_models == []
+    features = analyze("火焰8和火焰7哪个好", demo_kb)
+    assert features.unknown_models == ["火焰8"] and ids(features) == ["p-lj-huoyan7"]
+    huoyan7 = Entity(name="烈驹 火焰7 实战篮球鞋", product_id="p-lj-huoyan7")
+    followup = analyze("火焰8呢？", demo_kb, huoyan7)  # another model, not the one talked about
+    assert not followup.is_followup and followup.carried_entity is None and followup.focus_products == []
+
+
 def test_two_model_numbers_keep_their_order(demo_kb):
     assert ids(analyze("XZ-2000和XZ-3000哪一款支持磁吸无线充电？", demo_kb)) == ["p-xz2000", "p-xz3000"]
     assert ids(analyze("XZ3000跟xz 2000比哪个重", demo_kb)) == ["p-xz3000", "p-xz2000"]
