@@ -746,6 +746,35 @@ the word (职业 -> 足球运动员, 导演 -> 执导). Demo latency on this VM 
 this session (p50 51-96 ms; c1f7e50 and 9324ba7 back to back: 84 / 85 ms and 96 / 85 ms); the glossary
 lookup costs 0.06 ms a call.
 
+**Models the shop does not sell (2026-12-05, session 24).** A question about another number of one
+of the shop's series (烈驹火焰8 beside the 火焰7, XZ-4000, 攀越50, Air Jordan 2) was answered with the sold
+model's facts: the analyzer resolved 火焰8 to the 火焰7 through its series stem, so the price was even read
+off the 火焰7's tables past the relevance gate, and without a product the sibling's page still matched
+every other word. Now such a model (one no document mentions) is no mention of its sibling, a question
+naming no product the shop sells is refused by name (`refusal_reason: "unknown_model"`), and beside
+the sibling it is compared with the answer says it is missing (docs/answerer.md). Measured on probes
+generated from the catalogue (workflows/bench/model_probes.py: each model number's next number asked
+three ways, 48 questions, and the 14 sold models' price questions; the entry above), before
+(2b15577) and after (b40d070), same machine and day, each from a git worktree: unknown models refused
+35 -> 48 of 48 (the 13 answered before: the sibling's price or stock for 12, its care text for 1);
+sold models' prices 14 of 14 both. The four demo sets: 2 answers changed
+(demo-082 Air Jordan 11 and demo-089 XZ-4000: the plain refusal now names the model), every hit,
+false refusal and refusal the same. The dev datasets have no product catalogue, so no model series:
+the analyzer finds no unknown model in any question of cmrc2018 holdout, baoxianzhidao holdout,
+DomainRAG or RGB, and no answer there can change. Measured and not changed, same session: (1) the
+demo gate, from one run of the four demo sets with the gate off: on the three worked-on sets (286
+answerable, 37 unanswerable) the shipped 0.1225 gives 227 hits, 18 wrong answers, 41 false refusals and
+32 refusals of 37; 0.08 would give 246 / 20 / 20 / 27, i.e. five more unanswerable questions answered
+with a sentence that shares a word (线下门店 -> 修改地址, 学生优惠 -> 优惠券), and on the holdout 42 -> 46 hits
+for 7 -> 11 wrong answers; (2) a second gate on question nouns the KB never mentions: 32 of 79 everyday
+answerable questions have one (jieba's cuts of colloquial words: 码准, 电得, 单能) against 5 of 11
+unanswerable ones, no separation; (3) for RGB's negative rejection, requiring the attribute of "X的Y是什么"
+in the quote (中关村论坛的主题) would refuse 2 unanswerable questions of every set together for 61 hits of
+cmrc2018 holdout alone (国籍 -> 葡萄牙足球运动员). RGB's seed-0 sample of 25 per type has guided many
+sessions; another 25 per type (seed 1, the entry above; 50 of its 125 questions are also seed 0's) is
+its check: negative-rejection recall 0.44 there against 0.68, false refusals 0.11 against 0.08,
+conflicts flagged on conflicting_evidence 0.76 against 0.80, citation precision 0.669 against 0.651.
+
 **Refusal on cmrc2018 holdout, measured and not changed (session 9).** One run of all 1,575
 holdout questions with the gate off (refusal_threshold 0, as calibrate runs it), then exploratory
 scoring of each rule on those results: the answer stage alone refuses 59 of the 1,463 answerable
