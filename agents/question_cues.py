@@ -195,8 +195,10 @@ _PRIZE = re.compile(r"冠军|亚军|季军|[金银铜]牌|[金银铜]奖|最佳[
 PRIZE_STATED = {"冠军": re.compile(r"冠军|夺冠|夺魁|折桂")}  # how a sentence may say it was won
 
 
-# a space between Chinese words ends a clause too: shoppers type "峰刃多少钱 可以机洗不" in a chat window
-_CLAUSE_END = re.compile(r"[，,？?；;]+|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
+# A space between Chinese words ends a clause too: shoppers type "峰刃多少钱 可以机洗不" in a chat window,
+# and part what they ask from what they add about themselves so ("能让快递周六再给我送吗 平时不在家")
+_CHAT_BREAK = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
+_CLAUSE_END = re.compile(r"[，,？?；;]+|" + _CHAT_BREAK.pattern)
 
 
 def asked_focus(question: str) -> str | None:
@@ -307,6 +309,23 @@ _WH = re.compile(r"谁|什么|哪|多少|多[大重久长高远宽厚]|几|何�
 _ASKS_YES_NO = ("吗", "么", "嘛", "不", "没", "没有")  # 可以机洗不 / 还有货没: a question without 吗
 _PRONOUN = re.compile(r"^(?:它|其|他|她|该片|该剧)(?:的)?")
 _BOOK_TITLE = re.compile(r"《[^》]+》")
+
+
+def _inside_brackets(text: str, at: int) -> bool:
+    before = text[:at]
+    return any(before.count(open_) > before.count(close) for open_, close in ("《》", "「」", "“”", "（）", "()"))
+
+
+def asking_clauses(question: str) -> str | None:
+    """What a chat message asks, when it also tells something in a part of its own (岩途打算配厚的徒步袜穿
+    正常码会不会紧 -> 正常码会不会紧; 能让快递周六再给我送吗 平时不在家 -> 能让快递周六再给我送吗); else None."""
+    text = question.strip()
+    # not a space inside a title or a quote (《火影忍者疾风传 激斗忍者大战！EX2》)
+    breaks = [m for m in _CHAT_BREAK.finditer(text) if not _inside_brackets(text, m.start())]
+    ends = [0, *(x for m in breaks for x in (m.start(), m.end())), len(text)]
+    clauses = [text[a:b].strip() for a, b in zip(ends[::2], ends[1::2]) if text[a:b].strip()]
+    asking = [c for c in clauses if _ASKING.search(c) or c.endswith(("不", "没", "没有"))]
+    return "，".join(asking) if 0 < len(asking) < len(clauses) else None
 
 
 def compound_parts(question: str) -> list[str]:

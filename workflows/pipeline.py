@@ -26,6 +26,7 @@ from agents.models import make_chat_model
 from agents.planner import RetrievalPlanner
 from agents.toolkit import build_toolkit
 from agents.prompts import load_prompt
+from agents.question_cues import asking_clauses
 from knowledge.chunking import SKU_OVERVIEW_SECTION, TABLE_ROW_ID
 from knowledge.crosslingual import document_query
 from knowledge.filters import SearchFilters
@@ -184,10 +185,13 @@ class QAPipeline:
         # a compound question's parts are queries too: a chunk is as relevant as to the part it answers
         queries = [template_values(features, part=part, bridged=False)["query"] for part in [None, *features.parts]]
         # the question is also scored as the documents word it (an English question as a Chinese shop's
-        # evidence does, 洗澡 as 淋浴: knowledge/crosslingual.py); the better of the two readings counts
+        # evidence does, 洗澡 as 淋浴: knowledge/crosslingual.py), and a chat message by what it asks without
+        # what the shopper adds about themselves (… 平时不在家); the best of the readings counts
         worded = document_query(features.question)
+        asking = asking_clauses(features.question)
+        alternates = [a for a in (worded, asking, asking and document_query(asking)) if a]
         evidence, ranked, best, rerank_problem = self._rank_evidence(pool, queries, search_filters, as_of,
-                                                                     pinned=pinned, alternates=[worded] if worded else [])
+                                                                     pinned=pinned, alternates=alternates)
         if rerank_problem:
             degradations.append(rerank_problem)
         clock.lap("rerank")
@@ -250,8 +254,8 @@ class QAPipeline:
         shown evidence; plus the whole pool in that order, the score the gate reads (the best for
         the question, or the best its weakest part gets; None: no evidence) and a degradation, if any.
         pinned: chunk ids shown whatever their rank (what a structured skill's finding rests on),
-        in place of the lowest-ranked others. alternates: other wordings of the whole question (an
-        English one's Chinese words), scored as it is."""
+        in place of the lowest-ranked others. alternates: other readings of the whole question (an
+        English one's Chinese words, a chat message's asking clauses), scored as it is."""
         # Score the text the answerer will see (hostile passages already cut), not the raw chunk.
         pairs = [(hit, chunk.model_copy(update={"text": hit.text, "title": hit.title}))
                  for hit in pool.hits() if (chunk := self.kb.get(hit.chunk_id)) is not None]

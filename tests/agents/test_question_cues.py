@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from agents.question_cues import (AMOUNT_QUESTION, DEFINITION_QUESTION, DESCRIPTION_QUESTION, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
-                                   asked_focus, asks_overview, compound_parts, names_a_sibling, states_amount,
+                                   asked_focus, asking_clauses, asks_overview, compound_parts, names_a_sibling, states_amount,
                                    without_name_words)
 
 
@@ -207,3 +207,18 @@ def test_a_document_titled_with_a_sibling_of_the_named_entity(question, title, t
 ])
 def test_a_question_about_what_kind_of_thing_something_is(question, describes):
     assert bool(DESCRIPTION_QUESTION.search(question)) is describes
+
+
+@pytest.mark.parametrize("question, asked", [
+    ("岩途打算配厚的徒步袜穿 正常码会不会紧", "正常码会不会紧"),
+    ("能让快递周六再给我送吗 平时不在家", "能让快递周六再给我送吗"),
+    ("不喜欢能退吗 几天内 我记得是7天", "不喜欢能退吗，几天内"),  # 几天内 asks too
+    ("24寸那个托运箱能扩容不 回来想多装点特产", "24寸那个托运箱能扩容不"),
+    ("峰刃多少钱 可以机洗不", None),  # every part asks: a compound question, not a told situation
+    ("默认发什么快递？", None),  # one part
+    ("HUTS中有没有适合帆船比赛的保险，我男朋友这周就要开始了", None),  # a comma is a writer's, not a chat break
+    ("《火影忍者疾风传 激斗忍者大战！EX2》主要有哪三种模式？", None),  # a space inside a title
+    ("我脚背高 芝加哥高帮要不要买大点", "芝加哥高帮要不要买大点"),
+])
+def test_a_chat_message_is_read_by_what_it_asks_without_what_the_shopper_adds(question, asked):
+    assert asking_clauses(question) == asked

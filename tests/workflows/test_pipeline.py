@@ -10,6 +10,8 @@ import yaml
 from typer.testing import CliRunner
 
 from agents.citations import parse_citations
+from agents.question_cues import asking_clauses
+from knowledge.crosslingual import document_query
 from tests.conftest import DEMO_DIR
 from workflows.cli import app
 from workflows.datasets import candidate_kb
@@ -182,6 +184,22 @@ def test_a_compound_question_is_ranked_and_gated_by_its_parts_too(demo_kb, pipel
     # a question of one part is ranked and gated on its own score, as before
     single = ungated.run("退款几天到账？")
     assert single.best_score == round(best("退款几天到账？", single), 4)
+
+
+def test_a_chat_message_is_also_ranked_by_what_it_asks_without_what_the_shopper_adds(demo_kb, pipeline):
+    question = "东西坏了想保修 发票早丢了还能修不"
+    asked = asking_clauses(question)
+    assert asked == "发票早丢了还能修不"
+    ungated = QAPipeline(demo_kb, pipeline.config.model_copy(update={"refusal_threshold": 0.0}),
+                         registry=pipeline.registry).warm_up()
+    result = ungated.run(question)
+    pool = [demo_kb.get(i) for i in dict.fromkeys(i for call in result.tool_calls for i in call.hit_ids)]
+    readings = [r for r in (question, document_query(question), asked, document_query(asked)) if r]
+    assert result.best_score == round(max(max(pipeline.reranker.score(r, pool)) for r in readings), 4)
+    assert result.best_score > max(pipeline.reranker.score(question, pool))
+    # the FAQ entry on repairs without an invoice, not a product's warranty paragraph
+    answered = pipeline.run(question)
+    assert not answered.refused and "无需纸质发票" in answered.answer, answered.answer
 
 
 def test_weak_evidence_that_disagrees_is_refused_saying_so(demo_kb, pipeline):
