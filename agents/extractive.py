@@ -11,7 +11,7 @@ fixed refusal).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -176,11 +176,13 @@ class ExtractiveAnswerer:
         from_tables = self.products.run(profile, evidence, banned, advice, overview)
         parts = compound_parts(question)
         if from_tables:  # the parts of a compound question the tables leave (多少钱，容量多大) from the text
-            left = self._parts_not_named(parts, "".join(from_tables)) if len(parts) > 1 else []
+            # the products' names in what the tables said answer no part (防晒 of 云栖轻风防晒皮肤衣, 防晒等级多少)
+            names = {hit.title for hit in evidence if hit.product_id}
+            left = self._parts_not_named(parts, "".join(from_tables), names) if len(parts) > 1 else []
             more, unanswered = self._select_parts(left, profile.english, evidence, disclosed_chunks,
                                                   len(left), allowed) if left else ([], [])
-            answer = self._checked(question, evidence, conflicts,
-                                   [*pieces, *from_tables, *(self._frame(c, profile.english) for c in more)])
+            framed = [text for text in (self._frame(c, profile.english) for c in more) if text not in from_tables]
+            answer = self._checked(question, evidence, conflicts, [*pieces, *from_tables, *framed])
             return self.with_parts_not_found(answer, unanswered, profile.english)
         room = self.max_sentences - len(pieces)
         chosen = self._select(profile, evidence, disclosed_chunks, room, allowed)
@@ -551,18 +553,30 @@ class ExtractiveAnswerer:
         # it answers that part by the rules; 纯棉的吗 by 100% 棉华达呢): a wrong "not found" misleads
         return _one_per_row(chosen), [part for part, own in unanswered if not any(names_any(c, own, heads=True) for c in chosen)]
 
-    def _parts_not_named(self, parts: list[str], text: str) -> list[str]:
+    def _parts_not_named(self, parts: list[str], text: str, names: Collection[str] = ()) -> list[str]:
         """The parts of a compound question the text does not speak to: it names no word of the part
         that no other part has (退款 of 退款几天到账 in a reply about 退货运费), or, for a part whose
-        words are all shared or ask a kind of value (容量多大), it states no value of that kind."""
+        words are all shared or ask a kind of value (容量多大), it states no value of that kind.
+        names: what the text names its subject by (a product's name, read off its tables): a word of
+        those says nothing a part asks, so a part asking a kind of value is spoken to by that kind
+        (峰刃冲峰衣多少钱 by 1599.00元) and another by a word of its own beyond them (防晒等级 by 等级)."""
         profiles = [self._profile(part) for part in parts]
         text = self._canonical(text).lower()
+        names = [self._canonical(name).lower() for name in names]
+        for name in sorted(names, key=len, reverse=True):  # 20000mAh of its name states no 容量
+            text = text.replace(name, " ")
         units = {unit for _, unit in facts_of(text).numbers}
         left = []
         for part, profile in zip(parts, profiles):
             own = _own_terms(profile, [p for p in profiles if p is not profile])
-            if own and not any(has_term(text, term) for term in own) or (
-                    not own and profile.asked_units and not profile.asked_units & units):
+            if names:
+                beyond = [term for term in own if not any(has_term(name, term) for name in names)]
+                missing = (not profile.asked_units & units if profile.asked_units
+                           else bool(beyond) and not any(has_term(text, term) for term in beyond))
+            else:
+                missing = own and not any(has_term(text, term) for term in own) or (
+                    not own and profile.asked_units and not profile.asked_units & units)
+            if missing:
                 left.append(part)
         return left
 

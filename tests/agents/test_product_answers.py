@@ -111,3 +111,20 @@ def test_a_part_the_product_tables_leave_is_answered_from_the_page(demo_kb, answ
     row = "prod-xl-t20#尺码表-r0-0"
     answer = answerer.run("T20登机箱容量多大，多重", chunks(demo_kb, row, "prod-xl-t20#商品简介-0"))
     assert answer.count(f"【{row}】") == 1 and "容量(L): 35" in answer and "空箱重量(kg): 2.9" in answer, answer
+
+
+def test_a_product_s_name_in_what_the_tables_said_answers_no_part(demo_kb, answerer, inspector):
+    # 降噪 of 声屿 S1 真无线降噪耳机 is the name: 开着降噪能听多久 is still to be answered, from the page
+    evidence = chunks(demo_kb, "sku-p-shy-s1#skus-0", "prod-shy-s1#商品简介-0", "prod-shy-s1#功能特点-0")
+    question = "声屿s1多少钱 开着降噪能听多久"
+    answer = answerer.run(question, evidence)
+    assert "399.00元" in answer and "5 小时（开启降噪）" in answer, answer
+    assert inspector.run(answer, evidence, question=question).passed
+    # the 20000mAh of XZ-3000's name states no 容量; its page does
+    evidence = chunks(demo_kb, "sku-p-xz3000#skus-0", "prod-xz3000#功能特点-0")
+    answer = answerer.run("XZ-3000多少钱？容量多大？", evidence)
+    assert "299.00元" in answer and "74Wh" in answer, answer
+    # a part asking a price is answered by the price, whatever else its words (a typo: 冲峰衣) name
+    evidence = chunks(demo_kb, "sku-p-sy-fengren#skus-0", "sku-p-sy-fengren#sku-SYFR-BLK-S", "prod-sy-fengren#洗涤/保养-0")
+    answer = answerer.run("峰刃冲峰衣多少钱 可以机洗不", evidence)
+    assert answer.count("1599.00元") == 1 and "可机洗" in answer, answer
