@@ -47,6 +47,7 @@ _PARENTHESES = re.compile(r"（[^）]*）|\([^)]*\)")
 _NOT_A_PREFIX = "并本绝决实既无莫是若而亦"  # 非 after these is a verb (并非完整), not a prefix (非网民)
 _END_MARK = re.compile(r"[。！？!?]+$")
 _LIST_AFTER_LABEL = re.compile(r"：\s*[-*•·]\s+")
+_LIST_HEADING = re.compile(r"^[^：:，。]{1,12}[：:]\s*[-*•·]\s+")  # 配送时效：- of the list's first item
 _LABEL = re.compile(r"([\u4e00-\u9fffA-Za-z]{1,8})[：:]")  # 防水： of "功能特点：- 防水：整鞋浸入…"
 # An FAQ reply up to this long is quoted whole, sentence by sentence: it is the shop's own
 # answer to the question, and cutting it to one sentence loses conditions and steps.
@@ -358,8 +359,10 @@ class ExtractiveAnswerer:
                 score, answers = self._fact_score(question, facts, title_facts, models, said)
                 names_a_time = question.asks_when and bool(TIME_EXPRESSION.search(canonical))
                 score += 0.4 * names_a_time
-                # each of the documents' words for the question's everyday ones it says (江浙沪 and 送达, not only 送达)
-                score += 0.2 * sum(has_term(searched, w) for w in question.everyday)
+                # each of the documents' words for the question's everyday ones it says (江浙沪 and 送达, not only 送达);
+                # not in the heading its list opens with (配送时效：- 江浙沪地区：…), which every item of the list shares
+                item = _LIST_HEADING.sub("", searched, count=1)
+                score += 0.2 * sum(has_term(item, w) for w in question.everyday)
                 # a line labelled with a word of the question (防水：整鞋浸入… for 防水吗) states it, more than a
                 # line that mentions it in passing (可定期喷涂防水喷雾); not a synonym's label (重量： for 多重的人)
                 score += 0.3 * bool({label.lower() for label in _LABEL.findall(body[:24])} & set(question.terms))

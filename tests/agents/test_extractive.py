@@ -94,6 +94,9 @@ def test_everyday_words_are_answered_by_the_documents_words(demo_kb, answerer, i
     evidence = chunks(demo_kb, "policy-shipping#配送时效-0")
     answer = answerer.run("寄到上海一般几天能到", evidence)
     assert "江浙沪地区：发货后 1-2 天送达" in answer and "其他地区" not in answer
+    # 北京 is one of the 其他地区; the list's heading (配送时效：- 江浙沪地区…) makes its first line no likelier
+    answer = answerer.run("我在北京 几天能到", evidence)
+    assert "其他地区：发货后 2-4 天送达" in answer and "江浙沪" not in answer, answer
     # a part of a compound question is answered by the documents' words for its everyday ones too
     evidence = chunks(demo_kb, "faq-002#body-0", "policy-shipping#配送时效-0")
     answer = answerer.run("发顺丰要加多少钱 我在上海几天能到", evidence)
