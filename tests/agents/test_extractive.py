@@ -124,6 +124,13 @@ def test_a_comparison_quotes_both_products(demo_kb, answerer, inspector):
     answer = answerer.run(question, evidence)
     assert "149.00元" in answer and "299.00元" in answer
     assert inspector.run(answer, evidence, question=question).passed
+    # 哪个更轻 asks each one's weight (knowledge/glossary_zh.json), not a review saying one feels lighter
+    evidence = chunks(demo_kb, "prod-yd-qingyu-pro#商品简介-0", "prod-fc-qingyu3#商品简介-0", "rev-0013#body-0",
+                      "prod-fc-qingyu3#材质-0", "prod-yd-qingyu-pro#材质-0")
+    question = "轻羽3和轻羽Pro哪个更轻"
+    answer = answerer.run(question, evidence)
+    assert "约 235 克" in answer and "约 198 克" in answer and "rev-0013" not in answer, answer
+    assert inspector.run(answer, evidence, question=question).passed
 
 
 def test_dated_conflict_is_disclosed_newest_first(demo_kb, answerer, inspector):

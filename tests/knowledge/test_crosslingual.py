@@ -44,6 +44,12 @@ def test_everyday_words_are_worded_as_the_documents_word_them():
     assert document_words("are the earbuds waterproof") == chinese_words("are the earbuds waterproof")
 
 
+def test_a_comparison_by_weight_or_price_asks_the_attribute():
+    assert everyday_words("轻羽3和轻羽Pro哪个更轻") == ["重量"]
+    assert everyday_words("火焰7和轻羽3哪个贵") == ["价格"]
+    assert everyday_words("T20和T24哪个更重 重量多少") == []  # it says 重量 itself
+
+
 def test_regions_and_delivery_times_only_in_a_question_about_delivery():
     assert everyday_words("寄到上海一般几天能到") == ["江浙沪", "送达", "配送时效"]
     assert everyday_words("上海东方明珠的母公司是什么") == []  # 上海 is in 江浙沪 only for a parcel
