@@ -424,11 +424,8 @@ class EntityIndex:
                 stem = _compact(latin)[0] if latin else chinese[-2:]  # 火焰 of 火焰7, 极光 of 北极驿极光700
                 owners = self.series.setdefault(stem, {}).setdefault(latin_number or chinese_number, set())
                 owners.update([pid] if pid else [])
-        # the stem as a question may type it: any case, its words glued or apart (AirJordan, xz c100)
-        self._series_patterns = [
-            (stem, re.compile(("(?<![A-Za-z])" if stem.isascii() else "")
-                              + r"[\s\-]?".join(re.escape(ch) for ch in stem) + r"[\s\-]?(\d+)(?![\d.])", re.I))
-            for stem in self.series]
+        self._series_patterns = [(stem, re.compile(_typed_loosely(stem) + r"[\s\-]?(\d+)(?![\d.])", re.I))
+                                 for stem in self.series]
         return self
 
     def _name_parts(self, product: dict) -> tuple[str, list[tuple[str, list[str]]]]:
@@ -628,9 +625,8 @@ class QueryAnalyzer:
         comparing with it): then the KB has something to say about it."""
         if self.kb is None:
             return False
-        key = _compact(name)[0]  # written glued or apart, any case: iPhone14, iPhone 14, XZ 4000
-        return self.kb.mentions(re.compile(("(?<![A-Za-z0-9])" if key[0].isascii() else "")
-                                           + r"[\s\-]?".join(map(re.escape, key)) + r"(?!\d)", re.I))
+        stem, number = re.fullmatch(r"(.*?)(\d+)", _compact(name)[0]).groups()  # iPhone14 and iPhone 14 alike
+        return self.kb.mentions(re.compile(_typed_loosely(stem) + r"[\s\-]?" + number + r"(?!\d)", re.I), number)
 
     def run(self, question: str, session_entity: Entity | None = None,
             session_topic: str | None = None) -> QueryFeatures:
@@ -690,6 +686,12 @@ class QueryAnalyzer:
         focus = features.focus_products
         features.asks_overview = bool(focus) and asks_overview(canonical, [p.name for p in focus] + [p.surface for p in focus])
         return features
+
+
+def _typed_loosely(stem: str) -> str:
+    """A pattern for a compact name stem as text may type it: any case (compiled with re.I), its
+    characters glued or apart (Air Jordan / AirJordan, XZ-C / xz c), a Latin one not inside a word."""
+    return ("(?<![A-Za-z0-9])" if stem[0].isascii() else "") + r"[\s\-]?".join(map(re.escape, stem))
 
 
 def _masked(text: str, surfaces: list[str]) -> str:
