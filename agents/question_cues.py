@@ -13,6 +13,8 @@ from knowledge.text import CJK_CHAR, CJK_RUN, MODEL_NUMBER
 
 # 多少钱, and how shoppers type it in a chat window (啥价, 多钱, 多少米, 咋卖)
 PRICE_ASKED = r"多少钱|价格|售价|价钱|卖多少|几块|啥价|什么价|多钱|多少米|几个米|价位|[咋怎]么卖"
+# How many are left (还有几双, 还有多少件, 剩多少): a stock question
+STOCK_ASKED = r"库存|有货|现货|还有几|还有多少|还剩|剩多少|剩几|几件|几双"
 # A size asked after as something to be had (有43码吗, 43码还有吗, 有没有M号的, 黑色还有吗, 有蓝色吗): a stock question.
 SIZE_AVAILABLE = (r"有(?:没有)?\s*[0-9A-Za-z.]{1,4}\s*[码号](?:的)?(?:吗|么|嘛|没)|有没有\s*[0-9A-Za-z.]{1,4}\s*[码号]"
                   r"|[0-9A-Za-z.]{1,4}\s*[码号](?:的)?(?:还|现在)?有(?:吗|么|嘛|没有?)|还有(?:吗|么|嘛|没有?)[？?]?$"
@@ -21,7 +23,7 @@ SIZE_AVAILABLE = (r"有(?:没有)?\s*[0-9A-Za-z.]{1,4}\s*[码号](?:的)?(?:吗|
 ASKS = (
     (re.compile(PRICE_ASKED + r"|how much|price|cost", re.I), {"元"}, ("价格", "售价", "元")),
     # 有43码吗 / M码还有吗 / 有没有XL号: whether a size is to be had, i.e. its stock
-    (re.compile(r"库存|有货|现货|还有几|几件|几双|in stock|stock|" + SIZE_AVAILABLE, re.I), {"件"}, ("库存",)),
+    (re.compile(STOCK_ASKED + r"|in stock|stock|" + SIZE_AVAILABLE, re.I), {"件"}, ("库存",)),
     (re.compile(r"多重|重量|克重|几克|多少克|weigh", re.I), {"g", "kg"}, ("重量", "克重")),
     (re.compile(r"多久|几天|多长时间|时效|期限|有效期|几年|how long", re.I), {"天", "h", "min", "工作日", "月", "年"}, ()),
     (re.compile(r"容量|多大|几升|多少升", re.I), {"l", "mah"}, ("容量",)),

@@ -23,7 +23,7 @@ from typing import Literal, NamedTuple, get_args
 import numpy as np
 from pydantic import BaseModel, Field
 
-from agents.question_cues import PRICE_ASKED, SIZE_AVAILABLE, asks_overview, compound_parts
+from agents.question_cues import PRICE_ASKED, SIZE_AVAILABLE, STOCK_ASKED, asks_overview, compound_parts
 from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
 from knowledge.text import CJK_CHAR, MODEL_NUMBER, normalize, tokenize
@@ -64,7 +64,7 @@ _POLICY_STRONG = re.compile(
     r"国际运|寄到|客服|签收|拒收|运费险|极速退款")
 _POLICY_WEAK = re.compile(r"保修|质保|维修|寄修|发货|快递|物流|配送|售后|几天到|多久到|门店")
 _PRICE_STOCK = re.compile(
-    PRICE_ASKED + r"|多少元|贵不贵|便宜|库存|有货|现货|缺货|还有几|几件|几双|几个货|"
+    PRICE_ASKED + r"|多少元|贵不贵|便宜|" + STOCK_ASKED + r"|缺货|几个货|"
     r"有没有货|断码|补货|到货|" + SIZE_AVAILABLE + r"|\b(?:how much|price|cost|in stock|stock|sold out)\b", re.I)
 _SIZE_WORDS = re.compile(r"尺码|码数|尺寸表|尺码表|几码|什么码|哪个码|哪码|多大码|多大号|什么号|大小合适|偏大|偏小|"
                          r"脚长|胸围|衣长|肩宽|袖长|腰围|适合多高|适合多重")

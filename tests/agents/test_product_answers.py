@@ -128,3 +128,12 @@ def test_a_product_s_name_in_what_the_tables_said_answers_no_part(demo_kb, answe
     evidence = chunks(demo_kb, "sku-p-sy-fengren#skus-0", "sku-p-sy-fengren#sku-SYFR-BLK-S", "prod-sy-fengren#洗涤/保养-0")
     answer = answerer.run("峰刃冲峰衣多少钱 可以机洗不", evidence)
     assert answer.count("1599.00元") == 1 and "可机洗" in answer, answer
+
+
+def test_how_many_are_left_of_a_named_variant_is_its_stock(demo_kb, answerer, inspector):
+    # 还有多少双 asks the stock (STOCK_ASKED), not the size table's 37 row
+    evidence = chunks(demo_kb, "prod-bf-classic#尺码表-r2-0", "sku-p-bf-classic#sku-BFCL-WHT-37", "sku-p-bf-classic#skus-0")
+    question = "白帆米白37码还有多少双"
+    answer = answerer.run(question, evidence)
+    assert "库存 30件" in answer and "尺码表" not in answer, answer
+    assert inspector.run(answer, evidence, question=question).passed
