@@ -74,6 +74,9 @@ def verdict_text(result: QAResult) -> str:
     report = result.inspection
     if result.clarification is not None:
         return "未审核：缺少必要信息，先向顾客追问，没有检索作答。"
+    if result.refusal_reason == "unknown_model":
+        models = "、".join(result.features.get("unknown_models") or [])
+        return f"未审核：店内商品中没有所问的型号（{models}），直接拒答（unknown_model），没有生成回答。"
     if report is None:
         return f"未审核：证据不足，直接拒答（{result.refusal_reason or 'refused'}），没有生成回答。"
     head = "审核通过" if report.passed and not result.refused else "审核未通过，已拒答" if result.refused else "审核未通过"

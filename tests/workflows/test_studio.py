@@ -12,6 +12,8 @@ import pytest
 from agents.citations import parse_citations
 from tests.conftest import REPO
 from tests.support.studio_standin import StudioStandIn
+from workflows.result import QAResult
+from workflows.studio import verdict_text
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +92,11 @@ def test_an_unreachable_studio_is_a_clear_error(kb_dir):
                            "--question", "XZ-3000 充电宝多少钱？"], cwd=REPO, capture_output=True, text=True, timeout=180)
     assert done.returncode == 2
     assert "cannot reach AgentScope Studio" in done.stderr and "as_studio" in done.stderr
+
+
+def test_the_verdict_says_why_nothing_was_generated():
+    unknown = QAResult(question="烈驹火焰8多少钱？", answer="抱歉……", refused=True, refusal_reason="unknown_model",
+                       features={"unknown_models": ["火焰8"]})
+    assert "没有所问的型号（火焰8）" in verdict_text(unknown) and "证据不足" not in verdict_text(unknown)
+    weak = QAResult(question="你们京东上有旗舰店吗？", answer="抱歉……", refused=True, refusal_reason="weak_evidence")
+    assert verdict_text(weak).startswith("未审核：证据不足") and "weak_evidence" in verdict_text(weak)
