@@ -113,6 +113,8 @@ def test_no_question_back_when_nothing_is_missing(clarifier, analyzer):
         ("这个退货政策是几天？", None),  # a policy question names no product
         ("星择充电宝有哪些型号？", None),  # a brand narrows the search
         ("XZ-3000 我该选哪个码？", None),  # no size table with body measures: nothing to ask for
+        ("收到货箱子压坏了咋办", None),  # a parcel's mishap is the after-sales policy's, whatever was in it
+        ("包裹到了发现少发了一件", None),
     ]:
         assert clarifier.check(analyzer.run(question, entity)) is None, question
 
