@@ -794,8 +794,10 @@ its documents' words; no answer changed. (4) 哪个更轻 / 哪个贵 ask each p
 everyday 47 -> 48; holdout 45 -> 46 (custh-047 has the same shape and was seen in a diff before the
 entries were written: not an independent check). (5) 还有多少 / 还剩 / 剩几 ask the stock (44e8012):
 everyday 48 -> 49 (白帆米白37码还有多少双 got the size table's 37 row), the others unchanged; one
-baoxianzhidao question has such a phrase (医保卡里还剩多少钱, main and holdout). Session start
-(2b15577) -> end (44e8012): demo 96 of 104 / 5 / 9 of 11 unchanged (two refusals now name the model);
+baoxianzhidao question has such a phrase (医保卡里还剩多少钱, main and holdout; its evidence and answer the
+same before and after). (6) A parcel's mishap (收到货, 包裹, 压坏, 少发, 发错) is a policy question, so the
+Assistant no longer asks which product 收到货箱子压坏了咋办 is about (d7649bf): no eval answer changed.
+Session start (2b15577) -> end (44e8012; the later commits change no demo answer): demo 96 of 104 / 5 / 9 of 11 unchanged (two refusals now name the model);
 customer 91 -> 92 of 103 / 7 -> 7 / 15 -> 15; everyday 45 -> 49 of 79 / 24 -> 22 / 8 -> 8; holdout 43 -> 46
 of 69 / 18 -> 17 / 9 -> 9 (hits of answerable / false refusals / unanswerable refused). Measured and not
 adopted: (a) reading a comparison once per later product from its name on (峰刃冲锋衣和暖岩抓绒保修分别多久
