@@ -197,6 +197,8 @@ _PRIZE = re.compile(r"冠军|亚军|季军|[金银铜]牌|[金银铜]奖|最佳[
 PRIZE_STATED = {"冠军": re.compile(r"冠军|夺冠|夺魁|折桂")}  # how a sentence may say it was won
 
 
+# A clause ending in one of these asks yes or no without 吗 (可以机洗不 / 还有货没)
+_NOT_ENDS = ("不", "没", "没有")
 # A space between Chinese words ends a clause too: shoppers type "峰刃多少钱 可以机洗不" in a chat window,
 # and part what they ask from what they add about themselves so ("能让快递周六再给我送吗 平时不在家")
 _CHAT_BREAK = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
@@ -212,7 +214,7 @@ def asked_focus(question: str) -> str | None:
     words = [w.lower() for w in _words(question.strip()) if re.search(r"\w", w)]
     # a clause ending in 不 / 没 asks yes or no (可以机洗不 / 有货没), also before what a shopper adds
     # about themselves (能戴着去游泳不 暑假想天天泡泳池)
-    yes_no = any(clause and _words(clause)[-1] in ("不", "没", "没有") for clause in _CLAUSE_END.split(question.strip()))
+    yes_no = any(clause and _words(clause)[-1] in _NOT_ENDS for clause in _CLAUSE_END.split(question.strip()))
     if not words or yes_no or _ASKING.search(question):
         return None  # a question word, or a yes-no question
     return next((w for w in reversed(words) if w not in _FOCUS_FILLER and not _FOCUS_SKIPPED.match(w)), None)
@@ -308,7 +310,7 @@ _COMPARISON = re.compile(r"对比|区别|比较|差别|差异|差价|相差|差�
                          r"|关系|之间|共同|一起|合作|同时", re.I)
 _ASKED_AFTER = re.compile(r"\s*(?:是谁|是什么|是多少|是哪[个些里位家]?|有哪些|有多少)?\s*[？?。]?\s*$")
 _WH = re.compile(r"谁|什么|哪|多少|多[大重久长高远宽厚]|几|何时|时间|日期|地点|冠军|得主")
-_ASKS_YES_NO = ("吗", "么", "嘛", "不", "没", "没有")  # 可以机洗不 / 还有货没: a question without 吗
+_ASKS_YES_NO = ("吗", "么", "嘛", *_NOT_ENDS)
 _PRONOUN = re.compile(r"^(?:它|其|他|她|该片|该剧)(?:的)?")
 _BOOK_TITLE = re.compile(r"《[^》]+》")
 
@@ -322,11 +324,13 @@ def asking_clauses(question: str) -> str | None:
     """What a chat message asks, when it also tells something in a part of its own (岩途打算配厚的徒步袜穿
     正常码会不会紧 -> 正常码会不会紧; 能让快递周六再给我送吗 平时不在家 -> 能让快递周六再给我送吗); else None."""
     text = question.strip()
-    # not a space inside a title or a quote (《火影忍者疾风传 激斗忍者大战！EX2》)
-    breaks = [m for m in _CHAT_BREAK.finditer(text) if not _inside_brackets(text, m.start())]
-    ends = [0, *(x for m in breaks for x in (m.start(), m.end())), len(text)]
-    clauses = [text[a:b].strip() for a, b in zip(ends[::2], ends[1::2]) if text[a:b].strip()]
-    asking = [c for c in clauses if _ASKING.search(c) or c.endswith(("不", "没", "没有"))]
+    clauses, start = [], 0
+    for gap in _CHAT_BREAK.finditer(text):
+        if not _inside_brackets(text, gap.start()):  # not a space inside a title (《火影忍者疾风传 激斗忍者大战！EX2》)
+            clauses.append(text[start:gap.start()])
+            start = gap.end()
+    clauses = [c.strip() for c in [*clauses, text[start:]] if c.strip()]
+    asking = [c for c in clauses if _ASKING.search(c) or c.endswith(_NOT_ENDS)]
     return "，".join(asking) if 0 < len(asking) < len(clauses) else None
 
 

@@ -421,10 +421,8 @@ class EntityIndex:
                                                  *self.alias_targets)}, reverse=True)
         names = [*((name, pid) for pid, (name, _) in named.items()), *((t, None) for t in self.alias_targets.values())]
         for name, pid in names:
-            for latin, latin_number, chinese, chinese_number in _NAME_SERIES.findall(name):
-                stem = _compact(latin)[0] if latin else chinese[-2:]  # 火焰 of 火焰7, 极光 of 北极驿极光700
-                owners = self.series.setdefault(stem, {}).setdefault(latin_number or chinese_number, set())
-                owners.update([pid] if pid else [])
+            for stem, number, _ in series_in(name):
+                self.series.setdefault(stem, {}).setdefault(number, set()).update([pid] if pid else [])
         self._series_patterns = [(stem, re.compile(_typed_loosely(stem) + r"[\s\-]?(\d+)(?![\d.])", re.I))
                                  for stem in self.series]
         return self
@@ -557,10 +555,6 @@ class EntityIndex:
                     found.setdefault(surface, set()).update(*self.series[stem].values())
         return found
 
-    def series_number_in(self, surface: str) -> bool:
-        """Whether a matched surface names a model by its number (火焰7, XZ-2000), not its series alone."""
-        return any(latin_number or chinese_number for _, latin_number, _, chinese_number in _NAME_SERIES.findall(surface))
-
     def fitting(self, name: str) -> set[str]:
         """The products a name (a matched surface such as "轻羽" or "Air Jordan 1") is a key of."""
         return set(self.keys.get(_compact(name)[0], ()))
@@ -639,11 +633,11 @@ class QueryAnalyzer:
         # 火焰8 is no mention of 火焰7: a model the catalogue lacks is read as no product at all
         others = {name: series for name, series in index.other_models(canonical).items() if not self._mentioned(name)}
         unknown = list(others)
-        products, brands, categories = index.match(_masked(canonical, unknown))
+        products, brands, categories = index.match(_without(canonical, unknown))
         # 攀越50登山包 is not the 攀越40 (登山包 names it too): a product of an unknown model's series counts
         # only when the question names it with its own number (火焰7和火焰8)
         siblings = set().union(*others.values())
-        products = [p for p in products if p.product_id not in siblings or index.series_number_in(p.surface)]
+        products = [p for p in products if p.product_id not in siblings or series_in(p.surface)]
         if (products and products[0].product_id is None and session_entity is not None
                 and session_entity.product_id in index.fitting(products[0].surface)):
             # "AJ1多少钱" in a conversation about the AJ1 Low: the name fits the product talked about
@@ -689,17 +683,24 @@ class QueryAnalyzer:
         return features
 
 
+def series_in(name: str) -> list[tuple[str, str, str]]:
+    """(stem, number, model as written) of each series name in a product name or a matched surface
+    (火焰7 -> 火焰, 7, 火焰7; 北极驿极光700 -> 极光, 700, 极光700; Air Jordan 1 Low -> airjordan, 1, Air Jordan 1):
+    the stem compact, a Chinese one its last two characters."""
+    found = []
+    for match in _NAME_SERIES.finditer(name):
+        latin, latin_number, chinese, chinese_number = match.groups()
+        if latin:
+            found.append((_compact(latin)[0], latin_number, match.group(0).strip()))
+        else:
+            found.append((chinese[-2:], chinese_number, chinese[-2:] + chinese_number))
+    return found
+
+
 def _typed_loosely(stem: str) -> str:
     """A pattern for a compact name stem as text may type it: any case (compiled with re.I), its
     characters glued or apart (Air Jordan / AirJordan, XZ-C / xz c), a Latin one not inside a word."""
     return ("(?<![A-Za-z0-9])" if stem[0].isascii() else "") + r"[\s\-]?".join(map(re.escape, stem))
-
-
-def _masked(text: str, surfaces: list[str]) -> str:
-    """text with each surface blanked out (same length, so positions hold)."""
-    for surface in surfaces:
-        text = text.replace(surface, " " * len(surface))
-    return text
 
 
 def without_product_asks(text: str) -> str:

@@ -13,13 +13,12 @@ Run: `.venv/bin/python -m workflows.bench.model_probes KB_DIR [OUT.jsonl]` (defa
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
 from knowledge.kb import KnowledgeBase
 from tools.products import product_index
-from workflows.query_analysis import _NAME_SERIES, QueryAnalyzer
+from workflows.query_analysis import QueryAnalyzer, series_in
 
 UNKNOWN_TEMPLATES = ("{brand}{model}多少钱？", "{model}现在有货吗？", "{brand}{model}怎么样？")
 
@@ -40,12 +39,7 @@ def probes(kb: KnowledgeBase) -> list[dict]:
     for product in product_index(kb).products.values():
         name, brand = product.name or "", (product.brand or "").strip()
         prices = sorted({row["price"] for row in product.skus})
-        for match in _NAME_SERIES.finditer(name):
-            latin, latin_number, chinese, chinese_number = match.groups()
-            number = latin_number or chinese_number
-            stem = latin if latin else chinese[-2:]
-            key = re.sub(r"[\s\-]", "", stem).lower() if latin else stem
-            model = name[match.start():match.end()].strip() if latin else stem + number
+        for key, number, model in series_in(name):
             if key not in series or model in seen:
                 continue
             seen.add(model)
