@@ -42,6 +42,11 @@ if TYPE_CHECKING:
 _COMPARED_YEAR = re.compile(r"(?:[比较]|超过|超出|高于|低于|多于|少于|不及|相比于?)\s*((?:19|20)\d{2})(?=\s*年|[\u4e00-\u9fff])"
                             r"|((?:19|20)\d{2})\s*年?\s*同期")  # 是2022年同期的近90%
 _QUESTION_END = re.compile(r"[？?]$")
+# a sentence that announces what follows (总产量分别如下, 主要有以下几点：) states none of it
+_LEAD_IN = re.compile(r"(?:如下|以下几点|以下几个方面|以下[为是][^，。,]{0,12})(?:所示)?[：:。.\s]*$")
+# a web page's furniture around the article (特别声明：以上内容…, 感谢你花时间阅读这篇文章…, 热门搜索：) says nothing
+_BOILERPLATE = re.compile(r"特别声明|免责声明|本平台仅提供|本站仅提供|版权归|转载请注明|欢迎.{0,8}光临|感谢.{0,6}阅读|帮您找到更多"
+                          r"|热门搜索|阅读原文|责任编辑|微信公号|阅读手机版")
 _YES_NO_END = re.compile(r"[不没]有?\s*[？?]?\s*$")  # 可以机洗不 / 有货没: the 不 asks, it is no word to match
 _PARENTHESES = re.compile(r"（[^）]*）|\([^)]*\)")
 _NOT_A_PREFIX = "并本绝决实既无莫是若而亦"  # 非 after these is a verb (并非完整), not a prefix (非网民)
@@ -333,7 +338,9 @@ class ExtractiveAnswerer:
             # Evidence that never names the year asked about is about another year.
             wrong_year = bool(question.years) and not question.years & set(YEAR.findall(f"{hit.title} {hit.text}"))
             for sentence in split_sentences(hit.text):
-                if _QUESTION_END.search(sentence.text.strip()):  # a question in the evidence answers nothing
+                # a question in the evidence answers nothing, nor a lead-in to what follows or a page's furniture
+                if (_QUESTION_END.search(sentence.text.strip()) or _LEAD_IN.search(sentence.text)
+                        or _BOILERPLATE.search(sentence.text)):
                     continue
                 body = quotable(sentence.text)
                 if hit.section != "SKU":  # a SKU row is framed from all its fields (sku_sentence)

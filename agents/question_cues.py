@@ -123,14 +123,21 @@ NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|�
 # A question about when (开幕时间, 什么时候发货) is only answered by a sentence that names a time: a
 # date, a clock time, a weekday, a relative day or a duration (48小时内发货). Without one the best
 # sentence merely mentions the event, and quoting it would pass off a guess as the answer.
-WHEN_QUESTION = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|哪些年|哪几年|几月|几号|几点|日期|(?<![长多])时间(?!长)|when\b"
+WHEN_QUESTION = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|哪些年|哪几年|几月|几号|几点|日期|(?<![长多])时间(?!长|(?:是|有|为)?(?:多久|多长|几))|when\b"
                            r"|(?:哪个|什么|哪一个?)(?:时期|朝代|年代|时代)(?!的人)|(?:时期|年代)(?:是|为)(?:什么|哪)", re.I)
 # The era word of a question about when (哪个时期, 生活时期是什么) is the kind of answer asked, not a
 # word the answer repeats (从1840年代到1870年代, 始于东汉, 生存于侏罗纪晚期).
 ERA_WORDS = ("时期", "朝代", "年代", "时代")
 _DYNASTY = r"(?:[东西]?[汉晋周]|[南北]?宋|[夏商秦隋唐元明清辽金])"
+_COUNT = r"[0-9０-９一二三四五六七八九十两〇零][0-9０-９一二三四五六七八九十两〇零.\-~～至到]*\s*"
+_DURATION = r"(?:个?(?:分钟|天|周|小时|工作日|星期|礼拜)|个月|h\b|min\b)"
 TIME_EXPRESSION = re.compile(
-    r"[0-9０-９一二三四五六七八九十两〇零]+\s*(?:年|月|日|号|点|时|分钟|天|周|小时|个月|工作日|h\b|min\b)"
+    # not 一时 (同一时间, 第一时间, 一时兴起): no clock time; 十一时 still is
+    r"(?!一时)[0-9０-９一二三四五六七八九十两〇零]+\s*(?:年|月|日|点|时)"
+    # a day (16号, 六月十六号), not a name's number (神舟十六号, 长征五号) nor a line or a room (19号线)
+    r"|(?:[0-9０-９]+|(?<![\u4e00-\u9fff])[一二三四五六七八九十]+|(?<=月)[一二三四五六七八九十]+)\s*号(?![线楼院门站馆机船])"
+    # a duration dates something only from a moment (付款后 48 小时内, 发货后 1-2 天, 3天后), not alone (硅谷银行的48小时)
+    rf"|(?:后|之后|以后|起)\s*{_COUNT}{_DURATION}|{_COUNT}{_DURATION}\s*(?:内|之内|以内|后|之后|以后|前|之前|以前)"
     r"|[今明后昨前]天|次日|当[天日]|隔天|[周礼拜][一二三四五六日末天]|星期[一二三四五六日天]"
     r"|\d{1,2}[:：]\d{2}|\d{4}[-/.]\d{1,2}"
     r"|[\u4e00-\u9fff](?<![同有及暂准按平])时(?=[，,])"  # a clause of when (出征陈友谅时，以功进…)
@@ -148,7 +155,7 @@ AMOUNT_QUESTION = re.compile(
     # a question ending in the quantity (…总产量, …出生率), unless it asks how (如何获得更高的分辨率)
     r"|^(?!.*(?:如何|怎么|怎样|为何|为什么)).*?"
     r"(?:[产销流容存运]量|总量|发送量|规模|人数|票房|比例|比重|占比|份额|金额|总额|数量|增速|增幅|降幅"
-    r"|(?<![效频概税利汇])率)(?:是|为|有|达到?|大概|约)*(?:多少)?[吗呢呀？?。]*$", re.I)
+    r"|(?<![效频概税利汇])率|奖金|营收|收入|利润|市值|估值|投资额|销售额|营业额)(?:是|为|有|达到?|大概|约)*(?:多少)?[吗呢呀？?。]*$", re.I)
 AMOUNT_EXPRESSION = re.compile(
     r"(?<![\d.])(?<![A-Za-z]-)(?!(?:1[89]|20)\d{2}\s*年)\d+(?:[.,]\d+)*(?![\d.])(?!\s*(?:月|日|号|时(?!长)|点|[:：]\d))"
     r"[A-Za-z%‰℃°]*[\u4e00-\u9fff]?"  # with what follows: 1500米 names a race, 700FP (of 极光700) a value
@@ -158,13 +165,18 @@ AMOUNT_EXPRESSION = re.compile(
 
 
 _URL = re.compile(r"(?:https?://|www\.)[^\s\u4e00-\u9fff（）()「」“”\"'<>]+", re.I)
+# a listing's code names a company, it counts nothing (NASDAQ: BILI，HK:09626; 00700.HK; 股票代码：600519)
+_STOCK_CODE = re.compile(r"(?<![A-Za-z])(?:NASDAQ|NYSE|HKEX|HK|SH|SZ)\s*[:：]\s*[A-Z0-9]+|(?:股票|证券)代码\s*[:：为是]?\s*\d+"
+                         r"|(?<![\d.])\d{4,6}\.(?:HK|SH|SZ|SS)(?![A-Za-z])")
 
 
 def states_amount(sentence: str, question: str) -> bool:
     """Does the sentence state an amount the question does not already name (1500米 of
-    男子1500米…谁夺冠 says which race, not how much)? A web address states none (…/kl2023)."""
+    男子1500米…谁夺冠 says which race, not how much)? A web address states none (…/kl2023), nor a
+    listing's code (HK:09626)."""
     named = _amounts_named(question)
-    return any(match.group() not in named for match in AMOUNT_EXPRESSION.finditer(_URL.sub(" ", sentence)))
+    plain = _STOCK_CODE.sub(" ", _URL.sub(" ", sentence))
+    return any(match.group() not in named for match in AMOUNT_EXPRESSION.finditer(plain))
 
 
 @lru_cache(maxsize=256)

@@ -324,6 +324,19 @@ def test_questions_restatements_and_other_years_in_the_evidence_answer_nothing()
     assert "99元" in answerer.run("2000毫安充电宝多少钱", [battery.model_copy(update={"text": "这款2000毫安充电宝售价99元。"})])
 
 
+def test_a_lead_in_to_what_follows_states_none_of_it():
+    answerer = ExtractiveAnswerer()
+    lead_in = hit("n-8#body-0", "", "根据对全国31个省（区、市）的统计调查，2022年全国棉花播种面积、单位面积产量和总产量分别如下：.")
+    assert answerer.run("2022年全国棉花产量", [lead_in]) == answerer.refusal()
+    values = lead_in.model_copy(update={"text": "2022年全国棉花总产量598万吨，比上年增加4.3%。"})
+    assert "598万吨" in answerer.run("2022年全国棉花产量", [values])
+    notice = hit("n-9#body-0", "", "网之易发布暴雪游戏产品运营到期的重要公告，以下为公告全文：")
+    assert answerer.run("暴雪游戏产品运营到期的公告", [notice]) == answerer.refusal()
+    # nor does a web page's furniture around the article
+    furniture = hit("n-10#body-0", "", "#电视剧不期而至# 特别声明：以上内容为自媒体平台用户上传并发布，本平台仅提供信息存储服务。")
+    assert answerer.run("电视剧《不期而至》的主演是谁？", [furniture]) == answerer.refusal()
+
+
 def test_a_when_question_is_answered_only_by_a_sentence_that_names_a_time():
     answerer = ExtractiveAnswerer()
     mentions = hit("n-4#body-0", "", "很高兴同各位同事相聚一堂，一道召开首届中阿峰会。")

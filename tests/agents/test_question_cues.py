@@ -15,6 +15,12 @@ from agents.question_cues import (AMOUNT_QUESTION, DEFINITION_QUESTION, DESCRIPT
     ("切实扛起为党育人、为国育才的时代重任", False),  # 的时代: a mission of the times, no time
     ("金华县县制始于东汉", True), ("明朝初年设卫", True), ("在宋、元两代，澉浦设立市舶司", True), ("明清两代", True), ("牠们生存于侏㑩纪晚期", True), ("宋代的瓷器", True),
     ("元代表大会", False),  # 元 of 单元代表大会, no dynasty
+    ("几乎在同一时间，标志银行关闭", False), ("请第一时间联系客服", False), ("一时兴起下单", False),  # 一时 is no clock time
+    ("上午十一时开幕", True),
+    # a duration dates something only counted from a moment
+    ("发货后 1-2 天送达", True), ("3天后开幕", True), ("预计5个工作日内寄出", True),
+    ("从爆雷到破产，硅谷银行的48小时", False), ("经过6天全力搜救", False),
+    ("6月16号发货", True), ("一起期待神舟十六号发射", False), ("19号线一期", False),  # a name's or a line's number
 ])
 def test_a_time_expression_dates_something(text, names_a_time):
     assert bool(TIME_EXPRESSION.search(text)) is names_a_time
@@ -37,6 +43,7 @@ def test_when_questions(question, asks_when):
     ("XZ-3000有几种颜色？", False), ("有多少个校区", False), ("保修多久？", False), ("几月几号开学", False),
     ("频率是什么意思", False), ("改选的参议院席位", False),
     ("如何获得更高的分辨率？", False), ("怎么提高出生率", False),  # they ask how, not how much
+    ("2023年女足世界杯总奖金", True), ("B站2021财年总营收是多少？", True), ("公司的主要收入来源是什么", False),
 ])
 def test_amount_questions(question, asks_amount):
     assert bool(AMOUNT_QUESTION.search(question)) is asks_amount
@@ -52,6 +59,9 @@ def test_amount_questions(question, asks_amount):
     ("男子1500米比赛结束", False),  # the question's own 1500米 says which race
     ("登录专题网站（http://bm.scs.gov.cn/kl2023）查询招考人数", False),  # a web address states no amount
     ("共招录1200人，详见www.scs.gov.cn/kl2023", True), ("防水等级IPX4", True),
+    # a listing's code names the company
+    ("哔哩哔哩（NASDAQ: BILI，HK:09626）公布了财报", False), ("腾讯控股（00700.HK）公布业绩", False),
+    ("股票代码：600519，营收1275亿元", True),
 ])
 def test_an_amount_is_a_number_that_is_no_year_date_clock_or_the_questions_own(sentence, amount):
     assert states_amount(sentence, "男子1500米速度滑冰的成绩是多少") is amount
