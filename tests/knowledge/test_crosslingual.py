@@ -58,6 +58,15 @@ def test_regions_and_delivery_times_only_in_a_question_about_delivery():
     assert everyday_words("我在北京 几天能到") == ["其他地区", "送达", "配送时效"]  # neither 江浙沪 nor remote
     assert everyday_words("能发到广州吗") == ["其他地区"]
     assert everyday_words("黑龙江龙属化石被发现的地点是哪里") == []  # 发现 sends nothing
+    # how long a parcel takes, however it is asked; how long until it is sent is the sending time
+    assert everyday_words("寄到成都要几天") == ["其他地区", "送达", "配送时效"]
+    assert everyday_words("发货要几天") == ["发货时效"]
+    assert everyday_words("要几天才能学会") == []  # nothing is sent
+
+
+def test_chat_spellings_and_trade_terms():
+    assert everyday_words("收到货箱子压坏了咋办") == ["破损", "怎么办"]
+    assert everyday_words("轻风防晒等级多少") == ["UPF"]
 
 
 def test_a_chinese_question_is_scored_with_the_documents_words_in_place_of_its_own():

@@ -245,7 +245,7 @@ def test_an_arm_with_nothing_to_call_gives_way(demo_kb):
     assert policy.choose(analyze("XZ-3000 多少钱", demo_kb)).arm == "lookup_only"
     decision = policy.choose(analyze("一般多久发货？", demo_kb))
     assert decision.arm == "hybrid_rerank"
-    assert calls(decision.plan) == [("hybrid_search", {"query": "一般多久发货？"})]
+    assert calls(decision.plan) == [("hybrid_search", {"query": "一般多久发货？ 发货时效"})]  # with the glossary's word
     assert decision.reason.endswith("。") and decision.reason.count("。") == 1
 
 
