@@ -20,7 +20,7 @@ from knowledge.ingest import embedding_text
 from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
 from knowledge.schema import Chunk
-from knowledge.text import MODEL_NUMBER, model_numbers, tokenize, unglued
+from knowledge.text import MODEL_NUMBER, has_term, model_numbers, tokenize, unglued
 from tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
 
 DEFAULT_WEIGHTS_PATH = Path(__file__).with_name("rerank_weights.json")
@@ -143,7 +143,16 @@ class OfflineReranker:
 
 
 def _fraction(needles: list[str], haystack: str) -> float:
-    return sum(1 for n in needles if n.lower() in haystack) / len(needles) if needles else 0.0
+    return sum(1 for n in needles if _found(n.lower(), haystack)) / len(needles) if needles else 0.0
+
+
+_LETTERS_AND_DIGITS = re.compile(r"[a-z]+\d|\d+[a-z]")
+
+
+def _found(word: str, haystack: str) -> bool:
+    """A substring, or a name typed with letters and digits glued written apart (iphone14: iPhone 14)."""
+    return word in haystack or (word.isascii() and _LETTERS_AND_DIGITS.search(word) is not None
+                                and has_term(haystack, word))
 
 
 def _body_coverage(query_tokens: list[str], title: str, haystack: str, lexicon: Lexicon) -> float:
@@ -161,7 +170,7 @@ def _body_coverage(query_tokens: list[str], title: str, haystack: str, lexicon: 
     if not rest:
         return 0.0
     content = haystack.replace(title, " ") if title else haystack
-    found = sum(1 for t in rest if any(w.lower() in content for w in (t, *lexicon.expansions(t))))
+    found = sum(1 for t in rest if any(_found(w.lower(), content) for w in (t, *lexicon.expansions(t))))
     return found / len(rest)
 
 

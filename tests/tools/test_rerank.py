@@ -92,6 +92,15 @@ def test_model_number_and_number_features(demo_kb, reranker):
     assert reranker.features("烈驹的鞋有几种颜色", size_rows)[0, column["number_match"]] == 0.0
 
 
+def test_a_name_typed_with_letters_and_digits_glued_is_found_written_apart(demo_kb, reranker):
+    # the case's page says "不适配 iPhone 14 系列"; a shopper types iphone14
+    columns = [FEATURES.index("term_coverage"), FEATURES.index("body_coverage")]
+    opening = demo_kb.get("prod-gk-case15#商品简介-0")
+    glued = reranker.features("果壳磁吸壳 iphone14能用吗", [opening])[0, columns]
+    absent = reranker.features("果壳磁吸壳 galaxy14能用吗", [opening])[0, columns]  # the same shape, a name it lacks
+    assert (glued > absent).all()
+
+
 def test_a_question_made_of_title_words_is_matched_in_the_chunk_content(demo_kb, reranker):
     # 岩途 and 防水 are both in the title 山野 岩途 GTX 中帮防水徒步鞋: the chunk that says 防水 again in
     # its own content is about it; a size-table row that only repeats the title is not
