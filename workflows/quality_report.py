@@ -88,10 +88,11 @@ SUITE = (
     SuiteEntry("domainrag", "domainrag", "DomainRAG university admissions, all questions"),
     SuiteEntry("rgb_zh", "rgb_zh", "RGB (zh), 25 questions per type, each on its own candidate docs", per_qtype=25,
                strategies=(POLICY, *ARMS)),
-    # another 25 per type (seed 1; 50 of its 125 questions are also in seed 0's): seed 0's sample has guided the
-    # work of many sessions, this one only checks it (session 24)
-    SuiteEntry("rgb_zh-check", "rgb_zh", "RGB (zh), another 25 questions per type (seed 1), a check on the sample above",
-               per_qtype=25, seed=1, baseline=False),
+    # every dev question (150 noise, 150 negative, 50 of each other type): seed 0's sample has guided the work
+    # of many sessions and flattered it (negative-rejection recall 0.68 there, 0.44 and 0.32 on seeds 1 and 2),
+    # so the targets read this run (session 25)
+    SuiteEntry("rgb_zh-all", "rgb_zh", "RGB (zh), all 450 dev questions, each on its own candidate docs",
+               per_qtype=150, baseline=False),
     *(SuiteEntry(f"{name}-strategies", name, f"{name}: strategies side by side ({STRATEGY_SAMPLE} questions, "
                  "stratified by type)", limit=STRATEGY_SAMPLE, questions_file="questions.jsonl",
                  strategies=(POLICY, *ARMS), baseline=False)
@@ -129,6 +130,10 @@ def saved_results() -> dict[str, dict]:
 # ----------------------------------------------------------------------------- targets
 
 
+# RGB's targets read every dev question, not the 25-per-type sample that compares strategies
+RGB_TARGETS = "rgb_zh-all"
+
+
 def _all(results: dict, entry: str, split: str = "questions", strategy: str = POLICY, group: str = "all") -> dict | None:
     try:
         return results[entry]["splits"][split]["strategies"][strategy][group]
@@ -150,13 +155,13 @@ def targets(results: dict) -> list[list[str]]:
     errors = sum(g["all"]["operations"]["errors"] for name, _, g in policy_runs)
     n = sum(g["all"]["answers"]["n"] for _, _, g in policy_runs)
     rows.append(["invalid citation ids = 0", f"{invalid} over {n:,} answers of every run", _met(invalid == 0)])
-    for name in ("demo", "cmrc2018_dev", "baoxianzhidao", "domainrag", "rgb_zh"):
+    for name in ("demo", "cmrc2018_dev", "baoxianzhidao", "domainrag", RGB_TARGETS):
         scores = _all(results, name)
         value = scores["answers"]["citation_precision"] if scores else None
         rows.append([f"citation precision ≥ 0.95 — {name}", _fmt(value), _met(value is not None and value >= 0.95, value)])
     for name, split, group, answerable in (("cmrc2018_dev", "questions_holdout", "unanswerable_kb_removed", "all"),
                                            ("baoxianzhidao", "questions_holdout", "unanswerable_kb_removed", "all"),
-                                           ("rgb_zh", "questions", "negative_rejection", "all")):
+                                           (RGB_TARGETS, "questions", "negative_rejection", "all")):
         refusal = _all(results, name, split, group=group)
         overall = _all(results, name, split, group=answerable)
         recall = refusal["answers"]["refusal_recall"] if refusal else None
@@ -164,7 +169,7 @@ def targets(results: dict) -> list[list[str]]:
         rows.append([f"refusal recall ≥ 0.90 at ≤ 5% false refusals — {name} ({group})",
                      f"recall {_fmt(recall)}, false refusals {_fmt(false)}",
                      _met(recall is not None and recall >= 0.9 and false <= 0.05, recall)])
-    for name in ("rgb_zh", "domainrag"):
+    for name in (RGB_TARGETS, "domainrag"):
         conflict = _all(results, name, group="conflicting_evidence")
         rate = conflict["answers"]["conflict_flag_rate"] if conflict else None
         fake = conflict["answers"]["fake_answer_asserted"] if conflict else None
@@ -181,7 +186,7 @@ def targets(results: dict) -> list[list[str]]:
     rows.append(["end-to-end p50 ≤ 300 ms offline on the demo KB", "–" if p50 is None else f"{p50:.0f} ms",
                  _met(p50 is not None and p50 <= 300, p50)])
     rows.append(["tool budgets never exceeded", f"{over} questions over budget, {errors} errors", _met(over == 0)])
-    for name in ("demo", "cmrc2018_dev", "baoxianzhidao", "domainrag", "rgb_zh"):
+    for name in ("demo", "cmrc2018_dev", "baoxianzhidao", "domainrag", RGB_TARGETS):
         scores = _all(results, name)
         if scores:
             a = scores["answers"]
@@ -233,10 +238,13 @@ order is its top 30 chunks, ours the ≤ 6 evidence chunks).
 
 **Protocols.** Questions with `candidate_doc_ids` (RGB, DomainRAG conflicts) each search only
 their own candidate docs, inside a KB of the union of the chosen questions' candidates (so BM25
-statistics come from that union, not the whole corpus). RGB runs 25 questions per type (2,307 docs; 10
-per type until 2026-12-02 session 10, when the larger sample showed the 10 had flattered it:
-negative-rejection recall 0.40 -> 0.28, conflicts flagged 0.80 -> 0.76): embedding its 11,941-doc
-corpus would take ~1.5 h. DomainRAG's counterfactual passages are
+statistics come from that union, not the whole corpus). RGB's strategies are compared on 25 questions
+per type (2,307 docs; 10 per type until 2026-12-02 session 10, when the larger sample showed the 10
+had flattered it: negative-rejection recall 0.40 -> 0.28, conflicts flagged 0.80 -> 0.76), and its
+targets read all 450 dev questions (the `rgb_zh-all` entry, 150 noise, 150 negative, 50 of each
+other type; 2,428 more passages embedded once, 290 s a run) since 2026-12-05 session 25, when two
+more samples showed the 25 per type had flattered it too (negative-rejection recall 0.68 on seed 0,
+0.44 on seed 1, 0.32 on seed 2). DomainRAG's counterfactual passages are
 missing from the shared corpus and are rebuilt from the gold passage as DomainRAG builds them
 (workflows/bench/conflicts.py). Conversational questions are asked as a session asks a
 follow-up: alone, with the conversation's opening question carried as its topic (searched with,
@@ -771,8 +779,8 @@ answerable questions have one (jieba's cuts of colloquial words: 码准, 电得,
 unanswerable ones, no separation; (3) for RGB's negative rejection, requiring the attribute of "X的Y是什么"
 in the quote (中关村论坛的主题) would refuse 2 unanswerable questions of every set together for 61 hits of
 cmrc2018 holdout alone (国籍 -> 葡萄牙足球运动员). RGB's seed-0 sample of 25 per type has guided many
-sessions; another 25 per type (seed 1, the entry above; 50 of its 125 questions are also seed 0's) is
-its check: negative-rejection recall 0.44 there against 0.68, false refusals 0.11 against 0.08,
+sessions; another 25 per type (seed 1; 50 of its 125 questions are also seed 0's; since session 25 the
+report runs all 450 dev questions instead) was its check: negative-rejection recall 0.44 there against 0.68, false refusals 0.11 against 0.08,
 conflicts flagged on conflicting_evidence 0.76 against 0.80, citation precision 0.669 against 0.651.
 
 **Chat messages, compound product questions, regions, comparisons, stock (2026-12-05, session 24).**
@@ -809,6 +817,41 @@ lower gate (0.08) for a question naming a product whose page leads the evidence,
 session-start run with the gate off: customer +4 hits,
 everyday +5, holdout +1 hit for +1 wrong answer and one unanswerable question answered (小方包的肩带能换成
 金属链条的吗), as session 23 found for a bypass.
+
+**RGB on all its dev questions; answers that date, count or state nothing (2026-12-05, session 25).**
+Seed 0's 25 per type has guided RGB work since session 10; a third sample (seed 2, run at the
+session's start) gave negative-rejection recall 0.32 against seed 0's 0.68 and
+seed 1's 0.44, so the report now runs all 450 dev questions (`rgb_zh-all`) and the targets read it.
+At the session's start (390c366) that run gave negative-rejection recall 0.393 (59 of 150) at 8.0%
+false refusals, conflicts flagged 0.86, citation precision 0.726, hit of answerable 0.500. Changes,
+each run on every set from a git worktree against the one before, same machine and day (RGB: all
+450; cmrc2018, baoxianzhidao main and holdout, DomainRAG; the five demo sets): (1) a listing's code
+states no amount (NASDAQ: BILI，HK:09626, 00700.HK), a question ending in 奖金 / 营收 / 收入 / 利润 / 市值 /
+投资额 / 销售额 / 营业额 asks one, 一时 (同一时间, 第一时间) is no clock time, and a sentence that only
+announces what follows (…分别如下：) answers nothing: RGB negative rejection 59 -> 63 of 150 (0.420),
+every other RGB number the same; cmrc2018, baoxianzhidao and DomainRAG: no answer changed. (2) A
+duration dates something only counted from a moment (付款后 48 小时内, 发货后 1-2 天, 3天后), not alone
+(硅谷银行的48小时, 两个月台): RGB 4 answers changed, every number the same (two when-questions now quote
+a date instead of a duration; one negative quotes another snippet's "48小时内"). (3) A name's or a
+line's number is no day (神舟十六号, 19号线), and a web page's furniture (特别声明：…本平台仅提供信息存储服务,
+感谢你花时间阅读…, 热门搜索, 阅读原文) and "以下为…：" answer nothing: RGB negative rejection 63 -> 64
+(0.427), hit of answerable 150 -> 151, 8 answers changed; cmrc2018 main one second sentence changed
+(两个月台 is no time), cmrc2018 holdout one (默哀时间是多久, which (4) undoes), baoxianzhidao holdout
+one (no hit changed), DomainRAG none. (4) "时间是多久 / 时间有多长" asks how long, not when, and the
+reranker finds a name typed with letters and digits glued written apart (iphone14: 不适配 iPhone 14;
+0.113 -> 0.186 for that chunk): everyday 49 -> 50 hits (果壳那个磁吸壳 我iphone14能用不), RGB and the
+other sets no answer changed. Glossary (咋办 -> 怎么办, 防晒等级 -> UPF, 要几天 / 几天送到 -> 送达 in a
+question about delivery, 发货要几天 -> 发货时效): demo 96 -> 97 hits (云栖轻风皮肤衣的防晒等级是多少, refused
+before), customer 92 -> 93 (收到货箱子压坏了咋办), everyday and holdout unchanged, no dataset answer
+changed. Session start -> end, hits of answerable / false refusals / unanswerable refused: demo 96 ->
+97 of 104 / 5 -> 4 / 9 of 11; customer 92 -> 93 of 103 / 7 -> 6 / 15 of 15; everyday 49 -> 50 of 79 /
+22 -> 21 / 8 of 11; holdout 46 of 69 / 17 / 9 of 11 unchanged; probes 48 of 48 refused, 14 of 14
+prices. What RGB's negatives still answer (86 of 150): a sentence about the asked subject that
+states another of its facts (主要安排情况 for 主题, 副市长 for 市长, 女单 for 男单), another edition or
+event (平昌 for 北京冬奥会, 十三届一次 for 五次会议), a plan or projection (计划于2021年交付, 需要超过140万辆),
+and a relation word without its value (这其实是导演故意为之); each needs reading what the sentence
+says of the subject, which no offline cue here does without refusing answerable questions too
+(session 24: the attribute word required of "X的Y是什么" cost 61 cmrc2018 holdout hits).
 
 **Refusal on cmrc2018 holdout, measured and not changed (session 9).** One run of all 1,575
 holdout questions with the gate off (refusal_threshold 0, as calibrate runs it), then exploratory
