@@ -121,8 +121,9 @@ QUESTION_WORD = re.compile(r"^(?:几|多[少久重大高长远宽厚]|哪|谁|�
 ENGLISH_COUNTED = re.compile(r"\bhow many\s+([a-z]+)")
 NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|多宽|how (?:much|many|long|big)", re.I)
 # A question about when (开幕时间, 什么时候发货) is only answered by a sentence that names a time: a
-# date, a clock time, a weekday, a relative day or a duration (48小时内发货). Without one the best
-# sentence merely mentions the event, and quoting it would pass off a guess as the answer.
+# date, a clock time, a weekday, a relative day or a duration counted from a moment (48小时内发货).
+# Without one the best sentence merely mentions the event, and quoting it would pass off a guess as
+# the answer. 时间是多久 / 时间有多长 ask how long, not when.
 WHEN_QUESTION = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|哪些年|哪几年|几月|几号|几点|日期|(?<![长多])时间(?!长|(?:是|有|为)?(?:多久|多长|几))|when\b"
                            r"|(?:哪个|什么|哪一个?)(?:时期|朝代|年代|时代)(?!的人)|(?:时期|年代)(?:是|为)(?:什么|哪)", re.I)
 # The era word of a question about when (哪个时期, 生活时期是什么) is the kind of answer asked, not a
