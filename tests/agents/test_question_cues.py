@@ -44,6 +44,7 @@ def test_when_questions(question, asks_when):
     ("频率是什么意思", False), ("改选的参议院席位", False),
     ("如何获得更高的分辨率？", False), ("怎么提高出生率", False),  # they ask how, not how much
     ("2023年女足世界杯总奖金", True), ("B站2021财年总营收是多少？", True), ("公司的主要收入来源是什么", False),
+    ("保险理赔金算个人收入吗", False),  # whether a thing is income, not how much
 ])
 def test_amount_questions(question, asks_amount):
     assert bool(AMOUNT_QUESTION.search(question)) is asks_amount
