@@ -200,7 +200,9 @@ _FOCUS_FILLER = frozenset("是 的 了 为 有 在 叫 被 由 呢 啊 呀 吧 �
                           "和 与 及 到底 究竟 具体 主要 大概 一共 总共 啦 过 "
                           # words that only say "about it" (国际交流情况): the word before them is asked
                           "情况 内容 方面 信息 详情 相关 概况".split())
-_FOCUS_SKIPPED = re.compile(r"^(?:时间|日期|时候|年份|年|月|日|号|点|[人个次名位条件天元岁种]|\d+)$")
+# time words (开幕时间: the when-requirement asks the time) and words that only say how many (报名人数, 运动员
+# 数量: the amount-requirement asks the number, 1193万人报名 says it) name nothing a sentence must repeat
+_FOCUS_SKIPPED = re.compile(r"^(?:时间|日期|时候|年份|年|月|日|号|点|人数|数量|金额|总额|[人个次名位条件天元岁种]|\d+)$")
 # 简述/介绍 X asks for a description, whatever word ends it (简述黄埔港的重要性)
 _ASKING = re.compile(r"谁|什么|啥|哪|多[少久重大高长远宽厚]|几|何|怎|如何|是否|能否|可否|有没有|是不是|吗|么"
                      r"|简述|简介|介绍|说明|概述|描述"

@@ -194,6 +194,8 @@ def test_a_compound_question_is_split_into_the_questions_it_asks(question, parts
     ("峰刃冲锋衣可以机洗不", None), ("暖岩还有货没", None),  # a yes-no question without 吗: 不 / 没 ask
     ("S1耳机能戴着去游泳不 暑假想天天泡泳池", None),  # also before what the shopper adds about themselves
     ("拿出来会不会皱巴巴的", None), ("轻风防晒衣占不占地方", None),  # asked as X-not-X
+    # a word that only says how many is asked by the amount (1193万人报名, 44名运动员), not repeated
+    ("2022年高考报名人数", "报名"), ("北京冬奥会澳大利亚运动员数量", "运动员"),
 ])
 def test_the_word_naming_what_is_asked(question, focus):
     assert asked_focus(question) == focus
