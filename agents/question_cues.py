@@ -150,16 +150,16 @@ TIME_EXPRESSION = re.compile(
 # 1年, IPX4), or a Chinese one (十五人, 三分之一, 两成, 上千); not a model number (XZ-3000). Without one the best sentence only says the
 # figure exists ("河南正式公布2021年全年粮食总产量"). Counts of kinds (几种颜色, 多少款) are answered
 # by naming them, so they do not ask for an amount; nor does 多久 (a time: 次日, 当天).
+_QUANTITY_TAIL = r"(?:是|为|有|达到?|大概|约)*(?:多少)?"  # what may follow the quantity a question ends in
 AMOUNT_QUESTION = re.compile(
     r"多少(?!\s*(?:种|款|类|样|个(?!月|小时|工作日|百分点)|项|门|家|所))"
     r"|几\s*(?:[天年岁次倍成名人位万千百十]|个(?:月|小时|工作日|百分点))|多[重高长远宽厚]"
     # a question ending in the quantity (…总产量, …出生率), unless it asks how (如何获得更高的分辨率)
-    r"|^(?!.*(?:如何|怎么|怎样|为何|为什么)).*?"
+    r"|^(?!.*(?:如何|怎么|怎样|为何|为什么)).*?(?:"
     r"(?:[产销流容存运]量|总量|发送量|规模|人数|票房|比例|比重|占比|份额|金额|总额|数量|增速|增幅|降幅"
-    r"|(?<![效频概税利汇])率)(?:是|为|有|达到?|大概|约)*(?:多少)?[吗呢呀？?。]*$"
-    # what a company or an event counts in money (总奖金, 总营收是多少), not whether a thing is it (算收入吗)
-    r"|^(?!.*(?:如何|怎么|怎样|为何|为什么)).*?(?:奖金|营收|收入|利润|市值|估值|投资额|销售额|营业额)"
-    r"(?:是|为|有|达到?|大概|约)*(?:多少)?[呢呀？?。]*$", re.I)
+    rf"|(?<![效频概税利汇])率){_QUANTITY_TAIL}[吗呢呀？?。]*"
+    # or what a company or an event counts in money (总奖金, 总营收是多少), not whether a thing is it (算收入吗)
+    rf"|(?:奖金|营收|收入|利润|市值|估值|投资额|销售额|营业额){_QUANTITY_TAIL}[呢呀？?。]*)$", re.I)
 AMOUNT_EXPRESSION = re.compile(
     r"(?<![\d.])(?<![A-Za-z]-)(?!(?:1[89]|20)\d{2}\s*年)\d+(?:[.,]\d+)*(?![\d.])(?!\s*(?:月|日|号|时(?!长)|点|[:：]\d))"
     r"[A-Za-z%‰℃°]*[\u4e00-\u9fff]?"  # with what follows: 1500米 names a race, 700FP (of 极光700) a value

@@ -146,13 +146,10 @@ def _fraction(needles: list[str], haystack: str) -> float:
     return sum(1 for n in needles if _found(n.lower(), haystack)) / len(needles) if needles else 0.0
 
 
-_LETTERS_AND_DIGITS = re.compile(r"[a-z]+\d|\d+[a-z]")
-
-
 def _found(word: str, haystack: str) -> bool:
-    """A substring, or a name typed with letters and digits glued written apart (iphone14: iPhone 14)."""
-    return word in haystack or (word.isascii() and _LETTERS_AND_DIGITS.search(word) is not None
-                                and has_term(haystack, word))
+    """A substring, or a name typed with letters and digits glued written apart (iphone14: iPhone 14),
+    which has_term finds (for any other ASCII word it only finds substrings standing alone)."""
+    return word in haystack or (word.isascii() and has_term(haystack, word))
 
 
 def _body_coverage(query_tokens: list[str], title: str, haystack: str, lexicon: Lexicon) -> float:
