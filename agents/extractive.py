@@ -96,6 +96,7 @@ class _Question:
     text: str = ""  # the question, canonical and lower-case
     focus: str | None = None  # what a keyword question asks (冠军 of 男单冠军？) or the prize asked, when no cue says it
     everyday: list[str] = field(default_factory=list)  # the documents' words for its everyday words (knowledge/crosslingual.py)
+    name_numbers: set[str] = field(default_factory=set)  # numbers of the shop's names it names (the 3 of 轻羽3)
 
     @property
     def focus_head(self) -> str:
@@ -282,6 +283,7 @@ class ExtractiveAnswerer:
             numeric=bool(NUMERIC_QUESTION.search(canonical)), english=is_english(canonical),
             asks_when=asks_when, text=canonical.lower(),
             asks_amount=bool(AMOUNT_QUESTION.search(canonical)), everyday=everyday,
+            name_numbers={value for t in terms if t in self._named_things for value, _ in facts_of(t).numbers},
             # a kind of value or a relation asked (多少钱, 在哪里) says what answers instead
             focus=None if asked_units or asked_words or relations else asked_focus(canonical),
         )
@@ -458,7 +460,8 @@ class ExtractiveAnswerer:
         elif question.numeric and facts.numbers:
             score += 0.1
         title_numbers = {v for v, _ in title_facts.numbers}
-        shared = {v for v, _ in question.facts.numbers} & {v for v, _ in facts.numbers} - title_numbers
+        # nor does the number of another name the question names (the 3 of 轻羽3 in 库存: 3件)
+        shared = {v for v, _ in question.facts.numbers} & {v for v, _ in facts.numbers} - title_numbers - question.name_numbers
         if question.facts.numbers:
             score += 0.3 * len(shared) / len(question.facts.numbers)
         if question.facts.models:
@@ -519,6 +522,7 @@ class ExtractiveAnswerer:
                     continue
                 if candidate.hit.doc_id not in chosen_docs and not (new_models or candidate.entities - entities):
                     continue
+
                 gain = candidate.score + 0.8 * new_models + 0.4 * new_terms
                 if gain >= _MIN_SCORE_SHARE * best.score and gain > pick_gain:
                     pick, pick_gain = candidate, gain

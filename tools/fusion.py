@@ -6,6 +6,7 @@ chunk id, so the same inputs always give the same order.
 """
 from __future__ import annotations
 
+from knowledge.chunking import TABLE_ROW_ID
 from tools.base import EvidenceHit, LegScore
 
 
@@ -88,3 +89,20 @@ def _combine(legs: dict[str, list[EvidenceHit]], contributions: dict[str, dict[s
         hit.score = totals[chunk_id]
         out.append(hit)
     return out
+
+
+def later_table_rows(hits: list[EvidenceHit]) -> tuple[list[EvidenceHit], list[EvidenceHit]]:
+    """(the hits with one row of each product page's table, the page's other rows), order kept.
+    Every row repeats the page's title (…轻羽3 尺码表 — 尺码: 41), so for any question naming the
+    product all rows outscore the section that answers it (功能特点: 跑量达到 600-800 公里后更换);
+    the rows a question names are found by product_lookup, or fill what nothing else does."""
+    tables: set[tuple[str, str]] = set()
+    first, later = [], []
+    for hit in hits:
+        if hit.product_id and TABLE_ROW_ID.search(hit.chunk_id):
+            if (hit.doc_id, hit.section) in tables:
+                later.append(hit)
+                continue
+            tables.add((hit.doc_id, hit.section))
+        first.append(hit)
+    return first, later

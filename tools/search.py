@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from knowledge.filters import SearchFilters
 from tools.base import EvidenceHit, SkillContext, SkillResult, hits_from_chunks
-from tools.fusion import rrf_fuse, weighted_fuse
+from tools.fusion import later_table_rows, rrf_fuse, weighted_fuse
 
 MAX_TOP_K = 50
 DEFAULT_CANDIDATES = 30
@@ -52,6 +52,18 @@ def _clamp_top_k(top_k: int) -> int:
     return max(1, min(int(top_k), MAX_TOP_K))
 
 
+def _candidates(ctx: SkillContext) -> int:
+    """How many hits each leg fetches: more than asked, so that a chunk ranked low by one leg and
+    high by the other, or a section below a product table's repeated rows, can still make the cut."""
+    return int(ctx.config.get("candidates", DEFAULT_CANDIDATES))
+
+
+def _rows_after_sections(hits: list[EvidenceHit], top_k: int) -> list[EvidenceHit]:
+    """The best top_k, a product table's rows after its first behind every other hit (later_table_rows)."""
+    first, later = later_table_rows(hits)
+    return [*first, *later][:top_k]
+
+
 def _keyword_leg(ctx: SkillContext, query: str, k: int, filters: SearchFilters | None) -> list[EvidenceHit]:
     title_weight = float(ctx.config.get("title_weight", DEFAULT_TITLE_WEIGHT))
     found = ctx.kb.search_keyword(query, k=k, filters=filters, title_weight=title_weight)
@@ -69,8 +81,9 @@ def _single_leg(skill: str, leg: str, run: Callable, query: str, top_k: int, fil
         filters = build_filters(**filter_args)
     except InvalidFilter as exc:
         return SkillResult(skill=skill, note=str(exc))
+    top_k = _clamp_top_k(top_k)
     try:
-        hits = run(ctx, query, _clamp_top_k(top_k), filters)
+        hits = _rows_after_sections(run(ctx, query, max(_candidates(ctx), top_k), filters), top_k)
     except Exception as exc:  # a broken index must not end the agent's turn
         return SkillResult(skill=skill, degraded=[f"{leg} leg failed: {type(exc).__name__}"],
                            note="检索暂时不可用，请换用其他检索技能。")
@@ -135,7 +148,7 @@ def hybrid_search(query: str, top_k: int = 8, doc_type: str | None = None, brand
         return SkillResult(skill="hybrid_search", note=str(exc))
     top_k = _clamp_top_k(top_k)
     # Each leg over-fetches: a chunk ranked 20th by one leg and 3rd by the other belongs on top.
-    candidates = max(int(ctx.config.get("candidates", DEFAULT_CANDIDATES)), top_k)
+    candidates = max(_candidates(ctx), top_k)
     runs = {"bm25": _keyword_leg, "dense": _dense_leg}
     with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="hybrid-leg") as pool:
         futures = {leg: pool.submit(run, ctx, query, candidates, filters) for leg, run in runs.items()}
@@ -148,7 +161,7 @@ def hybrid_search(query: str, top_k: int = 8, doc_type: str | None = None, brand
             degraded.append(f"{leg} leg failed: {type(exc).__name__}")
     if not legs:
         return SkillResult(skill="hybrid_search", degraded=degraded, note="检索暂时不可用。")
-    hits = fuse(legs, ctx.config, top_k)
+    hits = _rows_after_sections(fuse(legs, ctx.config, candidates), top_k)
     return SkillResult(skill="hybrid_search", hits=hits, degraded=degraded, note=f"找到 {len(hits)} 条。")
 
 

@@ -27,12 +27,13 @@ from agents.planner import RetrievalPlanner
 from agents.toolkit import build_toolkit
 from agents.prompts import load_prompt
 from agents.question_cues import asking_clauses
-from knowledge.chunking import SKU_OVERVIEW_SECTION, TABLE_ROW_ID
+from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.crosslingual import document_query
 from knowledge.filters import SearchFilters
 from knowledge.kb import KnowledgeBase, metadata_columns
 from knowledge.text import is_storable_text
 from tools.base import EvidenceHit, LegScore, SkillContext
+from tools.fusion import later_table_rows
 from tools.registry import SkillRegistry
 from tools.products import SizeAdvice
 from tools.rerank import make_reranker
@@ -190,8 +191,10 @@ class QAPipeline:
         worded = document_query(features.question)
         asking = asking_clauses(features.question)
         alternates = [a for a in (worded, asking, asking and document_query(asking)) if a]
+        compared = [p.product_id for p in features.products] if len(features.products) > 1 else []
         evidence, ranked, best, rerank_problem = self._rank_evidence(pool, queries, search_filters, as_of,
-                                                                     pinned=pinned, alternates=alternates)
+                                                                     pinned=pinned, alternates=alternates,
+                                                                     compared=compared)
         if rerank_problem:
             degradations.append(rerank_problem)
         clock.lap("rerank")
@@ -247,15 +250,16 @@ class QAPipeline:
 
     # -- stages ----------------------------------------------------------------------------
     def _rank_evidence(self, pool: EvidencePool, queries: Sequence[str], filters: SearchFilters | None,
-                       as_of: date | None, pinned: Sequence[str] = (), alternates: Sequence[str] = ()
-                       ) -> tuple[list[EvidenceHit], list[EvidenceHit], float | None, str]:
+                       as_of: date | None, pinned: Sequence[str] = (), alternates: Sequence[str] = (),
+                       compared: Sequence[str] = ()) -> tuple[list[EvidenceHit], list[EvidenceHit], float | None, str]:
         """The pool re-scored by the calibrated reranker for the question (each chunk's best score
         over `queries`: the question, then the parts of a compound one), filtered, cut to the
         shown evidence; plus the whole pool in that order, the score the gate reads (the best for
         the question, or the best its weakest part gets; None: no evidence) and a degradation, if any.
         pinned: chunk ids shown whatever their rank (what a structured skill's finding rests on),
         in place of the lowest-ranked others. alternates: other readings of the whole question (an
-        English one's Chinese words, a chat message's asking clauses), scored as it is."""
+        English one's Chinese words, a chat message's asking clauses), scored as it is. compared: the
+        products a question names two or more of, each shown the best chunk of its page."""
         # Score the text the answerer will see (hostile passages already cut), not the raw chunk.
         pairs = [(hit, chunk.model_copy(update={"text": hit.text, "title": hit.title}))
                  for hit in pool.hits() if (chunk := self.kb.get(hit.chunk_id)) is not None]
@@ -288,6 +292,12 @@ class QAPipeline:
             hit.score = float(scores[i])
             hit.legs[RERANK_LEG] = LegScore(score=float(scores[i]), rank=rank)
             ranked.append(hit)
+        # every product compared is shown what its page says best: its SKU rows and overview may
+        # otherwise take its slots (轻羽Pro's 价格 row where 分别多重 asks its 材质 line's 198 克)
+        pages = [h for h in ranked if h.product_id in compared and h.doc_type == "product"
+                 and h.section not in ("SKU", SKU_OVERVIEW_SECTION)]
+        pinned = [*pinned, *(next(h.chunk_id for h in pages if h.product_id == product)
+                             for product in compared if any(h.product_id == product for h in pages))]
         varied, spare = _at_most_per_doc(ranked, self.config.evidence_per_doc)
         n, max_chars = self.config.evidence_top_n, self.config.evidence_max_chars
         shown = EvidencePool.from_hits(varied).top(n, max_chars)
@@ -481,20 +491,16 @@ def _at_most_per_doc(hits: list[EvidenceHit], limit: int) -> tuple[list[Evidence
     rest), order kept: one product's SKU rows or table rows or one policy's sections must not fill
     the evidence and push out a disagreeing source; the rest only fill slots no other document can
     (a question over two long documents)."""
+    # A product page's table rows take one of its slots (防水：… below 尺码: 41); the rows a question
+    # names or a skill worked out are pinned.
+    first, rows = later_table_rows(hits)
     seen: dict[str, int] = {}
-    tables: set[tuple[str, str]] = set()
-    kept, spare = [], []
-    for hit in hits:
-        # A product page's table rows take one of its slots: every row repeats the page's title, so
-        # they outscore the section that answers a question about the product (防水：… below 尺码: 41);
-        # the rows a question names or a skill worked out are pinned.
-        if hit.product_id and TABLE_ROW_ID.search(hit.chunk_id):
-            if (hit.doc_id, hit.section) in tables:
-                spare.append(hit)
-                continue
-            tables.add((hit.doc_id, hit.section))
+    kept, over = [], []
+    for hit in first:
         seen[hit.doc_id] = seen.get(hit.doc_id, 0) + 1
-        (kept if seen[hit.doc_id] <= limit else spare).append(hit)
+        (kept if seen[hit.doc_id] <= limit else over).append(hit)
+    order = {id(hit): i for i, hit in enumerate(hits)}
+    spare = sorted([*rows, *over], key=lambda hit: order[id(hit)])
     return kept, spare
 
 

@@ -718,3 +718,13 @@ def test_a_table_row_keeps_the_column_named_by_the_unit_asked(demo_kb):
     evidence = chunks(demo_kb, "prod-xl-t20#尺码表-r0-0")
     answer = ExtractiveAnswerer(lexicon=demo_kb.lexicon).run("行旅20寸旅行箱能装几天的东西", evidence)
     assert "建议出行天数: 3-5 天" in answer, answer
+
+
+def test_the_number_of_a_name_the_question_names_states_nothing(demo_kb, answerer):
+    # the 3 of 轻羽3 is no count: a SKU row's 库存: 3件 of the other product answers no weight question
+    evidence = chunks(demo_kb, "prod-fc-qingyu3#材质-0", "sku-p-yd-qingyu-pro#sku-YDQYP-YEL-40")
+    answer = answerer.run("风驰轻羽3和跃动轻羽Pro哪双更轻？分别多重？", evidence)
+    assert "235 克" in answer and "sku-YDQYP-YEL-40" not in answer, answer
+    # a number the question asks about still matches (42码 of the size row)
+    row = answerer.run("风驰轻羽3的42码脚长多少？", chunks(demo_kb, "prod-fc-qingyu3#尺码表-r3-0"))
+    assert "26.0" in row and "【prod-fc-qingyu3#尺码表-r3-0】" in row, row

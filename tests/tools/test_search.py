@@ -125,3 +125,24 @@ def test_every_model_visible_argument_is_documented(skill):
     visible = [n for n, p in inspect.signature(skill).parameters.items() if p.kind != p.KEYWORD_ONLY]
     assert set(visible) == documented
     assert "ctx" in inspect.signature(skill).parameters
+
+
+def test_a_product_tables_rows_after_the_first_come_after_its_other_sections(demo_kb):
+    # every size-table row repeats the page's title, so for a question naming the product they all
+    # outscore the section that answers it (功能特点: 跑量达到 600-800 公里后更换); one row stays
+    # in place, the others only fill what nothing else does
+    question = "轻羽3 跑多少公里就该换新鞋了"
+    ctx = ctx_for(demo_kb, candidates=30)
+    ids = [h.chunk_id for h in hybrid_search(question, top_k=10, product_id="p-fc-qingyu3", ctx=ctx).hits]
+    rows = [i for i in ids if "#尺码表-r" in i]
+    assert "prod-fc-qingyu3#功能特点-0" in ids and rows
+    assert ids.index("prod-fc-qingyu3#功能特点-0") < ids.index(rows[1]) if len(rows) > 1 else True
+    # fused alone, the rows fill the page's share of the list and the section is out of it
+    from tools.search import _dense_leg, _keyword_leg, fuse
+    filters = build_filters(product_id="p-fc-qingyu3")
+    legs = {"bm25": _keyword_leg(ctx, question, 30, filters), "dense": _dense_leg(ctx, question, 30, filters)}
+    assert "prod-fc-qingyu3#功能特点-0" not in [h.chunk_id for h in fuse(legs, ctx.config, 10)]
+    # with nothing else to show, every row is still there
+    everything = hybrid_search(question, top_k=50, product_id="p-fc-qingyu3", ctx=ctx).hits
+    assert sum("#尺码表-r" in h.chunk_id for h in everything) == sum(
+        "#尺码表-r" in h.chunk_id for h in fuse(legs, ctx.config, 50))

@@ -158,6 +158,16 @@ def test_a_model_the_shop_lacks_beside_one_it_sells_is_said_to_be_missing(pipeli
     assert {c.doc_id for c in result.citations} <= {"prod-lj-huoyan7", "sku-p-lj-huoyan7"}
 
 
+def test_each_product_compared_is_shown_the_best_chunk_of_its_page(pipeline):
+    # the second product's SKU overview and rows outrank its page's 材质 line for a weight question and
+    # would take its slots; each product compared is shown its page's best chunk, and answered from it
+    result = pipeline.run("风驰轻羽3和跃动轻羽Pro哪双更轻？分别多重？")
+    assert {"prod-fc-qingyu3#材质-0", "prod-yd-qingyu-pro#材质-0"} <= set(result.evidence_ids)
+    assert "235 克" in result.answer and "198 克" in result.answer and "价格" not in result.answer, result.answer
+    ranked = pipeline.run("跃动轻羽Pro多重？")  # one product: its chunks as ranked, nothing pinned
+    assert not ranked.refused and "198 克" in ranked.answer
+
+
 def test_a_compound_question_is_ranked_and_gated_by_its_parts_too(demo_kb, pipeline):
     # two questions in one match no passage as well as each matches its own; the answer is given
     # part by part, so the gate reads the best chunk of the weakest part
@@ -456,3 +466,4 @@ def test_an_english_question_about_a_chinese_shop_is_answered_from_its_chinese_e
     # what the shop's documents do not say is still refused, in English
     unknown = pipeline.run("Do you accept cash on delivery?")
     assert unknown.refused and unknown.answer.startswith("Sorry")
+
