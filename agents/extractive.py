@@ -24,6 +24,7 @@ from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DE
                                   ERA_WORDS, IDENTITY_QUESTION,
                                   NUMERIC_QUESTION, PRIZE_STATED, QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
                                   asked_focus, compound_parts, names_a_sibling, states_amount)
+from knowledge.chinese_script import to_simplified
 from knowledge.chunking import SKU_OVERVIEW_SECTION, TABLE_ROW_ID, row_cells
 from knowledge.crosslingual import everyday_words, worded_for
 from knowledge.filters import day_number
@@ -243,7 +244,7 @@ class ExtractiveAnswerer:
         return tokens
 
     def _canonical(self, text: str) -> str:
-        text = normalize(text)
+        text = to_simplified(normalize(text))  # a page in traditional characters (震級) says what 震级 asks
         return self.lexicon.canonicalize(text) if self.lexicon is not None else text
 
     def _profile(self, question: str) -> _Question:

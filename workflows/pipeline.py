@@ -27,6 +27,8 @@ from agents.planner import RetrievalPlanner
 from agents.toolkit import build_toolkit
 from agents.prompts import load_prompt
 from agents.question_cues import asking_clauses
+from knowledge.chinese_script import in_traditional, to_simplified, written_in_traditional
+from knowledge.chinese_script import warm_up as warm_up_scripts
 from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.crosslingual import document_query
 from knowledge.filters import SearchFilters
@@ -98,6 +100,7 @@ class QAPipeline:
             return self
         config = self.config
         self.kb.warm_up()
+        warm_up_scripts()
         self.reranker = make_reranker(config.reranker, kb=self.kb)
         self.reranker.warm_up()
         self.lexicon = self.kb.lexicon
@@ -149,7 +152,8 @@ class QAPipeline:
         product it is about; else its opening question), searched with it, never answered from.
         features: the analyzer's reading of this same question and context, when the caller
         already has it (the Assistant reads it to decide whether to ask back)."""
-        question = self.validate(question)
+        typed = self.validate(question)
+        question = to_simplified(typed)  # 退貨運費誰承擔 is read as the shop's pages write it, 退货运费
         search_filters = parse_filters(filters)
         self.warm_up()
         clock = _Stopwatch()
@@ -202,7 +206,7 @@ class QAPipeline:
         clock.lap("conflicts")
 
         result = QAResult(
-            question=question, answer=self.refusal_text, features=features_summary(features),
+            question=typed, answer=self.refusal_text, features=features_summary(features),
             policy=PolicySummary(arm=decision.arm, scores=decision.scores, reason=decision.reason,
                                  source=decision.source),
             plan=decision.plan, planner_source=outcome.source, tool_calls=planner.records,
@@ -241,6 +245,8 @@ class QAPipeline:
 
         if result.refused and self.extractive.asked_in_english(question, evidence):
             result.answer = self.english_refusals.get(result.answer, result.answer)
+        if written_in_traditional(typed):  # answered in the script it was asked in
+            result.answer = in_traditional(result.answer)
         result.degradation_reasons = degradations
         result.degraded = bool(degradations)
         result.budget = tracker.used()

@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from agents.question_cues import PRICE_ASKED, SIZE_AVAILABLE, STOCK_ASKED, asks_overview, compound_parts
+from knowledge.chinese_script import to_simplified
 from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
 from knowledge.text import CJK_CHAR, MODEL_NUMBER, normalize, tokenize
@@ -628,7 +629,8 @@ class QueryAnalyzer:
         """session_entity: the product the conversation is about; session_topic: its opening
         question, carried into a follow-up when there is no product to carry."""
         index = self._entity_index()
-        text = normalize(question or "")
+        question = to_simplified(question or "")  # read as the shop writes (knowledge/chinese_script.py)
+        text = normalize(question)
         canonical = index.lexicon.canonicalize(text)
         # 火焰8 is no mention of 火焰7: a model the catalogue lacks is read as no product at all
         others = {name: series for name, series in index.other_models(canonical).items() if not self._mentioned(name)}

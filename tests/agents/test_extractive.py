@@ -720,6 +720,16 @@ def test_a_table_row_keeps_the_column_named_by_the_unit_asked(demo_kb):
     assert "建议出行天数: 3-5 天" in answer, answer
 
 
+def test_a_page_written_in_traditional_characters_answers_a_simplified_question():
+    # RGB's search snippets include Hong Kong and Taiwan pages (震級 for 震级): they are matched as
+    # simplified text and quoted as written
+    page = hit("news-1#body-0", "泸定地震",
+               "中國地震台網正式測定，9月5日四川甘孜州瀘定縣發生地震，震級6.8級，震源深度16千米。")
+    other = hit("news-2#body-0", "地震科普", "地震的震级越大，释放的能量越多。")
+    answer = ExtractiveAnswerer().run("泸定地震的震级是多少？", [page, other])
+    assert answer.startswith("中國地震台網正式測定") and "6.8級" in answer and "news-2" not in answer, answer
+
+
 def test_the_number_of_a_name_the_question_names_states_nothing(demo_kb, answerer):
     # the 3 of 轻羽3 is no count: a SKU row's 库存: 3件 of the other product answers no weight question
     evidence = chunks(demo_kb, "prod-fc-qingyu3#材质-0", "sku-p-yd-qingyu-pro#sku-YDQYP-YEL-40")

@@ -81,6 +81,16 @@ def test_demo_followups_carry_the_product_of_the_first_turn(assistant):
     assert answered >= MIN_TURN2_ANSWERED
 
 
+def test_a_conversation_in_traditional_characters_is_answered_in_them(assistant):
+    first = assistant.ask_sync("星擇XZ-3000充電寶多少錢？", "trad-1")
+    assert "299.00元" in first.answer and "價格" in first.answer, first.answer
+    second = assistant.ask_sync("有幾種顏色？", "trad-1")  # the follow-up carries the product, as in simplified
+    assert second.features["carried_entity"] == assistant.session("trad-1").entity.name
+    assert "顏色" in second.answer and "【sku-p-xz3000#skus-0】" in second.answer, second.answer
+    plain = assistant.ask_sync("星择XZ-3000充电宝多少钱？")  # the cache keeps the two apart
+    assert "价格" in plain.answer and "價格" not in plain.answer, plain.answer
+
+
 def test_size_question_asks_for_measures_then_the_reply_completes_it(assistant):
     asked = assistant.ask_sync("山野峰刃冲锋衣我穿什么码？", "size-1")
     assert asked.answer == "为了给您推荐合适的尺码，请告诉我您的身高（cm）和体重（kg）。"

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from agents.citations import parse_citations
 from agents.question_cues import asking_clauses
+from knowledge.chinese_script import in_traditional
 from knowledge.crosslingual import document_query
 from tests.conftest import DEMO_DIR
 from workflows.cli import app
@@ -467,3 +468,15 @@ def test_an_english_question_about_a_chinese_shop_is_answered_from_its_chinese_e
     unknown = pipeline.run("Do you accept cash on delivery?")
     assert unknown.refused and unknown.answer.startswith("Sorry")
 
+
+def test_a_question_in_traditional_characters_is_answered_in_them_from_the_simplified_pages(pipeline):
+    # a customer in Hong Kong or Taiwan: read as the shop's pages write it, answered in the script asked
+    for asked, simplified in (("退貨運費誰承擔？", "退货运费谁承担？"), ("星擇XZ-3000充電寶多少錢？", "星择XZ-3000充电宝多少钱？")):
+        result, plain = pipeline.run(asked), pipeline.run(simplified)
+        assert result.question == asked and not result.refused and result.inspection.passed, result.answer
+        assert result.evidence_ids == plain.evidence_ids and result.citations == plain.citations
+        assert result.answer == in_traditional(plain.answer) != plain.answer
+        assert all(f"【{c.id}】" in result.answer for c in result.citations)  # the ids as the KB has them
+    assert "299.00元" in pipeline.run("星擇XZ-3000充電寶多少錢？").answer
+    refused = pipeline.run("你們有實體店嗎？")
+    assert refused.refused and refused.answer == in_traditional(pipeline.refusal_text) != pipeline.refusal_text

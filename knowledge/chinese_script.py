@@ -1,0 +1,58 @@
+"""Traditional and simplified Chinese: a customer in Hong Kong or Taiwan asks "退貨運費誰承擔？" of a
+shop whose pages say 退货运费. The question is read in simplified characters (search, analysis and
+answer matching all see 退货运费), and the answer is given back in the script it was asked in.
+
+OpenCC's phrase tables do the conversion (头发 -> 頭髮, 乾隆 stays 乾隆), not a character map.
+A question counts as traditional when at least a tenth of its Chinese characters change: simplified
+questions with one traditional character typed by habit (如意險, 店舖) stay simplified.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from functools import lru_cache
+
+import opencc
+
+_TRADITIONAL_SHARE = 0.1
+# Answers use Taiwan's standard forms (為, 裡), not OpenCC's dictionary forms (爲, 裏), which read as
+# archaic in Taiwan and Hong Kong alike.
+_TRADITIONAL = "s2tw"
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_CITATION = re.compile(r"(【[^】]*】)")  # chunk ids are the KB's own (…#商品简介-0): never converted
+_lock = threading.Lock()
+
+
+@lru_cache(maxsize=None)
+def _converter(config: str) -> opencc.OpenCC:
+    with _lock:  # the tables load once, whichever thread asks first
+        return opencc.OpenCC(config)
+
+
+def to_simplified(text: str) -> str:
+    """The text in simplified characters (simplified text comes back unchanged)."""
+    return _converter("t2s").convert(text) if _CJK.search(text) else text
+
+
+def written_in_traditional(text: str) -> bool:
+    """Is the text written in traditional characters (a tenth or more of its Chinese characters)?"""
+    chinese = _CJK.findall(text)
+    if not chinese:
+        return False
+    joined = "".join(chinese)
+    simplified = to_simplified(joined)
+    if len(simplified) != len(joined):  # a phrase converted to another length: count character by character
+        simplified = "".join(to_simplified(character) for character in chinese)
+    changed = sum(a != b for a, b in zip(joined, simplified))
+    return changed >= _TRADITIONAL_SHARE * len(chinese)
+
+
+def in_traditional(answer: str) -> str:
+    """The answer in traditional characters, its 【citation】 ids as they are."""
+    convert = _converter(_TRADITIONAL).convert
+    return "".join(piece if _CITATION.fullmatch(piece) else convert(piece) for piece in _CITATION.split(answer))
+
+
+def warm_up() -> None:
+    """Load both tables now rather than on the first traditional question."""
+    _converter("t2s"), _converter(_TRADITIONAL)
