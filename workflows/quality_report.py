@@ -858,6 +858,35 @@ and a relation word without its value (这其实是导演故意为之); each nee
 says of the subject, which no offline cue here does without refusing answerable questions too
 (session 24: the attribute word required of "X的Y是什么" cost 61 cmrc2018 holdout hits).
 
+**A product page's sections behind its table rows; two products compared; traditional characters
+(2026-12-05, session 26).** Every size-table row repeats its page's title, so for a question naming
+the product the rows filled a product-scoped search's top 10 and the section that answers was never
+retrieved ("AJ1芝加哥是在哪里生产的" missed 产地, "鞋盒里附带什么配件" 商品简介, "轻羽3跑多少公里就该换新鞋了"
+the 功能特点 line: BM25 ranked it 19th behind six rows and eight SKU rows). The search skills now put a
+product table's rows after its first behind every other hit before cutting to top_k (the evidence
+cap already did; `later_table_rows`, tools/fusion.py). That let the second product of "风驰轻羽3和跃动轻羽Pro
+哪双更轻？分别多重？" into the pool by its SKU overview and rows, which outrank its 材质 line for a weight
+question and took its slots, and its 价格 row was quoted because the 3 of 轻羽3 matched 库存: 3件: a
+question naming two or more products is now shown each one's best page chunk, and the number of a
+name the question names states nothing. Measured from git worktrees on every set against the session's
+start (b4af1c3), same machine and day: demo 97 -> 99 of 104 hits, false refusals 4 -> 2; customer
+holdout 46 -> 47 of 69, 17 -> 16 (我是iphone14 果壳那个磁吸壳能用吗); customer: same hits and refusals (3
+answers reworded); everyday, models: no answer changed; RGB, cmrc2018, baoxianzhidao (main and holdout) and DomainRAG: no answer
+changed. A customer in Hong Kong or Taiwan types traditional characters ("退貨運費誰承擔？" was refused,
+0.010 against the gate): a question a tenth or more of whose Chinese characters OpenCC's t2s tables
+change is read in simplified characters everywhere and answered in traditional ones, the citation ids
+as the KB has them (`knowledge/chinese_script.py`); evidence sentences are matched as simplified text.
+The demo's questions, customer and everyday sets converted to traditional (s2tw, gold answers too) give
+the same hits and refusals as the simplified ones (97 / 93 / 50 hits; two questions with one
+traditional character in eleven are answered in simplified, which the converted gold does not match);
+RGB: hits 153 -> 154, false refusals 22 -> 21 (a Cantonese snippet's 震級 answers 2023年土耳其地震的震级);
+no other set changed, and 2 of the 8,876 simplified dataset and demo questions hold a traditional
+character (如意險, 店舖), neither read as traditional. Measured and not adopted: a clause asking how
+(万一丢了一只咋办) or X-not-X (放柔顺剂行不行) as a part of its own: everyday 50 -> 51 hits, but three answers
+gained a wrong "资料中暂未找到" for a part the FAQ answers in other words (积分怎么抵现 / 抵扣, 真货 / 正品), and
+"岩途徒步鞋防水吗 过小溪会不会湿脚" lost its 功能特点 answer; showing each part of a compound question its
+own best chunk: no hit changed on any set (two answers changed, one for the worse).
+
 **Refusal on cmrc2018 holdout, measured and not changed (session 9).** One run of all 1,575
 holdout questions with the gate off (refusal_threshold 0, as calibrate runs it), then exploratory
 scoring of each rule on those results: the answer stage alone refuses 59 of the 1,463 answerable
