@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import jieba
 
-from knowledge.text import CJK_CHAR, CJK_RUN, MODEL_NUMBER
+from knowledge.text import CJK_CHAR, CJK_RUN, MODEL_NUMBER, chinese_int
 
 # 多少钱, and how shoppers type it in a chat window (啥价, 多钱, 多少米, 咋卖)
 PRICE_ASKED = r"多少钱|价格|售价|价钱|卖多少|几块|啥价|什么价|多钱|多少米|几个米|价位|[咋怎]么卖"
@@ -207,6 +207,29 @@ _FOCUS_SKIPPED = re.compile(r"^(?:时间|日期|时候|年份|年|月|日|号|�
 _ASKING = re.compile(r"谁|什么|啥|哪|多[少久重大高长远宽厚]|几|何|怎|如何|是否|能否|可否|有没有|是不是|吗|么"
                      r"|简述|简介|介绍|说明|概述|描述"
                      r"|([\u4e00-\u9fff])[不没]\1")  # 会不会, 行不行, 占不占: asked as X-not-X
+
+
+# An edition of a recurring event (第七届, 十三届五次会议, 首届, 第28届): a sentence naming editions of the same
+# kind but not the asked one (十三届一次会议 for 五次会议, 新选制下首届 for 第七届) is about another edition.
+# Not a count (连续两届, 获得过三届冠军).
+_EDITION = re.compile(r"(?<![连续共曾历已过了获近这那每各])(首|第?[0-9零〇一二三四五六七八九十百]+)(届|次会议|次全会|次全体会议)")
+
+
+def editions(text: str) -> set[tuple[str, int]]:
+    """The editions a text names, as (kind, number): 十三届五次会议 -> {("届", 13), ("次会议", 5)}."""
+    found = set()
+    for number, kind in _EDITION.findall(text):
+        number = number.removeprefix("第")
+        value = 1 if number == "首" else int(number) if number.isdigit() else chinese_int(number)
+        if value is not None:
+            found.add(("届" if kind == "届" else "次会议", value))
+    return found
+
+
+def other_edition(asked: set[tuple[str, int]], said: set[tuple[str, int]]) -> bool:
+    """Does a sentence naming `said` speak of another edition than the question's `asked`?"""
+    kinds = {kind for kind, _ in asked} & {kind for kind, _ in said}
+    return any(not {e for e in asked if e[0] == kind} & said for kind in kinds)
 
 
 # A prize a question asks who won (谁获得了金牌, 男单冠军是谁, 最佳影片奖): a sentence naming another

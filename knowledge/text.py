@@ -57,6 +57,24 @@ def is_storable_text(text: object) -> bool:
     return True
 
 
+_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_CN_UNITS = {"十": 10, "百": 100, "千": 1000}
+
+
+def chinese_int(text: str) -> int | None:
+    """十五 -> 15, 两 -> 2, 一百二十 -> 120; None when it is not a plain numeral."""
+    total, digit = 0, None
+    for char in text:
+        if char in _CN_DIGITS:
+            digit = _CN_DIGITS[char]
+        elif char in _CN_UNITS:
+            total += (1 if digit is None else digit) * _CN_UNITS[char]
+            digit = None
+        else:
+            return None
+    return total + (digit or 0)
+
+
 def normalize(text: str) -> str:
     """Half-width ASCII, no control characters, single spaces, at most one blank line."""
     text = unicodedata.normalize("NFC", text).translate(_WIDTH_TABLE)

@@ -39,7 +39,7 @@ from knowledge.crosslingual import worded_for
 from knowledge.filters import as_of_day, parse_day
 from knowledge.lexicon import Lexicon
 from knowledge.schema import AUTHORITY_RANK
-from knowledge.text import CJK_CHAR, SNIPPET_CUT, STOPWORDS, YEAR, is_faq, normalize, series_names, tokenize
+from knowledge.text import CJK_CHAR, SNIPPET_CUT, STOPWORDS, YEAR, chinese_int, is_faq, normalize, series_names, tokenize
 from tools.base import EvidenceHit
 
 
@@ -96,8 +96,6 @@ _QUESTION_WORDS = frozenset(
 _NAME_POS = ("n", "m", "eng", "j", "q", "x")
 # ----------------------------------------------------------------------------- canonical text
 _ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
-_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_CN_UNITS = {"十": 10, "百": 100, "千": 1000}
 
 # Unit surface form -> (canonical unit, factor to it). Longest forms are matched first.
 _UNITS: dict[str, tuple[str, float]] = {
@@ -180,23 +178,9 @@ _NEGATION = ("不是", "并非", "不像", "没有", "不", "没", "非", "无",
 _QUOTED = ("宣传", "号称", "说是", "标称", "写着", "所谓", "介绍")
 
 
-def _cn_to_int(text: str) -> int | None:
-    """十五 -> 15, 两 -> 2, 一百二十 -> 120; None when it is not a plain numeral."""
-    total, digit = 0, None
-    for char in text:
-        if char in _CN_DIGITS:
-            digit = _CN_DIGITS[char]
-        elif char in _CN_UNITS:
-            total += (1 if digit is None else digit) * _CN_UNITS[char]
-            digit = None
-        else:
-            return None
-    return total + (digit or 0)
-
-
 def _arabic_numerals(text: str) -> str:
     def replace(match: re.Match) -> str:
-        value = _cn_to_int(match.group(0))
+        value = chinese_int(match.group(0))
         return match.group(0) if value is None else str(value)
 
     return _CN_NUMERAL.sub(replace, text)
@@ -255,7 +239,7 @@ def parse_value(text: str) -> _Value | None:
         return _Value(f"{hour}:{minute:02d}", "日期", (None, None, None, hour, minute))
     if match.group("ordinal"):
         number = match.group("on")
-        rank = int(number) if number.isdigit() else _cn_to_int(number)
+        rank = int(number) if number.isdigit() else chinese_int(number)
         return _Value(f"第{rank}{match.group('ounit') or ''}", "序数")
     if match.group("code"):
         return _Value(match.group("code"), "编码" if re.search(r"\d", match.group("code")) else "名称")

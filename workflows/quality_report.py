@@ -885,7 +885,11 @@ character (如意險, 店舖), neither read as traditional. Measured and not ado
 (万一丢了一只咋办) or X-not-X (放柔顺剂行不行) as a part of its own: everyday 50 -> 51 hits, but three answers
 gained a wrong "资料中暂未找到" for a part the FAQ answers in other words (积分怎么抵现 / 抵扣, 真货 / 正品), and
 "岩途徒步鞋防水吗 过小溪会不会湿脚" lost its 功能特点 answer; showing each part of a compound question its
-own best chunk: no hit changed on any set (two answers changed, one for the worse).
+own best chunk: no hit changed on any set (two answers changed, one for the worse). Then a sentence
+naming editions of the same kind as the question's but not its own (全国政协十三届一次会议 for 十三届五次会议,
+新选制下首届 for 第七届立法会; a count such as 连续两届 is none) answers nothing: RGB negative rejection 64
+-> 66 of 150 (0.440), hits and false refusals the same; cmrc2018, baoxianzhidao, DomainRAG and the demo
+sets: no answer changed.
 
 **Refusal on cmrc2018 holdout, measured and not changed (session 9).** One run of all 1,575
 holdout questions with the gate off (refusal_threshold 0, as calibrate runs it), then exploratory

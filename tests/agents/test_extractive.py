@@ -738,3 +738,10 @@ def test_the_number_of_a_name_the_question_names_states_nothing(demo_kb, answere
     # a number the question asks about still matches (42码 of the size row)
     row = answerer.run("风驰轻羽3的42码脚长多少？", chunks(demo_kb, "prod-fc-qingyu3#尺码表-r3-0"))
     assert "26.0" in row and "【prod-fc-qingyu3#尺码表-r3-0】" in row, row
+
+
+def test_a_sentence_about_another_edition_answers_nothing():
+    other = hit("n-1#body-0", "政协闭幕", "全国政协十三届一次会议3月15日上午9点30分在人民大会堂举行闭幕会。")
+    assert ExtractiveAnswerer().run("全国政协十三届五次会议闭幕时间", [other]) == ExtractiveAnswerer().refusal()
+    same = hit("n-2#body-0", "政协闭幕", "全国政协十三届五次会议将于3月10日上午闭幕，会期6天。")
+    assert "3月10日" in ExtractiveAnswerer().run("全国政协十三届五次会议闭幕时间", [same, other])

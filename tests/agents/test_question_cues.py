@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from agents.question_cues import (AMOUNT_QUESTION, DEFINITION_QUESTION, DESCRIPTION_QUESTION, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
-                                   asked_focus, asking_clauses, asks_overview, compound_parts, names_a_sibling, states_amount,
+                                   asked_focus, asking_clauses, asks_overview, compound_parts, editions, names_a_sibling,
+                                   other_edition, states_amount,
                                    without_name_words)
 
 
@@ -235,3 +236,14 @@ def test_a_question_about_what_kind_of_thing_something_is(question, describes):
 ])
 def test_a_chat_message_is_read_by_what_it_asks_without_what_the_shopper_adds(question, asked):
     assert asking_clauses(question) == asked
+
+
+def test_the_editions_a_text_names_and_a_sentence_about_another_one():
+    assert editions("全国政协十三届五次会议闭幕时间") == {("届", 13), ("次会议", 5)}
+    assert editions("新选制下首届立法会") == {("届", 1)} and editions("第28届白玉兰奖") == {("届", 28)}
+    assert editions("连续两届获得冠军，获得过三届金奖") == set()  # counts, not editions
+    asked = editions("全国政协十三届五次会议闭幕时间")
+    assert other_edition(asked, editions("全国政协十三届一次会议3月15日闭幕"))
+    assert not other_edition(asked, editions("十三届五次会议将于3月10日闭幕"))
+    assert not other_edition(asked, editions("全国政协会议3月10日闭幕"))  # names no edition: may be about it
+    assert other_edition(editions("第七届香港立法会议员宣誓"), editions("新选制下首届立法会议员宣誓就职"))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.text import has_term, is_english, tokenize, unglued
+from knowledge.text import chinese_int, has_term, is_english, tokenize, unglued
 
 
 @pytest.mark.parametrize(("question", "name"), [
@@ -73,3 +73,8 @@ def test_titles_of_one_series_differ_in_a_name():
 ])
 def test_an_ascii_term_stands_alone_and_may_be_written_apart_where_letters_meet_digits(text, term, found):
     assert has_term(text, term) is found
+
+
+def test_a_chinese_numeral_is_read_as_its_number():
+    assert [chinese_int(t) for t in ("十五", "两", "一百二十", "十三", "七", "三千零五")] == [15, 2, 120, 13, 7, 3005]
+    assert chinese_int("第七") is None and chinese_int("七届") is None  # a plain numeral only
