@@ -183,18 +183,22 @@ class ExtractiveAnswerer:
 
         # read off the product tables: a worked-out size, the rows of named sizes, all variants at once
         from_tables = self.products.run(profile, evidence, banned, advice, overview)
+        skipped = set(disclosed_chunks)  # chunks not quoted as sentences: disclosed already, or no answer
+        if not from_tables and self.products.prices_something_else(profile, evidence):
+            # a price of something of the product's (补一只耳机, 保修期外维修): its SKU rows' price is not it
+            skipped |= {hit.chunk_id for hit in evidence if hit.section == "SKU"}
         parts = compound_parts(question)
         if from_tables:  # the parts of a compound question the tables leave (多少钱，容量多大) from the text
             # the products' names in what the tables said answer no part (防晒 of 云栖轻风防晒皮肤衣, 防晒等级多少)
             names = {hit.title for hit in evidence if hit.product_id}
             left = self._parts_not_named(parts, "".join(from_tables), names) if len(parts) > 1 else []
-            more, unanswered = self._select_parts(left, profile.english, evidence, disclosed_chunks,
+            more, unanswered = self._select_parts(left, profile.english, evidence, skipped,
                                                   len(left), allowed) if left else ([], [])
             framed = [text for text in (self._frame(c, profile.english) for c in more) if text not in from_tables]
             answer = self._checked(question, evidence, conflicts, [*pieces, *from_tables, *framed])
             return self.with_parts_not_found(answer, unanswered, profile.english)
         room = self.max_sentences - len(pieces)
-        chosen = self._select(profile, evidence, disclosed_chunks, room, allowed)
+        chosen = self._select(profile, evidence, skipped, room, allowed)
         # Hedge when the best sentence for the whole question matches under half of it (also when
         # the parts of a compound question are answered one by one: each part's best may match
         # its part fully and still leave the question half answered); an English question cannot
@@ -206,7 +210,7 @@ class ExtractiveAnswerer:
         by_parts = False
         if len(parts) > 1 and not (chosen and is_faq(chosen[0].hit)
                                    and not self._parts_not_named(parts, f"{chosen[0].hit.title} {chosen[0].hit.text}")):
-            by_part, unanswered = self._select_parts(parts, profile.english, evidence, disclosed_chunks, room, allowed)
+            by_part, unanswered = self._select_parts(parts, profile.english, evidence, skipped, room, allowed)
             by_parts = bool(by_part)
             chosen, unanswered = (by_part, unanswered) if by_part else (chosen, [])
         cautious = bool(chosen) and not pieces and half_answered

@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from agents.citations import after_heading, quotable, split_sentences, strip_citations
-from agents.question_cues import VARIANTS_QUESTION
+from agents.question_cues import CLAUSE_END, PRICE_ASKED, VARIANTS_QUESTION
 from knowledge.chunking import SKU_OVERVIEW_SECTION, row_cells
-from knowledge.text import has_term
+from knowledge.text import CJK_CHAR, has_term
 from tools.base import EvidenceHit
 from workflows.query_analysis import parse_sizes
 
@@ -163,7 +163,8 @@ class ProductAnswers:
         for product_id in asked:
             hit = overviews[product_id]
             fields = sku_fields(hit.text)
-            if not (asks_list or (asks_price_stock and not self._names_variant(question, fields))):
+            if not (asks_list or (asks_price_stock and not self._names_variant(question, fields)
+                                  and not self.prices_something_else(question, evidence))):
                 return []
             sentence = f"{overview_sentence(fields, quotable(hit.title))}【{hit.chunk_id}】。"
             if strip_citations(sentence).strip() in banned:
@@ -183,6 +184,25 @@ class ProductAnswers:
                  if any(has_term(question.text, w) for w in words - set().union(*(v for q, v in titles.items() if q != p)))]
         lead = next((h.product_id for h in evidence if h.product_id), None)
         return named or ([lead] if lead else [])
+
+    def prices_something_else(self, question: "AskedQuestion", evidence: Sequence[EvidenceHit]) -> bool:
+        """Does the question ask the price of something of a product's rather than of the product
+        (耳机丢了一只补一只多少钱, 数据线单买一根多少钱, 保修期外维修要多少钱)? A clause that asks a price
+        and names anything beyond the products of the evidence, their variants and the ways of asking
+        a price (现在卖多少钱一双, 各自多少钱, A跟B差多少钱) prices that: not the product's SKU table but its
+        page, if anything, says it. A word sharing half its characters with a name is that name mistyped (冲峰衣)."""
+        named = {w for hit in evidence if hit.product_id for w in self._tokens(self._canonical(hit.title).lower())}
+        for hit in evidence:
+            fields = sku_fields(hit.text) if hit.section in ("SKU", SKU_OVERVIEW_SECTION) else None
+            named |= {v.strip().lower() for key in ("颜色", "尺码") for v in (fields or {}).get(key, "").split("、")
+                      if v.strip()}
+        for clause in CLAUSE_END.split(question.text):
+            if not re.search(PRICE_ASKED, clause):
+                continue
+            words = [w for w in self._tokens(_PRICE_ASKING.sub(" ", clause)) if CJK_CHAR.search(w)]
+            if any(not any(w in n or 2 * len(set(w) & set(n)) >= len(w) for n in named) for w in words):
+                return True
+        return False
 
     @staticmethod
     def _names_variant(question: "AskedQuestion", fields: dict[str, str]) -> bool:
@@ -233,6 +253,10 @@ def overview_sentence(fields: dict[str, str], title: str) -> str:
 
 
 # A colour the customer names by its plain word (黑色, 蓝的): the shop's colour names that hold it.
+# How a price is asked, beyond the price words themselves: 现在卖多少钱一双, 各自多少钱, 差价多少, 这款啥价
+_PRICE_ASKING = re.compile(PRICE_ASKED + r"|多少|钱|价|差价|相差|差|各自|各|分别|两款|两个|现在|目前|一共|总共|大概|大约|请问"
+                           r"|跟|和|与|比|\d+(?:\.\d+)?\s*(?:厘米|毫米|毫升|[米码寸号升克])?"  # a size asked as 2米, 42码
+                           r"|[这那一每][双件个只条根支张套台副对顶把款块瓶盒包]|款|卖|买|要|啥|什么")
 _COLOUR_WORD = re.compile(r"([黑白红蓝绿灰黄紫粉橙棕金银青])(?:色|的)")
 
 

@@ -243,7 +243,7 @@ _NOT_ENDS = ("不", "没", "没有")
 # A space between Chinese words ends a clause too: shoppers type "峰刃多少钱 可以机洗不" in a chat window,
 # and part what they ask from what they add about themselves so ("能让快递周六再给我送吗 平时不在家")
 _CHAT_BREAK = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
-_CLAUSE_END = re.compile(r"[，,？?；;]+|" + _CHAT_BREAK.pattern)
+CLAUSE_END = re.compile(r"[，,？?；;]+|" + _CHAT_BREAK.pattern)
 
 
 def asked_focus(question: str) -> str | None:
@@ -255,7 +255,7 @@ def asked_focus(question: str) -> str | None:
     words = [w.lower() for w in _words(question.strip()) if re.search(r"\w", w)]
     # a clause ending in 不 / 没 asks yes or no (可以机洗不 / 有货没), also before what a shopper adds
     # about themselves (能戴着去游泳不 暑假想天天泡泳池)
-    yes_no = any(clause and _words(clause)[-1] in _NOT_ENDS for clause in _CLAUSE_END.split(question.strip()))
+    yes_no = any(clause and _words(clause)[-1] in _NOT_ENDS for clause in CLAUSE_END.split(question.strip()))
     if not words or yes_no or _ASKING.search(question):
         return None  # a question word, or a yes-no question
     return next((w for w in reversed(words) if w not in _FOCUS_FILLER and not _FOCUS_SKIPPED.match(w)), None)
@@ -380,7 +380,7 @@ def compound_parts(question: str) -> list[str]:
     text = question.strip()
     if _COMPARISON.search(text):
         return [text]
-    clauses = [c for c in _CLAUSE_END.split(text) if c.strip()]
+    clauses = [c for c in CLAUSE_END.split(text) if c.strip()]
     if len(clauses) > 1 and all(_WH.search(c) or c.strip().endswith(_ASKS_YES_NO) for c in clauses):
         subject = _BOOK_TITLE.search(clauses[0])
         return [clauses[0], *(_PRONOUN.sub(subject.group(0) + "的", c) if subject else c for c in clauses[1:])]

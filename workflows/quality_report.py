@@ -64,7 +64,7 @@ class SuiteEntry:
 
 
 SUITE = (
-    SuiteEntry("demo", "demo", "Demo KB (knowledge/demo, 115 questions): every strategy",
+    SuiteEntry("demo", "demo", "Demo KB (knowledge/demo, 119 questions): every strategy",
                strategies=(POLICY, *ARMS, "product_lookup_hybrid"), concurrency=1, questions_file="questions.jsonl"),
     # written by a tester who had read the shop's documents but not the code: chat-window wording,
     # typos, two questions in one message, English (session 22)
@@ -889,7 +889,16 @@ own best chunk: no hit changed on any set (two answers changed, one for the wors
 naming editions of the same kind as the question's but not its own (全国政协十三届一次会议 for 十三届五次会议,
 新选制下首届 for 第七届立法会; a count such as 连续两届 is none) answers nothing: RGB negative rejection 64
 -> 66 of 150 (0.440), hits and false refusals the same; cmrc2018, baoxianzhidao, DomainRAG and the demo
-sets: no answer changed.
+sets: no answer changed. Last, a price asked of something of the product's rather than of the product
+(声屿S1丢了一只耳机补配多少钱, AJ1芝加哥的备用鞋带单买多少钱) was answered with the product's own price from its
+SKU overview (399.00元, 1299.00元): a clause asking a price that names anything beyond the evidence's
+product names, their colours and sizes and the ways of asking a price (现在卖多少钱一双, 各自多少钱, 2米的多少钱一根,
+A跟B差多少钱) is no longer answered from the SKU table (`prices_something_else`, agents/product_answers.py).
+Four such questions were added to the demo set (qtype other_price, demo-116..119) and run on the old code
+first: 0 of 4 right before (each answered with the product's price), 2 of 4 after (补配 129 元 from the
+保修 section; the shoelace refused); 寄到新疆运费 and 发顺丰要加多少 now quote an unrelated FAQ sentence (the
+product-scoped search does not reach the shipping policy, and jieba cuts 发顺丰要加 into 发顺 / 丰要 / 加多少).
+On the other demo questions and every dataset no answer changed.
 
 **Refusal on cmrc2018 holdout, measured and not changed (session 9).** One run of all 1,575
 holdout questions with the gate off (refusal_threshold 0, as calibrate runs it), then exploratory

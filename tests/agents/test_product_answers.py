@@ -137,3 +137,23 @@ def test_how_many_are_left_of_a_named_variant_is_its_stock(demo_kb, answerer, in
     answer = answerer.run(question, evidence)
     assert "库存 30件" in answer and "尺码表" not in answer, answer
     assert inspector.run(answer, evidence, question=question).passed
+
+
+def test_the_price_of_something_of_the_products_is_not_the_products_price(demo_kb, answerer, inspector):
+    # 补一只耳机 is priced on the page (保修: 129 元), not by the SKU table's 399.00元
+    evidence = chunks(demo_kb, "sku-p-shy-s1#skus-0", "sku-p-shy-s1#sku-SHYS1-BLK", "prod-shy-s1#保修-0")
+    question = "声屿耳机丢了一只补一只多少钱"
+    answer = answerer.run(question, evidence)
+    assert "129 元【prod-shy-s1#保修-0】" in answer and "399" not in answer, answer
+    assert inspector.run(answer, evidence, question=question).passed
+    # nothing on the pages prices a spare cable: refused, not answered with the power bank's price
+    cable = chunks(demo_kb, "sku-p-xz3000#skus-0", "sku-p-xz3000#sku-XZ3000-SLV", "prod-xz3000#商品简介-0")
+    assert answerer.run("XZ-3000充电宝的数据线丢了 单买一根多少钱", cable) == answerer.refusal()
+    # the product's own price, however it is asked (卖多少钱一双, A跟B差多少钱, a mistyped name), is the table's
+    for asked in ("星择XZ-3000充电宝现在卖多少钱一个", "XZ-3000充电宝多少钱", "xz3000冲电宝多少钱"):
+        answer = answerer.run(asked, cable)
+        assert "价格 299.00元" in answer and answer.endswith("【sku-p-xz3000#skus-0】。"), (asked, answer)
+    # a size asked as 2米 (the table says 2m) and 多少钱一根 ask the variant's price
+    rows = chunks(demo_kb, "sku-p-xz-l100#sku-XZL100-BLK-2M", "sku-p-xz-l100#sku-XZL100-BLK-1M", "prod-xz-l100#商品简介-0")
+    for asked in ("星择XZ-L100数据线2米的多少钱？", "星择编织线2米的多少钱一根"):
+        assert "（黑色，2m）：价格 59.00元" in answerer.run(asked, rows), asked

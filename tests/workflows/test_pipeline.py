@@ -1,4 +1,4 @@
-"""The offline QA pipeline end to end on the demo KB and its 115 labelled questions: real skills,
+"""The offline QA pipeline end to end on the demo KB and its 119 labelled questions: real skills,
 a real ReActAgent planner, the calibrated reranker, the extractive answerer and the inspector."""
 from __future__ import annotations
 
