@@ -24,6 +24,7 @@ from typing import Any
 
 from agents.models import redact
 from agents.planner import ToolCallRecord
+from knowledge.chinese_script import in_traditional, written_in_traditional
 from knowledge.kb import KnowledgeBase
 from knowledge.settings import get_settings
 from knowledge.text import is_storable_text
@@ -141,7 +142,8 @@ class Assistant:
         """A reply that asks for the missing facts; nothing retrieved, nothing guessed."""
         calls = [ToolCallRecord(name=clarification.skill, arguments=clarification.arguments,
                                 elapsed_ms=clarification.elapsed_ms)] if clarification.skill else []
-        return QAResult(question=question, answer=clarification.text, features=features_summary(features),
+        text = in_traditional(clarification.text) if written_in_traditional(question) else clarification.text
+        return QAResult(question=question, answer=text, features=features_summary(features),
                         tool_calls=calls, clarification=clarification.model_dump(mode="json"),
                         timings_ms={"clarify": _ms_since(started), "total": _ms_since(started)})
 

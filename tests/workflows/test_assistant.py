@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from knowledge.chinese_script import to_simplified
 from tests.conftest import DEMO_DIR, REPO
 from workflows.assistant import Assistant
 from workflows.cli import app
@@ -89,6 +90,8 @@ def test_a_conversation_in_traditional_characters_is_answered_in_them(assistant)
     assert "顏色" in second.answer and "【sku-p-xz3000#skus-0】" in second.answer, second.answer
     plain = assistant.ask_sync("星择XZ-3000充电宝多少钱？")  # the cache keeps the two apart
     assert "价格" in plain.answer and "價格" not in plain.answer, plain.answer
+    asked_back = assistant.ask_sync("這件衣服有幾種顏色？", "trad-2")  # no product named: asked back, in traditional
+    assert asked_back.clarification is not None and asked_back.answer != to_simplified(asked_back.answer)
 
 
 def test_size_question_asks_for_measures_then_the_reply_completes_it(assistant):
