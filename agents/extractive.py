@@ -531,7 +531,6 @@ class ExtractiveAnswerer:
                     continue
                 if candidate.hit.doc_id not in chosen_docs and not (new_models or candidate.entities - entities):
                     continue
-
                 gain = candidate.score + 0.8 * new_models + 0.4 * new_terms
                 if gain >= _MIN_SCORE_SHARE * best.score and gain > pick_gain:
                     pick, pick_gain = candidate, gain
