@@ -23,7 +23,8 @@ from agents.prompts import load_prompt
 from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DESCRIPTION_QUESTION, ENGLISH_COUNTED,
                                   ERA_WORDS, IDENTITY_QUESTION,
                                   NUMERIC_QUESTION, PRIZE_STATED, QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
-                                  asked_focus, compound_parts, editions, names_a_sibling, other_edition, states_amount)
+                                  asked_focus, compound_parts, editions, gendered_events, names_a_sibling, other_edition,
+                                  other_gender_event, states_amount)
 from knowledge.chinese_script import to_simplified
 from knowledge.chunking import SKU_OVERVIEW_SECTION, TABLE_ROW_ID, row_cells
 from knowledge.crosslingual import everyday_words, worded_for
@@ -99,6 +100,7 @@ class _Question:
     everyday: list[str] = field(default_factory=list)  # the documents' words for its everyday words (knowledge/crosslingual.py)
     name_numbers: set[str] = field(default_factory=set)  # numbers of the shop's names it names (the 3 of 轻羽3)
     editions: set[tuple[str, int]] = field(default_factory=set)  # editions it names (十三届五次会议)
+    events: set[tuple[str, str]] = field(default_factory=set)  # men's / women's events it names (男单)
 
     @property
     def focus_head(self) -> str:
@@ -290,7 +292,7 @@ class ExtractiveAnswerer:
             asks_when=asks_when, text=canonical.lower(),
             asks_amount=bool(AMOUNT_QUESTION.search(canonical)), everyday=everyday,
             name_numbers={value for t in terms if t in self._named_things for value, _ in facts_of(t).numbers},
-            editions=editions(canonical),
+            editions=editions(canonical), events=gendered_events(canonical),
             # a kind of value or a relation asked (多少钱, 在哪里) says what answers instead
             focus=None if asked_units or asked_words or relations else asked_focus(canonical),
         )
@@ -406,6 +408,7 @@ class ExtractiveAnswerer:
                 dated = set(YEAR.findall(_PARENTHESES.sub(" ", canonical)))  # not 梁雅琳（1987-）
                 other_year = bool(question.years) and not question.asks_when and bool(dated) and not question.years & dated
                 other_edition_only = bool(question.editions) and other_edition(question.editions, editions(canonical))
+                other_event = bool(question.events) and other_gender_event(question.events, gendered_events(canonical))
                 # 网民 asked, only 非网民 said: the sentence is about the others
                 negated = any(_only_negated(searched, t, question.text) for t in question.terms)
                 # 谁获得了金牌 is not answered by 他获得了银牌, however much else matches
@@ -417,7 +420,7 @@ class ExtractiveAnswerer:
                             and chars == set(question.chars) and states_amount(canonical, question.text))
                 answers = ((answers or bool(asked) or by_chars or nothing_asked or names_a_time or defines)
                            and not restates and not wrong_year and not compared_only and not other_year and not negated
-                           and not other_edition_only
+                           and not other_edition_only and not other_event
                            and not off_topic and not (unfocused and not defines) and (names_a_time or not question.asks_when)
                            and (not question.asks_amount or states_amount(canonical, question.text)))
                 candidates.append(_Candidate(

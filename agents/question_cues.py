@@ -232,6 +232,25 @@ def other_edition(asked: set[tuple[str, int]], said: set[tuple[str, int]]) -> bo
     return any(not {e for e in asked if e[0] == kind} & said for kind in kinds)
 
 
+# A men's or a women's event (男单, 女篮, 男子500米, 女子单打): a sentence naming only the other's event of the
+# same kind (2023年澳网女单冠军 for 男单冠军) is about that one. 男子 / 女子 count only before what names an
+# event (a distance, 单打, 组, 赛), not as "a man" (一名男子).
+_GENDERED_EVENT = re.compile(r"([男女])(?:(单|双|团|篮|足|排)|子(?=\s*\d|单|双|组|赛|项目|[和与及、][男女]子))")
+
+
+def gendered_events(text: str) -> set[tuple[str, str]]:
+    """The men's and women's events a text names, as (男 / 女, kind): 男单 -> ("男", "单"), 女子500米 -> ("女", "")."""
+    return {(gender, kind) for gender, kind in _GENDERED_EVENT.findall(text)}
+
+
+def other_gender_event(asked: set[tuple[str, str]], said: set[tuple[str, str]]) -> bool:
+    """Does a sentence naming `said` speak only of the other's event of a kind the question asks (and
+    asks of one sex only: 男单和女单冠军 asks both)?"""
+    other = {"男": "女", "女": "男"}
+    return any((gender, kind) not in said and (other[gender], kind) in said and (other[gender], kind) not in asked
+               for gender, kind in asked)
+
+
 # A prize a question asks who won (谁获得了金牌, 男单冠军是谁, 最佳影片奖): a sentence naming another
 # (银牌, 半决赛, 最佳导演) is about someone else, however much else it shares with the question.
 _PRIZE = re.compile(r"冠军|亚军|季军|[金银铜]牌|[金银铜]奖|最佳[\u4e00-\u9fff]{2,6}?(?=奖|是|为|的|和|与|及|[？?，,。]|$)")

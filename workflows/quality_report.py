@@ -898,7 +898,10 @@ Four such questions were added to the demo set (qtype other_price, demo-116..119
 first: 0 of 4 right before (each answered with the product's price), 2 of 4 after (补配 129 元 from the
 保修 section; the shoelace refused); 寄到新疆运费 and 发顺丰要加多少 now quote an unrelated FAQ sentence (the
 product-scoped search does not reach the shipping policy, and jieba cuts 发顺丰要加 into 发顺 / 丰要 / 加多少).
-On the other demo questions and every dataset no answer changed.
+On the other demo questions and every dataset no answer changed. A sentence naming only the other
+sex's event of the kind asked (2023年澳网女单冠军 for 男单冠军; a question asking both, 男单和女单, excepted;
+一名男子 names no event) answers nothing: RGB negative rejection 66 -> 67 of 150 (0.447), every other RGB
+answer and every other set unchanged.
 
 **Refusal on cmrc2018 holdout, measured and not changed (session 9).** One run of all 1,575
 holdout questions with the gate off (refusal_threshold 0, as calibrate runs it), then exploratory

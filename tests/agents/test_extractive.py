@@ -745,3 +745,10 @@ def test_a_sentence_about_another_edition_answers_nothing():
     assert ExtractiveAnswerer().run("全国政协十三届五次会议闭幕时间", [other]) == ExtractiveAnswerer().refusal()
     same = hit("n-2#body-0", "政协闭幕", "全国政协十三届五次会议将于3月10日上午闭幕，会期6天。")
     assert "3月10日" in ExtractiveAnswerer().run("全国政协十三届五次会议闭幕时间", [same, other])
+
+
+def test_a_sentence_about_the_womens_event_does_not_answer_for_the_mens():
+    womens = hit("n-1#body-0", "澳网", "2023年澳网女单冠军是萨巴伦卡职业生涯第12座冠军奖杯。")
+    assert ExtractiveAnswerer().run("2023年澳网男单冠军是谁？", [womens]) == ExtractiveAnswerer().refusal()
+    mens = hit("n-2#body-0", "澳网", "德约科维奇直落三盘击败西西帕斯，夺得2023年澳网男单冠军。")
+    assert "德约科维奇" in ExtractiveAnswerer().run("2023年澳网男单冠军是谁？", [mens, womens])

@@ -4,7 +4,7 @@ import pytest
 
 from agents.question_cues import (AMOUNT_QUESTION, DEFINITION_QUESTION, DESCRIPTION_QUESTION, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
                                    asked_focus, asking_clauses, asks_overview, compound_parts, editions, names_a_sibling,
-                                   other_edition, states_amount,
+                                   gendered_events, other_edition, other_gender_event, states_amount,
                                    without_name_words)
 
 
@@ -247,3 +247,17 @@ def test_the_editions_a_text_names_and_a_sentence_about_another_one():
     assert not other_edition(asked, editions("十三届五次会议将于3月10日闭幕"))
     assert not other_edition(asked, editions("全国政协会议3月10日闭幕"))  # names no edition: may be about it
     assert other_edition(editions("第七届香港立法会议员宣誓"), editions("新选制下首届立法会议员宣誓就职"))
+
+
+def test_a_sentence_about_the_other_sexs_event_of_the_kind_asked():
+    assert gendered_events("2023年澳网男单冠军是谁") == {("男", "单")}
+    assert gendered_events("北京冬奥会男子500米速度滑冰金牌") == {("男", "")}
+    assert gendered_events("一名男子在街头被捕，混双冠军") == set()  # a man, and a mixed event
+    asked = gendered_events("2023年澳网男单冠军是谁")
+    assert other_gender_event(asked, gendered_events("2023年澳网女单冠军是萨巴伦卡"))
+    assert not other_gender_event(asked, gendered_events("德约科维奇夺得2023年澳网男单冠军"))
+    assert not other_gender_event(asked, gendered_events("2023年澳网冠军揭晓"))  # names no event: may be it
+    both = gendered_events("男子赛事将于9月在尼斯举行；女子赛事将于10月在夏威夷举办")
+    assert not other_gender_event(gendered_events("IRONMAN世界锦标赛男子赛事在哪举行"), both)
+    assert not other_gender_event(gendered_events("澳网男单和女单冠军分别是谁"), gendered_events("澳网女单冠军是萨巴伦卡"))
+    assert gendered_events("花样滑冰女子和男子单人滑金牌得主") == {("女", ""), ("男", "")}  # both asked
