@@ -184,9 +184,10 @@ class ExtractiveAnswerer:
             )
 
         # read off the product tables: a worked-out size, the rows of named sizes, all variants at once
-        from_tables = self.products.run(profile, evidence, banned, advice, overview)
+        prices_other = self.products.prices_something_else(profile, evidence)
+        from_tables = self.products.run(profile, evidence, banned, advice, overview, prices_other=prices_other)
         skipped = set(disclosed_chunks)  # chunks not quoted as sentences: disclosed already, or no answer
-        if not from_tables and self.products.prices_something_else(profile, evidence):
+        if not from_tables and prices_other:
             # a price of something of the product's (补一只耳机, 保修期外维修): its SKU rows' price is not it
             skipped |= {hit.chunk_id for hit in evidence if hit.section == "SKU"}
         parts = compound_parts(question)

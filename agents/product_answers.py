@@ -41,13 +41,15 @@ class ProductAnswers:
         self._canonical = canonical
 
     def run(self, question: AskedQuestion, evidence: Sequence[EvidenceHit], banned: set[str],
-            advice: "SizeAdvice | None" = None, overview: Sequence[str] = ()) -> list[str]:
+            advice: "SizeAdvice | None" = None, overview: Sequence[str] = (), *, prices_other: bool) -> list[str]:
         """The first of: the size advice, the named sizes' rows, the variants overview, the page
-        openings (overview: their chunk ids); [] for none."""
+        openings (overview: their chunk ids); [] for none. prices_other: the question asks the price of
+        something of a product's (prices_something_else), which no SKU overview states."""
         by_id = {hit.chunk_id: hit for hit in evidence}
         return (self.size_advice(advice, by_id, banned) or self.named_sizes(question, evidence, banned)
                 or self.named_variant(question, evidence, banned)
-                or self.variants_overview(question, evidence, banned) or self.page_opening(overview, by_id, banned))
+                or self.variants_overview(question, evidence, banned, prices_other)
+                or self.page_opening(overview, by_id, banned))
 
     @staticmethod
     def page_opening(overview: Sequence[str], by_id: dict[str, EvidenceHit], banned: set[str]) -> list[str]:
@@ -145,7 +147,8 @@ class ProductAnswers:
         pieces = [f"{sku_sentence(fields, quotable(hit.title))}【{hit.chunk_id}】。" for hit, fields in matching]
         return [p for p in pieces if strip_citations(p).strip() not in banned]
 
-    def variants_overview(self, question: "AskedQuestion", evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
+    def variants_overview(self, question: "AskedQuestion", evidence: Sequence[EvidenceHit], banned: set[str],
+                          prices_other: bool) -> list[str]:
         """The SKU overview sentence of each product asked about, when the question asks about its
         variants as a whole (有哪些颜色, 哪个码没货了) or for its price or stock without naming a
         colour or size; [] otherwise (a named variant is answered by its own row), and [] when a
@@ -163,8 +166,7 @@ class ProductAnswers:
         for product_id in asked:
             hit = overviews[product_id]
             fields = sku_fields(hit.text)
-            if not (asks_list or (asks_price_stock and not self._names_variant(question, fields)
-                                  and not self.prices_something_else(question, evidence))):
+            if not (asks_list or (asks_price_stock and not prices_other and not self._names_variant(question, fields))):
                 return []
             sentence = f"{overview_sentence(fields, quotable(hit.title))}【{hit.chunk_id}】。"
             if strip_citations(sentence).strip() in banned:
@@ -191,23 +193,19 @@ class ProductAnswers:
         and names anything beyond the products of the evidence, their variants and the ways of asking
         a price (现在卖多少钱一双, 各自多少钱, A跟B差多少钱) prices that: not the product's SKU table but its
         page, if anything, says it. A word sharing half its characters with a name is that name mistyped (冲峰衣)."""
+        asked = [w for clause in CLAUSE_END.split(question.text) if re.search(PRICE_ASKED, clause)
+                 for w in self._tokens(_PRICE_ASKING.sub(" ", clause)) if CJK_CHAR.search(w)]
+        if not asked:
+            return False
         named = {w for hit in evidence if hit.product_id for w in self._tokens(self._canonical(hit.title).lower())}
-        for hit in evidence:
-            fields = sku_fields(hit.text) if hit.section in ("SKU", SKU_OVERVIEW_SECTION) else None
-            named |= {v.strip().lower() for key in ("颜色", "尺码") for v in (fields or {}).get(key, "").split("、")
-                      if v.strip()}
-        for clause in CLAUSE_END.split(question.text):
-            if not re.search(PRICE_ASKED, clause):
-                continue
-            words = [w for w in self._tokens(_PRICE_ASKING.sub(" ", clause)) if CJK_CHAR.search(w)]
-            if any(not any(w in n or 2 * len(set(w) & set(n)) >= len(w) for n in named) for w in words):
-                return True
-        return False
+        named |= {v.lower() for hit in evidence if hit.section in ("SKU", SKU_OVERVIEW_SECTION)
+                  for v in _variant_values(sku_fields(hit.text) or {})}
+        return any(not any(w in n or 2 * len(set(w) & set(n)) >= len(w) for n in named) for w in asked)
 
     @staticmethod
     def _names_variant(question: "AskedQuestion", fields: dict[str, str]) -> bool:
         """Does the question name one of the overview's colours or sizes (雾霾蓝, 42码, 2米)?"""
-        values = [v.strip() for key in ("颜色", "尺码") for v in fields.get(key, "").split("、") if v.strip()]
+        values = _variant_values(fields)
         numbers = {n for n, _ in question.facts.numbers}
         leading = (re.match(r"\d+(?:\.\d+)?", v) for v in values)
         return (any(v.lower() in question.text for v in values)
@@ -252,11 +250,16 @@ def overview_sentence(fields: dict[str, str], title: str) -> str:
     return f"{name}{count}：" + "；".join(p for p in parts if p)
 
 
-# A colour the customer names by its plain word (黑色, 蓝的): the shop's colour names that hold it.
+def _variant_values(fields: dict[str, str]) -> list[str]:
+    """The colours and sizes of a SKU row or overview (雾霾蓝, 42, 2m)."""
+    return [v.strip() for key in ("颜色", "尺码") for v in fields.get(key, "").split("、") if v.strip()]
+
+
 # How a price is asked, beyond the price words themselves: 现在卖多少钱一双, 各自多少钱, 差价多少, 这款啥价
 _PRICE_ASKING = re.compile(PRICE_ASKED + r"|多少|钱|价|差价|相差|差|各自|各|分别|两款|两个|现在|目前|一共|总共|大概|大约|请问"
                            r"|跟|和|与|比|\d+(?:\.\d+)?\s*(?:厘米|毫米|毫升|[米码寸号升克])?"  # a size asked as 2米, 42码
                            r"|[这那一每][双件个只条根支张套台副对顶把款块瓶盒包]|款|卖|买|要|啥|什么")
+# A colour the customer names by its plain word (黑色, 蓝的): the shop's colour names that hold it.
 _COLOUR_WORD = re.compile(r"([黑白红蓝绿灰黄紫粉橙棕金银青])(?:色|的)")
 
 

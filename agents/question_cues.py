@@ -235,6 +235,7 @@ def other_edition(asked: set[tuple[str, int]], said: set[tuple[str, int]]) -> bo
 # A men's or a women's event (男单, 女篮, 男子500米, 女子单打): a sentence naming only the other's event of the
 # same kind (2023年澳网女单冠军 for 男单冠军) is about that one. 男子 / 女子 count only before what names an
 # event (a distance, 单打, 组, 赛), not as "a man" (一名男子).
+_OTHER_SEX = {"男": "女", "女": "男"}
 _GENDERED_EVENT = re.compile(r"([男女])(?:(单|双|团|篮|足|排)|子(?=\s*\d|单|双|组|赛|项目|[和与及、][男女]子))")
 
 
@@ -246,8 +247,7 @@ def gendered_events(text: str) -> set[tuple[str, str]]:
 def other_gender_event(asked: set[tuple[str, str]], said: set[tuple[str, str]]) -> bool:
     """Does a sentence naming `said` speak only of the other's event of a kind the question asks (and
     asks of one sex only: 男单和女单冠军 asks both)?"""
-    other = {"男": "女", "女": "男"}
-    return any((gender, kind) not in said and (other[gender], kind) in said and (other[gender], kind) not in asked
+    return any((gender, kind) not in said and (_OTHER_SEX[gender], kind) in said and (_OTHER_SEX[gender], kind) not in asked
                for gender, kind in asked)
 
 

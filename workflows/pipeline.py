@@ -300,10 +300,11 @@ class QAPipeline:
             ranked.append(hit)
         # every product compared is shown what its page says best: its SKU rows and overview may
         # otherwise take its slots (轻羽Pro's 价格 row where 分别多重 asks its 材质 line's 198 克)
-        pages = [h for h in ranked if h.product_id in compared and h.doc_type == "product"
-                 and h.section not in ("SKU", SKU_OVERVIEW_SECTION)]
-        pinned = [*pinned, *(next(h.chunk_id for h in pages if h.product_id == product)
-                             for product in compared if any(h.product_id == product for h in pages))]
+        best_page: dict[str, str] = {}
+        for hit in ranked:
+            if hit.product_id in compared and hit.doc_type == "product" and hit.section not in ("SKU", SKU_OVERVIEW_SECTION):
+                best_page.setdefault(hit.product_id, hit.chunk_id)
+        pinned = [*pinned, *best_page.values()]
         varied, spare = _at_most_per_doc(ranked, self.config.evidence_per_doc)
         n, max_chars = self.config.evidence_top_n, self.config.evidence_max_chars
         shown = EvidencePool.from_hits(varied).top(n, max_chars)
@@ -499,14 +500,15 @@ def _at_most_per_doc(hits: list[EvidenceHit], limit: int) -> tuple[list[Evidence
     (a question over two long documents)."""
     # A product page's table rows take one of its slots (防水：… below 尺码: 41); the rows a question
     # names or a skill worked out are pinned.
-    first, rows = later_table_rows(hits)
+    later_rows = {id(hit) for hit in later_table_rows(hits)[1]}
     seen: dict[str, int] = {}
-    kept, over = [], []
-    for hit in first:
+    kept, spare = [], []
+    for hit in hits:
+        if id(hit) in later_rows:
+            spare.append(hit)
+            continue
         seen[hit.doc_id] = seen.get(hit.doc_id, 0) + 1
-        (kept if seen[hit.doc_id] <= limit else over).append(hit)
-    order = {id(hit): i for i, hit in enumerate(hits)}
-    spare = sorted([*rows, *over], key=lambda hit: order[id(hit)])
+        (kept if seen[hit.doc_id] <= limit else spare).append(hit)
     return kept, spare
 
 
