@@ -23,8 +23,8 @@ from agents.prompts import load_prompt
 from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DESCRIPTION_QUESTION, ENGLISH_COUNTED,
                                   ERA_WORDS, IDENTITY_QUESTION,
                                   NUMERIC_QUESTION, PRIZE_STATED, QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
-                                  asked_focus, compound_parts, editions, gendered_events, names_a_sibling, other_edition,
-                                  other_gender_event, states_amount)
+                                  WHO_QUESTION, asked_focus, compound_parts, editions, gendered_events, names_a_sibling,
+                                  names_someone, other_edition, other_gender_event, states_amount)
 from knowledge.chinese_script import to_simplified
 from knowledge.chunking import SKU_OVERVIEW_SECTION, TABLE_ROW_ID, row_cells
 from knowledge.crosslingual import everyday_words, worded_for
@@ -95,6 +95,7 @@ class _Question:
     english: bool
     asks_when: bool = False
     asks_amount: bool = False
+    asks_who: bool = False  # X是谁, 谁获得了金牌: an article's sentence answers only with a name
     text: str = ""  # the question, canonical and lower-case
     focus: str | None = None  # what a keyword question asks (冠军 of 男单冠军？) or the prize asked, when no cue says it
     everyday: list[str] = field(default_factory=list)  # the documents' words for its everyday words (knowledge/crosslingual.py)
@@ -291,7 +292,8 @@ class ExtractiveAnswerer:
             asked_units=asked_units, asked_words=[w.lower() for w in asked_words], relations=relations,
             numeric=bool(NUMERIC_QUESTION.search(canonical)), english=is_english(canonical),
             asks_when=asks_when, text=canonical.lower(),
-            asks_amount=bool(AMOUNT_QUESTION.search(canonical)), everyday=everyday,
+            asks_amount=bool(AMOUNT_QUESTION.search(canonical)), asks_who=bool(WHO_QUESTION.search(canonical)),
+            everyday=everyday,
             name_numbers={value for t in terms if t in self._named_things for value, _ in facts_of(t).numbers},
             editions=editions(canonical), events=gendered_events(canonical),
             # a kind of value or a relation asked (多少钱, 在哪里) says what answers instead
@@ -423,7 +425,10 @@ class ExtractiveAnswerer:
                            and not restates and not wrong_year and not compared_only and not other_year and not negated
                            and not other_edition_only and not other_event
                            and not off_topic and not (unfocused and not defines) and (names_a_time or not question.asks_when)
-                           and (not question.asks_amount or states_amount(canonical, question.text)))
+                           and (not question.asks_amount or states_amount(canonical, question.text))
+                           # an article must name who (a FAQ's or the shop's 谁 is a party: 受益人, 买家)
+                           and (not question.asks_who or faq or hit.doc_type != "doc"
+                                or names_someone(canonical.lower(), question.text)))
                 candidates.append(_Candidate(
                     hit, order, body, tokens, 1.6 * share + score + context, share, answers,
                     asked | entity, entity, models, score, not off_topic, row_named,

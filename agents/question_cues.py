@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import jieba
+import jieba.posseg
 
 from knowledge.text import CJK_CHAR, CJK_RUN, MODEL_NUMBER, chinese_int
 
@@ -249,6 +250,30 @@ def other_gender_event(asked: set[tuple[str, str]], said: set[tuple[str, str]]) 
     asks of one sex only: 男单和女单冠军 asks both)?"""
     return any((gender, kind) not in said and (_OTHER_SEX[gender], kind) in said and (_OTHER_SEX[gender], kind) not in asked
                for gender, kind in asked)
+
+
+# A question asking who someone is (X是谁, 谁是X, 主演有谁) wants a name. Not one asking who did
+# something (由谁成立, 和谁一起, 为谁效忠), which a group or a role often answers (3名前奴隶, 总参谋部), nor
+# which party bears a cost (运费是谁承担: 买家承担).
+WHO_QUESTION = re.compile(r"(?:是谁|谁是|有谁)(?!(?:来)?(?:承担|负担|出|付|负责|买单|赔|担))")
+# jieba's tags for a person, a place, an organisation or another proper name
+_NAME_TAGS = frozenset({"nr", "nrfg", "nrt", "ns", "nt", "nz"})
+_WORK_TITLE = re.compile(r"《[^》]+》")
+_LATIN_NAME = re.compile(r"[a-z][a-z.\-]+")
+
+
+def names_someone(sentence: str, question: str) -> bool:
+    """Does an article's sentence name someone or something the question does not - a person,
+    a team, a country, a work in 《》, a Latin-script name - as a who-question's answer must?
+    "作为开闭幕式总导演", "拘留一名记者" and "卫冕冠军" name nobody. Both texts in lower case."""
+    if any(title.strip("《》") not in question for title in _WORK_TITLE.findall(sentence)):
+        return True
+    for word, tag in jieba.posseg.lcut(sentence):
+        if word in question:
+            continue
+        if tag in _NAME_TAGS or "·" in word or "•" in word or (_LATIN_NAME.fullmatch(word) and len(word) > 1):
+            return True
+    return False
 
 
 # A prize a question asks who won (谁获得了金牌, 男单冠军是谁, 最佳影片奖): a sentence naming another

@@ -752,3 +752,18 @@ def test_a_sentence_about_the_womens_event_does_not_answer_for_the_mens():
     assert ExtractiveAnswerer().run("2023年澳网男单冠军是谁？", [womens]) == ExtractiveAnswerer().refusal()
     mens = hit("n-2#body-0", "澳网", "德约科维奇直落三盘击败西西帕斯，夺得2023年澳网男单冠军。")
     assert "德约科维奇" in ExtractiveAnswerer().run("2023年澳网男单冠军是谁？", [mens, womens])
+
+
+def test_an_article_answers_who_only_with_a_name():
+    nameless = hit("n-1#body-0", "冬奥会", "如今，作为2022年冬奥会和冬残奥会开闭幕式总导演，他再次站上舞台。")
+    assert ExtractiveAnswerer().run("2022年冬奥会开幕式总导演是谁", [nameless]) == ExtractiveAnswerer().refusal()
+    named = hit("n-2#body-0", "冬奥会", "北京2022年冬奥会开幕式总导演张艺谋在接受记者采访时表示将大胆创意。")
+    assert "张艺谋" in ExtractiveAnswerer().run("2022年冬奥会开幕式总导演是谁", [nameless, named])
+
+
+def test_the_shops_who_pays_is_answered_by_a_party(answerer, demo_kb):
+    policy = hit("policy-warranty#寄修运费-0", "商品保修说明", "保修期内，寄修往返运费由店铺承担。")
+    policy.doc_type = "policy"
+    assert "店铺承担" in answerer.run("保修期内寄修的运费谁来出？", [policy])
+    faq = hit("bx-1#body-0", "意外险的受益人是谁？", "意外险的受益人一般是被保险人本人，身故受益人可以指定。")
+    assert "被保险人本人" in ExtractiveAnswerer().run("意外险受益人是谁", [faq])

@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 
 from agents.question_cues import (AMOUNT_QUESTION, DEFINITION_QUESTION, DESCRIPTION_QUESTION, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
-                                   asked_focus, asking_clauses, asks_overview, compound_parts, editions, names_a_sibling,
-                                   gendered_events, other_edition, other_gender_event, states_amount,
-                                   without_name_words)
+                                   WHO_QUESTION, asked_focus, asking_clauses, asks_overview, compound_parts, editions,
+                                   names_a_sibling, names_someone, gendered_events, other_edition, other_gender_event,
+                                   states_amount, without_name_words)
 
 
 @pytest.mark.parametrize("text, names_a_time", [
@@ -261,3 +261,27 @@ def test_a_sentence_about_the_other_sexs_event_of_the_kind_asked():
     assert not other_gender_event(gendered_events("IRONMAN世界锦标赛男子赛事在哪举行"), both)
     assert not other_gender_event(gendered_events("澳网男单和女单冠军分别是谁"), gendered_events("澳网女单冠军是萨巴伦卡"))
     assert gendered_events("花样滑冰女子和男子单人滑金牌得主") == {("女", ""), ("男", "")}  # both asked
+
+
+@pytest.mark.parametrize("question, asks_who", [
+    ("2022年冬奥会开幕式总导演是谁", True), ("谁是北京冬奥会第一棒火炬手", True), ("陈凯歌少年时代的主演有谁", True),
+    ("底特律第二浸信会是由谁成立的？", False), ("泰国皇家军队为谁效忠？", False),
+    ("保修期内寄修的运费谁来出？", False), ("无理由退货的运费是谁承担？", False), ("XZ-3000多少钱", False),
+])
+def test_a_question_asking_who(question, asks_who):
+    assert bool(WHO_QUESTION.search(question)) is asks_who
+
+
+@pytest.mark.parametrize("sentence, question, named", [
+    ("北京2022年冬奥会开幕式总导演张艺谋在接受记者采访时表示", "2022年冬奥会开幕式总导演是谁", True),
+    ("如今，作为2022年冬奥会和冬残奥会开闭幕式总导演", "2022年冬奥会开幕式总导演是谁", False),
+    ("俄罗斯联邦安全局拘留一名《华尔街日报》记者", "俄罗斯拘留的《华尔街日报》记者是谁", True),  # an agency is a name
+    ("我们强烈谴责今天发生的针对前首相安倍晋三的令人发指的枪击事件", "谁枪击了安倍晋三？", False),
+    ("吴京主演的全部电影总票房达到300亿元", "谁是中国影史首个票房达到300亿元的演员？", True),
+    ("对于这样的高难度动作，隋文静补充说", "北京冬奥会双人滑金牌得主是谁？", True),
+    ("《流浪地球2》成为今年春节档新片上映首日票房冠军", "2023年春节档首日票房冠军是谁", True),  # a work
+    ("《少年时代》是由陈凯歌执导", "陈凯歌少年时代的主演有谁", False),  # only the question's own names
+    ("the film was directed by bryan singer", "波西米亚狂想曲的导演是谁", True),
+])
+def test_a_sentence_naming_someone_the_question_does_not(sentence, question, named):
+    assert names_someone(sentence.lower(), question.lower()) is named
