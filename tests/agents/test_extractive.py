@@ -764,6 +764,11 @@ def test_an_article_answers_who_only_with_a_name():
 def test_the_shops_who_pays_is_answered_by_a_party(answerer, demo_kb):
     policy = hit("policy-warranty#寄修运费-0", "商品保修说明", "保修期内，寄修往返运费由店铺承担。")
     policy.doc_type = "policy"
-    assert "店铺承担" in answerer.run("保修期内寄修的运费谁来出？", [policy])
+    assert "店铺承担" in answerer.run("保修期内寄修运费的承担方是谁？", [policy])
     faq = hit("bx-1#body-0", "意外险的受益人是谁？", "意外险的受益人一般是被保险人本人，身故受益人可以指定。")
     assert "被保险人本人" in ExtractiveAnswerer().run("意外险受益人是谁", [faq])
+
+
+def test_how_someone_did_is_answered_by_the_round_reached():
+    result = hit("n-1#body-0", "马德里大师赛", "2023年ATP1000马德里大师赛1/4决赛中，张之臻以0比2不敌卡拉采夫，止步马德里大师赛8强。")
+    assert "8强" in ExtractiveAnswerer().run("2023年马德里大师赛张之臻成绩？", [result])
