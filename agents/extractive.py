@@ -59,6 +59,7 @@ _LABEL = re.compile(r"([\u4e00-\u9fffA-Za-z]{1,8})[：:]")  # 防水： of "功�
 # An FAQ reply up to this long is quoted whole, sentence by sentence: it is the shop's own
 # answer to the question, and cutting it to one sentence loses conditions and steps.
 _MAX_FAQ_REPLY_CHARS = 400
+_PIECE_NUMBER = re.compile(r"(?<=-)(\d+)$")  # the piece of a section's text a chunk is (…#body-1)
 # An FAQ entry whose title question is this alike to the customer's (character-bigram Dice) asks
 # the same thing, and its reply is the answer, from that entry alone. baoxianzhidao dev: the
 # evidence entry alike at >= 0.6 was the gold one for 2087 of 2088 questions (31 of them user
@@ -209,17 +210,19 @@ class ExtractiveAnswerer:
         # be matched word for word against Chinese evidence, so its answer always hedges.
         half_answered = profile.english or not chosen or chosen[0].term_share < 0.5
         unanswered: list[str] = []  # parts of a compound question nothing answers, said so at the end
-        # An FAQ reply answers a compound question whole when it names every part (a customer's
-        # several clauses about one thing); two questions of which it answers one are answered part by part.
+        # An FAQ reply answers a compound question whole when the entry asks this very question or
+        # names every part (a customer's several clauses about one thing); two questions of which it
+        # answers one are answered part by part.
         by_parts = False
-        if len(parts) > 1 and not (chosen and is_faq(chosen[0].hit)
-                                   and not self._parts_not_named(parts, f"{chosen[0].hit.title} {chosen[0].hit.text}")):
+        if len(parts) > 1 and not (chosen and is_faq(chosen[0].hit) and (
+                chosen[0].hit.doc_id == self._same_question(profile, evidence)
+                or not self._parts_not_named(parts, f"{chosen[0].hit.title} {chosen[0].hit.text}"))):
             by_part, unanswered = self._select_parts(parts, profile.english, evidence, skipped, room, allowed)
             by_parts = bool(by_part)
             chosen, unanswered = (by_part, unanswered) if by_part else (chosen, [])
         cautious = bool(chosen) and not pieces and half_answered
         if chosen and not pieces and not profile.english and is_faq(chosen[0].hit) and not by_parts:
-            reply = self._faq_reply(chosen[0].hit, banned)
+            reply = self._faq_reply(chosen[0].hit, evidence, banned)
             if reply:
                 if cautious:
                     reply[0] = _CAUTIOUS + reply[0]
@@ -629,18 +632,32 @@ class ExtractiveAnswerer:
         return best
 
     # -- composing --------------------------------------------------------------------------
-    def _faq_reply(self, hit: EvidenceHit, banned: set[str]) -> list[str]:
-        """An FAQ chunk's reply, every sentence as written and cited; [] when too long."""
-        sentences = [s.text for s in split_sentences(hit.text)]
-        if not sentences or len("".join(sentences)) > _MAX_FAQ_REPLY_CHARS:
+    def _faq_reply(self, hit: EvidenceHit, evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
+        """An FAQ entry's reply, every sentence as written and cited with its chunk; [] when too long.
+
+        A reply longer than a chunk is cut into overlapping chunks: with the next ones of the entry
+        shown too (one run of them), it is quoted across them, what a chunk repeats of the one
+        before said once; if that runs over _MAX_FAQ_REPLY_CHARS, from `hit` alone."""
+        for chunks in (_consecutive_pieces(hit, evidence), [hit]):
+            sentences: list[tuple[str, str]] = []
+            said = ""
+            for chunk in chunks:
+                for sentence in split_sentences(chunk.text):
+                    if sentence.text.strip() and sentence.text.strip() in said:
+                        continue  # the overlap with the chunk before
+                    said += sentence.text
+                    sentences.append((sentence.text, chunk.chunk_id))
+            if sentences and len(said) <= _MAX_FAQ_REPLY_CHARS:
+                break
+        else:
             return []
         pieces = []
-        for text in sentences:
+        for text, chunk_id in sentences:
             body = quotable(text)
             if not body or body in banned:
                 continue
             end = _END_MARK.search(strip_citations(text).strip())
-            pieces.append(f"{body}【{hit.chunk_id}】{end.group(0)[0] if end else '。'}")
+            pieces.append(f"{body}【{chunk_id}】{end.group(0)[0] if end else '。'}")
         return pieces
 
     def _frame(self, candidate: _Candidate, english: bool, cautious: bool = False) -> str:
@@ -862,6 +879,23 @@ def _statement(value: "ConflictValue", hit: EvidenceHit) -> str:
     if sentence and _compact(value.value) in _compact(sentence) and len(sentence) <= _MAX_SENTENCE_CHARS:
         return sentence
     return quotable(value.value)
+
+
+def _consecutive_pieces(hit: EvidenceHit, evidence: Sequence[EvidenceHit]) -> list[EvidenceHit]:
+    """The evidence chunks of hit's section cut from one text (…#body-0, …#body-1), in order: the run
+    of consecutive pieces that holds hit."""
+    own = _PIECE_NUMBER.search(hit.chunk_id)
+    if own is None:
+        return [hit]
+    prefix = hit.chunk_id[:own.start()]
+    numbered = {int(number.group(1)): chunk for chunk in evidence
+                if (number := _PIECE_NUMBER.search(chunk.chunk_id)) and chunk.chunk_id[:number.start()] == prefix}
+    first = last = int(own.group(1))
+    while first - 1 in numbered:
+        first -= 1
+    while last + 1 in numbered:
+        last += 1
+    return [numbered.get(number, hit) for number in range(first, last + 1)]
 
 
 def _one_per_row(chosen: list[_Candidate]) -> list[_Candidate]:

@@ -941,6 +941,24 @@ RGB hits 155 -> 156 and false refusals 23 -> 21 (one of the two now quotes a sen
 that names the match but not the round), negative rejection unchanged; cmrc2018 (both splits) and
 DomainRAG: no answer changed; no demo or baoxianzhidao question names 成绩, 战绩 or 名次.
 
+**An FAQ reply quoted whole across its chunks (2026-12-05, session 27).** Baoxianzhidao's answer hit
+read low for questions that are an entry's own title (0.555 of faq_title answers, with the entry ranked
+first for 99%): of the misses whose gold reply is 400 characters or less, 243 quoted only the reply's
+start. A reply longer than a chunk is cut into overlapping 320-character chunks, and the answerer quoted
+the chunk ranked first though the next was shown as well (240 of the 243), or answered a question of two
+clauses that is the entry's own title clause by clause ("可走玻璃险吗，能赔多少钱": the second sentence,
+on 理赔的金额, states no amount and was dropped). An entry's reply is now quoted across the run of its
+chunks the evidence shows (…#body-0, …#body-1), each sentence citing its own chunk and what a chunk
+repeats of the one before said once, still up to 400 characters (else from the first chunk, as before);
+and an entry that asks the very question answers it whole whatever its clauses. Before and after from
+git worktrees, same machine and day: baoxianzhidao main answer hit of answered 0.538 -> 0.667 (of
+answerable 0.515 -> 0.638), holdout 0.528 -> 0.657 (0.502 -> 0.625), no hit lost, citation precision
+(0.962 / 0.961), refusals and conflict flags the same, no invalid id; the demo (five sets), RGB, cmrc2018
+(both splits) and DomainRAG: no answer changed. What the faq_title misses are now: 532 gold replies over
+400 characters, which an answer quotes in part by design (a chat reply, not the whole page), and a few
+where the stored text differs from the gold by a character (1～3级 stored as 1~3级, a reply ending in ；
+answered with 。).
+
 **Refusal on cmrc2018 holdout, measured and not changed (session 9).** One run of all 1,575
 holdout questions with the gate off (refusal_threshold 0, as calibrate runs it), then exploratory
 scoring of each rule on those results: the answer stage alone refuses 59 of the 1,463 answerable

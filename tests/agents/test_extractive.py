@@ -772,3 +772,26 @@ def test_the_shops_who_pays_is_answered_by_a_party(answerer, demo_kb):
 def test_how_someone_did_is_answered_by_the_round_reached():
     result = hit("n-1#body-0", "马德里大师赛", "2023年ATP1000马德里大师赛1/4决赛中，张之臻以0比2不敌卡拉采夫，止步马德里大师赛8强。")
     assert "8强" in ExtractiveAnswerer().run("2023年马德里大师赛张之臻成绩？", [result])
+
+
+def test_an_faq_reply_cut_into_chunks_is_quoted_across_them():
+    title = "寿险和意外险可以相互替代吗？"
+    first = hit("bx-9#body-0", title, "您好，这二者是不同的险种，不能相互代替。寿险以人的生命为保险标的。"
+                                      "意外险：意外险是以人的身体为保险标的，当被保险人遭受意外伤害时赔付保险金。")
+    second = hit("bx-9#body-1", title, "当被保险人遭受意外伤害时赔付保险金。所以即便买了寿险，也可以买意外险。")
+    other = hit("bx-3#body-0", "重疾险怎么买？", "重疾险建议尽早购买。")
+    for evidence in ([first, other, second], [second, first]):
+        answer = ExtractiveAnswerer().run(title, evidence)
+        assert "这二者是不同的险种" in answer and "所以即便买了寿险，也可以买意外险【bx-9#body-1】" in answer, answer
+        assert answer.count("当被保险人遭受意外伤害时赔付保险金") == 1, answer  # the overlap said once
+    # a chunk that does not follow on (…#body-2 without #body-1) is not joined
+    answer = ExtractiveAnswerer().run(title, [first, hit("bx-9#body-2", title, "另见保险条款。")])
+    assert "另见保险条款" not in answer
+
+
+def test_a_compound_question_an_faq_entry_asks_as_it_is_gets_its_reply_whole():
+    title = "可走玻璃险吗，能赔多少钱"
+    faq = hit("bx-5#body-0", title, "您好，如果买了玻璃险，并且玻璃发生在保险保障范围内的破损，可以向保险公司进行理赔。"
+                                   "至于理赔的金额，则根据您实际情况以及购买的险种和保险规定的额度进行。")
+    answer = ExtractiveAnswerer().run(title, [faq])
+    assert "可以向保险公司进行理赔" in answer and "至于理赔的金额" in answer, answer
