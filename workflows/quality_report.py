@@ -916,8 +916,8 @@ did something (由谁成立: 3名前奴隶, 为谁效忠: 泰国国王和人民,
 and which cost cmrc2018 four hits. Measured from git worktrees on every set against the session's start
 (e3b1bf4), same machine and day: RGB (450) negative rejection 67 -> 70 of 150, hits 154 -> 155, false
 refusals 21 -> 23 (two wrong answers refused, each naming nobody: "她是世界花样滑冰锦标赛金牌得主…" and a
-counterfactual passage's "社区里搬来《哈利·波特》系列作者"); cmrc2018 main hits 1371 -> 1370 and false refusals 90 -> 93, holdout hits 1129 -> 1128 and
-false refusals 69 -> 71 (refusal recall unchanged; the hit lost is 酒井美纪, a name jieba does not know, the
+counterfactual passage's "社区里搬来《哈利·波特》系列作者"); cmrc2018 main hits 1371 -> 1370 and false refusals 90 -> 93, holdout hits 1236 -> 1235 and
+false refusals 69 -> 72 of 1,463 (0.047 -> 0.049; refusal recall 0.902 unchanged; the hit lost is 酒井美纪, a name jieba does not know, the
 other refusals replace wrong answers such as "作者也介绍高拱…" for 《张居正》的作者是谁); DomainRAG one wrong
 answer refused (院长是谁 answered with an office address); demo (five sets) and baoxianzhidao: no answer
 changed. RGB's citation precision (0.73) is mostly its conflict questions: 41 of the 47 conflicting_evidence
