@@ -174,6 +174,16 @@ _LATIN = re.compile(r"[a-z]")
 # two pictures (张帅在比赛中回球 / 发球), not two claims about one fact.
 _PHOTO_CAPTION = re.compile(r"新华社照片|图片来源|资料图片|供图|(?:记者|摄影)[^，,。\s]{1,8}摄")
 _NOT_WORD = re.compile(r"[\W_]+")
+# What numbers an item of a list (②, 2、, 4., （3）, 三是): two replies that number the same item
+# otherwise state no different value (a bare 2 counts beside a marked one: ② and 2)
+_LIST_MARKER = re.compile(r"^\s*(?:[\u2460-\u2473]|[一二三四五六七八九十]{1,3}是|[（(]?(?:\d{1,2}|[一二三四五六七八九十]{1,3})(?:[)）、.．]|$))")
+_MARKED = re.compile(r"^\s*(?:[\u2460-\u2473]|[一二三四五六七八九十]{1,3}是|[（(]?(?:\d{1,2}|[一二三四五六七八九十]{1,3})[)）、.．])")
+
+
+def _numbers_one_item(said_a: str, said_b: str) -> bool:
+    """Do two differing stretches only number the same item of a list differently (② / 2、, 4. / 3、)?"""
+    return bool(_MARKED.match(said_a) or _MARKED.match(said_b)) and (
+        _LIST_MARKER.sub("", said_a).strip() == _LIST_MARKER.sub("", said_b).strip())
 _NEGATION = ("不是", "并非", "不像", "没有", "不", "没", "非", "无", "未", "假")
 _QUOTED = ("宣传", "号称", "说是", "标称", "写着", "所谓", "介绍")
 
@@ -822,8 +832,10 @@ def _slot_candidate(a: _Passage, b: _Passage, slot: _Slot, entity: str, question
         shown_a, shown_b = (items, f"未列出{items}") if shown_a else (f"未列出{items}", items)
         key_a, key_b, dimension = shown_a, shown_b, "列表"
     else:
-        key_a, key_b, dimension = (_NOT_WORD.sub("", a.text[slice(*slot.a_span)]),
-                                   _NOT_WORD.sub("", b.text[slice(*slot.b_span)]), "名称")
+        said_a, said_b = a.text[slice(*slot.a_span)], b.text[slice(*slot.b_span)]
+        if _numbers_one_item(said_a, said_b):
+            return []
+        key_a, key_b, dimension = _NOT_WORD.sub("", said_a), _NOT_WORD.sub("", said_b), "名称"
     attribute = _attribute_label(a.text, slot.a_span, question.terms, dimension)
     return [_Candidate(entity, attribute, dimension, [
         _Side(shown_a, key_a, a, slot.a_span[0]), _Side(shown_b, key_b, b, slot.b_span[0])])]

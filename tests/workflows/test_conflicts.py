@@ -239,6 +239,15 @@ def test_a_difference_the_question_does_not_ask_about_is_ignored():
     assert len(conflicts) == 1 and {v.value for v in conflicts[0].values} == {"7天", "15天"}
 
 
+def test_two_replies_numbering_one_list_item_differently_are_not_a_conflict():
+    # baoxianzhidao's replies about one service: ② / 2、 numbers the same advantage
+    evidence = [hit("bx-35#body-0", "您好，小额快赔服务是针对3000元金额以内小额理赔的绿色快速通道。优势主要体现在以下三个方面："
+                                    "①比非闪赔产品更少的材料；②绿色通道闪电般审核速度；③全程线上操作更便捷。"),
+                hit("bx-149#body-0", "您好，小额快赔服务是针对3000元金额以内小额理赔的绿色快速通道。小额快赔优势：1、比非闪赔产品"
+                                     "更少的材料；2、绿色通道闪电般审核速度；3、全程线上操作更便捷")]
+    assert detect_conflicts("huts的小额快赔服务是什么意思？", evidence) == []
+
+
 def test_one_name_in_two_scripts_is_not_a_conflict():
     evidence = [hit("n-1#body-0", "张译王俊凯《重生之门》开机，据北青网报道，导演为杨冬。"),
                 hit("n-2#body-0", "张译王俊凯《重生之门》开机，据北青網报道，导演为杨冬。")]
