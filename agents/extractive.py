@@ -96,7 +96,7 @@ class _Question:
     english: bool
     asks_when: bool = False
     asks_amount: bool = False
-    asks_who: bool = False  # X是谁, 谁获得了金牌: an article's sentence answers only with a name
+    asks_who: bool = False  # X是谁, 谁是X, 主演有谁: an article's sentence answers only with a name
     text: str = ""  # the question, canonical and lower-case
     focus: str | None = None  # what a keyword question asks (冠军 of 男单冠军？) or the prize asked, when no cue says it
     everyday: list[str] = field(default_factory=list)  # the documents' words for its everyday words (knowledge/crosslingual.py)

@@ -174,16 +174,11 @@ _LATIN = re.compile(r"[a-z]")
 # two pictures (张帅在比赛中回球 / 发球), not two claims about one fact.
 _PHOTO_CAPTION = re.compile(r"新华社照片|图片来源|资料图片|供图|(?:记者|摄影)[^，,。\s]{1,8}摄")
 _NOT_WORD = re.compile(r"[\W_]+")
-# What numbers an item of a list (②, 2、, 4., （3）, 三是): two replies that number the same item
-# otherwise state no different value (a bare 2 counts beside a marked one: ② and 2)
-_LIST_MARKER = re.compile(r"^\s*(?:[\u2460-\u2473]|[一二三四五六七八九十]{1,3}是|[（(]?(?:\d{1,2}|[一二三四五六七八九十]{1,3})(?:[)）、.．]|$))")
-_MARKED = re.compile(r"^\s*(?:[\u2460-\u2473]|[一二三四五六七八九十]{1,3}是|[（(]?(?:\d{1,2}|[一二三四五六七八九十]{1,3})[)）、.．])")
-
-
-def _numbers_one_item(said_a: str, said_b: str) -> bool:
-    """Do two differing stretches only number the same item of a list differently (② / 2、, 4. / 3、)?"""
-    return bool(_MARKED.match(said_a) or _MARKED.match(said_b)) and (
-        _LIST_MARKER.sub("", said_a).strip() == _LIST_MARKER.sub("", said_b).strip())
+# What numbers an item of a list (②, 2、, 4., （3）, 三是), and a bare number, which numbers one only
+# beside a marked one (② and 2)
+_ITEM_NUMBER = r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})"
+_MARKED_ITEM = re.compile(rf"^\s*(?:[\u2460-\u2473]|[一二三四五六七八九十]{{1,3}}是|[（(]?{_ITEM_NUMBER}[)）、.．])")
+_ITEM_MARK = re.compile(rf"{_MARKED_ITEM.pattern}|^\s*{_ITEM_NUMBER}$")
 _NEGATION = ("不是", "并非", "不像", "没有", "不", "没", "非", "无", "未", "假")
 _QUOTED = ("宣传", "号称", "说是", "标称", "写着", "所谓", "介绍")
 
@@ -819,6 +814,13 @@ def _near_question(passage: _Passage, span: tuple[int, int], question: _Question
     next_end = strong_end.search(text, span[1], hi)
     hi = next_end.start() if next_end else hi
     return question.names_term(text[lo:hi])
+
+
+def _numbers_one_item(said_a: str, said_b: str) -> bool:
+    """Do two differing stretches only number the same item of a list differently (② / 2、, 4. / 3、)?
+    Two replies that list the same points state no different value by that."""
+    return bool(_MARKED_ITEM.match(said_a) or _MARKED_ITEM.match(said_b)) and (
+        _ITEM_MARK.sub("", said_a).strip() == _ITEM_MARK.sub("", said_b).strip())
 
 
 def _slot_candidate(a: _Passage, b: _Passage, slot: _Slot, entity: str, question: _Question) -> list[_Candidate]:
