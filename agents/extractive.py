@@ -26,7 +26,7 @@ from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DE
                                   WHO_QUESTION, asked_focus, compound_parts, editions, gendered_events, names_a_sibling,
                                   names_someone, other_edition, other_gender_event, states_amount)
 from knowledge.chinese_script import to_simplified
-from knowledge.chunking import SKU_OVERVIEW_SECTION, TABLE_ROW_ID, row_cells
+from knowledge.chunking import PIECE_ID, SKU_OVERVIEW_SECTION, TABLE_ROW_ID, row_cells
 from knowledge.crosslingual import everyday_words, worded_for
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
@@ -59,7 +59,6 @@ _LABEL = re.compile(r"([\u4e00-\u9fffA-Za-z]{1,8})[：:]")  # 防水： of "功�
 # An FAQ reply up to this long is quoted whole, sentence by sentence: it is the shop's own
 # answer to the question, and cutting it to one sentence loses conditions and steps.
 _MAX_FAQ_REPLY_CHARS = 400
-_PIECE_NUMBER = re.compile(r"(?<=-)(\d+)$")  # the piece of a section's text a chunk is (…#body-1)
 # An FAQ entry whose title question is this alike to the customer's (character-bigram Dice) asks
 # the same thing, and its reply is the answer, from that entry alone. baoxianzhidao dev: the
 # evidence entry alike at >= 0.6 was the gold one for 2087 of 2088 questions (31 of them user
@@ -431,7 +430,7 @@ class ExtractiveAnswerer:
                            and (not question.asks_amount or states_amount(canonical, question.text))
                            # an article must name who (a FAQ's or the shop's 谁 is a party: 受益人, 买家)
                            and (not question.asks_who or faq or hit.doc_type != "doc"
-                                or names_someone(canonical.lower(), question.text)))
+                                or names_someone(searched, question.text)))  # an article's: its text lower-cased
                 candidates.append(_Candidate(
                     hit, order, body, tokens, 1.6 * share + score + context, share, answers,
                     asked | entity, entity, models, score, not off_topic, row_named,
@@ -884,12 +883,12 @@ def _statement(value: "ConflictValue", hit: EvidenceHit) -> str:
 def _consecutive_pieces(hit: EvidenceHit, evidence: Sequence[EvidenceHit]) -> list[EvidenceHit]:
     """The evidence chunks of hit's section cut from one text (…#body-0, …#body-1), in order: the run
     of consecutive pieces that holds hit."""
-    own = _PIECE_NUMBER.search(hit.chunk_id)
+    own = PIECE_ID.search(hit.chunk_id)
     if own is None:
         return [hit]
     prefix = hit.chunk_id[:own.start()]
     numbered = {int(number.group(1)): chunk for chunk in evidence
-                if (number := _PIECE_NUMBER.search(chunk.chunk_id)) and chunk.chunk_id[:number.start()] == prefix}
+                if (number := PIECE_ID.search(chunk.chunk_id)) and chunk.chunk_id[:number.start()] == prefix}
     first = last = int(own.group(1))
     while first - 1 in numbered:
         first -= 1

@@ -42,6 +42,7 @@ _RESERVED_SLUGS = frozenset({"body", "sku", "skus"})
 CHUNK_FORMAT = 3
 SKU_OVERVIEW_SECTION = "规格汇总"  # one chunk over all of a product's SKU rows
 TABLE_ROW_ID = re.compile(r"-r(\d+)-\d+$")  # chunk id of one table row: {doc}#{slug}-r{row}-{piece}
+PIECE_ID = re.compile(r"-(\d+)$")  # chunk id of one piece of a text: {doc}#body-{n}, {doc}#{slug}-{n}
 SKU_OVERVIEW_SLUG = "skus-0"  # its id: "<doc part>#skus-0", beside the rows' "<doc part>#sku-<sku>"
 # How long the overview may list every colour x size in stock; past it only what is out of stock.
 _OVERVIEW_MAX_CHARS = 320
