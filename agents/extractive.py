@@ -337,6 +337,7 @@ class ExtractiveAnswerer:
             # words name what is asked and must be in the sentence. A FAQ title is a question,
             # so there a title match is as good as a sentence match.
             faq = is_faq(hit)
+            shop_wide = _shop_wide(hit)
             entity = set() if faq else {t for t in question.terms if has_term(title, t)}
             sibling = not faq and names_a_sibling(question.text, title, hit.text.lower())
             # the second thing of a comparison (T20和T24…, 峰刃和暖岩…): a title naming a model number or
@@ -401,7 +402,8 @@ class ExtractiveAnswerer:
                 restates = tokens <= question.tokens | label_tokens
                 # An FAQ entry is about its title question, which retrieval matched to this one.
                 about = f"{title} {canonical.lower()}"
-                off_topic = sibling or other_page or (not faq and bool(named) and not any(has_term(about, n) for n in named)
+                # a shop's policy holds for every product, naming none (运费 to 新疆 for 暖岩寄到新疆要运费吗)
+                off_topic = sibling or other_page or (not shop_wide and bool(named) and not any(has_term(about, n) for n in named)
                                                       and not names_another)
                 defines = ((asks_definition and any(canonical.lower().startswith(n) for n in named))
                            or any(opener.match(canonical.lower()) for opener in identity_openers))
@@ -540,7 +542,9 @@ class ExtractiveAnswerer:
                 # source that does not hold the answer.
                 if not (new_models or new_terms) or (candidate.hit.chunk_id in chosen_chunks and not new_terms):
                     continue
-                if candidate.hit.doc_id not in chosen_docs and not (new_models or candidate.entities - entities):
+                # (after a shop-wide answer, which holds for every product, a product's page adds none)
+                if candidate.hit.doc_id not in chosen_docs and not (
+                        new_models or candidate.entities - entities and not _shop_wide(best.hit)):
                     continue
                 gain = candidate.score + 0.8 * new_models + 0.4 * new_terms
                 if gain >= _MIN_SCORE_SHARE * best.score and gain > pick_gain:
@@ -928,3 +932,8 @@ def _redundant(a: _Candidate, b: _Candidate) -> bool:
     if union and len(a.tokens & b.tokens) / len(union) >= 0.5:
         return True
     return bool(a_facts.numbers) and a_facts.numbers == b_facts.numbers and a.hit.doc_id == b.hit.doc_id
+
+
+def _shop_wide(hit: EvidenceHit) -> bool:
+    """An FAQ entry or a policy of the shop's: it holds for every product and names none."""
+    return is_faq(hit) or (hit.doc_type == "policy" and not hit.product_id)

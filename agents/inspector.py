@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from agents.citations import AnswerSentence, split_sentences
 from knowledge.lexicon import Lexicon
-from knowledge.text import MODEL_NUMBER, model_numbers, normalize, tokenize
+from knowledge.text import MODEL_NUMBER, model_numbers, normalize, tokenize, unit_alternatives
 from tools.base import EvidenceHit
 
 if TYPE_CHECKING:
@@ -66,10 +66,7 @@ _UNITS = {
     "次": "次", "期": "期", "码": "码", "寸": "英寸", "克": "g", "斤": "斤", "升": "l", "米": "m",
     "折": "折", "倍": "倍", "W": "w", "V": "v", "h": "h", "g": "g", "L": "l", "m": "m",
 }
-_UNIT_PATTERN = "|".join(
-    re.escape(u) + ("(?![A-Za-z])" if u[-1].isascii() and u[-1].isalpha() else "")
-    for u in sorted(_UNITS, key=len, reverse=True)
-)
+_UNIT_PATTERN = unit_alternatives(_UNITS)
 _NUMBER = re.compile(rf"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)(?:\s*({_UNIT_PATTERN}))?")
 # A unit the question names after 多少/几 (多少Wh, 几克) is the kind of value it asks for.
 _ASKED_UNIT = re.compile(rf"(?:多少|几)\s*({_UNIT_PATTERN})")

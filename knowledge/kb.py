@@ -28,7 +28,7 @@ from knowledge.filters import SearchFilters, day_number
 from knowledge.lexicon import Lexicon
 from knowledge.schema import Chunk
 from knowledge.settings import Settings, get_settings
-from knowledge.text import tokenize
+from knowledge.text import arabic_numerals, tokenize
 from knowledge.vector_store import VectorStore
 
 MANIFEST = "kb.json"
@@ -251,11 +251,20 @@ class KnowledgeBase:
     def query_tokens(self, query: str) -> list[str]:
         return tokenize(query, self.lexicon if self._loaded_generation < 0 else self._lexicon)
 
+    def search_tokens(self, query: str) -> list[str]:
+        """The query's tokens, and those of its numerals in digits: a customer writes 七天无理由 or
+        保修两年 where the shop's pages write 7天 and 2年."""
+        tokens = self.query_tokens(query)
+        in_digits = arabic_numerals(query)
+        if in_digits != query:
+            tokens += [t for t in self.query_tokens(in_digits) if t not in tokens]
+        return tokens
+
     # -- search ---------------------------------------------------------------------------
     def search_keyword(self, query: str, k: int = 10, filters: SearchFilters | None = None,
                        title_weight: float = 0.5) -> list[Hit]:
         """BM25 over chunk bodies plus a weighted BM25 over titles (FAQ questions, product names)."""
-        scores = self._keyword_scores(query, title_weight)
+        scores = self._keyword_scores(self.search_tokens(query), title_weight)
         if scores is None:
             return []
         mask = filters.mask(self._columns) if filters else None
@@ -266,16 +275,17 @@ class KnowledgeBase:
 
     def keyword_scores(self, query: str, chunk_ids: list[str], title_weight: float = 0.5) -> np.ndarray:
         """search_keyword's score of each given chunk (0 for an unknown id), without ranking the
-        whole KB: the reranker needs a few candidates' scores, not a 100k-long ranking."""
-        scores = self._keyword_scores(query, title_weight)
+        whole KB: the reranker needs a few candidates' scores, not a 100k-long ranking. The query is
+        read as typed: its numerals in digits find chunks but do not score them (for 七天无理由, the
+        trade's name for a return window, the old policy's 7天 would outscore the current 15天)."""
+        scores = self._keyword_scores(self.query_tokens(query), title_weight)
         index = [self._index_of.get(chunk_id) for chunk_id in chunk_ids]
         if scores is None:
             return np.zeros(len(chunk_ids))
         return np.array([scores[i] if i is not None else 0.0 for i in index])
 
-    def _keyword_scores(self, query: str, title_weight: float) -> np.ndarray | None:
+    def _keyword_scores(self, tokens: list[str], title_weight: float) -> np.ndarray | None:
         self.refresh()
-        tokens = self.query_tokens(query)
         if not tokens or not self._chunks:
             return None
         scores = self._bm25_body.get_scores(tokens)

@@ -75,6 +75,35 @@ def chinese_int(text: str) -> int | None:
     return total + (digit or 0)
 
 
+def unit_alternatives(units) -> str:
+    """A regex alternation of `units`, longest first; an ASCII unit only as a whole word (5 g, 5g网络,
+    but not the g of "5 great")."""
+    return "|".join(re.escape(u) + ("(?![A-Za-z])" if u[-1].isascii() and u[-1].isalpha() else "")
+                    for u in sorted(units, key=len, reverse=True))
+
+
+def numerals_before(units) -> re.Pattern:
+    """A Chinese numeral before one of `units` (七天, 两年, 十五个工作日): not after a digit (120千米)
+    nor in 哪一年 / 每一天 / 第一 / 统一, which are no amounts; not inside a longer numeral (第五十八条
+    stays whole) nor a bare 百/千 (百年人寿, 千元机 are names)."""
+    return re.compile(rf"(?<![\d.哪每第这那同统唯之零〇一二两三四五六七八九十百千])(?![百千])"
+                      rf"[零〇一二两三四五六七八九十百千]+(?=\s*(?:{unit_alternatives(units)}))")
+
+
+# Durations and money a customer writes in words (七天无理由, 保修两年, 抵一块钱) where a shop writes
+# digits; not counters, whose 一 is mostly an article (一个国际团队, 一件衣服), no amount asked about.
+QUANTITY_NUMERAL = numerals_before("天 日 周 星期 小时 分钟 个月 年 个工作日 工作日 元 块".split())
+
+
+def arabic_numerals(text: str, numeral: re.Pattern = QUANTITY_NUMERAL) -> str:
+    """七天 -> 7天, 十五个工作日 -> 15个工作日: each numeral `numeral` finds, in digits."""
+    def replace(match: re.Match) -> str:
+        value = chinese_int(match.group(0))
+        return match.group(0) if value is None else str(value)
+
+    return numeral.sub(replace, text)
+
+
 def normalize(text: str) -> str:
     """Half-width ASCII, no control characters, single spaces, at most one blank line."""
     text = unicodedata.normalize("NFC", text).translate(_WIDTH_TABLE)

@@ -39,7 +39,8 @@ from knowledge.crosslingual import worded_for
 from knowledge.filters import as_of_day, parse_day
 from knowledge.lexicon import Lexicon
 from knowledge.schema import AUTHORITY_RANK
-from knowledge.text import CJK_CHAR, SNIPPET_CUT, STOPWORDS, YEAR, chinese_int, is_faq, normalize, series_names, tokenize
+from knowledge.text import (CJK_CHAR, SNIPPET_CUT, STOPWORDS, YEAR, arabic_numerals, chinese_int, is_faq, normalize,
+                            numerals_before, series_names, tokenize, unit_alternatives)
 from tools.base import EvidenceHit
 
 
@@ -132,13 +133,8 @@ _ENGLISH_DIMENSIONS = {"元": "yuan", "usd": "USD", "天": "days", "月": "month
 # Classifiers that only count: 90个议席 and 90名议员 give the same number.
 _COUNTERS = frozenset("个 人 件 次 双 只 台 张 册 所 项 门 席 份 家 场 条 篇 本 款 批 轮 级".split())
 _QUALIFIER_UNITS = frozenset({"码", "届", "编码"})  # they say which thing, not how much
-# An ASCII unit is a whole word: 5 g, 5g网络, but not the g of "5 great".
-_UNIT_PATTERN = "|".join(re.escape(u) + ("(?![a-z])" if u[-1].isascii() and u[-1].isalpha() else "")
-                         for u in sorted(_UNITS, key=len, reverse=True))
-# Not after a digit (120千米) nor in 哪一年 / 每一天 / 第一 / 统一, which are no amounts.
-# Not inside a longer numeral (第五十八条 stays whole) nor a bare 百/千 (百年人寿, 千元机 are names).
-_CN_NUMERAL = re.compile(rf"(?<![\d.哪每第这那同统唯之零〇一二两三四五六七八九十百千])(?![百千])"
-                         rf"[零〇一二两三四五六七八九十百千]+(?=\s*(?:{_UNIT_PATTERN}))")
+_UNIT_PATTERN = unit_alternatives(_UNITS)
+_CN_NUMERAL = numerals_before(_UNITS)
 _ASCII_GAP = re.compile(r"(?<=[A-Za-z0-9])[ \t]+(?=[A-Za-z0-9])")
 # English text keeps its spaces between words (warranty. Keep, Jun 1, 2026), not around a colon (11 : 00)
 _ENGLISH_GAP = re.compile(r"(?<=[A-Za-z0-9.,;!?)%])[ \t]+(?=[A-Za-z0-9($\"'])")
@@ -183,21 +179,13 @@ _NEGATION = ("不是", "并非", "不像", "没有", "不", "没", "非", "无",
 _QUOTED = ("宣传", "号称", "说是", "标称", "写着", "所谓", "介绍")
 
 
-def _arabic_numerals(text: str) -> str:
-    def replace(match: re.Match) -> str:
-        value = chinese_int(match.group(0))
-        return match.group(0) if value is None else str(value)
-
-    return _CN_NUMERAL.sub(replace, text)
-
-
 def canonical_text(text: str, lexicon: Lexicon | None = None) -> str:
     """Text as compared and shown: half-width, no spaces inside Chinese, arabic numerals before
     units, lexicon aliases replaced. Newlines stay (they end sentences and table cells)."""
     text = normalize(text)
     text = (_ASCII_GAP if CJK_CHAR.search(text) else _ENGLISH_GAP).sub("\x00", text)
     text = _OTHER_GAP.sub("", text).replace("\x00", " ")
-    text = _arabic_numerals(text)
+    text = arabic_numerals(text, _CN_NUMERAL)
     if lexicon is not None:
         text = lexicon.canonicalize(text)
     return text
@@ -359,7 +347,8 @@ def _cut_after(raw: str, sentence: str) -> bool:
 def _question_terms(question: str, lexicon: Lexicon | None) -> list[str]:
     # A title in book-title marks is one name however the tokenizer cuts it (《人在囧途》).
     terms = [_ascii_lower(canonical_text(t, lexicon)) for t in re.findall(r"《([^》]{2,30})》", question)]
-    for token in tokenize(question, lexicon):
+    # numerals in digits, as canonical_text writes the evidence they are found in (七天 -> 7天)
+    for token in tokenize(arabic_numerals(question, _CN_NUMERAL), lexicon):
         if token in _QUESTION_WORDS or token in STOPWORDS:
             continue
         if len(token) < 2 and not token.isdigit():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.text import chinese_int, has_term, is_english, tokenize, unglued
+from knowledge.text import arabic_numerals, chinese_int, has_term, is_english, tokenize, unglued
 
 
 @pytest.mark.parametrize(("question", "name"), [
@@ -78,3 +78,21 @@ def test_an_ascii_term_stands_alone_and_may_be_written_apart_where_letters_meet_
 def test_a_chinese_numeral_is_read_as_its_number():
     assert [chinese_int(t) for t in ("十五", "两", "一百二十", "十三", "七", "三千零五")] == [15, 2, 120, 13, 7, 3005]
     assert chinese_int("第七") is None and chinese_int("七届") is None  # a plain numeral only
+
+
+@pytest.mark.parametrize("text, digits", [
+    ("可以七天无理由退货吗", "可以7天无理由退货吗"), ("保修两年吗", "保修2年吗"), ("十五个工作日", "15个工作日"),
+    ("积分多少个能抵一块钱", "积分多少个能抵1块钱"),
+    # no amounts: names, ordinals, 哪一年 / 每一天, and a numeral whose unit is not one of amounts
+    ("百年人寿", "百年人寿"), ("第七届", "第七届"), ("哪一年开业", "哪一年开业"), ("每一天", "每一天"), ("统一", "统一"),
+    ("三体", "三体"),
+])
+def test_a_chinese_numeral_before_a_unit_is_written_in_digits(text, digits):
+    assert arabic_numerals(text) == digits
+
+
+def test_a_query_is_also_searched_with_its_numerals_in_digits(demo_kb):
+    tokens = demo_kb.search_tokens("可以七天无理由退货吗")
+    assert "七天" in tokens and "7" in tokens  # the pages write 7天
+    assert demo_kb.search_tokens("可以7天无理由退货吗") == tokenize("可以7天无理由退货吗", demo_kb.lexicon)
+    assert "7" not in demo_kb.query_tokens("可以七天无理由退货吗")  # scored as typed

@@ -213,6 +213,20 @@ def test_a_chat_message_is_also_ranked_by_what_it_asks_without_what_the_shopper_
     assert not answered.refused and "无需纸质发票" in answered.answer, answered.answer
 
 
+def test_a_return_window_written_in_words_finds_the_policies_written_in_digits(pipeline):
+    # the policies say 7天 (2024) and 15天 (2026); the customer writes 七天
+    answered = pipeline.run("XZ-3000可以七天无理由退货吗")
+    assert not answered.refused and "15天无理由" in answered.answer, answered.answer
+    cited = [c.id for c in answered.citations]
+    assert {"policy-returns-2026#无理由退换-0", "policy-returns-2024#无理由退换-0"} <= set(cited), cited
+
+
+def test_a_shop_policy_answers_a_question_naming_a_product_and_the_page_adds_nothing(pipeline):
+    answered = pipeline.run("暖岩抓绒衣寄到新疆要运费吗")  # the shipping policy names no product
+    assert not answered.refused and "15 元" in answered.answer, answered.answer
+    assert [c.id for c in answered.citations] == ["policy-shipping#包邮规则-0"], answered.answer
+
+
 def test_weak_evidence_that_disagrees_is_refused_saying_so(demo_kb, pipeline):
     # The planted AJ1 leather conflict behind a gate no evidence passes: the customer hears that
     # the sources disagree, and neither side is asserted.
