@@ -987,7 +987,10 @@ answer (积分多少个能抵一块钱) and answered 6 more baoxianzhidao holdou
 precision 0.963 -> 0.960, refusal recall 0.240 -> 0.236); counters as units (一个国际团队, 一只耳机: 一 is
 mostly an article there); and reading a question naming a product without it against the policies and
 FAQ for the gate, which on ten such questions written for the test let one more through, answered
-with the FAQ on return shipping costs for a question asking how many days.
+with the FAQ on return shipping costs for a question asking how many days; and taking a value in the
+unit asked (几天) as an answer only beside a word of the shop's synonym group the question names
+(发货 / 出库 / 发出: "轻羽3跑鞋下单后几天能发货" is answered with the warranty's 3 个月), which lost a demo hit
+("攀越40最多建议背多重": the 15kg of 推荐负重 no longer counted); RGB and DomainRAG: no answer changed.
 
 **What the unmet targets would take (2026-12-05, session 28).** Citation precision ≥ 0.95 on RGB and
 DomainRAG cannot be met while conflicts are disclosed as this issue requires: a disclosure cites the
