@@ -62,9 +62,12 @@ _MULTI_PRODUCT_LINK = re.compile(r"和|与|跟|及|还是|哪|分别|各|一样|
 _POLICY_STRONG = re.compile(
     r"退货|退换|退款|换货|无理由|退回|能退|可以退|怎么退|退吗|运费|邮费|包邮|顺丰|发票|开票|会员|积分|"
     r"金卡|银卡|黑钻|优惠券|价保|保价|降价|分期|花呗|免息|货到付款|以旧换新|收货地址|修改地址|"
-    r"国际运|寄到|客服|签收|拒收|运费险|极速退款|"
+    r"国际运|寄到|客服|签收|拒收|运费险|极速退款|专票|普票|"
+    # shipping is the shop's, whatever it ships (轻羽3下单后几天能发货 asks the shipping policy)
+    r"发货|快递|物流|配送|几天到|多久到|"
     r"收到货|收货后|包裹|压坏|压扁|少发|漏发|发错")  # a parcel's mishaps: the after-sales policy, not a product
-_POLICY_WEAK = re.compile(r"保修|质保|维修|寄修|发货|快递|物流|配送|售后|几天到|多久到|门店")
+# a product's own page may answer these (its warranty section)
+_POLICY_WEAK = re.compile(r"保修|质保|维修|寄修|售后|门店")
 _PRICE_STOCK = re.compile(
     PRICE_ASKED + r"|多少元|贵不贵|便宜|" + STOCK_ASKED + r"|缺货|几个货|"
     r"有没有货|断码|补货|到货|" + SIZE_AVAILABLE + r"|\b(?:how much|price|cost|in stock|stock|sold out)\b", re.I)

@@ -227,6 +227,12 @@ def test_a_shop_policy_answers_a_question_naming_a_product_and_the_page_adds_not
     assert [c.id for c in answered.citations] == ["policy-shipping#包邮规则-0"], answered.answer
 
 
+def test_a_shipping_question_naming_a_product_is_answered_from_the_shops_shipping_terms(pipeline):
+    answered = pipeline.run("轻羽3跑鞋下单后几天能发货")  # the product's page says nothing of shipping
+    assert not answered.refused and {c.doc_type for c in answered.citations} <= {"faq", "policy"}, answered.answer
+    assert "发货" in answered.answer, answered.answer
+
+
 def test_weak_evidence_that_disagrees_is_refused_saying_so(demo_kb, pipeline):
     # The planted AJ1 leather conflict behind a gate no evidence passes: the customer hears that
     # the sources disagree, and neither side is asserted.

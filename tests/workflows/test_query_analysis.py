@@ -334,6 +334,8 @@ def test_out_of_scope(demo_kb, question):
     ("XZ-3000能无理由退货吗？", "policy"),
     ("这款箱体保修几年？", "fact"),  # 保修 with a (carried) product is the product's own fact
     ("保修期内寄修的运费谁来出？", "policy"),
+    ("轻羽3跑鞋下单后几天能发货", "policy"),  # shipping is the shop's, whatever product it ships
+    ("这个小方包可以开专票吗", "policy"),
     ("AJ1高帮芝加哥和AJ1 Low差价多少？", "comparison"),
     ("星择XZ-3000充电宝多少钱？", "numeric"),
 ])
