@@ -991,6 +991,10 @@ with the FAQ on return shipping costs for a question asking how many days; and t
 unit asked (几天) as an answer only beside a word of the shop's synonym group the question names
 (发货 / 出库 / 发出: "轻羽3跑鞋下单后几天能发货" is answered with the warranty's 3 个月), which lost a demo hit
 ("攀越40最多建议背多重": the 15kg of 推荐负重 no longer counted); RGB and DomainRAG: no answer changed.
+Then shipping words (发货, 快递, 配送) and 专票 made a policy question also when the question names a
+product, so the shop's shipping terms are searched ("轻羽3跑鞋下单后几天能发货" had that answer; the FAQ on
+shipping times answers it now): the demo (five sets), RGB and DomainRAG: no answer changed (a KB without
+a product table never reads a policy intent).
 
 **What the unmet targets would take (2026-12-05, session 28).** Citation precision ≥ 0.95 on RGB and
 DomainRAG cannot be met while conflicts are disclosed as this issue requires: a disclosure cites the
