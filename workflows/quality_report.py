@@ -992,7 +992,7 @@ unit asked (几天) as an answer only beside a word of the shop's synonym group 
 (发货 / 出库 / 发出: "轻羽3跑鞋下单后几天能发货" is answered with the warranty's 3 个月), which lost a demo hit
 ("攀越40最多建议背多重": the 15kg of 推荐负重 no longer counted); RGB and DomainRAG: no answer changed.
 Then shipping words (发货, 快递, 配送) and 专票 made a policy question also when the question names a
-product, so the shop's shipping terms are searched ("轻羽3跑鞋下单后几天能发货" had that answer; the FAQ on
+product, so the shop's shipping terms are searched ("轻羽3跑鞋下单后几天能发货" got the 3 个月 of the warranty; the FAQ on
 shipping times answers it now): the demo (five sets), RGB and DomainRAG: no answer changed (a KB without
 a product table never reads a policy intent).
 
