@@ -994,7 +994,10 @@ unit asked (几天) as an answer only beside a word of the shop's synonym group 
 Then shipping words (发货, 快递, 配送) and 专票 made a policy question also when the question names a
 product, so the shop's shipping terms are searched ("轻羽3跑鞋下单后几天能发货" got the 3 个月 of the warranty; the FAQ on
 shipping times answers it now): the demo (five sets), RGB and DomainRAG: no answer changed (a KB without
-a product table never reads a policy intent).
+a product table never reads a policy intent). And 专票 / 普票 joined the everyday words the shop's documents
+write otherwise (knowledge/glossary_zh.json: 增值税专用发票 / 普通发票): "能开专票吗" scored 0.13 against the FAQ
+entry that answers it, 0.47 now; demo customer-written questions: hits 93 -> 94 ("专票多久能寄到 要提供啥资料" was
+refused), the other demo sets: no answer changed; no dataset question names 专票 or 普票.
 
 **What the unmet targets would take (2026-12-05, session 28).** Citation precision ≥ 0.95 on RGB and
 DomainRAG cannot be met while conflicts are disclosed as this issue requires: a disclosure cites the
