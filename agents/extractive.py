@@ -524,6 +524,8 @@ class ExtractiveAnswerer:
         if not (best.answers or question.english and CJK_CHAR.search(best.hit.text)):
             return []
         chosen = [best]
+        # after a shop-wide answer, which holds for every product, a product's page adds none
+        entities_add = not _shop_wide(best.hit)
         while len(chosen) < room:
             covered = set().union(*(c.covered for c in chosen))
             entities = set().union(*(c.entities for c in chosen))
@@ -542,9 +544,8 @@ class ExtractiveAnswerer:
                 # source that does not hold the answer.
                 if not (new_models or new_terms) or (candidate.hit.chunk_id in chosen_chunks and not new_terms):
                     continue
-                # (after a shop-wide answer, which holds for every product, a product's page adds none)
                 if candidate.hit.doc_id not in chosen_docs and not (
-                        new_models or candidate.entities - entities and not _shop_wide(best.hit)):
+                        new_models or entities_add and candidate.entities - entities):
                     continue
                 gain = candidate.score + 0.8 * new_models + 0.4 * new_terms
                 if gain >= _MIN_SCORE_SHARE * best.score and gain > pick_gain:
