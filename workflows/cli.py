@@ -41,6 +41,7 @@ DEFAULT_KB = Path(".kb/demo")
 DATASETS = REPO.parent / "shared" / "datasets"
 
 KbOption = typer.Option(DEFAULT_KB, "--kb", help="knowledge base folder")
+MAX_SEARCH_K = 100  # `search` prints a table row per hit and leg; more is not a table anyone reads
 ModelT = TypeVar("ModelT")
 
 
@@ -90,7 +91,15 @@ def open_kb(kb_dir: Path, create: bool = False) -> KnowledgeBase:
 def ingest(
     paths: list[Path] = typer.Argument(..., help="files or folders (JSONL, CSV, Markdown, text, PDF)"),
     kb: Path = KbOption,
-    prune: bool = typer.Option(False, help="remove documents that are no longer in PATHS"),
+    prune: bool = typer.Option(False, help="remove documents that are no longer in PATHS (refused when a path "
+                               "yields no documents or too large a share would go; see --max-prune-share)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="show what would be added, changed and removed; write nothing"),
+    max_prune_share: float = typer.Option(None, "--max-prune-share",
+                                          help="the largest share of the KB's documents --prune may remove "
+                                          "without --yes [default: 0.2, CITESCOPE_MAX_PRUNE_SHARE]"),
+    yes: bool = typer.Option(False, "--yes", help="let --prune remove more than --max-prune-share"),
+    max_file_mb: float = typer.Option(None, "--max-file-mb",
+                                      help="skip files larger than this [default: 10, CITESCOPE_MAX_FILE_MB]"),
     reindex: bool = typer.Option(False, help="drop the KB and build it again (e.g. after changing embedder)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
     doc_type: str = typer.Option(None, "--doc-type", help="the type of documents whose records name none "
@@ -98,36 +107,66 @@ def ingest(
 ) -> None:
     """Ingest documents into a KB; unchanged documents are skipped, changed ones replaced."""
     from knowledge.ingest import Ingestor
+    from knowledge.prune_guard import PruneRefused
     from knowledge.schema import check_doc_type
 
     try:
         doc_type = check_doc_type(doc_type) if doc_type else None
     except ValueError as exc:
         fail(f"--doc-type: {exc}")
+    if max_prune_share is not None and not 0 <= max_prune_share <= 1:
+        fail(f"--max-prune-share: must be a share between 0 and 1 (got {max_prune_share:g})")
+    if max_file_mb is not None and not 0 < max_file_mb < float("inf"):
+        fail(f"--max-file-mb: must be a positive number of megabytes (got {max_file_mb:g})")
+    if dry_run and reindex:
+        fail("--dry-run: cannot be combined with --reindex (which drops the KB)")
 
     if reindex and kb.exists():
         import shutil
 
         shutil.rmtree(kb)
-    base = open_kb(kb, create=True)
+    base = open_kb(kb, create=not dry_run)
+    if max_file_mb is not None:
+        base.settings = base.settings.model_copy(update={"max_file_mb": max_file_mb})
     stages = None
     if os.environ.get("CITESCOPE_INGEST_STAGES"):  # crash tests watch these lines
         stages = lambda stage: print(f"stage {stage}", file=sys.stderr, flush=True)  # noqa: E731
     ingestor = Ingestor(base, show_progress=not as_json, on_stage=stages, doc_type=doc_type)
-    summary = ingestor.run(list(paths), prune=prune)
-    base.close()
+    try:
+        summary = ingestor.run(list(paths), prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
+                               allow_large_prune=yes)
+    except PruneRefused as exc:
+        fail(exc)
+    finally:
+        base.close()
     if as_json:
         print(json.dumps(summary.as_dict(), ensure_ascii=False))
     else:
         for issue in summary.issues:
             err.print(f"[yellow]skipped[/yellow] {escape(str(issue))}", highlight=False)
-        console.print(
-            f"documents {summary.documents}  chunks written {summary.chunks}  added {summary.added}  "
-            f"replaced {summary.replaced}  skipped (unchanged) {summary.skipped}  removed {summary.removed}  "
-            f"embedded {summary.embedded}  issues {len(summary.issues)}  {summary.seconds}s"
-        )
+        if dry_run:
+            print_ingest_plan(summary)
+        else:
+            console.print(
+                f"documents {summary.documents}  chunks written {summary.chunks}  added {summary.added}  "
+                f"replaced {summary.replaced}  skipped (unchanged) {summary.skipped}  removed {summary.removed}  "
+                f"embedded {summary.embedded}  issues {len(summary.issues)}  {summary.seconds}s"
+            )
+    if summary.refused:
+        fail(f"--prune: without --dry-run this prune would be refused: {summary.refused}")
     if summary.issues:
         raise typer.Exit(1)
+
+
+def print_ingest_plan(summary) -> None:
+    for action, doc_ids in summary.plan.items():
+        for doc_id in doc_ids:
+            console.print(f"{action:<6} {escape(doc_id)}", highlight=False)
+    console.print(
+        f"dry run, nothing written: would add {summary.added}, change {summary.replaced}, remove {summary.removed}; "
+        f"unchanged {summary.skipped}; chunks {summary.chunks} ({summary.embedded} to embed); "
+        f"issues {len(summary.issues)}"
+    )
 
 
 @app.command()
@@ -144,10 +183,12 @@ def delete(doc_ids: list[str], kb: Path = KbOption) -> None:
 
 
 @app.command()
-def search(query: str, kb: Path = KbOption, k: int = 5) -> None:
+def search(query: str, kb: Path = KbOption, k: int = typer.Option(5, "--k", help="hits per leg (1-100)")) -> None:
     """Show retrieved evidence for a query (keyword and dense legs)."""
     from workflows.pipeline import QuestionError, validate_question
 
+    if not 1 <= k <= MAX_SEARCH_K:
+        fail(f"--k: must be between 1 and {MAX_SEARCH_K} (got {k})")
     try:
         query = validate_question(query, pipeline_config_or_exit(kb, None, None).max_question_chars)
     except QuestionError as exc:

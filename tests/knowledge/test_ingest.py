@@ -69,7 +69,7 @@ def test_incremental_update_replace_skip_delete_prune(tmp_path):
     assert removed == 1 and kb.chunks_of("rev-1") == [] and kb.vectors.count() == len(kb)
 
     write_jsonl(corpus, changed[:2])
-    pruned = Ingestor(kb, show_progress=False).run([corpus], prune=True)
+    pruned = Ingestor(kb, show_progress=False).run([corpus], prune=True, max_prune_share=0.5)  # 1 of 3
     assert pruned.removed == 1  # faq-1 (rev-1 was already deleted)
     kb.refresh()
     assert {c.doc_id for c in kb.all_chunks()} == {"shoe-1", "shoe-2"}
