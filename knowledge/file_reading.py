@@ -31,9 +31,13 @@ def size_issue(file: Path, max_bytes: int | None) -> LoadIssue | None:
         return LoadIssue(where=str(file), message=EMPTY_FILE)
     if max_bytes is not None and size > max_bytes:
         return LoadIssue(where=str(file), message=(
-            f"{size / MB:.1f} MB is over the limit of {max_bytes / MB:g} MB per file ({SIZE_LIMIT_HINT}); skipped"
+            f"{_size(size)} is over the limit of {_size(max_bytes)} per file ({SIZE_LIMIT_HINT}); skipped"
         ))
     return None
+
+
+def _size(n_bytes: int) -> str:
+    return f"{n_bytes / MB:.1f} MB" if n_bytes >= MB // 10 else f"{n_bytes:,} bytes"
 
 
 class LineDecoder:
