@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from knowledge.chunking import chunk_document
+from knowledge.file_reading import EMPTY_FILE
 from knowledge.ingest import Ingestor
 from knowledge.kb import KnowledgeBase
 from knowledge.loaders import DEFAULT_MAX_FILE_BYTES, load_path
 from knowledge.settings import get_settings
+from tests.support.hostile import HOSTILE, SPECIAL_TEXT, hostile_text, wrong_types
 
 GOOD = '{"doc_id": "a", "text": "七天无理由退货"}'
 
@@ -140,3 +146,48 @@ def test_a_file_over_the_size_limit_is_skipped_with_its_size_and_the_limit(tmp_p
     small_limit = loaded(tmp_path / "ok.jsonl", max_file_bytes=10)[1]
     assert small_limit == [f"{tmp_path}/ok.jsonl: {len(GOOD.encode()) + 1} bytes is over the limit of 10 bytes "
                            "per file (raise it with --max-file-mb or CITESCOPE_MAX_FILE_MB); skipped"]
+
+
+# -- any record, any bytes: never a crash, every record accounted for ------------------------------
+FIELDS = ("doc_id", "text", "title", "doc_type", "source", "brand", "updated_at", "version", "authority", "tags")
+field_value = st.one_of(hostile_text, wrong_types, st.none(), st.lists(hostile_text, max_size=3))
+record_line = st.one_of(
+    st.dictionaries(st.sampled_from(FIELDS), field_value, max_size=6).map(json.dumps),  # escapes surrogates
+    st.fixed_dictionaries({"doc_id": hostile_text, "text": hostile_text}).map(json.dumps),
+    st.binary(max_size=40).map(lambda raw: raw.replace(b"\n", b" ")),  # any bytes, one line
+    st.sampled_from(["退货政策".encode("gbk"), b"\xff\xfe\x00", b"{", b"null", b"[]", b"\xef\xbb\xbf{}"]),
+)
+
+
+@settings(HOSTILE, max_examples=80)
+@given(lines=st.lists(record_line, max_size=8))
+def test_any_jsonl_loads_without_a_crash_and_names_every_bad_line(tmp_path_factory, lines):
+    corpus = tmp_path_factory.mktemp("hostile") / "docs.jsonl"
+    corpus.write_bytes(b"\n".join(line.encode() if isinstance(line, str) else line for line in lines))
+    docs, issues, _ = load_path(corpus)
+    for doc in docs:  # what the catalog, the hash and the embedder will do with it
+        doc.content_hash()
+        for chunk in chunk_document(doc):
+            chunk.model_dump_json().encode("utf-8")
+    for issue in issues:
+        str(issue).encode("utf-8")  # printable
+        assert issue.where == str(corpus) or re.fullmatch(rf"{re.escape(str(corpus))}:\d+", issue.where), issue
+    line_issues = {i.where for i in issues if i.where != str(corpus)}
+    non_blank = sum(1 for line in corpus.read_bytes().split(b"\n") if line.strip())
+    assert len(docs) + len(line_issues) == non_blank or (not non_blank and [i.message for i in issues] == [EMPTY_FILE])
+
+
+def test_hostile_records_ingest_end_to_end(tmp_path):
+    """Every named hostile text as a record's text, title and brand, into a real KB: what loads is
+    stored and searchable, the rest is an issue, nothing raises."""
+    texts = [t for t in SPECIAL_TEXT if len(t) < 10_000]
+    corpus = tmp_path / "hostile.jsonl"
+    corpus.write_text("\n".join(json.dumps({"doc_id": f"h{i}", "text": t, "title": t, "brand": t})
+                                for i, t in enumerate(texts)) + "\n", encoding="utf-8")
+    kb = KnowledgeBase(tmp_path / "kb", get_settings(kb_dir=tmp_path / "kb"), create=True)
+    summary = Ingestor(kb, show_progress=False).run([corpus])
+    assert summary.added + len(summary.issues) == len(texts) and summary.added >= len(texts) // 2
+    assert {i.where for i in summary.issues} <= {f"{corpus}:{n}" for n in range(1, len(texts) + 1)}
+    kb.warm_up()
+    assert len(kb.catalog.content_hashes()) == summary.added and kb.vectors.count() == len(kb)
+    kb.close()
