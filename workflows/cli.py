@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from knowledge.kb import KBError, KnowledgeBase
-from knowledge.settings import get_settings
+from knowledge.settings import Settings, get_settings
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="citescope: cited answers from a shop's knowledge base")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (reports go to docs/benchmarks.md)")
@@ -81,8 +81,16 @@ def valid_or_exit(model: type[ModelT], names: dict[str, str], **values: object) 
 
 
 def open_kb(kb_dir: Path, create: bool = False) -> KnowledgeBase:
+    from pydantic import ValidationError
+
+    from workflows.validation import describe_validation_error
+
     try:
-        return KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir), create=create)
+        settings = get_settings(kb_dir=kb_dir)
+    except ValidationError as exc:  # a CITESCOPE_* variable: name it, not pydantic's report
+        fail(describe_validation_error(exc, {name: f"CITESCOPE_{name.upper()}" for name in Settings.model_fields}))
+    try:
+        return KnowledgeBase(kb_dir, settings, create=create)
     except KBError as exc:
         fail(exc)
 
@@ -96,10 +104,10 @@ def ingest(
     dry_run: bool = typer.Option(False, "--dry-run", help="show what would be added, changed and removed; write nothing"),
     max_prune_share: float = typer.Option(None, "--max-prune-share",
                                           help="the largest share of the KB's documents --prune may remove "
-                                          "without --yes [default: 0.2, CITESCOPE_MAX_PRUNE_SHARE]"),
+                                          "without --yes (default 0.2, or CITESCOPE_MAX_PRUNE_SHARE)"),
     yes: bool = typer.Option(False, "--yes", help="let --prune remove more than --max-prune-share"),
     max_file_mb: float = typer.Option(None, "--max-file-mb",
-                                      help="skip files larger than this [default: 10, CITESCOPE_MAX_FILE_MB]"),
+                                      help="skip files larger than this many MB (default 10, or CITESCOPE_MAX_FILE_MB)"),
     reindex: bool = typer.Option(False, help="drop the KB and build it again (e.g. after changing embedder)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
     doc_type: str = typer.Option(None, "--doc-type", help="the type of documents whose records name none "

@@ -97,3 +97,9 @@ def test_search_k_out_of_range_is_named(demo_kb, k):
     """Was: `search --k -1` printed an empty table and exited 0."""
     shown = CliRunner().invoke(app, ["search", "退货", "--kb", str(demo_kb.dir), "--k", k])
     assert _error_line(shown) == f"error: --k: must be between 1 and 100 (got {k})"
+
+
+def test_a_bad_setting_in_the_environment_is_named(tmp_path):
+    shown = CliRunner(env={"CITESCOPE_MAX_PRUNE_SHARE": "2"}).invoke(
+        app, ["ingest", str(DEMO_DIR / "faq.jsonl"), "--kb", str(tmp_path / "kb"), "--prune"])
+    assert _error_line(shown) == "error: CITESCOPE_MAX_PRUNE_SHARE: input should be less than or equal to 1, got '2'"
