@@ -292,7 +292,7 @@ MAX_VERSION = 2**31 - 1
 def _version(value: Any) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    elif isinstance(value, str) and value.strip().isdigit():
+    elif isinstance(value, str) and re.fullmatch(r"[0-9]{1,10}", value.strip()):  # not "²", not 5,000 digits
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_VERSION:
         raise RecordError(f"field 'version' must be a whole number from 0 to {MAX_VERSION} (got {value!r:.40})")

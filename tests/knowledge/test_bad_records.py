@@ -99,6 +99,8 @@ def test_wrong_field_types_are_named(tmp_path):
         '{"doc_id": "t", "text": "x", "version": true}',
         "[" * 100_000,
         '{"doc_id": "ok", "text": "x", "version": "2"}',
+        '{"doc_id": "s", "text": "x", "version": "²"}',  # a digit int() cannot read
+        json.dumps({"doc_id": "l", "text": "x", "version": "9" * 5000}),  # over int()'s 4,300 digits
     ]) + "\n", encoding="utf-8")
     docs, issues = loaded(corpus)
     assert list(docs) == ["ok"]
@@ -107,6 +109,8 @@ def test_wrong_field_types_are_named(tmp_path):
         f"{corpus}:2: field 'text' must be a string, got nan",
         f"{corpus}:3: field 'version' must be a whole number from 0 to 2147483647 (got True)",
         f"{corpus}:4: invalid JSON (nested too deeply)",
+        f"{corpus}:6: field 'version' must be a whole number from 0 to 2147483647 (got '²')",
+        f"{corpus}:7: field 'version' must be a whole number from 0 to 2147483647 (got '" + "9" * 39 + ")",  # cut at 40
     ]
 
 
