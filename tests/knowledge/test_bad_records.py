@@ -124,6 +124,23 @@ def test_a_file_name_that_is_not_utf8_is_reported_not_crashed_on(tmp_path):
     issues[0].encode("utf-8")  # printable: no lone surrogate in the message
 
 
+def test_a_folder_that_cannot_be_listed_is_an_issue(tmp_path):
+    """Was a traceback (Path.rglob raised OSError; with EACCES it skipped the folder silently, and
+    `--prune` took its documents for deleted). A path over PATH_MAX fails for root too."""
+    (tmp_path / "ok.jsonl").write_text(GOOD + "\n", encoding="utf-8")
+    folder = os.open(tmp_path, os.O_RDONLY)
+    for level in range(17):  # 17 x 253 characters > PATH_MAX (4,096)
+        name = f"{level:02d}" + "d" * 250
+        os.mkdir(name, dir_fd=folder)
+        deeper = os.open(name, os.O_RDONLY, dir_fd=folder)
+        os.close(folder)
+        folder = deeper
+    os.close(folder)
+    docs, issues = loaded(tmp_path)
+    assert list(docs) == ["a"] and len(issues) == 1
+    assert issues[0].startswith(f"{tmp_path}/00ddd") and issues[0].endswith(": cannot read folder (File name too long)")
+
+
 EMPTY_FILES = {".jsonl": b"", ".txt": b"", ".csv": b"", ".md": b"", ".pdf": b"",
                "blank.jsonl": b"\n  \n", "blank.txt": b" \n\t\n", "header-only.csv": b"doc_id,text\n",
                "blank.md": b"\n\n"}
