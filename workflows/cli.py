@@ -609,6 +609,9 @@ def batch(
     print(summary.model_dump_json(indent=2) if as_json else summary.render())
 
 
+STUDIO_GONE_EXIT = 3  # a Studio session ended because Studio went away and did not come back
+
+
 @app.command()
 def studio(
     kb: Path = KbOption,
@@ -616,26 +619,33 @@ def studio(
     project: str = typer.Option("citescope", help="Studio project the run is listed under"),
     name: str = typer.Option(None, help="run name (default: time + random suffix)"),
     question: str = typer.Option(None, "--question", help="ask this one question and exit; without it, "
-                                 "type questions in the Studio page until `exit`"),
+                                 "type questions in the Studio page until `/exit`"),
+    reconnect_attempts: int = typer.Option(10, min=0, help="reconnects tried when Studio drops"),
+    reconnect_window: float = typer.Option(60.0, min=0, help="seconds Studio may stay away before the session ends"),
     policy: str = typer.Option("bandit", help="strategy policy: bandit | rules"),
     planner: str = typer.Option(None, "--planner", help="planner model (as in `ask`)"),
     answerer: str = typer.Option(None, "--answerer", help="answerer model (as in `ask`)"),
 ) -> None:
-    """A multi-turn session in AgentScope Studio: the planner's, answerer's and inspector's messages."""
+    """A multi-turn session in AgentScope Studio: the planner's, answerer's and inspector's messages.
+    Exit 0 when the user ends it (or the one question is answered), 2 when Studio cannot be reached
+    at the start, 3 when Studio went away and stayed away longer than the reconnect window."""
     import asyncio
-
 
     from workflows.pipeline import QuestionError
     from workflows.studio import StudioSession
+    from workflows.studio_link import ReconnectPolicy
 
     assistant = open_assistant(kb, pipeline_config_or_exit(kb, planner, answerer), policy)
-    session = StudioSession(assistant, studio_url, project=project, name=name)
+    reconnect = ReconnectPolicy(attempts=reconnect_attempts, window_s=reconnect_window)
+    session = StudioSession(assistant, studio_url, project=project, name=name, reconnect=reconnect,
+                            on_event=lambda text: err.print(escape(text), highlight=False))
     try:
         try:
             session.connect()
-        except Exception as exc:  # requests' connection errors, StudioUserInput's RuntimeError
+        except Exception as exc:  # requests' and socket.io's connection errors, an HTTP error status
             fail(f"cannot reach AgentScope Studio at {studio_url} ({exc}); "
                  "start it with `as_studio` (npm install -g @agentscope/studio)")
+        console.print(f"Studio run: {session.run_url}", highlight=False, soft_wrap=True)
         if question is not None:
             try:  # the user's, answerer's and inspector's messages also print here, as in Studio
                 asyncio.run(session.ask(question))
@@ -643,14 +653,23 @@ def studio(
                 fail(exc)
         else:
             console.print(f"connected to {escape(studio_url)} (project {escape(project)}): type questions in "
-                          "Studio, `exit` to finish", highlight=False)
+                          "Studio, `/exit` to finish", highlight=False)
             try:
                 turns = asyncio.run(session.chat())
             except KeyboardInterrupt:
                 turns = len(session.results)
+            if session.studio_gone is not None:  # the link has said why, as it happened
+                err.print("ending the session", highlight=False)
             console.print(f"session {session.session_id}: {turns} answers")
     finally:
+        session.close()
         assistant.close()
+    undelivered = session.link.stats.undelivered if session.link is not None else 0
+    if undelivered:
+        err.print(f"{undelivered} messages could not be delivered to Studio (they are in the console output above)",
+                  highlight=False)
+    if session.studio_gone is not None:
+        raise typer.Exit(STUDIO_GONE_EXIT)
 
 
 @bench_app.command("load")

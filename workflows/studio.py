@@ -1,27 +1,35 @@
 """AgentScope Studio sessions: every agent's messages in one Studio run, questions typed in Studio.
 
-`agentscope.init(studio_url=...)` registers the run and installs a class-level pre_print hook on
-AgentBase that forwards every printed message to Studio (POST /trpc/pushMessage) — whether or
-not console output is on. So the planner, a real ReActAgent, shows its reasoning (tool calls)
-and tool results by itself. The answerer and inspector are pipeline stages, not agents; the two
-small AgentBase subclasses below present what those stages produced as agents' replies, after the
-planner's messages. The user types into the Studio page through UserAgent, whose input method
-`init` switched to StudioUserInput (socket.io namespace /python).
+`agentscope.init(project, name)` names the run; workflows/studio_link.py registers it with Studio,
+forwards every printed message (a class-level pre_print hook on AgentBase) and carries what the
+user types (UserAgent's input method), reconnecting when Studio drops. So the planner, a real
+ReActAgent, shows its reasoning (tool calls) and tool results by itself. The answerer and
+inspector are pipeline stages, not agents; the two small AgentBase subclasses below present what
+those stages produced as agents' replies, after the planner's messages, in the customer's language
+(workflows/studio_texts.py).
 
 Start the real Studio first: `npm install -g @agentscope/studio`, then `as_studio` (docs/usage.md).
 """
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import Any, Callable
 
+import shortuuid
 from agentscope.agent import AgentBase, UserAgent
 from agentscope.message import Msg
 
 from workflows.pipeline import QuestionError
 from workflows.result import QAResult
 from workflows.sessions import new_session_id
+from workflows.studio_link import ReconnectPolicy, StudioGone, StudioLink, registration
+from workflows.studio_texts import (Language, answer_markdown, language_of, markdown_tool_results_hook,
+                                    studio_texts, verdict_markdown)
 
-EXIT_WORDS = {"exit", "quit", "q", "退出", "结束"}
+EXIT_WORDS = {"/exit", "/quit", "exit", "quit", "q", "/退出", "退出", "结束", "結束"}
+FORWARD_HOOK = "citescope_studio_forward"
+MARKDOWN_HOOK = "citescope_markdown_tool_results"
+OTLP_EXPORTER_LOGGER = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
 
 
 class PipelineStageAgent(AgentBase):
@@ -32,13 +40,19 @@ class PipelineStageAgent(AgentBase):
         super().__init__()
         self.name = name
 
-    def render(self, result: QAResult) -> Msg:
+    def render(self, result: QAResult, language: Language) -> Msg:
         raise NotImplementedError
 
-    async def reply(self, result: QAResult) -> Msg:
-        msg = self.render(result)
+    async def reply(self, result: QAResult, language: Language) -> Msg:
+        msg = self.render(result, language)
         await self.print(msg)
         return msg
+
+    async def say(self, text: str) -> None:
+        """A message of the session's own (how to end it, why a question was not taken), as a reply
+        of its own in Studio rather than a part of the last answer."""
+        self._reply_id = shortuuid.uuid()
+        await self.print(Msg(self.name, text, "assistant"))
 
     async def observe(self, msg: Msg | list[Msg] | None) -> None:
         return None
@@ -48,9 +62,9 @@ class AnswererAgent(PipelineStageAgent):
     def __init__(self) -> None:
         super().__init__("answerer")
 
-    def render(self, result: QAResult) -> Msg:
-        return Msg(self.name, result.render_text(), "assistant", metadata={
-            "trace_id": result.trace_id, "session_id": result.session_id,
+    def render(self, result: QAResult, language: Language) -> Msg:
+        return Msg(self.name, answer_markdown(result, language), "assistant", metadata={
+            "trace_id": result.trace_id, "session_id": result.session_id, "language": language,
             "refused": result.refused, "refusal_reason": result.refusal_reason, "degraded": result.degraded,
             "citations": [c.model_dump(mode="json") for c in result.citations],
             "conflicts": [c.model_dump(mode="json") for c in result.conflicts],
@@ -61,59 +75,62 @@ class InspectorAgent(PipelineStageAgent):
     def __init__(self) -> None:
         super().__init__("inspector")
 
-    def render(self, result: QAResult) -> Msg:
+    def render(self, result: QAResult, language: Language) -> Msg:
         report = result.inspection
-        return Msg(self.name, verdict_text(result), "assistant", metadata={
+        return Msg(self.name, verdict_markdown(result, language), "assistant", metadata={
             "trace_id": result.trace_id, "passed": None if report is None else report.passed,
             "report": None if report is None else report.model_dump(mode="json"),
         })
 
 
-def verdict_text(result: QAResult) -> str:
-    """The inspector's verdict in Chinese, one line plus findings."""
-    report = result.inspection
-    if result.clarification is not None:
-        return "未审核：缺少必要信息，先向顾客追问，没有检索作答。"
-    if result.refusal_reason == "unknown_model":
-        models = "、".join(result.features.get("unknown_models") or [])
-        return f"未审核：店内商品中没有所问的型号（{models}），直接拒答（unknown_model），没有生成回答。"
-    if report is None:
-        return f"未审核：证据不足，直接拒答（{result.refusal_reason or 'refused'}），没有生成回答。"
-    head = "审核通过" if report.passed and not result.refused else "审核未通过，已拒答" if result.refused else "审核未通过"
-    line = (f"{head}：事实句 {report.factual_sentences} 句，引用覆盖率 {report.coverage:.0%}，"
-            f"引用 {len(report.cited_ids)} 个（{'、'.join(report.cited_ids) or '无'}）")
-    if result.regenerated:
-        line += "；第一次回答未通过，已按审核意见重写"
-    if result.conflicts:
-        line += f"；已披露来源冲突：{'、'.join(c.attribute for c in result.conflicts)}"
-    findings = report.findings()
-    return line + ("" if findings == "- 无" else "\n" + findings)
-
-
 class StudioSession:
     """One Studio run over an Assistant: ask() for a question from code, chat() for questions
-    typed in Studio until the user types exit. All turns share one conversation session."""
+    typed in Studio until the user types /exit or Studio stays gone. All turns share one
+    conversation session."""
 
     def __init__(self, assistant: Any, studio_url: str, project: str = "citescope", name: str | None = None,
-                 session_id: str | None = None):
-        """assistant: a workflows.assistant.Assistant (warmed in connect())."""
+                 session_id: str | None = None, reconnect: ReconnectPolicy = ReconnectPolicy(),
+                 on_event: Callable[[str], None] | None = None):
+        """assistant: a workflows.assistant.Assistant (warmed in connect()); on_event receives the
+        link's connection news (lost, reconnected, gone) for the console."""
         self.assistant = assistant
         self.studio_url = studio_url.rstrip("/")
         self.project = project
         self.name = name
+        self.reconnect = reconnect
+        self.on_event = on_event
         self.session_id = session_id or new_session_id()  # every turn of this run joins one conversation
         self.results: list[QAResult] = []
+        self.language: Language = "zh"  # the last question's; an empty line is answered in it
+        self.studio_gone: StudioGone | None = None  # set when chat() ended because Studio stayed away
+        self.link: StudioLink | None = None
 
     def connect(self) -> "StudioSession":
         """Register the run with Studio (raises if Studio is unreachable) and warm the Assistant."""
         import agentscope
+        from agentscope import _config
+        from agentscope.tracing import setup_tracing
 
-        agentscope.init(project=self.project, name=self.name, studio_url=self.studio_url)
+        agentscope.init(project=self.project, name=self.name)
+        self.link = StudioLink(self.studio_url, registration(_config.run_id, _config.project, _config.name,
+                                                               _config.created_at),
+                               self.reconnect, self._on_link_event).open()
+        UserAgent.override_class_input_method(self.link.input_method())
+        # registered in this order, so Studio receives the Markdown copy of a tool result
+        AgentBase.register_class_hook("pre_print", MARKDOWN_HOOK, markdown_tool_results_hook)
+        AgentBase.register_class_hook("pre_print", FORWARD_HOOK, self.link.forward_hook)
+        setup_tracing(endpoint=f"{self.studio_url}/v1/traces")
+        _config.trace_enabled = True
         self.user = UserAgent("user")
         self.answerer = AnswererAgent()
         self.inspector = InspectorAgent()
         self.assistant.warm_up()
         return self
+
+    @property
+    def run_url(self) -> str:
+        """The Studio page that shows this run."""
+        return self.link.url
 
     async def ask(self, question: str) -> QAResult:
         """Show the question as the user's, then the planner's, answerer's and inspector's messages."""
@@ -121,21 +138,55 @@ class StudioSession:
         return await self._answer(question)
 
     async def chat(self) -> int:
-        """Questions typed in Studio, answered one by one, until exit; returns the turns answered."""
+        """Questions typed in Studio, answered one by one, until /exit, or until Studio went away
+        and stayed away (then self.studio_gone says so); returns the turns answered."""
+        texts = studio_texts()
+        await self.answerer.say(texts.say("session_start", "zh") + "\n\n" + texts.say("session_start", "en"))
         while True:
-            msg = await self.user()  # blocks until the user types in the Studio page
+            try:
+                msg = await self.user()  # waits until the user types in the Studio page
+            except StudioGone as gone:
+                self.studio_gone = gone
+                break
             text = (msg.get_text_content() or "").strip()
             if text.lower() in EXIT_WORDS:
+                await self.answerer.say(texts.say("session_end", self.language, answers=len(self.results)))
                 break
+            if not text:
+                await self.answerer.say(texts.say("empty_question", self.language))
+                continue
             try:
                 await self._answer(text)
-            except QuestionError as exc:  # e.g. an empty line: say why and wait for the next one
-                await self.answerer.print(Msg(self.answerer.name, str(exc), "assistant"))
+            except QuestionError as exc:  # too long, not valid text: say why and wait for the next one
+                await self.answerer.say(self._rejection(text, exc))
         return len(self.results)
+
+    def close(self) -> None:
+        """End the link (waiting, within the reconnect window, for an outage to deliver its messages)."""
+        if self.link is not None:
+            self.link.close()
+            AgentBase.remove_class_hook("pre_print", FORWARD_HOOK)
+            AgentBase.remove_class_hook("pre_print", MARKDOWN_HOOK)
+
+    def _on_link_event(self, text: str) -> None:
+        if self.link is not None and self.link.gone:
+            # the run's spans cannot reach a Studio that is gone: the link said so once, the exporter
+            # would say it again at every retry and at exit
+            logging.getLogger(OTLP_EXPORTER_LOGGER).setLevel(logging.CRITICAL)
+        if self.on_event is not None:
+            self.on_event(text)
 
     async def _answer(self, question: str) -> QAResult:
         result = await self.assistant.ask(question, session_id=self.session_id)
-        await self.answerer(result)
-        await self.inspector(result)
+        self.language = language_of(question, result.answer)
+        await self.answerer(result, self.language)
+        await self.inspector(result, self.language)
         self.results.append(result)
         return result
+
+    def _rejection(self, question: str, error: QuestionError) -> str:
+        texts, language = studio_texts(), language_of(question)
+        limit = self.assistant.config.max_question_chars
+        if len(question) > limit:
+            return texts.say("question_too_long", language, length=len(question), limit=limit)
+        return texts.say("question_rejected", language, reason=str(error))
