@@ -642,7 +642,7 @@ def studio(
     try:
         try:
             session.connect()
-        except Exception as exc:  # requests' and socket.io's connection errors, an HTTP error status
+        except Exception as exc:  # httpx's and socket.io's connection errors, an HTTP error status
             fail(f"cannot reach AgentScope Studio at {studio_url} ({exc}); "
                  "start it with `as_studio` (npm install -g @agentscope/studio)")
         console.print(f"Studio run: {session.run_url}", highlight=False, soft_wrap=True)
@@ -664,10 +664,12 @@ def studio(
     finally:
         session.close()
         assistant.close()
-    undelivered = session.link.stats.undelivered if session.link is not None else 0
-    if undelivered:
-        err.print(f"{undelivered} messages could not be delivered to Studio (they are in the console output above)",
-                  highlight=False)
+    stats = session.link.stats if session.link is not None else None
+    if stats is not None and stats.undelivered:
+        err.print(f"{stats.undelivered} messages could not be delivered to Studio (they are in the console output "
+                  "above)", highlight=False)
+    if stats is not None and stats.rejected:
+        err.print(f"Studio refused {stats.rejected} messages (HTTP 4xx; see Studio's log)", highlight=False)
     if session.studio_gone is not None:
         raise typer.Exit(STUDIO_GONE_EXIT)
 

@@ -13,9 +13,9 @@ Start the real Studio first: `npm install -g @agentscope/studio`, then `as_studi
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any, Callable
 
-import shortuuid
 from agentscope.agent import AgentBase, UserAgent
 from agentscope.message import Msg
 
@@ -51,7 +51,7 @@ class PipelineStageAgent(AgentBase):
     async def say(self, text: str) -> None:
         """A message of the session's own (how to end it, why a question was not taken), as a reply
         of its own in Studio rather than a part of the last answer."""
-        self._reply_id = shortuuid.uuid()
+        self._reply_id = uuid.uuid4().hex
         await self.print(Msg(self.name, text, "assistant"))
 
     async def observe(self, msg: Msg | list[Msg] | None) -> None:

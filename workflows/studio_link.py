@@ -25,12 +25,12 @@ import collections
 import os
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import quote
 
-import requests
-import shortuuid
+import httpx
 import socketio
 from agentscope.agent import UserAgent
 from agentscope.agent._user_input import UserInputBase, UserInputData
@@ -129,10 +129,9 @@ class StudioLink:
 
     # -- lifecycle ------------------------------------------------------------------------------
     def open(self) -> "StudioLink":
-        """Register the run and connect its socket; raises (requests / socketio errors) when Studio
+        """Register the run and connect its socket; raises (httpx / socketio errors) when Studio
         is not reachable now: a session does not start without it."""
-        response = requests.post(f"{self.studio_url}/trpc/registerRun", json=self.run, timeout=HTTP_TIMEOUT_S)
-        response.raise_for_status()
+        httpx.post(f"{self.studio_url}/trpc/registerRun", json=self.run, timeout=HTTP_TIMEOUT_S).raise_for_status()
         self._connect()
         return self
 
@@ -164,17 +163,21 @@ class StudioLink:
     async def request_input(self, agent_id: str, agent_name: str, structured_input: dict | None) -> UserInputData:
         """Ask Studio for the user's next input and wait for it; StudioGone when Studio stays away."""
         request = _InputRequest(
-            body={"requestId": shortuuid.uuid(), "runId": self.run_id, "agentId": agent_id, "agentName": agent_name,
+            body={"requestId": uuid.uuid4().hex, "runId": self.run_id, "agentId": agent_id, "agentName": agent_name,
                   "structuredInput": structured_input},
             loop=asyncio.get_running_loop(), future=asyncio.get_running_loop().create_future())
         with self._state:
             if self._gone:
                 raise StudioGone(self._gone_message())
             self._pending[request.body["requestId"]] = request
-            connected = self._connected
+            # while an outage is being recovered from, the recovery asks for every pending input
+            post_now, recovering = self._connected and not self._recovering, self._recovering
         try:
-            if connected and not await asyncio.to_thread(self._post_input_request, request.body):
-                self._start_recovery("asking for input failed")  # it asks again once Studio is back
+            if post_now:
+                if not await asyncio.to_thread(self._post_input_request, request.body):
+                    self._start_recovery("asking for input failed")  # it asks again once Studio is back
+            elif not recovering:
+                self._start_recovery("not connected")
             return await request.future
         finally:
             with self._state:
@@ -182,10 +185,10 @@ class StudioLink:
 
     def _post_input_request(self, body: dict) -> bool:
         try:
-            requests.post(f"{self.studio_url}/trpc/requestUserInput", json=body,
-                          timeout=HTTP_TIMEOUT_S).raise_for_status()
+            httpx.post(f"{self.studio_url}/trpc/requestUserInput", json=body,
+                       timeout=HTTP_TIMEOUT_S).raise_for_status()
             return True
-        except requests.RequestException:
+        except httpx.HTTPError:
             return False
 
     def _on_user_input(self, request_id: str, blocks_input: list, structured_input: dict | None = None) -> None:
@@ -199,7 +202,7 @@ class StudioLink:
     def forward_hook(self, agent: Any, kwargs: dict[str, Any]) -> None:
         """AgentBase pre_print hook: the message goes to Studio now, or waits in the outbox."""
         msg = kwargs["msg"]
-        body = {"runId": self.run_id, "replyId": getattr(agent, "_reply_id", None) or shortuuid.uuid(),
+        body = {"runId": self.run_id, "replyId": getattr(agent, "_reply_id", None) or uuid.uuid4().hex,
                 "replyName": getattr(agent, "name", msg.name),
                 "replyRole": "user" if isinstance(agent, UserAgent) else "assistant", "msg": msg.to_dict()}
         with self._send_lock:
@@ -216,9 +219,9 @@ class StudioLink:
         with self._send_lock:
             while self._outbox:
                 try:
-                    response = requests.post(f"{self.studio_url}/trpc/pushMessage", json=self._outbox[0],
-                                             timeout=HTTP_TIMEOUT_S)
-                except requests.RequestException:
+                    response = httpx.post(f"{self.studio_url}/trpc/pushMessage", json=self._outbox[0],
+                                          timeout=HTTP_TIMEOUT_S)
+                except httpx.HTTPError:
                     return False
                 if response.status_code >= 500:
                     return False

@@ -8,8 +8,8 @@ import shutil
 import subprocess
 import sys
 
+import httpx
 import pytest
-import requests
 
 from agents.citations import parse_citations
 from knowledge.chinese_script import in_traditional
@@ -114,7 +114,7 @@ def test_one_question_arrives_as_one_run_in_agent_order(kb_dir):
         # the printed link is the page of this run (Studio's route), not the project's
         link = next(line.split(": ", 1)[1] for line in done.stdout.splitlines() if line.startswith("Studio run: "))
         assert link == f"{studio.url}/dashboard/projects/citescope/runs/{run_id}"
-        assert requests.get(link, timeout=10).json() == {"project": "citescope", "run": "test-run"}
+        assert httpx.get(link, timeout=10).json() == {"project": "citescope", "run": "test-run"}
     assert "answerer:" in done.stdout and "inspector:" in done.stdout
     assert "/projects/citescope\n" not in done.stdout + done.stderr  # AgentScope's own (wrong) link is gone
 
