@@ -670,7 +670,7 @@ def studio(
                   "above)", highlight=False)
     if stats is not None and stats.rejected:
         err.print(f"Studio refused {stats.rejected} messages (HTTP 4xx; see Studio's log)", highlight=False)
-    if session.studio_gone is not None:
+    if session.link is not None and session.link.gone:  # waiting for input, answering, or delivering at the end
         raise typer.Exit(STUDIO_GONE_EXIT)
 
 

@@ -139,14 +139,15 @@ def test_questions_typed_in_studio_form_one_conversation_until_exit(kb_dir):
 
 
 def test_each_question_is_answered_in_its_own_language(kb_dir):
-    typed = ["can i take the XZ-3000 power bank on a plane?", "退貨運費誰承擔？", "你们京东上有旗舰店吗？", "exit"]
+    typed = ["can i take the XZ-3000 power bank on a plane?", "", "退貨運費誰承擔？", "你们京东上有旗舰店吗？", "exit"]
     with StudioStandIn(user_inputs=typed) as studio:
         done = _studio(kb_dir, studio)
         assert done.returncode == 0, done.stderr[-2000:]
-        english, traditional, declined, _ = _turns(studio.messages)
+        english, empty, traditional, declined, _ = _turns(studio.messages)
     _check_turn(english, typed[0], sources="Sources:")
     assert english[-1]["msg"]["content"].startswith("Passed inspection: ")
-    _check_turn(traditional, typed[1], sources="來源：", script=in_traditional)
+    assert empty[1]["msg"]["content"].startswith("The question is empty")  # the conversation's language so far
+    _check_turn(traditional, typed[2], sources="來源：", script=in_traditional)
     assert traditional[-1]["msg"]["content"].startswith("審核通過：")
     assert declined[-2]["msg"]["metadata"]["refused"]
     verdict = declined[-1]["msg"]["content"]
@@ -184,6 +185,15 @@ def test_studio_gone_during_an_answer_ends_the_session_cleanly(kb_dir):
     assert "Traceback" not in err and "did not come back within 3s" in err
     assert "1 answers" in out  # the answer was finished and kept in the conversation
     assert "messages could not be delivered to Studio" in err
+
+
+def test_one_question_answered_after_studio_left_still_ends_cleanly(kb_dir):
+    with StudioStandIn() as studio:
+        studio.go_away_when(lambda body: body["replyName"] == "planner")
+        done = _studio(kb_dir, studio, "--question", "XZ-3000 充电宝多少钱？", *WINDOW)
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "did not come back within 3s" in done.stderr
+    assert "299" in done.stdout and "messages could not be delivered to Studio" in done.stderr
 
 
 def test_a_session_carries_on_when_studio_comes_back_while_it_waits(kb_dir):
