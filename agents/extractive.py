@@ -30,6 +30,7 @@ from knowledge.chunking import PIECE_ID, SKU_OVERVIEW_SECTION, TABLE_ROW_ID, row
 from knowledge.crosslingual import everyday_words, worded_for
 from knowledge.filters import day_number
 from knowledge.lexicon import Lexicon
+from knowledge.schema import in_users_voice
 from knowledge.text import (ASKED_YEAR, CJK_CHAR, YEAR, bigram_dice, has_term, is_english, is_faq, model_numbers, normalize,
                             series_names, tokenize, unglued)
 from tools.base import EvidenceHit
@@ -351,7 +352,8 @@ class ExtractiveAnswerer:
             total = (_ENTITY_WEIGHT * len(entity) + _ASKED_WEIGHT * (len(question.terms) - len(entity))
                      + _CHAR_WEIGHT * len(question.chars))
             prior = hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 1.0 - order / max(len(evidence), 1)
-            context = 0.4 * prior + 0.05 * (hit.authority == "official") + 0.05 * (day_number(hit.updated_at) == newest)
+            context = (0.4 * prior + 0.05 * (not in_users_voice(hit.doc_type, hit.authority))
+                       + 0.05 * (day_number(hit.updated_at) == newest))
             # Evidence that never names the year asked about is about another year.
             wrong_year = bool(question.years) and not question.years & set(YEAR.findall(f"{hit.title} {hit.text}"))
             for sentence in split_sentences(hit.text):
@@ -673,10 +675,11 @@ class ExtractiveAnswerer:
         # The shop's own SKU table only: a stranger's review laid out like one keeps its "有用户评价称".
         official_row = hit.section == "SKU" and hit.doc_type == "product" and hit.authority == "official"
         sku = sku_fields(candidate.body) if official_row else None
+        user_voice = in_users_voice(hit.doc_type, hit.authority)
         if english:
             if sku:
                 framed = sku_sentence(sku, title, english=True)
-            elif hit.authority == "community" or hit.doc_type in ("review", "post"):
+            elif user_voice:
                 framed = f"A user {'review' if hit.doc_type == 'review' else 'post'} says: {body}"
             elif hit.doc_type in ("product", "policy") and title and not self._names_title(body, title):
                 framed = f"According to “{title}”: {body}"
@@ -690,7 +693,7 @@ class ExtractiveAnswerer:
             framed = sku_sentence(sku, title)
         elif hit.doc_type == "review":
             framed = f"有用户评价称：{body}"
-        elif hit.doc_type == "post" or hit.authority == "community":
+        elif user_voice:
             framed = f"有用户分享：{body}"
         elif hit.doc_type == "policy" and title and title not in body:
             framed = f"根据《{title}》，{rest}"

@@ -345,7 +345,7 @@ def _chunk(doc: Document, chunk_id: str, text: str, section: str, position: int)
         category=doc.category,
         updated_at=doc.updated_at,
         version=doc.version,
-        authority=doc.authority,
+        authority=doc.resolved_authority,
         tags=list(doc.tags),
     )
 

@@ -24,6 +24,7 @@ from knowledge.loaders import load_path
 from knowledge.prune_guard import ProtectedSources, PruneRefused, check_share, check_sources
 from knowledge.schema import Chunk, Document, LoadIssue, check_doc_type
 from knowledge.text import tokenize
+from workflows.injection import FlaggedDocument, screen_documents
 
 
 @dataclass
@@ -38,14 +39,17 @@ class IngestSummary:
     orphans_removed: int = 0
     seconds: float = 0.0
     issues: list[LoadIssue] = field(default_factory=list)
+    flagged: list[FlaggedDocument] = field(default_factory=list)  # possible prompt injections (workflows/injection.py)
     # A dry run writes nothing: the counts above say what would happen, `plan` which documents.
     dry_run: bool = False
     plan: dict[str, list[str]] | None = None  # "add", "change", "remove" -> doc ids
     refused: str | None = None  # why the same run without --dry-run would be refused
 
     def as_dict(self) -> dict:
-        data = {k: v for k, v in self.__dict__.items() if k not in ("issues", "plan", "dry_run", "refused")}
+        hidden = ("issues", "flagged", "plan", "dry_run", "refused")
+        data = {k: v for k, v in self.__dict__.items() if k not in hidden}
         data["issues"] = [str(i) for i in self.issues]
+        data["flagged"] = [str(f) for f in self.flagged]
         if self.dry_run:
             data.update(dry_run=True, plan=self.plan, refused=self.refused)
         return data
@@ -114,6 +118,7 @@ class Ingestor:
         started = time.perf_counter()
         summary = IngestSummary(dry_run=dry_run)
         docs, summary.issues, new_lexicon, per_path = self.load(paths)
+        docs, summary.flagged = screen_documents(docs)
         kb = self.kb
         known = kb.catalog.content_hashes()
         removals: list[str] = []

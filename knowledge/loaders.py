@@ -26,9 +26,11 @@ from pypdf import PdfReader
 
 from knowledge.file_reading import EMPTY_FILE, MB, LineDecoder, decoded_lines, read_document_text, size_issue
 from knowledge.lexicon import Lexicon
+# Every field any loader reads goes through this one step: normalised text with HTML markup
+# removed (knowledge/markup.py), so no format can carry a <script> or a javascript: link in.
+from knowledge.markup import normalize_text as normalize
 from knowledge.schema import Document, LoadIssue, Section, SkuRow
 from knowledge.settings import Settings
-from knowledge.text import normalize
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,7 @@ _PASSTHROUGH_FIELDS = ("version",)
 DATE_ALIASES = ("date",)
 # Bump when the same file loads into different documents (an alias, a new field): cached dataset
 # KBs (workflows/datasets.py) are keyed by it and rebuild instead of serving the old reading.
-LOADER_VERSION = 2
+LOADER_VERSION = 3  # 3: HTML markup removed from every field
 _TAG_SEPARATORS = re.compile(r"[,，、;；]")
 _DATE = re.compile(
     r"^(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})\s*日?"

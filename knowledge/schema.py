@@ -12,6 +12,23 @@ DocType = Literal["product", "review", "policy", "faq", "post", "doc"]
 DOC_TYPES: tuple[str, ...] = get_args(DocType)
 Authority = Literal["official", "community"]
 AUTHORITY_RANK = {"official": 2, "community": 1}
+# What the shop itself writes: its product pages and SKU tables, policies and FAQ. A record that
+# does not state its authority is official only when it is one of these; a review, a post or a
+# text of unknown type is a stranger's until the record says otherwise.
+OFFICIAL_DOC_TYPES = frozenset({"product", "policy", "faq"})
+
+
+def authority_of_type(doc_type: str) -> Authority:
+    return "official" if doc_type in OFFICIAL_DOC_TYPES else "community"
+
+
+def in_users_voice(doc_type: str, authority: str) -> bool:
+    """Written by customers: a review or a post, or a shop kind (FAQ, product, policy) marked
+    community. Untyped text is community, i.e. untrusted (workflows/injection.py, conflict rule
+    4), but of unknown voice (a news page, an encyclopedia entry): it is ranked and quoted as it
+    always was, neither preferred as the shop's (the reranker's calibration was fitted so) nor
+    framed as a user's ("有用户分享")."""
+    return doc_type in ("review", "post") or (authority == "community" and doc_type != "doc")
 
 
 def check_doc_type(value: str) -> str:
@@ -67,14 +84,21 @@ class Document(BaseModel):
     category: str | None = None
     updated_at: str | None = None  # YYYY-MM-DD
     version: int = 1
-    authority: Authority = "official"
+    authority: Authority | None = None  # None: the record does not say; see resolved_authority
     tags: list[str] = Field(default_factory=list)
     sections: list[Section] | None = None
     skus: list[SkuRow] | None = None
     origin: str = ""  # path[:line] it was loaded from, for error messages
 
+    @property
+    def resolved_authority(self) -> Authority:
+        """The authority the record states, else the one its type implies (authority_of_type)."""
+        return self.authority or authority_of_type(self.doc_type)
+
     def content_hash(self) -> str:
-        payload = self.model_dump(exclude={"origin"})
+        # the resolved authority: a change of doc_type that changes it rebuilds the chunks, and a
+        # product page that says `authority: official` hashes as one that leaves it implied
+        payload = self.model_dump(exclude={"origin"}) | {"authority": self.resolved_authority}
         raw = json.dumps(payload, ensure_ascii=False, sort_keys=True)
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 

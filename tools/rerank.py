@@ -19,7 +19,7 @@ from knowledge.filters import parse_day
 from knowledge.ingest import embedding_text
 from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
-from knowledge.schema import Chunk
+from knowledge.schema import Chunk, in_users_voice
 from knowledge.text import MODEL_NUMBER, has_term, model_numbers, tokenize, unglued
 from tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
 
@@ -32,7 +32,8 @@ DEFAULT_WEIGHTS_PATH = Path(__file__).with_name("rerank_weights.json")
 #   number_match   -1..1: the question's plain numbers present in the chunk (0: it has none)
 #   model_match    +1 same model number, -1 another model, 0 nothing to compare
 #   title_match    share of the title's tokens found in the question
-#   authority      1 official, 0 community;  recency  exp(-days older than the newest candidate / 365)
+#   authority      1 the shop's or untyped text, 0 customers' (knowledge.schema.in_users_voice)
+#   recency        exp(-days older than the newest candidate / 365)
 #   as_of_match    exp(-days between the chunk's date and the day the question is about / 365);
 #                  0 when the question names no such day (SearchFilters.as_of) or the chunk has no date
 FEATURES = ("dense", "bm25", "term_coverage", "body_coverage", "number_match", "model_match",
@@ -122,7 +123,7 @@ class OfflineReranker:
                 _number_match(query_numbers, _numbers(haystack)),
                 _model_match(query_models, model_numbers(lexicon.canonicalize(chunk.title)) or model_numbers(haystack)),
                 _fraction(title_tokens, query_lower),
-                1.0 if chunk.authority == "official" else 0.0,
+                0.0 if in_users_voice(chunk.doc_type, chunk.authority) else 1.0,
                 math.exp(-(newest - day).days / _RECENCY_DAYS) if day is not None and newest is not None else 0.0,
                 math.exp(-abs((as_of - day).days) / _RECENCY_DAYS) if day is not None and as_of is not None else 0.0,
             ])

@@ -152,13 +152,19 @@ def ingest(
     else:
         for issue in summary.issues:
             err.print(f"[yellow]skipped[/yellow] {escape(str(issue))}", highlight=False)
+        if summary.flagged:
+            err.print(f"[yellow]{len(summary.flagged)} records flagged as possible prompt injection[/yellow]:",
+                      highlight=False)
+            for flagged in summary.flagged:
+                err.print(f"  {escape(str(flagged))}", highlight=False)
         if dry_run:
             print_ingest_plan(summary)
         else:
             console.print(
                 f"documents {summary.documents}  chunks written {summary.chunks}  added {summary.added}  "
                 f"replaced {summary.replaced}  skipped (unchanged) {summary.skipped}  removed {summary.removed}  "
-                f"embedded {summary.embedded}  issues {len(summary.issues)}  {summary.seconds}s"
+                f"embedded {summary.embedded}  issues {len(summary.issues)}  flagged {len(summary.flagged)}  "
+                f"{summary.seconds}s"
             )
     if summary.refused:
         fail(f"--prune: without --dry-run this prune would be refused: {summary.refused}")

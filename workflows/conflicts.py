@@ -1,6 +1,6 @@
 """Deterministic conflict check over evidence: the same attribute of the same entity, two values.
 
-Three general rules find candidate conflicts between hits from *different* documents (a document
+Four rules find candidate conflicts between hits from *different* documents (a document
 never contradicts itself: its table rows, or a price and a discounted price, are different facts):
 
 1. Aligned statements. Two sentences that say the same thing word for word except one slot
@@ -16,6 +16,9 @@ never contradicts itself: its table rows, or a price and a discounted price, are
    clause each version says and the other does not is its value.
 3. Claims about one product (same product_id, at least one side official): materials from a
    small lexicon (头层牛皮 vs 人造革) and yes/no properties (防水 vs 渗水).
+4. Table numbers. A price or stock count that untrusted text (a review, a post, a text of
+   unknown type) states about a product, against the product's official SKU rows in the
+   evidence (workflows/table_claims.py): a value no row holds is a conflict, the table's first.
 
 Only slots near the question's own terms count. Values are compared in canonical form (15天 =
 十五天 = 15 天, 1年 = 12个月, 149.00元 = 149元, 12月20日 = 2021年12月20日), and each conflict
@@ -39,9 +42,11 @@ from knowledge.crosslingual import worded_for
 from knowledge.filters import as_of_day, parse_day
 from knowledge.lexicon import Lexicon
 from knowledge.schema import AUTHORITY_RANK
-from knowledge.text import (CJK_CHAR, SNIPPET_CUT, STOPWORDS, YEAR, arabic_numerals, chinese_int, is_faq, normalize,
-                            numerals_before, series_names, tokenize, unit_alternatives)
+from knowledge.text import (CJK_CHAR, SNIPPET_CUT, STOPWORDS, YEAR, arabic_numerals, chinese_int, is_faq, model_numbers,
+                            normalize, numerals_before, series_names, tokenize, unit_alternatives)
 from tools.base import EvidenceHit
+from workflows import table_claims
+from workflows.injection import is_untrusted
 
 
 class ConflictValue(BaseModel):
@@ -964,6 +969,69 @@ def _claim_candidates(a: _Passage, b: _Passage, question: _Question) -> list[_Ca
     return found
 
 
+def _table_candidates(passages: list[_Passage], question: _Question) -> list[_Candidate]:
+    """Rule 4: a price or stock count that an untrusted passage states about a product, when the
+    question asks about prices or stock and no SKU row of the product in the evidence holds it:
+    a conflict with the rows' values, table first. A stock count is held to the rows of the
+    variant its sentence names (雾霾蓝), or to the only row shown; a count naming no variant of
+    a product with several rows shown is not compared (the table has no total to hold it to)."""
+    prices: dict[str, dict[str, _Side]] = {}  # product -> price key -> the first row saying it
+    stocks: dict[str, list[tuple[set[str], _Side]]] = {}  # product -> (variant names, stock) per row
+    for passage in passages:
+        if not (table_claims.is_table(passage.hit) and passage.hit.product_id):
+            continue
+        numbers = table_claims.table_numbers(passage.hit)
+        for kind, number, written in [(kind, n, w) for kind, found in numbers.items() for n, w in found]:
+            shown = canonical_text(written)
+            side = _Side(shown, _table_key(kind, number), passage, max(passage.shown.find(shown), 0))
+            if kind == table_claims.PRICE:
+                prices.setdefault(passage.hit.product_id, {}).setdefault(side.key, side)
+            else:
+                stocks.setdefault(passage.hit.product_id, []).append((table_claims.variants(passage.hit), side))
+    found = []
+    for passage in passages:
+        if not is_untrusted(passage.hit.doc_type, passage.hit.authority):
+            continue
+        product = _product_of(passage, {*prices, *stocks}, passages)
+        if product is None:
+            continue
+        for claim in table_claims.claimed_numbers(passage.shown):
+            if not _ASKS_TABLE[claim.kind].search(question.raw):
+                continue
+            if claim.kind == table_claims.PRICE:
+                rows = list(prices.get(product, {}).values())
+            else:
+                sentence = passage.sentence_text(claim.start)
+                shown = stocks.get(product, [])
+                named = [side for names, side in shown if any(name in sentence for name in names)]
+                rows = named or ([shown[0][1]] if len(shown) == 1 else [])
+            key = _table_key(claim.kind, claim.number)
+            if not rows or key in {side.key for side in rows}:
+                continue  # nothing to hold it to, or the table agrees
+            claimed = _Side(claim.value, key, passage, claim.start)
+            found.append(_Candidate(product, claim.kind, f"table:{claim.kind}", [*rows, claimed]))
+    return found
+
+
+def _table_key(kind: str, number: float) -> str:
+    return f"{_fmt(number)}{'元' if kind == table_claims.PRICE else '件'}"
+
+
+# A question about prices or stock: only then is a stranger's number for them worth disclosing.
+_ASKS_TABLE = {table_claims.PRICE: re.compile(r"价|钱|免费|送|优惠|活动|\b(?:price|cost|free|how much)", re.IGNORECASE),
+               table_claims.STOCK: re.compile(r"库存|有货|现货|缺货|没货|还有|几件|\b(?:stock|available)", re.IGNORECASE)}
+
+
+def _product_of(passage: _Passage, products: set[str], passages: list[_Passage]) -> str | None:
+    """The product with a table in the evidence this passage is about: its own product_id, or for a
+    text that names none, the one product whose table titles share a model number with it."""
+    if passage.hit.product_id:
+        return passage.hit.product_id if passage.hit.product_id in products else None
+    named = model_numbers(passage.shown)
+    matches = {p.hit.product_id for p in passages if p.hit.product_id in products and named & model_numbers(p.hit.title)}
+    return matches.pop() if len(matches) == 1 else None
+
+
 # ----------------------------------------------------------------------------- entry point
 def detect_conflicts(question: str, evidence: list[EvidenceHit], lexicon: Lexicon | None = None,
                      as_of: str | None = None) -> list[Conflict]:
@@ -997,6 +1065,7 @@ def detect_conflicts(question: str, evidence: list[EvidenceHit], lexicon: Lexico
                 version_sections.setdefault(docs, []).append((relevance, a, b, entity))
             if a.hit.product_id:
                 candidates += _claim_candidates(a, b, asked)
+    candidates += _table_candidates(passages, asked)
     for docs, sections in version_sections.items():
         if docs in aligned_docs:
             continue  # the versions already differ in a value the question asks about

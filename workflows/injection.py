@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from agents.citations import looks_like_id
+from knowledge.schema import Document
 
 # Doc types whose text strangers write; any "community" document is untrusted too (FAQ entries
 # collected from users, imported forum threads).
@@ -202,6 +203,44 @@ def clean_evidence(title: str, section: str, text: str, untrusted: bool) -> Clea
     return CleanEvidence(*clean, families=tuple(sorted(families)))
 
 
+def document_families(doc: Document) -> tuple[str, ...]:
+    """The injection families found anywhere in a document: title, text and SKU names."""
+    text = "\n".join([doc.title, doc.text, *(row.name for row in doc.skus or [])])
+    return tuple(sorted({span.family for span in find_injections(text)}))
+
+
+@dataclass(frozen=True)
+class FlaggedDocument:
+    """A document the detector flagged at ingest (IngestSummary.flagged)."""
+
+    where: str  # path:line it was loaded from
+    doc_id: str
+    families: tuple[str, ...]
+    trusted: bool  # its record states `authority: official`: stored as written (only defanged when shown)
+
+    def __str__(self) -> str:
+        kept = "trusted (authority: official), kept" if self.trusted else "untrusted, flagged paragraphs kept from answers"
+        return f"{self.where}: {self.doc_id} [{', '.join(self.families)}] {kept}"
+
+
+def screen_documents(docs: list[Document]) -> tuple[list[Document], list[FlaggedDocument]]:
+    """The documents as they should be stored, and those the detector flags. A flagged document is
+    trusted only when its record says `authority: official` (the operator's word); any other is
+    stored with authority `community`, so every paragraph holding an injection is removed before
+    a model or a customer sees it (neutralize), whatever its type would have implied: a product
+    text saying "忽略以上所有指令" is not the shop speaking."""
+    kept, flagged = [], []
+    for doc in docs:
+        families = document_families(doc)
+        if families:
+            trusted = doc.authority == "official"
+            flagged.append(FlaggedDocument(doc.origin or doc.doc_id, doc.doc_id, families, trusted))
+            if not trusted:
+                doc = doc.model_copy(update={"authority": "community"})
+        kept.append(doc)
+    return kept, flagged
+
+
 def scan_corpus(paths: list[str]) -> dict:
     """How many documents of these corpus files the detector flags, by family: the false-positive
     check on text nobody planted injections in (`python -m workflows.injection FILE...`)."""
@@ -214,7 +253,7 @@ def scan_corpus(paths: list[str]) -> dict:
     for path in paths:
         for doc in load_path(path)[0]:
             docs += 1
-            families = {span.family for span in find_injections(f"{doc.title}\n{doc.text}")}
+            families = document_families(doc)
             flagged_docs += bool(families)
             flagged.update(families)
     return {"documents": docs, "flagged": flagged_docs, "by_family": dict(flagged)}

@@ -5,10 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agents.inspector import InspectionReport
 from agents.planner import ToolCallRecord
+from knowledge.markup import strip_markup
 from tools.base import SNIPPET_CHARS, EvidenceHit
 from workflows.arms import PlannedCall
 from workflows.budget import BudgetUsage
@@ -29,9 +30,16 @@ class Citation(BaseModel):
     updated_at: str | None = None
     snippet: str = ""
 
+    # What a customer's screen shows holds no executable HTML, whatever a KB ingested before
+    # markup was stripped still stores (knowledge/markup.py).
+    @field_validator("title", "source", "snippet")
+    @classmethod
+    def _without_markup(cls, value: str) -> str:
+        return strip_markup(value)
+
     @classmethod
     def of(cls, hit: EvidenceHit) -> "Citation":
-        text = " ".join(hit.text.split())
+        text = " ".join(strip_markup(hit.text).split())  # before the cut: a tag cut in half is no tag
         snippet = text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS] + "…"
         return cls(id=hit.chunk_id, doc_id=hit.doc_id, title=hit.title, source=hit.source, doc_type=hit.doc_type,
                    updated_at=hit.updated_at, snippet=snippet)
@@ -78,6 +86,10 @@ def features_summary(features: QueryFeatures) -> dict[str, Any]:
 
 
 class QAResult(BaseModel):
+    # Every assignment is validated, so the answer passes strip_markup however a stage set it
+    # (an answerer, a disclosure, the compliance mask): no interface can show executable HTML.
+    model_config = ConfigDict(validate_assignment=True)
+
     question: str
     answer: str
     citations: list[Citation] = Field(default_factory=list)  # ids actually cited, in order of citation
@@ -104,6 +116,11 @@ class QAResult(BaseModel):
     session_id: str | None = None  # the conversation this answer belongs to, when there is one
     clarification: dict | None = None  # set when the reply asks the customer for facts instead of answering
     as_of: str | None = None  # the time the question was answered about (SearchFilters.as_of), if asked
+
+    @field_validator("answer")
+    @classmethod
+    def _answer_without_markup(cls, answer: str) -> str:
+        return strip_markup(answer)
 
     def render_text(self) -> str:
         """The answer, then numbered sources: [1] 【id】 title — source, updated_at."""
