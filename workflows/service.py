@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -37,8 +38,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
-from pathlib import Path
-
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -324,9 +323,10 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(AccessLog)  # outermost: logs 413s too
     app.state.runner = runner
-    bearer = HTTPBearer(auto_error=False, description="CITESCOPE_API_KEYS; open when none are configured")
+    bearer = HTTPBearer(auto_error=False, description="a key of CITESCOPE_API_KEYS or CITESCOPE_TENANTS_FILE; "
+                                                      "open when none are configured")
 
-    def authenticate(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Tenant:
+    def authenticate(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Tenant:
         """The caller's tenant (401 without a valid key), within its requests per minute (else 429)."""
         tenant = directory.tenant_for(credentials.credentials if credentials is not None else None)
         if tenant is None:
