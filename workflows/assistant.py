@@ -11,13 +11,21 @@ policy "bandit" (default) chooses arms with the LinUCB learner warm-started from
 "rules" chooses with the rules alone (rounds are still logged and learned from, so the
 bandit is warm when switched on). Feedback re-learns the rated round at once; the learned state
 lives in the experience store, so it survives restarts.
+
+Every session, trace, round and rating is owned by a tenant (workflows.tenants; the Python API
+and the CLI act as the default tenant): another tenant's ids read as unknown. One session's turns
+run one at a time, in the order they arrived (a reply to a clarifying question must see the turn
+before it); different sessions run concurrently. Every answer has its own trace id, also when it
+comes from the result cache: the cache shares the answer, never another request's identity.
 """
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
+from collections.abc import AsyncIterator
 from concurrent.futures import Future
+from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -33,10 +41,11 @@ from workflows.pipeline import QAPipeline, parse_filters
 from workflows.pipeline_config import PipelineConfig
 from workflows.policy import RulesPolicy
 from workflows.query_analysis import Entity, QueryFeatures
-from workflows.result import QAResult, features_summary
+from workflows.result import QAResult, features_summary, new_trace_id
 from workflows.result_cache import ResultCache
 from workflows.sessions import (Clarification, Clarifier, PendingTask, SessionState, SessionStore, Turn,
                                 check_session_id)
+from workflows.tenants import DEFAULT_TENANT
 from workflows.traces import TraceStore, attach_outcome
 
 POLICIES = ("bandit", "rules")
@@ -67,6 +76,8 @@ class Assistant:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
+        # (tenant, session id) -> [lock, callers holding or waiting]; dropped when nobody is
+        self._session_turns: dict[tuple[str, str], list] = {}
 
     def warm_up(self) -> "Assistant":
         if self.clarifier is None:
@@ -76,15 +87,39 @@ class Assistant:
         return self
 
     # -- questions ---------------------------------------------------------------------------
-    async def ask(self, question: str, session_id: str | None = None, filters: dict | None = None) -> QAResult:
-        """Answer (or ask back) one turn; with a session id the turn joins that conversation
-        (created on first use) and result.session_id is set."""
+    async def ask(self, question: str, session_id: str | None = None, filters: dict | None = None,
+                  tenant: str = DEFAULT_TENANT) -> QAResult:
+        """Answer (or ask back) one turn; with a session id the turn joins that conversation of
+        `tenant` (created on first use) and result.session_id is set. Turns of one session wait
+        for the ones that arrived before them."""
         question = self.pipeline.validate(question)
         filters = parse_filters(filters)  # before the cache: an invalid filter fails even when the question is cached
         session_id = check_session_id(session_id) if session_id is not None else None
         self.warm_up()
+        # nothing above awaits, so callers take their turn in the order they called
+        async with self._session_turn(tenant, session_id):
+            return await self._ask(question, session_id, filters, tenant)
+
+    @asynccontextmanager
+    async def _session_turn(self, tenant: str, session_id: str | None) -> AsyncIterator[None]:
+        """Holds the session's turn: asyncio.Lock wakes its waiters first come, first served."""
+        if session_id is None:
+            yield
+            return
+        key = (tenant, session_id)
+        entry = self._session_turns.setdefault(key, [asyncio.Lock(), 0])
+        entry[1] += 1
+        try:
+            async with entry[0]:
+                yield
+        finally:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self._session_turns[key]
+
+    async def _ask(self, question: str, session_id: str | None, filters: Any, tenant: str) -> QAResult:
         started = time.perf_counter()
-        state = self.sessions.get(session_id) if session_id is not None else None
+        state = self.sessions.get(session_id, tenant) if session_id is not None else None
         entity = state.entity if state else None
         # the opening question: the analyzer carries it into a follow-up when there is no product to carry
         topic = state.turns[0].question if state and state.turns else None
@@ -102,30 +137,34 @@ class Assistant:
         if clarification is not None:
             result = self._ask_back(asked, features, clarification, started)
             result.session_id = session_id
-            self._record(result, features, session_id)
+            self._record(result, features, tenant)
         else:
             kb_version = self.kb.version  # read once: an ingest while answering must not file this under the new one
             result = self.cache.get(asked, features.carried_entity, kb_version, filters, features.carried_topic)
             if result is not None:
+                # this request's own identity: the cached answer's trace belongs to whoever asked first
+                result.trace_id, result.question, result.session_id = new_trace_id(), asked, session_id
                 result.timings_ms["total"] = _ms_since(started)
-                result.session_id = session_id
+                self._record(result, features, tenant, learn=False)
             else:
                 result = await self.pipeline.arun(asked, asked_entity, filters, topic, features)
                 result.session_id = session_id
-                self._record(result, features, session_id)
+                self._record(result, features, tenant)
                 if not result.degraded:  # a model outage must not be served again once it is over
                     self.cache.put(asked, features.carried_entity, kb_version, result, filters, features.carried_topic)
         if session_id is not None:
-            self._remember(session_id, question, result, features, clarification, entity)
+            self._remember(session_id, question, result, features, clarification, entity, tenant)
         return result
 
-    def ask_sync(self, question: str, session_id: str | None = None, filters: dict | None = None) -> QAResult:
+    def ask_sync(self, question: str, session_id: str | None = None, filters: dict | None = None,
+                 tenant: str = DEFAULT_TENANT) -> QAResult:
         """ask() from synchronous code. Every call runs on this Assistant's own event loop (one
         background thread), so model clients bound to a loop keep working across calls."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            future: Future = asyncio.run_coroutine_threadsafe(self.ask(question, session_id, filters), self._sync_loop())
+            future: Future = asyncio.run_coroutine_threadsafe(self.ask(question, session_id, filters, tenant),
+                                                                    self._sync_loop())
             return future.result()
         raise RuntimeError("Assistant.ask_sync was called inside an event loop; await Assistant.ask instead")
 
@@ -147,14 +186,14 @@ class Assistant:
                         tool_calls=calls, clarification=clarification.model_dump(mode="json"),
                         timings_ms={"clarify": _ms_since(started), "total": _ms_since(started)})
 
-    def _record(self, result: QAResult, features: QueryFeatures, session_id: str | None) -> None:
+    def _record(self, result: QAResult, features: QueryFeatures, tenant: str, learn: bool = True) -> None:
         """Store the decision trace and log the round (its implicit reward is learned at once;
         a clarifying reply has no arm, so it is logged but teaches the policy nothing)."""
-        self.traces.record(result, self.kb)
-        self.learner.record(result, features, session_id)
+        self.traces.record(result, self.kb, tenant)
+        self.learner.record(result, features, result.session_id, tenant, learn=learn)
 
     def _remember(self, session_id: str, question: str, result: QAResult, features: QueryFeatures,
-                  clarification: Clarification | None, entity: Entity | None) -> None:
+                  clarification: Clarification | None, entity: Entity | None, tenant: str) -> None:
         pending = None
         if clarification is not None:
             entity = clarification.product or entity
@@ -165,25 +204,27 @@ class Assistant:
             entity = features.product
         turn = Turn(question=redact(question), answer=redact(result.answer), trace_id=result.trace_id,
                     refused=result.refused, at=datetime.now(timezone.utc), clarification=result.clarification)
-        self.sessions.add_turn(session_id, turn, entity, pending)
+        self.sessions.add_turn(session_id, turn, entity, pending, tenant)
 
     # -- feedback, sessions, traces ------------------------------------------------------------
-    def feedback(self, trace_id: str, rating: int, comment: str | None = None) -> None:
-        """👍 (+1) / 👎 (-1) on an answer: the policy re-learns that round at once. KeyError for an
-        unknown trace id, ValueError for a bad rating or a comment that is not valid Unicode."""
+    def feedback(self, trace_id: str, rating: int, comment: str | None = None, tenant: str = DEFAULT_TENANT) -> None:
+        """👍 (+1) / 👎 (-1) on an answer of `tenant`: the policy re-learns that round at once.
+        KeyError for an unknown trace id (another tenant's included), ValueError for a bad rating
+        or a comment that is not valid Unicode."""
         if not is_storable_text(trace_id):
             raise KeyError(f"no round with trace id {trace_id!r}")
         if comment and not is_storable_text(comment):
             raise ValueError("the feedback comment must be text without unpaired surrogates")
-        self.learner.feedback(trace_id, rating, comment or "")
+        self.learner.feedback(trace_id, rating, comment or "", tenant)
 
-    def session(self, session_id: str) -> SessionState | None:
-        return self.sessions.get(session_id) if is_storable_text(session_id) else None
+    def session(self, session_id: str, tenant: str = DEFAULT_TENANT) -> SessionState | None:
+        """The tenant's session; None for an unknown id or another tenant's."""
+        return self.sessions.get(session_id, tenant) if is_storable_text(session_id) else None
 
-    def trace(self, trace_id: str) -> dict | None:
-        """The stored decision trace, with the round's reward and latest feedback ("outcome")."""
-        trace = self.traces.get(trace_id) if is_storable_text(trace_id) else None
-        return attach_outcome(trace, self.experience) if trace is not None else None
+    def trace(self, trace_id: str, tenant: str = DEFAULT_TENANT) -> dict | None:
+        """The tenant's decision trace, with the round's reward and latest feedback ("outcome")."""
+        trace = self.traces.get(trace_id, tenant) if is_storable_text(trace_id) else None
+        return attach_outcome(trace, self.experience, tenant) if trace is not None else None
 
     def close(self) -> None:
         with self._loop_lock:

@@ -7,7 +7,8 @@ runs `concurrency` at a time. Output: one line per input id — the QAResult fie
 `latency_ms` and `error` (null, or why this item failed; an item's failure is never fatal). Each
 line is written by one append and fsync'd, so a crash leaves whole lines and at most one torn last
 line, which the next run drops and redoes; ids already in the output are skipped, so rerunning the
-same command finishes the job without duplicating a line.
+same command finishes the job without duplicating a line. Customers' personal data in the
+questions and answers is redacted in the output (workflows.personal_data).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from knowledge.filters import SearchFilters
 from workflows.metrics import latency_summary
+from workflows.personal_data import redact_personal_in
 from workflows.progress import RecordProgress
 from workflows.validation import describe_validation_error
 
@@ -168,7 +170,12 @@ class AnswerLog:
 
 
 def _line(record: dict) -> bytes:
-    return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    """One output line, personal data redacted (the ids stay as given: a rerun matches them)."""
+    stored = {name: value if name in _KEPT_AS_GIVEN else redact_personal_in(value) for name, value in record.items()}
+    return (json.dumps(stored, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+_KEPT_AS_GIVEN = ("id", "session_id")
 
 
 def _parse(line: bytes) -> dict | None:

@@ -566,16 +566,22 @@ def serve(
 ) -> None:
     """HTTP service: /v1/ask, /v1/chat/completions (OpenAI-compatible), /v1/feedback, /docs.
 
-    API keys: CITESCOPE_API_KEYS=key1,key2 (Bearer); body limit: CITESCOPE_MAX_BODY_BYTES."""
+    API keys: CITESCOPE_API_KEYS=key1,key2:tenant (Bearer) and/or CITESCOPE_TENANTS_FILE (YAML);
+    CITESCOPE_REQUESTS_PER_MINUTE per tenant; body limit: CITESCOPE_MAX_BODY_BYTES."""
 
     from workflows.assistant import Assistant
     from workflows.service import ServiceSettings, create_app
     from workflows.service import serve as run_service
 
     config = pipeline_config_or_exit(kb, planner, answerer)
-    settings = valid_or_exit(ServiceSettings, {"api_keys": "CITESCOPE_API_KEYS",
+    settings = valid_or_exit(ServiceSettings, {"api_keys": "CITESCOPE_API_KEYS", "tenants_file": "CITESCOPE_TENANTS_FILE",
+                                               "requests_per_minute": "CITESCOPE_REQUESTS_PER_MINUTE",
                                                "max_body_bytes": "CITESCOPE_MAX_BODY_BYTES"})
-    if not settings.keys() and host not in ("127.0.0.1", "localhost", "::1"):
+    try:
+        tenants = settings.tenants()
+    except ValueError as exc:
+        fail(exc)
+    if tenants.open and host not in ("127.0.0.1", "localhost", "::1"):
         err.print(f"[yellow]warning:[/yellow] no CITESCOPE_API_KEYS: anyone who reaches {host}:{port} can use the service")
     try:  # not warmed here: the app warms it in the background while /healthz already answers
         assistant = Assistant(kb, config=config, policy=policy)

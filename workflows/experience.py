@@ -27,19 +27,22 @@ from workflows.bandit import LinUCBPolicy
 from workflows.policy import PolicyDecision
 from workflows.query_analysis import QueryFeatures
 from workflows.rewards import RewardSignals, RewardWeights, implicit_reward, missed_skill, reward
-from workflows.sqlite_store import open_sqlite
+from workflows.personal_data import redact_personal, redact_personal_in
+from workflows.sqlite_store import add_missing_column, open_sqlite
+from workflows.tenants import DEFAULT_TENANT
 
 FILE_NAME = "experience.sqlite"
 DEFAULT_POLICY_NAME = "linucb"
 
-_SCHEMA = """
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS rounds (
     trace_id TEXT PRIMARY KEY, session_id TEXT, created_at REAL NOT NULL, question TEXT NOT NULL,
     features TEXT NOT NULL, vector TEXT NOT NULL, arm TEXT NOT NULL, policy_source TEXT NOT NULL,
     scores TEXT NOT NULL, reason TEXT NOT NULL, plan TEXT NOT NULL, tool_calls TEXT NOT NULL,
     evidence_ids TEXT NOT NULL, inspection TEXT, refused INTEGER NOT NULL, refusal_reason TEXT NOT NULL,
     degraded INTEGER NOT NULL, degradation_reasons TEXT NOT NULL, conflicts INTEGER NOT NULL,
-    latency_ms REAL, implicit_reward REAL, reward REAL, applied_reward REAL
+    latency_ms REAL, implicit_reward REAL, reward REAL, applied_reward REAL,
+    tenant TEXT NOT NULL DEFAULT '{DEFAULT_TENANT}'
 );
 CREATE INDEX IF NOT EXISTS rounds_session ON rounds(session_id, created_at);
 CREATE TABLE IF NOT EXISTS feedback (
@@ -51,6 +54,13 @@ CREATE TABLE IF NOT EXISTS policy_state (
     name TEXT PRIMARY KEY, state TEXT NOT NULL, version INTEGER NOT NULL, updated_at REAL NOT NULL
 );
 """
+
+
+def _migrate(conn) -> None:
+    """Rounds logged before tenants belong to the default tenant."""
+    add_missing_column(conn, "rounds", "tenant", f"TEXT NOT NULL DEFAULT '{DEFAULT_TENANT}'")
+
+
 _JSON_COLUMNS = ("features", "vector", "scores", "plan", "tool_calls", "evidence_ids", "inspection",
                  "degradation_reasons")
 
@@ -60,6 +70,7 @@ class ExperienceRound(BaseModel):
 
     trace_id: str
     session_id: str | None = None
+    tenant: str = DEFAULT_TENANT  # who asked: only that tenant reads and rates the round
     created_at: float = Field(default_factory=time.time)
     question: str
     features: dict[str, Any] = Field(default_factory=dict)  # QueryFeatures, as JSON
@@ -86,11 +97,12 @@ class ExperienceRound(BaseModel):
     feedback_at: float | None = None
 
     @classmethod
-    def from_result(cls, result: Any, features: QueryFeatures, session_id: str | None = None) -> "ExperienceRound":
+    def from_result(cls, result: Any, features: QueryFeatures, session_id: str | None = None,
+                    tenant: str = DEFAULT_TENANT) -> "ExperienceRound":
         """From a workflows.result.QAResult and the QueryFeatures the policy chose with."""
         policy = result.policy
         return cls(
-            trace_id=result.trace_id, session_id=session_id, question=result.question,
+            trace_id=result.trace_id, session_id=session_id, tenant=tenant, question=result.question,
             features=features.model_dump(mode="json"),
             vector=dict(zip(QueryFeatures.feature_names(), features.vector().tolist())),
             arm=policy.arm if policy else "", policy_source=policy.source if policy else "",
@@ -127,7 +139,7 @@ class ExperienceStore:
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
-        self._conn = open_sqlite(self.path, _SCHEMA, foreign_keys=True)
+        self._conn = open_sqlite(self.path, _SCHEMA, foreign_keys=True, migrate=_migrate)
         self._conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         self._depth = 0
@@ -165,21 +177,28 @@ class ExperienceStore:
 
     # -- rounds -----------------------------------------------------------------------------
     def log(self, round_: ExperienceRound) -> None:
+        """Store a round, personal data redacted from its texts (question, features, plan, calls)."""
         row = round_.model_dump(exclude={"rating", "comment", "feedback_at"})
+        for column in ("question", "reason", "refusal_reason", *_JSON_COLUMNS):
+            row[column] = redact_personal_in(row[column])
         for column in _JSON_COLUMNS:
             row[column] = json.dumps(row[column], ensure_ascii=False)
         columns = ", ".join(row)
         marks = ", ".join(f":{name}" for name in row)
         self._execute(f"INSERT INTO rounds ({columns}) VALUES ({marks})", row)
 
-    def get(self, trace_id: str) -> ExperienceRound | None:
-        found = self.rounds(trace_id=trace_id)
+    def get(self, trace_id: str, tenant: str | None = None) -> ExperienceRound | None:
+        """The round; with `tenant`, only when that tenant owns it."""
+        found = self.rounds(trace_id=trace_id, tenant=tenant)
         return found[0] if found else None
 
     def rounds(self, session_id: str | None = None, trace_id: str | None = None,
-               limit: int | None = None) -> list[ExperienceRound]:
-        """Rounds oldest first, each with its latest feedback."""
+               limit: int | None = None, tenant: str | None = None) -> list[ExperienceRound]:
+        """Rounds oldest first, each with its latest feedback (of one tenant, or of all: None)."""
         where, params = [], []
+        if tenant is not None:
+            where.append("r.tenant = ?")
+            params.append(tenant)
         if session_id is not None:
             where.append("r.session_id = ?")
             params.append(session_id)
@@ -199,15 +218,18 @@ class ExperienceStore:
         with self._lock:
             return self._conn.execute("SELECT COUNT(*) FROM rounds").fetchone()[0]
 
-    def add_feedback(self, trace_id: str, rating: int, comment: str = "") -> ExperienceRound:
-        """Record 👍 (+1) or 👎 (-1) on a round; KeyError for an unknown trace id."""
+    def add_feedback(self, trace_id: str, rating: int, comment: str = "", tenant: str | None = None) -> ExperienceRound:
+        """Record 👍 (+1) or 👎 (-1) on a round (its comment redacted of personal data); KeyError for
+        an unknown trace id, and, with `tenant`, for another tenant's round (it must not learn that
+        the id exists)."""
         if rating not in (1, -1):
             raise ValueError(f"a rating is +1 (👍) or -1 (👎), got {rating!r}")
         with self.transaction():
-            if self._conn.execute("SELECT 1 FROM rounds WHERE trace_id = ?", (trace_id,)).fetchone() is None:
+            if self._conn.execute("SELECT 1 FROM rounds WHERE trace_id = ? AND (? IS NULL OR tenant = ?)",
+                                  (trace_id, tenant, tenant)).fetchone() is None:
                 raise KeyError(f"no round with trace id {trace_id!r} in {self.path}")
             self._conn.execute("INSERT INTO feedback (trace_id, rating, comment, created_at) VALUES (?, ?, ?, ?)",
-                               (trace_id, rating, comment or "", time.time()))
+                               (trace_id, rating, redact_personal(comment or ""), time.time()))
             return self.get(trace_id)
 
     def set_rewards(self, trace_id: str, implicit: float | None, current: float | None,
@@ -288,25 +310,28 @@ class ExperienceLearner:
             self._sync()
             return self.policy.choose(features, budget)
 
-    def record(self, result: Any, features: QueryFeatures, session_id: str | None = None) -> ExperienceRound:
-        """Log a finished round (a QAResult) and learn its implicit reward."""
-        round_ = ExperienceRound.from_result(result, features, session_id)
+    def record(self, result: Any, features: QueryFeatures, session_id: str | None = None,
+               tenant: str = DEFAULT_TENANT, learn: bool = True) -> ExperienceRound:
+        """Log a finished round (a QAResult) and learn its implicit reward. learn=False (an answer
+        served again from the result cache) logs the round so it can be read and rated, but the
+        policy learns nothing until it is rated: the same outcome counted twice would overstate it."""
+        round_ = ExperienceRound.from_result(result, features, session_id, tenant)
         with self._lock, self.store.transaction():
             self._sync()
             self.store.log(round_)
-            return self._learn(round_)
+            return self._learn(round_, update_policy=learn)
 
-    def feedback(self, trace_id: str, rating: int, comment: str = "") -> ExperienceRound:
-        """Record 👍/👎 on a logged round and re-learn that round with the new reward."""
+    def feedback(self, trace_id: str, rating: int, comment: str = "", tenant: str | None = None) -> ExperienceRound:
+        """Record 👍/👎 on a logged round (of `tenant` only, when given) and re-learn that round."""
         with self._lock, self.store.transaction():
             self._sync()
-            return self._learn(self.store.add_feedback(trace_id, rating, comment))
+            return self._learn(self.store.add_feedback(trace_id, rating, comment, tenant))
 
-    def _learn(self, round_: ExperienceRound) -> ExperienceRound:
+    def _learn(self, round_: ExperienceRound, update_policy: bool = True) -> ExperienceRound:
         signals = round_.signals()
         implicit, current = implicit_reward(signals, self.weights), reward(signals, self.weights)
         applied = round_.applied_reward
-        if round_.arm in self.policy.arms:
+        if update_policy and round_.arm in self.policy.arms:
             vector = round_.vector_for(self.policy.feature_names)
             if applied is None:
                 self.policy.update(vector, round_.arm, current)

@@ -10,14 +10,16 @@
 The pipeline is async but does CPU work between its awaits (analysis, rerank, answer,
 inspection); on the server's event loop that work would stall every other request, health checks
 included. So the Assistant lives on its own thread and event loop (`AssistantLoop`) and the
-server loop only awaits it. Auth is a Bearer key from CITESCOPE_API_KEYS; bodies over
-max_body_bytes get 413 before any handler runs; every request is one JSON log line (method, path,
-status, latency, trace id) that never includes headers or keys.
+server loop only awaits it. Auth is a Bearer key from CITESCOPE_API_KEYS / CITESCOPE_TENANTS_FILE;
+the key names its tenant (workflows.tenants), which owns the sessions, traces and ratings it makes:
+another tenant's ids are 404, as unknown ones. Each tenant has its requests per minute (429 with
+Retry-After beyond). Bodies over max_body_bytes get 413 before any handler runs; every request is
+one JSON log line (method, path, status, latency, trace id) that never includes headers, keys or
+customers' personal data.
 """
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import re
@@ -27,6 +29,7 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -39,10 +42,12 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from knowledge.filters import SearchFilters
+from workflows.personal_data import redact_personal
 from workflows.pipeline import QuestionError, validate_question
 from workflows.result import QAResult
 from workflows.rewards import parse_rating
 from workflows.sessions import check_session_id
+from workflows.tenants import DEFAULT_TENANT, RateLimiter, Tenant, TenantDirectory, retry_after_header
 
 log = logging.getLogger("citescope.service")
 access_log = logging.getLogger("citescope.access")
@@ -54,11 +59,13 @@ SENTENCE_END = re.compile(r"(?<=[。！？!?\n])")
 class ServiceSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CITESCOPE_", extra="ignore")
 
-    api_keys: str = Field("", repr=False)  # comma-separated; empty: no auth
+    api_keys: str = Field("", repr=False)  # comma-separated `key` or `key:tenant`; unset: no auth
+    tenants_file: Path | None = None  # YAML/JSON: tenants: {name: {keys: [...], requests_per_minute: N}}
+    requests_per_minute: int = Field(0, ge=0)  # per tenant, unless its entry says otherwise; 0: no limit
     max_body_bytes: int = Field(64 * 1024, ge=1024)
 
-    def keys(self) -> list[str]:
-        return [key.strip() for key in self.api_keys.split(",") if key.strip()]
+    def tenants(self) -> TenantDirectory:
+        return TenantDirectory.load(self.api_keys, self.tenants_file, self.requests_per_minute)
 
 
 # -- request bodies -----------------------------------------------------------------------------
@@ -118,8 +125,12 @@ class ChatRequest(BaseModel):
         raise QuestionError("messages contain no user message: the last user message is the question")
 
     def session(self) -> str | None:
+        """The first of the three that is given, checked as given (`""` is a 422, as on /v1/ask)."""
         from_metadata = (self.metadata or {}).get("session_id")
-        return self.session_id or (str(from_metadata) if from_metadata else None) or self.user
+        for given in (self.session_id, from_metadata, self.user):
+            if given is not None:
+                return str(given)
+        return None
 
 
 def _text_of(content: str | list[dict[str, Any]] | None) -> str:
@@ -163,9 +174,10 @@ class AssistantLoop:
         if self.error is not None:
             raise HTTPException(503, f"the assistant could not start: {self.error}")
 
-    async def ask(self, question: str, session_id: str | None, filters: dict | None) -> QAResult:
+    async def ask(self, question: str, session_id: str | None, filters: dict | None,
+                  tenant: str = DEFAULT_TENANT) -> QAResult:
         await self._ready()
-        coroutine = self.assistant.ask(question, session_id=session_id, filters=filters)
+        coroutine = self.assistant.ask(question, session_id=session_id, filters=filters, tenant=tenant)
         # Shielded: a client that hangs up mid-stream must not cancel the question. AgentScope
         # agents turn a cancellation into an "interrupted" reply, and that cut-short answer would
         # be stored in the session and taught to the strategy policy.
@@ -263,7 +275,8 @@ class JsonLogFormatter(logging.Formatter):
         line.update(getattr(record, "fields", {}))
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
-        return json.dumps(line, ensure_ascii=False)
+        # an error message may quote the question: never a customer's phone or order number in a log
+        return redact_personal(json.dumps(line, ensure_ascii=False))
 
 
 def configure_json_logging(level: int = logging.INFO) -> None:
@@ -276,16 +289,26 @@ def configure_json_logging(level: int = logging.INFO) -> None:
 
 # -- the app ------------------------------------------------------------------------------------
 def _error_body(status: int, message: str) -> dict:
-    kind = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error", 413: "request_too_large",
-            422: "invalid_request_error", 503: "service_unavailable"}.get(status, "server_error")
+    """OpenAI's error shape; every client error (4xx) is the client's, never a `server_error`."""
+    kind = {401: "authentication_error", 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+            503: "service_unavailable"}.get(status, "invalid_request_error" if 400 <= status < 500 else "server_error")
     return {"error": {"message": message, "type": kind, "code": status}}
+
+
+def _bearer_key(request: Request) -> str | None:
+    scheme, _, key = (request.headers.get("authorization") or "").partition(" ")
+    return key.strip() if scheme.lower() == "bearer" and key.strip() else None
 
 
 def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastAPI:
     """The service around `assistant` (a workflows.assistant.Assistant, warmed or not). The app
     owns it: warm-up starts with the app, close() runs at shutdown."""
     settings = settings or ServiceSettings()
-    keys = settings.keys()
+    directory = settings.tenants()  # ValueError naming the setting or file that is wrong
+    if directory.open:
+        log.warning("no API key configured (CITESCOPE_API_KEYS, CITESCOPE_TENANTS_FILE): the API is open to "
+                    "anyone who can reach it, as the default tenant")
+    limiter = RateLimiter()
     runner = AssistantLoop(assistant)
     max_question_chars = assistant.config.max_question_chars
 
@@ -300,15 +323,21 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(AccessLog)  # outermost: logs 413s too
     app.state.runner = runner
-    bearer = HTTPBearer(auto_error=False, description="CITESCOPE_API_KEYS; open when none are configured")
+    bearer = HTTPBearer(auto_error=False, description="a key of CITESCOPE_API_KEYS or CITESCOPE_TENANTS_FILE; "
+                                                      "open when none are configured")
 
-    def require_key(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
-        if not keys:
-            return
-        given = credentials.credentials.encode() if credentials is not None else b""
-        if not any(hmac.compare_digest(given, key.encode()) for key in keys):
+    def authenticate(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Tenant:
+        """The caller's tenant (401 without a valid key), within its requests per minute (else 429)."""
+        tenant = directory.tenant_for(credentials.credentials if credentials is not None else None)
+        if tenant is None:
             raise HTTPException(401, "missing or invalid API key (Authorization: Bearer <key>)",
                                 headers={"WWW-Authenticate": "Bearer"})
+        wait_s = limiter.acquire(tenant)
+        if wait_s > 0:
+            raise HTTPException(429, f"rate limit of {tenant.requests_per_minute} requests per minute reached; "
+                                     f"retry after {retry_after_header(wait_s)} s",
+                                headers={"Retry-After": retry_after_header(wait_s)})
+        return tenant
 
     @app.exception_handler(StarletteHTTPException)  # also the router's own 404 and 405
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -316,20 +345,29 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI parses the body before it runs dependencies: a body that is not JSON would tell a
+        # caller without a key about the API before the key is checked
+        if request.url.path.startswith("/v1/") and directory.tenant_for(_bearer_key(request)) is None:
+            return JSONResponse(_error_body(401, "missing or invalid API key (Authorization: Bearer <key>)"), 401,
+                                headers={"WWW-Authenticate": "Bearer"})
         return JSONResponse(_error_body(422, _describe_request_errors(exc.errors())), 422)
 
     @app.exception_handler(QuestionError)
     async def invalid_question(request: Request, exc: QuestionError) -> JSONResponse:
         return JSONResponse(_error_body(422, str(exc)), 422)
 
-    async def answer(request: Request, question: str, session_id: str | None, filters: Filters | None) -> QAResult:
-        # 422 before queueing behind other questions
-        question = validate_question(question, max_question_chars)
+    def checked_session(session_id: str | None) -> str | None:
         try:
-            session_id = check_session_id(session_id) if session_id is not None else None
+            return check_session_id(session_id) if session_id is not None else None
         except ValueError as exc:
             raise QuestionError(str(exc)) from None
-        result = await runner.ask(question, session_id, filters and filters.given())
+
+    async def answer(request: Request, tenant: Tenant, question: str, session_id: str | None,
+                     filters: Filters | None) -> QAResult:
+        # 422 before queueing behind other questions
+        question = validate_question(question, max_question_chars)
+        session_id = checked_session(session_id)
+        result = await runner.ask(question, session_id, filters and filters.given(), tenant.name)
         request.state.trace_id = result.trace_id
         return result
 
@@ -347,15 +385,16 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
         return JSONResponse({"ready": True, "status": "ok"})
 
     # -- native API ----------------------------------------------------------------------------
-    v1 = [Depends(require_key)]
+    v1 = [Depends(authenticate)]
 
-    @app.post("/v1/ask", response_model=QAResult, dependencies=v1, tags=["qa"])
-    async def ask(body: AskRequest, request: Request) -> QAResult:
+    @app.post("/v1/ask", response_model=QAResult, tags=["qa"])
+    async def ask(body: AskRequest, request: Request, tenant: Tenant = Depends(authenticate)) -> QAResult:
         """Answer one question; the answer cites 【chunk_id】 and `citations` describes each id."""
-        return await answer(request, body.question, body.session_id, body.filters)
+        return await answer(request, tenant, body.question, body.session_id, body.filters)
 
-    @app.post("/v1/feedback", response_model=FeedbackResponse, dependencies=v1, tags=["qa"])
-    async def feedback(body: FeedbackRequest, request: Request) -> FeedbackResponse:
+    @app.post("/v1/feedback", response_model=FeedbackResponse, tags=["qa"])
+    async def feedback(body: FeedbackRequest, request: Request,
+                       tenant: Tenant = Depends(authenticate)) -> FeedbackResponse:
         """👍/👎 on an answer by its trace id; the strategy policy learns from it at once."""
         try:
             rating = parse_rating(body.rating)
@@ -363,22 +402,22 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
             raise HTTPException(422, str(exc)) from None
         request.state.trace_id = body.trace_id
         try:
-            await runner.call(assistant.feedback, body.trace_id, rating, body.comment)
+            await runner.call(assistant.feedback, body.trace_id, rating, body.comment, tenant.name)
         except KeyError:
             raise HTTPException(404, f"no answer with trace id {body.trace_id!r}") from None
         return FeedbackResponse(trace_id=body.trace_id, rating=rating)
 
-    @app.get("/v1/sessions/{session_id}", dependencies=v1, tags=["qa"])
-    async def session(session_id: str) -> dict:
-        state = await runner.call(assistant.session, session_id)
+    @app.get("/v1/sessions/{session_id}", tags=["qa"])
+    async def session(session_id: str, tenant: Tenant = Depends(authenticate)) -> dict:
+        state = await runner.call(assistant.session, session_id, tenant.name)
         if state is None:
             raise HTTPException(404, f"no session {session_id!r}")
         return state.model_dump(mode="json")
 
-    @app.get("/v1/traces/{trace_id}", dependencies=v1, tags=["qa"])
-    async def trace(trace_id: str, request: Request) -> dict:
+    @app.get("/v1/traces/{trace_id}", tags=["qa"])
+    async def trace(trace_id: str, request: Request, tenant: Tenant = Depends(authenticate)) -> dict:
         request.state.trace_id = trace_id
-        found = await runner.call(assistant.trace, trace_id)
+        found = await runner.call(assistant.trace, trace_id, tenant.name)
         if found is None:
             raise HTTPException(404, f"no trace {trace_id!r}")
         return found
@@ -388,15 +427,16 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
     async def models() -> dict:
         return {"object": "list", "data": [{"id": MODEL_NAME, "object": "model", "created": 0, "owned_by": "citescope"}]}
 
-    @app.post("/v1/chat/completions", dependencies=v1, tags=["openai"])
-    async def chat_completions(body: ChatRequest, request: Request) -> Any:
+    @app.post("/v1/chat/completions", tags=["openai"])
+    async def chat_completions(body: ChatRequest, request: Request, tenant: Tenant = Depends(authenticate)) -> Any:
         """OpenAI chat completions: the answer (with 【id】 inline) as the message content,
         `citations` at the top level and in the message, `x_citescope` with the flags."""
         question = validate_question(body.question(), max_question_chars)
+        checked_session(body.session())  # a streamed request gets the 422 /v1/ask would, before the stream starts
         if body.stream:
-            return StreamingResponse(_stream_chat(request, body, question), media_type="text/event-stream",
+            return StreamingResponse(_stream_chat(request, tenant, body, question), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        result = await answer(request, question, body.session(), body.filters)
+        result = await answer(request, tenant, question, body.session(), body.filters)
         citations = [c.model_dump(mode="json") for c in result.citations]
         return {
             "id": f"chatcmpl-{result.trace_id}", "object": "chat.completion", "created": int(time.time()),
@@ -406,7 +446,7 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
             "citations": citations, "x_citescope": _extension(result),
         }
 
-    async def _stream_chat(request: Request, body: ChatRequest, question: str) -> AsyncIterator[str]:
+    async def _stream_chat(request: Request, tenant: Tenant, body: ChatRequest, question: str) -> AsyncIterator[str]:
         created = int(time.time())
 
         def chunk(delta: dict, finish_reason: str | None = None, **extra: Any) -> str:
@@ -420,8 +460,8 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
         # (which clients skip) starts the response at once, so proxies and clients see it alive.
         yield ": answering\n\n"
         try:
-            result = await answer(request, question, body.session(), body.filters)
-        except Exception as exc:  # headers are sent: report in-stream, as OpenAI does
+            result = await answer(request, tenant, question, body.session(), body.filters)
+        except Exception as exc:  # headers are sent: report in-stream, as OpenAI does, then end it as usual
             if isinstance(exc, HTTPException):
                 status, message = exc.status_code, str(exc.detail)
             elif isinstance(exc, QuestionError):
@@ -430,6 +470,7 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
                 log.exception("chat stream failed")
                 status, message = 500, "internal error"
             yield f"data: {json.dumps(_error_body(status, message), ensure_ascii=False)}\n\n"
+            yield "data: [DONE]\n\n"
             return
         yield chunk({"role": "assistant", "content": ""})
         for piece in (p for p in SENTENCE_END.split(result.answer) if p):

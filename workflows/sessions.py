@@ -32,7 +32,9 @@ from tools.base import SkillContext
 from tools.products import product_index, size_recommend
 from workflows.query_analysis import (Entity, QueryAnalyzer, QueryFeatures, describe_body_facts, parse_body_reply,
                                       parse_sizes, without_product_asks)
-from workflows.sqlite_store import open_sqlite
+from workflows.personal_data import redact_personal, redact_personal_in
+from workflows.sqlite_store import columns_of, open_sqlite
+from workflows.tenants import DEFAULT_TENANT
 
 FILE_NAME = "sessions.sqlite"
 MAX_SESSION_ID_CHARS = 128
@@ -64,27 +66,47 @@ def _words(text: str) -> set[str]:
     pairs = {run[i:i + 2] for run in CJK_RUN.findall(text) for i in range(len(run) - 1)}
     return pairs | set(_ASCII_WORD.findall(text))
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY, created_at REAL NOT NULL, updated_at REAL NOT NULL, entity TEXT, pending TEXT
-);
-CREATE TABLE IF NOT EXISTS turns (
-    session_id TEXT NOT NULL REFERENCES sessions(id), number INTEGER NOT NULL, question TEXT NOT NULL,
-    answer TEXT NOT NULL, trace_id TEXT NOT NULL, refused INTEGER NOT NULL, clarification TEXT, at REAL NOT NULL,
-    PRIMARY KEY (session_id, number)
-);
-"""
+# Sessions are owned by a tenant: two tenants' "s1" are two conversations. Files written before
+# tenants existed are rebuilt once with their rows in the default tenant (_migrate).
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS sessions (tenant TEXT NOT NULL, id TEXT NOT NULL, created_at REAL NOT NULL, "
+    "updated_at REAL NOT NULL, entity TEXT, pending TEXT, PRIMARY KEY (tenant, id))",
+    "CREATE TABLE IF NOT EXISTS turns (tenant TEXT NOT NULL, session_id TEXT NOT NULL, number INTEGER NOT NULL, "
+    "question TEXT NOT NULL, answer TEXT NOT NULL, trace_id TEXT NOT NULL, refused INTEGER NOT NULL, "
+    "clarification TEXT, at REAL NOT NULL, PRIMARY KEY (tenant, session_id, number), "
+    "FOREIGN KEY (tenant, session_id) REFERENCES sessions(tenant, id))",
+)
+_SCHEMA = ";\n".join(_TABLES) + ";"
+
+
+def _migrate(conn) -> None:
+    """Sessions stored before tenants (keyed by id alone) move to the default tenant."""
+    if not columns_of(conn, "sessions") or "tenant" in columns_of(conn, "sessions"):
+        return
+    conn.execute("ALTER TABLE sessions RENAME TO sessions_before_tenants")
+    conn.execute("ALTER TABLE turns RENAME TO turns_before_tenants")
+    for statement in _TABLES:
+        conn.execute(statement)
+    conn.execute("INSERT INTO sessions SELECT ?, id, created_at, updated_at, entity, pending "
+                 "FROM sessions_before_tenants", (DEFAULT_TENANT,))
+    conn.execute("INSERT INTO turns SELECT ?, session_id, number, question, answer, trace_id, refused, "
+                 "clarification, at FROM turns_before_tenants", (DEFAULT_TENANT,))
+    conn.execute("DROP TABLE turns_before_tenants")
+    conn.execute("DROP TABLE sessions_before_tenants")
 
 
 def new_session_id() -> str:
     return uuid.uuid4().hex
 
 
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def check_session_id(session_id: str) -> str:
-    if (not is_storable_text(session_id) or not session_id.strip()
+    if (not is_storable_text(session_id) or not session_id.strip() or _CONTROL_CHARS.search(session_id)
             or len(session_id) > MAX_SESSION_ID_CHARS):
         raise ValueError(f"a session id is non-empty text of at most {MAX_SESSION_ID_CHARS} characters "
-                         "(valid Unicode)")
+                         "(valid Unicode, no control characters such as NUL)")
     return session_id.strip()
 
 
@@ -139,21 +161,23 @@ class SessionStore:
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
-        self._conn = open_sqlite(self.path, _SCHEMA)
+        self._conn = open_sqlite(self.path, _SCHEMA, migrate=_migrate)
         self._lock = threading.Lock()
 
     @classmethod
     def for_kb(cls, kb_dir: Path | str) -> "SessionStore":
         return cls(Path(kb_dir) / FILE_NAME)
 
-    def get(self, session_id: str) -> SessionState | None:
+    def get(self, session_id: str, tenant: str = DEFAULT_TENANT) -> SessionState | None:
+        """The tenant's session (None for an unknown id, and for another tenant's)."""
         with self._lock:
-            row = self._conn.execute("SELECT id, created_at, updated_at, entity, pending FROM sessions WHERE id = ?",
-                                     (session_id,)).fetchone()
+            row = self._conn.execute("SELECT id, created_at, updated_at, entity, pending FROM sessions "
+                                     "WHERE tenant = ? AND id = ?", (tenant, session_id)).fetchone()
             if row is None:
                 return None
             turns = self._conn.execute("SELECT question, answer, trace_id, refused, clarification, at FROM turns "
-                                       "WHERE session_id = ? ORDER BY number", (session_id,)).fetchall()
+                                       "WHERE tenant = ? AND session_id = ? ORDER BY number",
+                                       (tenant, session_id)).fetchall()
         return SessionState(
             id=row[0], created_at=_when(row[1]), updated_at=_when(row[2]),
             entity=Entity.model_validate_json(row[3]) if row[3] else None,
@@ -161,26 +185,32 @@ class SessionStore:
             turns=[Turn(question=q, answer=a, trace_id=t, refused=bool(r),
                         clarification=json.loads(c) if c else None, at=_when(at)) for q, a, t, r, c, at in turns])
 
-    def add_turn(self, session_id: str, turn: Turn, entity: Entity | None, pending: PendingTask | None) -> None:
+    def add_turn(self, session_id: str, turn: Turn, entity: Entity | None, pending: PendingTask | None,
+                 tenant: str = DEFAULT_TENANT) -> None:
         """Append a turn and set the session's carried product and pending task (one transaction;
-        the session is created on its first turn)."""
+        the session is created on its first turn). Personal data is redacted from what is stored."""
         session_id = check_session_id(session_id)
         now = turn.at.timestamp()
+        turn = turn.model_copy(update={"question": redact_personal(turn.question), "answer": redact_personal(turn.answer),
+                                       "clarification": redact_personal_in(turn.clarification)})
+        if pending is not None:
+            pending = pending.model_copy(update={"question": redact_personal(pending.question)})
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.execute("INSERT OR IGNORE INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?)",
-                                   (session_id, now, now))
-                number = self._conn.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM turns WHERE session_id = ?",
-                                            (session_id,)).fetchone()[0]
+                self._conn.execute("INSERT OR IGNORE INTO sessions (tenant, id, created_at, updated_at) "
+                                   "VALUES (?, ?, ?, ?)", (tenant, session_id, now, now))
+                number = self._conn.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM turns "
+                                            "WHERE tenant = ? AND session_id = ?", (tenant, session_id)).fetchone()[0]
                 self._conn.execute(
-                    "INSERT INTO turns (session_id, number, question, answer, trace_id, refused, clarification, at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (session_id, number, turn.question, turn.answer, turn.trace_id, int(turn.refused),
+                    "INSERT INTO turns (tenant, session_id, number, question, answer, trace_id, refused, "
+                    "clarification, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (tenant, session_id, number, turn.question, turn.answer, turn.trace_id, int(turn.refused),
                      json.dumps(turn.clarification, ensure_ascii=False) if turn.clarification else None, now))
-                self._conn.execute("UPDATE sessions SET updated_at = ?, entity = ?, pending = ? WHERE id = ?",
+                self._conn.execute("UPDATE sessions SET updated_at = ?, entity = ?, pending = ? "
+                                   "WHERE tenant = ? AND id = ?",
                                    (now, entity.model_dump_json() if entity else None,
-                                    pending.model_dump_json() if pending else None, session_id))
+                                    pending.model_dump_json() if pending else None, tenant, session_id))
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise

@@ -4,8 +4,9 @@ A trace is the whole QAResult (features, policy scores per arm, chosen arm and r
 every tool call with its arguments and hit ids, conflicts, inspector report, budget, timings,
 models, degradations, clarification) plus the evidence shown to the answerer with titles and
 snippets as they were at answer time, and the KB version. `TraceStore` keeps them in
-`<kb>/traces.sqlite`; every string passes through agents.models.redact first, so an API key
-that reached an error message never lands on disk. The reward and feedback of a round live in
+`<kb>/traces.sqlite`; every string passes through agents.models.redact and the personal-data
+redaction first, so neither an API key that reached an error message nor a customer's phone
+number lands on disk. Each trace is owned by the tenant whose request made it. The reward and feedback of a round live in
 the experience store; a reader joins them in (Assistant.trace).
 """
 from __future__ import annotations
@@ -28,22 +29,32 @@ from knowledge.kb import KnowledgeBase
 from tools.base import EvidenceHit
 from workflows.experience import ExperienceStore
 from workflows.result import Citation, QAResult
-from workflows.sqlite_store import open_sqlite
+from workflows.personal_data import redact_personal
+from workflows.sqlite_store import add_missing_column, columns_of, open_sqlite
+from workflows.tenants import DEFAULT_TENANT
 
 FILE_NAME = "traces.sqlite"
 
-_SCHEMA = """
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS traces (
-    trace_id TEXT PRIMARY KEY, session_id TEXT, created_at REAL NOT NULL, question TEXT NOT NULL, trace TEXT NOT NULL
+    trace_id TEXT PRIMARY KEY, session_id TEXT, created_at REAL NOT NULL, question TEXT NOT NULL, trace TEXT NOT NULL,
+    tenant TEXT NOT NULL DEFAULT '{DEFAULT_TENANT}'
 );
-CREATE INDEX IF NOT EXISTS traces_session ON traces(session_id, created_at);
+CREATE INDEX IF NOT EXISTS traces_session ON traces(tenant, session_id, created_at);
 """
 
 
+def _migrate(conn) -> None:
+    """Traces stored before tenants belong to the default tenant; the old index lacks the tenant."""
+    if columns_of(conn, "traces") and "tenant" not in columns_of(conn, "traces"):
+        add_missing_column(conn, "traces", "tenant", f"TEXT NOT NULL DEFAULT '{DEFAULT_TENANT}'")
+        conn.execute("DROP INDEX IF EXISTS traces_session")
+
+
 def redacted(value: Any) -> Any:
-    """The value with every string redacted (dict keys included)."""
+    """The value with every string redacted of keys and personal data (dict keys included)."""
     if isinstance(value, str):
-        return redact(value)
+        return redact_personal(redact(value))
     if isinstance(value, dict):
         return {redacted(k): redacted(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -66,9 +77,9 @@ def build_trace(result: QAResult, kb: KnowledgeBase | None = None) -> dict:
     return redacted(trace)
 
 
-def attach_outcome(trace: dict, experience: ExperienceStore) -> dict:
+def attach_outcome(trace: dict, experience: ExperienceStore, tenant: str | None = None) -> dict:
     """The trace with its round's reward and latest feedback ("outcome"), when the round was logged."""
-    round_ = experience.get(trace["trace_id"])
+    round_ = experience.get(trace["trace_id"], tenant)
     if round_ is not None:
         trace["outcome"] = {"implicit_reward": round_.implicit_reward, "reward": round_.reward,
                             "rating": round_.rating, "comment": redact(round_.comment)}
@@ -80,24 +91,29 @@ class TraceStore:
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
-        self._conn = open_sqlite(self.path, _SCHEMA)
+        self._conn = open_sqlite(self.path, _SCHEMA, migrate=_migrate)
         self._lock = threading.Lock()
 
     @classmethod
     def for_kb(cls, kb_dir: Path | str) -> "TraceStore":
         return cls(Path(kb_dir) / FILE_NAME)
 
-    def record(self, result: QAResult, kb: KnowledgeBase | None = None) -> dict:
+    def record(self, result: QAResult, kb: KnowledgeBase | None = None, tenant: str = DEFAULT_TENANT) -> dict:
         trace = build_trace(result, kb)
         with self._lock:
             self._conn.execute(
-                "INSERT OR REPLACE INTO traces (trace_id, session_id, created_at, question, trace) VALUES (?, ?, ?, ?, ?)",
-                (result.trace_id, result.session_id, time.time(), trace["question"], json.dumps(trace, ensure_ascii=False)))
+                "INSERT OR REPLACE INTO traces (trace_id, session_id, created_at, question, trace, tenant) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (result.trace_id, result.session_id, time.time(), trace["question"],
+                 json.dumps(trace, ensure_ascii=False), tenant))
         return trace
 
-    def get(self, trace_id: str) -> dict | None:
+    def get(self, trace_id: str, tenant: str | None = None) -> dict | None:
+        """The trace; with `tenant`, only when that tenant owns it (None: any owner, the operator's view
+        in the CLI)."""
         with self._lock:
-            row = self._conn.execute("SELECT trace FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+            row = self._conn.execute("SELECT trace FROM traces WHERE trace_id = ? AND (? IS NULL OR tenant = ?)",
+                                     (trace_id, tenant, tenant)).fetchone()
         return json.loads(row[0]) if row else None
 
     def close(self) -> None:

@@ -128,7 +128,8 @@ def bad_question(question: str, limit: int) -> bool:
 
 def bad_session_id(session_id: str | None) -> bool:
     return session_id is not None and (not session_id.strip() or len(session_id) > MAX_SESSION_ID_CHARS
-                                       or has_surrogate(session_id))
+                                       or has_surrogate(session_id)
+                                       or any(ord(c) < 32 or ord(c) == 127 for c in session_id))
 
 
 def quoted(filters) -> bool:

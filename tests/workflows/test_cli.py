@@ -50,6 +50,15 @@ def test_bad_eval_options_and_service_settings_are_named_too(tmp_path):
     assert _one_error_line(served).startswith("error: CITESCOPE_MAX_BODY_BYTES: ") and "got '10'" in served.stderr
 
 
+def test_serve_refuses_a_key_list_without_keys_and_names_a_bad_tenants_file(tmp_path):
+    blank = CliRunner(env={"CITESCOPE_API_KEYS": " , "}).invoke(app, ["serve", "--kb", str(tmp_path / "kb")])
+    assert _one_error_line(blank).startswith("error: CITESCOPE_API_KEYS is set but names no key")
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text("tenants:\n  shop-a: {keys: [k1], rpm: 3}\n", encoding="utf-8")
+    bad = CliRunner(env={"CITESCOPE_TENANTS_FILE": str(tenants)}).invoke(app, ["serve", "--kb", str(tmp_path / "kb")])
+    assert _one_error_line(bad) == f"error: CITESCOPE_TENANTS_FILE {tenants}: tenants.shop-a.rpm: not a known field"
+
+
 # -- chat -----------------------------------------------------------------------------------------
 def test_piped_chat_answers_whole_lines_and_help_lists_the_commands(demo_kb, tmp_path_factory):
     """stdout is not a terminal here (as with a here-doc): at 80 columns the answer must not be

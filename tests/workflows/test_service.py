@@ -178,10 +178,13 @@ def test_openai_client_chat_completion_with_citations(url):
                                    extra_body={"session_id": "chat-explicit"})
     client.chat.completions.create(model="citescope", user="chat-user-1", messages=[{"role": "user", "content": "七天无理由退货怎么申请？"}],
                                    metadata={"session_id": "chat-meta"})
-    with httpx.Client(base_url=url, headers=AUTH) as http:
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEYS[0]}"}) as http:
         assert len(http.get("/v1/sessions/chat-user-1").json()["turns"]) == 1
         assert len(http.get("/v1/sessions/chat-explicit").json()["turns"]) == 1
         assert len(http.get("/v1/sessions/chat-meta").json()["turns"]) == 1
+    # each bare key of CITESCOPE_API_KEYS is its own tenant: the other key's sessions are not its own
+    with httpx.Client(base_url=url, headers=AUTH) as http:
+        assert http.get("/v1/sessions/chat-user-1").status_code == 404
 
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=f"{url}/v1", api_key="wrong").chat.completions.create(
@@ -205,7 +208,8 @@ def test_openai_client_parses_the_stream(url):
 
     whole = client.chat.completions.create(model="citescope", messages=[{"role": "user", "content": question}])
     assert streamed == whole.choices[0].message.content
-    assert last.model_extra["x_citescope"]["trace_id"] == whole.model_extra["x_citescope"]["trace_id"]  # cached
+    # the second is answered from the cache, yet each request has a trace id of its own
+    assert last.model_extra["x_citescope"]["trace_id"] != whole.model_extra["x_citescope"]["trace_id"]
 
 
 def test_streamed_chunks_carry_the_id_the_whole_reply_would(http):
@@ -262,3 +266,8 @@ def test_a_failed_warm_up_keeps_health_up_and_answers_503(demo_kb, tmp_path, mon
         with pytest.raises(openai.APIError, match="could not start"):  # headers already sent: the error is in-stream
             list(client.chat.completions.create(model="citescope", stream=True,
                                                 messages=[{"role": "user", "content": PRICE_QUESTION}]))
+        # a stream that fails after its headers went out still ends as every stream does
+        raw = http.post("/v1/chat/completions", json={"stream": True, "messages": [{"role": "user",
+                                                                                   "content": PRICE_QUESTION}]})
+        events = [line[len("data: "):] for line in raw.text.splitlines() if line.startswith("data: ")]
+        assert events[-1] == "[DONE]" and json.loads(events[-2])["error"]["code"] == 503
