@@ -16,6 +16,7 @@ import math
 import os
 import re
 import threading
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,8 +79,17 @@ class KnowledgeBase:
         return {
             "embedder_spec": self.settings.embedder,
             "milvus_uri": self.settings.milvus_uri,
-            "collection": self.settings.collection,
+            "collection": self._new_collection_name(),
         }
+
+    def _new_collection_name(self) -> str:
+        """A Milvus server is shared by every KB pointed at it: a new KB gets a collection of its own
+        unless one is named (CITESCOPE_COLLECTION), or a KB's reconcile would delete the rows of
+        another KB in the same collection as orphans. A Milvus Lite file is this KB's alone."""
+        name = self.settings.collection
+        if "://" in (self.settings.milvus_uri or "") and "collection" not in self.settings.model_fields_set:
+            name = f"{name}_{uuid.uuid4().hex[:16]}"
+        return name
 
     def _check_embedder(self) -> None:
         wanted = self.settings.embedder
@@ -153,6 +163,8 @@ class KnowledgeBase:
             self._dense_prefilter = Float16Prefilter.build(self._dense) if use_prefilter else None
             self._lexicon = self.lexicon
             self._loaded_generation = generation
+            if self.vectors is not None:  # Milvus searches from now on see the vectors of this generation
+                self.vectors.catch_up()
 
     def _bm25_snapshot(self, name: str, tokens: list[list[str]], generation: int) -> BM25Index:
         path = self.dir / "bm25" / f"{name}-{generation}.npz"

@@ -22,6 +22,9 @@ logging.getLogger("pymilvus").setLevel(logging.ERROR)
 # ...and its in-process gRPC shim logs AllocTimestamp as "not implemented" (harmless).
 logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
 _VARCHAR = 256
+# Reads that must see every acknowledged write. A Milvus server's default for a collection is
+# "Bounded" (a read may miss writes of the last 5 s); Milvus Lite applies writes at once.
+_STRONG = {"consistency_level": "Strong"}
 
 
 class StoreLockedError(RuntimeError):
@@ -96,11 +99,13 @@ class VectorStore:
         self.dim = dim
         self._token = token
         self._client: MilvusClient | None = None
+        self._remote = "://" in uri  # a Milvus server or cluster; else a Milvus Lite file
+        self._read_ts = 0  # the server timestamp searches wait for (catch_up)
 
     def warm_up(self) -> None:
         if self._client is not None:
             return
-        local = "://" not in self.uri  # a Milvus Lite file
+        local = not self._remote
         if local:
             Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
             for path in drop_torn_index_files(Path(self.uri)):
@@ -117,6 +122,16 @@ class VectorStore:
         if not self._client.has_collection(self.collection):
             self._create()
         self._client.load_collection(self.collection)
+        self.catch_up()
+
+    def catch_up(self) -> None:
+        """Make later searches see every write acknowledged before now: another process's ingest
+        whose catalog switch this process has just read. A Milvus server searches at the timestamp
+        its clock gives here, waiting (once, at most a time tick: 200 ms) until that time is
+        applied; a search at "Strong" would wait so on every call. Milvus Lite applies writes at once."""
+        if self._remote and self._client is not None:
+            # pymilvus 3.0.2's MilvusClient has no public call for the server's timestamp oracle
+            self._read_ts = self._client._get_connection().alloc_timestamp()
 
     def _create(self) -> None:
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
@@ -131,7 +146,7 @@ class VectorStore:
         # FLAT: exact inner product (recall 1.0). Milvus Lite's FLAT takes ~110 ms at 100k x 384 on
         # this machine, so Lite KBs search an in-memory copy instead (KnowledgeBase, dense_search).
         index.add_index("vector", index_type="FLAT", metric_type="IP")
-        self._client.create_collection(self.collection, schema=schema, index_params=index)
+        self._client.create_collection(self.collection, schema=schema, index_params=index, **_STRONG)
 
     @property
     def client(self) -> MilvusClient:
@@ -158,12 +173,19 @@ class VectorStore:
         ]
         for start in range(0, len(data), 500):
             self.client.upsert(self.collection, data[start:start + 500])
-        self.client.flush(self.collection)
+        self._flush()
 
     def delete(self, row_ids: list[str]) -> None:
         for start in range(0, len(row_ids), 500):
             self.client.delete(self.collection, ids=row_ids[start:start + 500])
         if row_ids:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Milvus Lite: make the writes durable before the catalog refers to them. A server has
+        them durable once acknowledged (in its write-ahead log: rocksmq, Pulsar or Kafka); its
+        flush only seals segments, 0.5-2.5 s a call on Milvus 2.3.5, and is not for every batch."""
+        if not self._remote:
             self.client.flush(self.collection)
 
     def all_row_ids(self) -> set[str]:
@@ -173,14 +195,14 @@ class VectorStore:
         """Store one copy of each row again: the upsert's delete masks every copy a crash left."""
         if not row_ids:
             return
-        rows = {r["row_id"]: r for r in self.client.query(self.collection, ids=row_ids, output_fields=["*"])}
+        rows = {r["row_id"]: r for r in self.client.query(self.collection, ids=row_ids, output_fields=["*"], **_STRONG)}
         self.client.upsert(self.collection, list(rows.values()))
-        self.client.flush(self.collection)
+        self._flush()
 
     def row_copies(self) -> dict[str, int]:
         copies: dict[str, int] = {}
         iterator = self.client.query_iterator(self.collection, batch_size=2000, filter='row_id != ""',
-                                              output_fields=["row_id"])
+                                              output_fields=["row_id"], **_STRONG)
         while batch := iterator.next():
             for row in batch:
                 copies[row["row_id"]] = copies.get(row["row_id"], 0) + 1
@@ -188,7 +210,8 @@ class VectorStore:
         return copies
 
     def count(self) -> int:
-        return int(self.client.get_collection_stats(self.collection)["row_count"])
+        """Rows stored (a server's collection statistics count deleted rows until compaction)."""
+        return int(self.client.query(self.collection, filter="", output_fields=["count(*)"], **_STRONG)[0]["count(*)"])
 
     def vectors_of(self, row_ids: list[str]) -> np.ndarray:
         """The stored vectors of these rows, in their order (a row not stored: zeros)."""
@@ -196,7 +219,7 @@ class VectorStore:
         position = {row_id: i for i, row_id in enumerate(row_ids)}
         for start in range(0, len(row_ids), 1000):
             batch = row_ids[start:start + 1000]
-            for row in self.client.query(self.collection, ids=batch, output_fields=["row_id", "vector"]):
+            for row in self.client.query(self.collection, ids=batch, output_fields=["row_id", "vector"], **_STRONG):
                 out[position[row["row_id"]]] = row["vector"]
         return out
 
@@ -204,9 +227,14 @@ class VectorStore:
         """(row_id, inner product) best first."""
         result = self.client.search(
             self.collection, [vector.astype(np.float32).tolist()], limit=limit, filter=expr,
-            output_fields=["row_id"], search_params={"metric_type": "IP"},
+            output_fields=["row_id"], search_params={"metric_type": "IP"}, **self._search_consistency(),
         )
         return [(hit["entity"]["row_id"], float(hit["distance"])) for hit in result[0]]
+
+    def _search_consistency(self) -> dict:
+        if not self._remote:
+            return _STRONG
+        return {"consistency_level": "Customized", "guarantee_timestamp": self._read_ts}
 
     def close(self) -> None:
         if self._client is not None:

@@ -1,5 +1,6 @@
-"""Ingestion into a real Milvus Lite store and catalog in a temp dir: incremental updates,
-deletes, prune, bad input, and a KB that refuses vectors of another embedding model."""
+"""Ingestion into a real Milvus Lite store (and, where marked, a real Milvus server) and catalog
+in a temp dir: incremental updates, deletes, prune, filters, bad input, and a KB that refuses
+vectors of another embedding model."""
 from __future__ import annotations
 
 import json
@@ -41,9 +42,9 @@ def chunk_texts(kb: KnowledgeBase, doc_id: str) -> list[str]:
     return [c.text for c in kb.chunks_of(doc_id)]
 
 
-def test_incremental_update_replace_skip_delete_prune(tmp_path):
+def test_incremental_update_replace_skip_delete_prune(tmp_path, milvus_uri):
     corpus = write_jsonl(tmp_path / "docs.jsonl", DOCS)
-    kb = open_kb(tmp_path / "kb")
+    kb = open_kb(tmp_path / "kb", milvus_uri=milvus_uri)
     first = Ingestor(kb, show_progress=False).run([corpus])
     assert (first.documents, first.added, first.skipped, first.issues) == (4, 4, 0, [])
     kb.warm_up()
@@ -77,8 +78,8 @@ def test_incremental_update_replace_skip_delete_prune(tmp_path):
     kb.close()
 
 
-def test_filters_apply_to_both_legs(tmp_path):
-    kb = open_kb(tmp_path / "kb")
+def test_filters_apply_to_both_legs(tmp_path, milvus_uri):
+    kb = open_kb(tmp_path / "kb", milvus_uri=milvus_uri)
     Ingestor(kb, show_progress=False).run([write_jsonl(tmp_path / "d.jsonl", DOCS)])
     kb.warm_up()
     only_reviews = SearchFilters(doc_type=["review"])

@@ -1,0 +1,28 @@
+"""A Milvus server for the knowledge tests that run against both stores (see milvus_server.py)."""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from tests.knowledge.milvus_server import MilvusServerProcess
+
+
+@pytest.fixture(scope="session")
+def milvus_server_uri(tmp_path_factory):
+    """The URI of a Milvus 2.3.5 server started for this run, on free ports, stopped at its end."""
+    if importlib.util.find_spec("milvus") is None:
+        pytest.skip("the `milvus` package is not installed: pip install -e '.[dev,milvus-server]' "
+                    "(make install does) to run the Milvus server tests")
+    server = MilvusServerProcess(tmp_path_factory.mktemp("milvus-server"))
+    uri = server.start(timeout_s=120)
+    yield uri
+    server.stop()
+    server.remove_data()
+
+
+@pytest.fixture(params=["lite", "server"])
+def milvus_uri(request) -> str | None:
+    """Where a test's KB keeps its vectors: None for a Milvus Lite file in the KB folder, else the
+    test server's URI (each KB made there gets a collection of its own)."""
+    return None if request.param == "lite" else request.getfixturevalue("milvus_server_uri")
