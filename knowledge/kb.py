@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import shutil
 import threading
 import uuid
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from knowledge.lexicon import Lexicon
 from knowledge.schema import Chunk
 from knowledge.settings import Settings, get_settings
 from knowledge.text import arabic_numerals, tokenize
-from knowledge.vector_store import VectorStore
+from knowledge.vector_store import VectorStore, drop_server_collection
 
 MANIFEST = "kb.json"
 
@@ -342,6 +343,19 @@ class KnowledgeBase:
         if self.vectors is not None:
             self.vectors.close()
         self.catalog.close()
+
+
+def remove_kb(kb_dir: Path, token: str | None = None) -> None:
+    """Delete a KB folder and, when its vectors are on a Milvus server, its collection there: the
+    folder's kb.json is the only record of which collection is the KB's."""
+    try:
+        manifest = json.loads((kb_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = {}
+    uri = manifest.get("milvus_uri") or ""
+    if "://" in uri:
+        drop_server_collection(uri, manifest.get("collection", "chunks"), token)
+    shutil.rmtree(kb_dir)
 
 
 def _drop_older_snapshots(current: Path, pattern: str) -> None:

@@ -92,6 +92,18 @@ def _torn_npy(path: Path) -> bool:
     return path.stat().st_size < expected
 
 
+def drop_server_collection(uri: str, collection: str, token: str | None = None) -> bool:
+    """Drop a collection from a Milvus server; whether there was one."""
+    client = MilvusClient(uri, token=token or "")
+    try:
+        if not client.has_collection(collection):
+            return False
+        client.drop_collection(collection)
+        return True
+    finally:
+        client.close()
+
+
 class VectorStore:
     def __init__(self, uri: str, collection: str, dim: int, token: str | None = None):
         self.uri = uri

@@ -130,9 +130,9 @@ def ingest(
         fail("--dry-run: cannot be combined with --reindex (which drops the KB)")
 
     if reindex and kb.exists():
-        import shutil
+        from knowledge.kb import remove_kb
 
-        shutil.rmtree(kb)
+        remove_kb(kb, get_settings().milvus_token)
     base = open_kb(kb, create=not dry_run)
     if max_file_mb is not None:
         base.settings = base.settings.model_copy(update={"max_file_mb": max_file_mb})

@@ -5,6 +5,7 @@ import importlib.util
 
 import pytest
 
+from tests.conftest import DEMO_DIR
 from tests.knowledge.milvus_server import MilvusServerProcess
 
 
@@ -26,3 +27,19 @@ def milvus_uri(request) -> str | None:
     """Where a test's KB keeps its vectors: None for a Milvus Lite file in the KB folder, else the
     test server's URI (each KB made there gets a collection of its own)."""
     return None if request.param == "lite" else request.getfixturevalue("milvus_server_uri")
+
+
+@pytest.fixture(scope="session")
+def demo_kb_on_server(milvus_server_uri, tmp_path_factory):
+    """The demo KB with its vectors on the test server, ingested once per run; tests must not modify it."""
+    from knowledge.ingest import Ingestor
+    from knowledge.kb import KnowledgeBase
+    from knowledge.settings import get_settings
+
+    kb_dir = tmp_path_factory.mktemp("demo-kb-server")
+    kb = KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir, milvus_uri=milvus_server_uri), create=True)
+    summary = Ingestor(kb, show_progress=False).run([DEMO_DIR])
+    assert not summary.issues, summary.issues
+    kb.warm_up()
+    yield kb
+    kb.close()

@@ -130,9 +130,10 @@ class MilvusServerProcess:
                 texts.append(f"--- {path}\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:]))
         return "\n".join(texts)
 
-    def stop(self, grace_s: float = 20) -> None:
-        """SIGTERM to the whole group, SIGKILL to what is left after grace_s; returns once no
-        process of the group is alive."""
+    def stop(self, grace_s: float = 5) -> None:
+        """SIGTERM to the whole group, SIGKILL to what is left after grace_s (Milvus with data
+        takes over 20 s to stop gracefully, and a test server's data is thrown away); returns once
+        no process of the group is alive."""
         if self.proc is None:
             return
         group = self.proc.pid

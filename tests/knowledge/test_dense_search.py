@@ -21,9 +21,13 @@ FILTERS = [None, SearchFilters(doc_type=["review"]), SearchFilters(brand="星择
            SearchFilters(updated_after="2026-03-01"), SearchFilters(doc_type=["policy", "faq"], updated_before="2026-06-30")]
 
 
-@pytest.fixture(scope="module")
-def two_modes(demo_kb, tmp_path_factory):
-    """The demo KB searched in memory and, from a copy, in Milvus."""
+@pytest.fixture(scope="module", params=["milvus-lite", "milvus-server"])
+def two_modes(request, demo_kb, tmp_path_factory):
+    """The demo KB searched in memory and, from a copy, in Milvus Lite, or the demo KB ingested
+    into a Milvus server (which searches there)."""
+    if request.param == "milvus-server":
+        yield demo_kb, request.getfixturevalue("demo_kb_on_server")
+        return
     copy = tmp_path_factory.mktemp("milvus-mode") / "kb"
     shutil.copytree(demo_kb.dir, copy, ignore=shutil.ignore_patterns("dense"))
     in_milvus = KnowledgeBase(copy, get_settings(kb_dir=copy, dense_search="milvus")).warm_up()
