@@ -111,9 +111,9 @@ def test_sigkill_during_ingest_into_a_server_leaves_old_or_new_and_rerun_converg
     v1, v2 = write_jsonl(tmp_path / "v1.jsonl", corpus(1)), write_jsonl(tmp_path / "v2.jsonl", corpus(2))
     old, new = versions_by_doc(v1), versions_by_doc(v2)
     seen_states = set()
-    # the first batch's three durable writes (vectors written, catalog switched, stale rows deleted)
-    # and a later batch's vectors: orphans, a half-updated catalog, both
-    for trial, stage in enumerate((1, 2, 3, 7)):
+    # right after the first batch's vectors (orphan rows), its catalog switch (superseded rows
+    # left) and a later batch's vectors (both, in a half-updated catalog)
+    for trial, stage in enumerate((1, 2, 7)):
         kb_dir = tmp_path / f"kb-{trial}"
         kb = server_kb(kb_dir, milvus_server_uri)
         assert not Ingestor(kb, show_progress=False).run([v1]).issues
@@ -142,7 +142,9 @@ def test_the_demo_answers_through_the_server_as_through_milvus_lite(demo_kb, dem
     Milvus Lite demo KB gives (both searches are exact inner product)."""
     lite = str(copy_kb(demo_kb, tmp_path_factory, "lite-ask"))
     runner = CliRunner()
-    for question in DEMO_QUESTIONS:
+    # a disagreement disclosed, numbers from the SKU table, a refusal (the rest of the demo's
+    # questions run on Milvus Lite in tests/workflows/test_cli.py)
+    for question in (DEMO_QUESTIONS[0], DEMO_QUESTIONS[1], DEMO_QUESTIONS[5]):
         answers = []
         for kb in (lite, str(demo_kb_on_server.dir)):
             asked = runner.invoke(app, ["ask", "--kb", kb, "--json", question])
