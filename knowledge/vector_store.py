@@ -244,7 +244,7 @@ class VectorStore:
         return [(hit["entity"]["row_id"], float(hit["distance"])) for hit in result[0]]
 
     def _search_consistency(self) -> dict:
-        if not self._remote:
+        if not self._remote or not self._read_ts:  # pymilvus gives 0 where a server lacks the call
             return _STRONG
         return {"consistency_level": "Customized", "guarantee_timestamp": self._read_ts}
 
