@@ -418,8 +418,13 @@ def asking_clauses(question: str) -> str | None:
             clauses.append(text[start:gap.start()])
             start = gap.end()
     clauses = [c.strip() for c in [*clauses, text[start:]] if c.strip()]
-    asking = [c for c in clauses if _ASKING.search(c) or c.endswith(_NOT_ENDS)]
+    asking = [c for c in clauses if is_asking(c)]
     return "，".join(asking) if 0 < len(asking) < len(clauses) else None
+
+
+def is_asking(clause: str) -> bool:
+    """Whether a clause asks something: a question word (什么, 多少, 吗, 会不会…) or a yes-no ending (…不)."""
+    return bool(_ASKING.search(clause)) or clause.rstrip().endswith(_NOT_ENDS)
 
 
 def compound_parts(question: str) -> list[str]:

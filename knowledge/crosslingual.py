@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -67,13 +68,15 @@ def chinese_words(question: str, path: Path = GLOSSARY_PATH) -> list[str]:
     return list(dict.fromkeys(w for match in pattern.finditer(question.lower()) for w in words[match.group(1)]))
 
 
-def _everyday_spans(question: str, path: Path = EVERYDAY_PATH) -> list[tuple[int, int, list[str]]]:
+@lru_cache(maxsize=256)  # one question is worded for several arms, queries and the answerer
+def _everyday_spans(question: str, path: Path = EVERYDAY_PATH) -> tuple[tuple[int, int, list[str]], ...]:
     """(start, end, documents' words) of the everyday words of a Chinese question, longest first at each
     place, each a run of whole jieba words (退款几天到账 has 到账, not 几天到)."""
     if not CJK_CHAR.search(question):
-        return []
+        return ()
     text = question.lower()
     tables = [words for when, words in _everyday(path) if when is None or when.search(text)]
+    longest = _longest_word(path)
     bounds, at = [0], 0
     for word in jieba.lcut(text):
         at += len(word)
@@ -81,14 +84,24 @@ def _everyday_spans(question: str, path: Path = EVERYDAY_PATH) -> list[tuple[int
     spans, i = [], 0
     while i < len(bounds) - 1:
         start = bounds[i]
-        found = next(((j, words[text[start:bounds[j]]]) for j in range(len(bounds) - 1, i, -1)
+        # Only runs no longer than the glossary's longest word can be one of its words: the scan per
+        # place is bounded by that, not by the question's length (a 2,000-character message).
+        reach = i + 1
+        while reach < len(bounds) - 1 and bounds[reach + 1] - start <= longest:
+            reach += 1
+        found = next(((j, words[text[start:bounds[j]]]) for j in range(reach, i, -1)
                       for words in tables if text[start:bounds[j]] in words), None)
         if found is None:
             i += 1
             continue
         spans.append((start, bounds[found[0]], found[1]))
         i = found[0]
-    return spans
+    return tuple(spans)
+
+
+@lru_cache(maxsize=4)
+def _longest_word(path: Path = EVERYDAY_PATH) -> int:
+    return max((len(word) for _, words in _everyday(path) for word in words), default=0)
 
 
 def everyday_words(question: str, path: Path = EVERYDAY_PATH) -> list[str]:
@@ -97,7 +110,7 @@ def everyday_words(question: str, path: Path = EVERYDAY_PATH) -> list[str]:
     return _not_said(question, _everyday_spans(question, path))
 
 
-def _not_said(question: str, spans: list[tuple[int, int, list[str]]]) -> list[str]:
+def _not_said(question: str, spans: Sequence[tuple[int, int, list[str]]]) -> list[str]:
     """The spans' documents' words, in order, each once, but those the question says outside the spans."""
     rest = question.lower()
     for start, end, _ in reversed(spans):

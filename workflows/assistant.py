@@ -88,10 +88,13 @@ class Assistant:
 
     # -- questions ---------------------------------------------------------------------------
     async def ask(self, question: str, session_id: str | None = None, filters: dict | None = None,
-                  tenant: str = DEFAULT_TENANT) -> QAResult:
+                  tenant: str = DEFAULT_TENANT, arrived: float | None = None,
+                  deadline_s: float | None = None) -> QAResult:
         """Answer (or ask back) one turn; with a session id the turn joins that conversation of
         `tenant` (created on first use) and result.session_id is set. Turns of one session wait
-        for the ones that arrived before them."""
+        for the ones that arrived before them. arrived / deadline_s: when the question arrived
+        (time.monotonic(), a service request) and a deadline shorter than the config's; the
+        pipeline's deadline counts from then (QAPipeline.arun)."""
         question = self.pipeline.validate(question)
         filters = parse_filters(filters)  # before the cache: an invalid filter fails even when the question is cached
         session_id = check_session_id(session_id) if session_id is not None else None
@@ -147,7 +150,8 @@ class Assistant:
                 result.timings_ms["total"] = _ms_since(started)
                 self._record(result, features, tenant, learn=False)
             else:
-                result = await self.pipeline.arun(asked, asked_entity, filters, topic, features)
+                result = await self.pipeline.arun(asked, asked_entity, filters, topic, features, arrived=arrived,
+                                                  deadline_s=deadline_s)
                 result.session_id = session_id
                 self._record(result, features, tenant)
                 if not result.degraded:  # a model outage must not be served again once it is over

@@ -76,13 +76,24 @@ def normalise_args(args: Mapping[str, Any]) -> str:
     return json.dumps(clean(dict(args)), ensure_ascii=False, sort_keys=True, default=str)
 
 
+class DeadlinePassed(Exception):
+    """The question's deadline passed before a stage could start; the pipeline refuses
+    (refusal_reason "deadline") instead of running on."""
+
+    def __init__(self, stage: str, deadline_s: float):
+        super().__init__(f"deadline of {deadline_s:g}s passed before the {stage} stage")
+        self.stage = stage
+
+
 class BudgetTracker:
     """One question's budget account. Not thread-safe: the planner runs tool calls one by one."""
 
-    def __init__(self, budget: Budget | None = None, clock=time.monotonic):
+    def __init__(self, budget: Budget | None = None, clock=time.monotonic, started: float | None = None):
+        """started: when the question arrived, on `clock` (a service request that waited for a free
+        slot has spent part of its deadline already); default now."""
         self.budget = budget or Budget()
         self._clock = clock
-        self._started = clock()
+        self._started = clock() if started is None else started
         self._results: dict[tuple[str, str], Any] = {}
         self.per_tool: dict[str, int] = {}
         self.tool_calls = 0
@@ -100,6 +111,11 @@ class BudgetTracker:
     @property
     def expired(self) -> bool:
         return self.remaining_s() <= 0
+
+    def check_deadline(self, stage: str) -> None:
+        """DeadlinePassed when the deadline has passed: `stage` must not start."""
+        if self.expired:
+            raise DeadlinePassed(stage, self.budget.deadline_s)
 
     # -- tools -----------------------------------------------------------------------------
     def check_tool(self, name: str, args: Mapping[str, Any]) -> Decision:

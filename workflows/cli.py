@@ -567,16 +567,17 @@ def serve(
     """HTTP service: /v1/ask, /v1/chat/completions (OpenAI-compatible), /v1/feedback, /docs.
 
     API keys: CITESCOPE_API_KEYS=key1,key2:tenant (Bearer) and/or CITESCOPE_TENANTS_FILE (YAML);
-    CITESCOPE_REQUESTS_PER_MINUTE per tenant; body limit: CITESCOPE_MAX_BODY_BYTES."""
+    CITESCOPE_REQUESTS_PER_MINUTE per tenant; body limit: CITESCOPE_MAX_BODY_BYTES; questions computed
+    at once / waiting: CITESCOPE_MAX_RUNNING_QUESTIONS / CITESCOPE_MAX_QUEUED_QUESTIONS; connection
+    timeouts: CITESCOPE_HEADER_TIMEOUT_S, CITESCOPE_BODY_TIMEOUT_S, CITESCOPE_KEEP_ALIVE_TIMEOUT_S."""
 
     from workflows.assistant import Assistant
     from workflows.service import ServiceSettings, create_app
     from workflows.service import serve as run_service
 
     config = pipeline_config_or_exit(kb, planner, answerer)
-    settings = valid_or_exit(ServiceSettings, {"api_keys": "CITESCOPE_API_KEYS", "tenants_file": "CITESCOPE_TENANTS_FILE",
-                                               "requests_per_minute": "CITESCOPE_REQUESTS_PER_MINUTE",
-                                               "max_body_bytes": "CITESCOPE_MAX_BODY_BYTES"})
+    settings = valid_or_exit(ServiceSettings,
+                             {name: f"CITESCOPE_{name.upper()}" for name in ServiceSettings.model_fields})
     try:
         tenants = settings.tenants()
     except ValueError as exc:
@@ -699,6 +700,23 @@ def bench_load(
 
     result = run_load_bench(kb, n_requests=requests, concurrency=concurrency, questions_path=questions)
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_load_report(result))
+
+
+@bench_app.command("cost")
+def bench_cost(
+    kb: Path = KbOption,
+    repeats: int = typer.Option(3, help="pipeline calls of the long message measured (each a variant)"),
+    normal: int = typer.Option(30, help="normal questions asked over HTTP in each phase"),
+    long_in_flight: int = typer.Option(4, help="long messages kept in flight during the loaded phase"),
+    cpu_only: bool = typer.Option(False, "--cpu-only", help="only the in-process CPU measurement"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """A ~1,900-character message: its CPU per pipeline call, and normal questions' latency over
+    HTTP while several are in flight (workflows/bench/cost.py)."""
+    from workflows.bench.cost import format_cost_report, run_cost_bench
+
+    result = run_cost_bench(kb, repeats=repeats, n_normal=normal, long_in_flight=long_in_flight, cpu_only=cpu_only)
+    print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_cost_report(result))
 
 
 def _names(values: list[str] | None) -> list[str]:

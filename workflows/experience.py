@@ -331,7 +331,8 @@ class ExperienceLearner:
         signals = round_.signals()
         implicit, current = implicit_reward(signals, self.weights), reward(signals, self.weights)
         applied = round_.applied_reward
-        if update_policy and round_.arm in self.policy.arms:
+        # a refusal for want of time says how busy the service was, not how well the arm does
+        if update_policy and round_.arm in self.policy.arms and round_.refusal_reason != "deadline":
             vector = round_.vector_for(self.policy.feature_names)
             if applied is None:
                 self.policy.update(vector, round_.arm, current)

@@ -41,11 +41,11 @@ from tools.products import SizeAdvice
 from tools.rerank import make_reranker
 from workflows import conflicts as conflict_check
 from workflows.arms import template_values
-from workflows.budget import BudgetTracker, ModelFailure
+from workflows.budget import BudgetTracker, DeadlinePassed, ModelFailure
 from workflows.compliance import SensitiveWordFilter
 from workflows.evidence import RERANK_LEG, EvidencePool
 from workflows.pipeline_config import PipelineConfig
-from workflows.policy import RulesPolicy
+from workflows.policy import PolicyDecision, RulesPolicy
 from workflows.query_analysis import Entity, QueryAnalyzer, QueryFeatures
 from workflows.result import Citation, ConflictOut, PolicySummary, QAResult, features_summary
 
@@ -104,7 +104,7 @@ class QAPipeline:
         self.reranker = make_reranker(config.reranker, kb=self.kb)
         self.reranker.warm_up()
         self.lexicon = self.kb.lexicon
-        self.analyzer = QueryAnalyzer(self.kb).warm_up()
+        self.analyzer = QueryAnalyzer(self.kb, max_chars=config.retrieval_max_chars).warm_up()
         if self.registry is None:
             self.registry = SkillRegistry.from_config()
         self.registry.check_health(SkillContext(self.kb, reranker=self.reranker))
@@ -115,9 +115,12 @@ class QAPipeline:
         # Said instead when the evidence disagrees with itself: the customer learns why, and no
         # side of the disagreement is asserted on evidence too weak (or too unsupported) to answer.
         self.conflict_refusal_text = load_prompt("refusal_conflict").strip()
+        # Said when the question's deadline passes before an answer (a busy service): try again later.
+        self.deadline_text = load_prompt("refusal_deadline").strip()
         # an English question is refused in English (prompts/*_en.md)
         self.english_refusals = {self.refusal_text: load_prompt("refusal_en").strip(),
-                                 self.conflict_refusal_text: load_prompt("refusal_conflict_en").strip()}
+                                 self.conflict_refusal_text: load_prompt("refusal_conflict_en").strip(),
+                                 self.deadline_text: load_prompt("refusal_deadline_en").strip()}
         # a question about a model of the shop's series that its catalogue lacks is refused by name
         self.unknown_model_texts = {False: load_prompt("refusal_unknown_model").strip(),
                                     True: load_prompt("refusal_unknown_model_en").strip()}
@@ -147,26 +150,84 @@ class QAPipeline:
 
     async def arun(self, question: str, session_entity: Entity | None = None,
                    filters: SearchFilters | Mapping | None = None, session_topic: str | None = None,
-                   features: QueryFeatures | None = None) -> QAResult:
+                   features: QueryFeatures | None = None, arrived: float | None = None,
+                   deadline_s: float | None = None) -> QAResult:
         """session_entity / session_topic: what a conversation carries into a follow-up (the
         product it is about; else its opening question), searched with it, never answered from.
         features: the analyzer's reading of this same question and context, when the caller
-        already has it (the Assistant reads it to decide whether to ask back)."""
+        already has it (the Assistant reads it to decide whether to ask back).
+        arrived: time.monotonic() when the question arrived (a service request, before it waited
+        for a free slot); the deadline counts from then, else from now. deadline_s: a shorter
+        deadline than the config's for this question (the service's request_deadline_s)."""
         typed = self.validate(question)
-        question = to_simplified(typed)  # 退貨運費誰承擔 is read as the shop's pages write it, 退货运费
+        whole = to_simplified(typed)  # 退貨運費誰承擔 is read as the shop's pages write it, 退货运费
         search_filters = parse_filters(filters)
         self.warm_up()
         clock = _Stopwatch()
-        tracker = BudgetTracker(self.config.budget())
+        budget = self.config.budget()
+        if deadline_s is not None:
+            budget = budget.model_copy(update={"deadline_s": min(budget.deadline_s, deadline_s)})
+        tracker = BudgetTracker(budget, started=arrived)
 
         if features is None:
-            features = self.analyzer.run(question, session_entity, session_topic)
+            features = self.analyzer.run(whole, session_entity, session_topic)
+        # Retrieval, rerank, the conflict check and the offline answerer read the question as it was
+        # analysed: a long message by its asking sentences (retrieval_max_chars); an LLM answerer reads it whole.
+        question = features.question
         clock.lap("analyze")
         decision = self.policy.choose(features, self.config.budget().plan_budget())
         clock.lap("policy")
 
+        result = QAResult(
+            question=typed, answer=self.refusal_text, features=features_summary(features),
+            policy=PolicySummary(arm=decision.arm, scores=decision.scores, reason=decision.reason,
+                                 source=decision.source),
+            plan=decision.plan, models=self._model_names(),
+            as_of=search_filters.as_of if search_filters else None,  # as the caller wrote it
+        )
+        degradations: list[str] = []
+        evidence: list[EvidenceHit] = []
+        try:
+            evidence = await self._retrieve_and_answer(result, question, whole, features, decision, search_filters,
+                                                       tracker, clock, degradations)
+        except DeadlinePassed as passed:
+            # Python cannot stop a stage midway: every stage starts only inside the deadline, and the
+            # heavy ones read a bounded question, so the refusal comes at most one stage late.
+            result.refused, result.refusal_reason, result.answer_source = True, "deadline", "refusal"
+            result.answer, result.citations, result.conflicts = self.deadline_text, [], []
+            degradations.append(str(passed))
+            clock.lap(passed.stage)
+        if self.compliance is not None and not result.refused:  # the settled answer, as the customer sees it
+            screened = self.compliance.run(result.answer)
+            result.compliance = screened.hits
+            if screened.action == "refuse":
+                result.refused, result.refusal_reason, result.answer_source = True, "sensitive", "refusal"
+                result.answer, result.citations = self.refusal_text, []
+            else:
+                result.answer = screened.text
+            clock.lap("compliance")
+
+        if result.refused and self.extractive.asked_in_english(question, evidence):
+            result.answer = self.english_refusals.get(result.answer, result.answer)
+        if written_in_traditional(typed):  # answered in the script it was asked in
+            result.answer = in_traditional(result.answer)
+        # a refusal for want of time is no verdict on the question: not cached, not learned from
+        result.degradation_reasons = degradations
+        result.degraded = bool(degradations)
+        result.budget = tracker.used()
+        clock.total()
+        result.timings_ms = clock.timings
+        return result
+
+    async def _retrieve_and_answer(self, result: QAResult, question: str, whole: str, features: QueryFeatures,
+                                   decision: PolicyDecision, search_filters: SearchFilters | None,
+                                   tracker: BudgetTracker, clock: _Stopwatch, degradations: list[str]
+                                   ) -> list[EvidenceHit]:
+        """Planner, final rerank, refusal gate, conflicts, answer and inspection, written into `result`;
+        the evidence shown. Raises DeadlinePassed when the deadline passes before a stage."""
+        tracker.check_deadline("search")
         pool = EvidencePool()
-        asked_time = search_filters.as_of if search_filters else None  # as the caller wrote it
+        asked_time = result.as_of
         as_of = search_filters.reference_day() if search_filters else None
         planner = RetrievalPlanner(self.registry, SkillContext(self.kb, reranker=self.reranker, as_of=as_of), pool, tracker,
                                    decision, llm=self.planner_llm, formatter=self.planner_formatter,
@@ -175,8 +236,10 @@ class QAPipeline:
                                    reserve_model_calls=self._answerer_model_calls())
         outcome = await planner.run(with_asked_time(_planner_message(question, features), asked_time))
         clock.lap("planner")
-        degradations = list(outcome.degradations)
+        result.planner_source, result.tool_calls = outcome.source, planner.records
+        degradations += list(outcome.degradations)
         degradations += [f"tool {r.name}: {reason}" for r in planner.records if r.degraded for reason in r.reasons]
+        tracker.check_deadline("rerank")
 
         # Structured findings are shown with the rows they rest on: a size the size_recommend skill
         # worked out from the table, and the size-table rows of two or more sizes asked about.
@@ -196,23 +259,21 @@ class QAPipeline:
         asking = asking_clauses(features.question)
         alternates = [a for a in (worded, asking, asking and document_query(asking)) if a]
         compared = [p.product_id for p in features.products] if len(features.products) > 1 else []
-        evidence, ranked, best, rerank_problem = self._rank_evidence(pool, queries, search_filters, as_of,
-                                                                     pinned=pinned, alternates=alternates,
-                                                                     compared=compared)
+        # On a worker thread, as the skills run: its query embeddings release the GIL, so the loop goes
+        # on with other questions' stages meanwhile (a service computes several on one loop).
+        evidence, ranked, best, rerank_problem = await asyncio.to_thread(
+            self._rank_evidence, pool, queries, search_filters, as_of, pinned=pinned, alternates=alternates,
+            compared=compared, tracker=tracker)
         if rerank_problem:
             degradations.append(rerank_problem)
         clock.lap("rerank")
+        tracker.check_deadline("conflicts")
         evidence = self._with_conflicting(question, evidence, ranked, pinned, asked_time)
         clock.lap("conflicts")
+        result.best_score = None if best is None else round(best, 4)
+        result.evidence_ids = [h.chunk_id for h in evidence]
+        tracker.check_deadline("answer")
 
-        result = QAResult(
-            question=typed, answer=self.refusal_text, features=features_summary(features),
-            policy=PolicySummary(arm=decision.arm, scores=decision.scores, reason=decision.reason,
-                                 source=decision.source),
-            plan=decision.plan, planner_source=outcome.source, tool_calls=planner.records,
-            best_score=None if best is None else round(best, 4), evidence_ids=[h.chunk_id for h in evidence],
-            models=self._model_names(), as_of=asked_time,
-        )
         if features.unknown_models and not features.focus_products:
             # 火焰8 when the shop sells the 火焰7: its evidence is about another model, whatever it scores
             result.refused, result.refusal_reason = True, "unknown_model"
@@ -224,7 +285,7 @@ class QAPipeline:
             if evidence:  # weak evidence that disagrees with itself is still worth saying so
                 result.answer = self._refusal(self._conflicts(result, question, evidence, clock))
         else:
-            await self._answer(result, question, evidence, tracker, degradations, clock, advice, overview)
+            await self._answer(result, question, whole, evidence, tracker, degradations, clock, advice, overview)
             if not result.refused and features.unknown_models:
                 # 火焰7和火焰8: the 8 is said to be missing; not a phone model beside a power bank (its series is
                 # the shop's phone cases, not what the question is about)
@@ -233,31 +294,13 @@ class QAPipeline:
                 missing = [m for m in features.unknown_models if m not in result.answer and series.get(m, set()) & asked]
                 english = self.extractive.asked_in_english(question, evidence)
                 result.answer = self.extractive.with_parts_not_found(result.answer, missing, english)
-        if self.compliance is not None and not result.refused:  # the settled answer, as the customer sees it
-            screened = self.compliance.run(result.answer)
-            result.compliance = screened.hits
-            if screened.action == "refuse":
-                result.refused, result.refusal_reason, result.answer_source = True, "sensitive", "refusal"
-                result.answer, result.citations = self.refusal_text, []
-            else:
-                result.answer = screened.text
-            clock.lap("compliance")
-
-        if result.refused and self.extractive.asked_in_english(question, evidence):
-            result.answer = self.english_refusals.get(result.answer, result.answer)
-        if written_in_traditional(typed):  # answered in the script it was asked in
-            result.answer = in_traditional(result.answer)
-        result.degradation_reasons = degradations
-        result.degraded = bool(degradations)
-        result.budget = tracker.used()
-        clock.total()
-        result.timings_ms = clock.timings
-        return result
+        return evidence
 
     # -- stages ----------------------------------------------------------------------------
     def _rank_evidence(self, pool: EvidencePool, queries: Sequence[str], filters: SearchFilters | None,
                        as_of: date | None, pinned: Sequence[str] = (), alternates: Sequence[str] = (),
-                       compared: Sequence[str] = ()) -> tuple[list[EvidenceHit], list[EvidenceHit], float | None, str]:
+                       compared: Sequence[str] = (), tracker: BudgetTracker | None = None
+                       ) -> tuple[list[EvidenceHit], list[EvidenceHit], float | None, str]:
         """The pool re-scored by the calibrated reranker for the question (each chunk's best score
         over `queries`: the question, then the parts of a compound one), filtered, cut to the
         shown evidence; plus the whole pool in that order, the score the gate reads (the best for
@@ -277,13 +320,21 @@ class QAPipeline:
         problem = ""
         try:
             chunks = [chunk for _, chunk in pairs]
-            per_query = [self.reranker.score(q, chunks, as_of=as_of) for q in queries]
+
+            def scored(query: str) -> list[float]:
+                if tracker is not None:  # each reading of the question costs an embedding and a pass over the pool
+                    tracker.check_deadline("rerank")
+                return self.reranker.score(query, chunks, as_of=as_of)
+
+            per_query = [scored(q) for q in queries]
             for alternate in alternates:  # the whole question, worded otherwise: its best score counts
-                per_query[0] = [max(pair) for pair in zip(per_query[0], self.reranker.score(alternate, chunks, as_of=as_of))]
+                per_query[0] = [max(pair) for pair in zip(per_query[0], scored(alternate))]
             scores = [max(column) for column in zip(*per_query)]
             # the gate: the question's best chunk or, if higher, the best chunk of a compound question's
             # weakest part (a short part alone, 地址在哪, matches a passage about something else too well)
             gate = max(max(per_query[0]), min((max(part) for part in per_query[1:]), default=0.0))
+        except DeadlinePassed:
+            raise
         except Exception as exc:  # keep the skills' own calibrated scores; none -> nothing passes the gate
             problem = f"final rerank failed ({type(exc).__name__}); earlier rerank scores used"
             scores = [hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 0.0 for hit, _ in pairs]
@@ -335,9 +386,11 @@ class QAPipeline:
             return shown
         return _with_pinned(shown, ranked, [*pinned, *sources], self.config.evidence_top_n)
 
-    async def _answer(self, result: QAResult, question: str, evidence: list[EvidenceHit], tracker: BudgetTracker,
-                      degradations: list[str], clock: _Stopwatch, advice: SizeAdvice | None = None,
-                      overview: Sequence[str] = ()) -> None:
+    async def _answer(self, result: QAResult, question: str, whole: str, evidence: list[EvidenceHit],
+                      tracker: BudgetTracker, degradations: list[str], clock: _Stopwatch,
+                      advice: SizeAdvice | None = None, overview: Sequence[str] = ()) -> None:
+        """whole: the question as typed (simplified), which a model reads; the extractive answerer and
+        the inspector read `question`, what retrieval read."""
         conflicts = self._conflicts(result, question, evidence, clock)
 
         answerer = self.answerer
@@ -347,7 +400,7 @@ class QAPipeline:
             nonlocal answerer, source
             try:
                 # a model reads the asked time; the extractive answerer matches the question's own words
-                asked = with_asked_time(question, result.as_of) if source == "llm" else question
+                asked = with_asked_time(whole, result.as_of) if source == "llm" else question
                 text = await generate(answerer, asked, evidence, conflicts, feedback, budget=tracker, advice=advice,
                                       overview=overview)
             except ModelFailure as exc:

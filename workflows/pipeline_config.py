@@ -44,6 +44,7 @@ class PipelineConfig(BaseModel):
     answerer: str = "offline"
     reranker: str = "offline"
     max_question_chars: int = Field(2000, ge=1)
+    retrieval_max_chars: int = Field(160, ge=16)  # of a longer question, what retrieval reads (retrieval_question.py)
     model_timeout_s: float = Field(20.0, gt=0)
     max_retries: int = Field(1, ge=0)
     backoff_s: float = Field(0.5, ge=0)

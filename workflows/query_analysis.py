@@ -29,6 +29,7 @@ from knowledge.kb import KnowledgeBase
 from knowledge.lexicon import Lexicon
 from knowledge.text import CJK_CHAR, MODEL_NUMBER, normalize, tokenize
 from tools.products import product_index
+from workflows.retrieval_question import retrieval_question
 
 Intent = Literal["fact", "numeric", "comparison", "policy", "open", "out_of_scope"]
 INTENTS: tuple[str, ...] = get_args(Intent)
@@ -589,8 +590,11 @@ class EntityIndex:
 class QueryAnalyzer:
     """Analyse questions against one KB (or none); rebuilds its index when the KB changes."""
 
-    def __init__(self, kb: KnowledgeBase | None = None):
+    def __init__(self, kb: KnowledgeBase | None = None, max_chars: int | None = None):
+        """max_chars: a longer question is read as its asking sentences within that many characters
+        (workflows/retrieval_question.py); None reads every question whole."""
         self.kb = kb
+        self.max_chars = max_chars
         self._index: EntityIndex | None = None
         self._source = None  # the product index the entity index was built from
         self._lock = threading.Lock()
@@ -633,6 +637,8 @@ class QueryAnalyzer:
         question, carried into a follow-up when there is no product to carry."""
         index = self._entity_index()
         question = to_simplified(question or "")  # read as the shop writes (knowledge/chinese_script.py)
+        if self.max_chars is not None:  # a 2,000-character story is read by what it asks
+            question = retrieval_question(question, self.max_chars)
         text = normalize(question)
         canonical = index.lexicon.canonicalize(text)
         # 火焰8 is no mention of 火焰7: a model the catalogue lacks is read as no product at all

@@ -16,6 +16,10 @@ another tenant's ids are 404, as unknown ones. Each tenant has its requests per 
 Retry-After beyond). Bodies over max_body_bytes get 413 before any handler runs; every request is
 one JSON log line (method, path, status, latency, trace id) that never includes headers, keys or
 customers' personal data.
+
+At most max_running_questions compute at once and max_queued_questions wait (beyond: 503 with
+Retry-After; workflows/admission.py), each answering or refusing within request_deadline_s of
+its arrival; connections without whole headers or body in time are dropped (workflows/http_timeouts.py).
 """
 from __future__ import annotations
 
@@ -42,6 +46,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from knowledge.filters import SearchFilters
+from workflows.admission import Admission, Saturated
+from workflows.http_timeouts import h11_with_header_timeout
 from workflows.personal_data import redact_personal
 from workflows.pipeline import QuestionError, validate_question
 from workflows.result import QAResult
@@ -63,6 +69,21 @@ class ServiceSettings(BaseSettings):
     tenants_file: Path | None = None  # YAML/JSON: tenants: {name: {keys: [...], requests_per_minute: N}}
     requests_per_minute: int = Field(0, ge=0)  # per tenant, unless its entry says otherwise; 0: no limit
     max_body_bytes: int = Field(64 * 1024, ge=1024)
+    # questions computed at once on the Assistant thread, and waiting for a turn; beyond both: 503
+    max_running_questions: int = Field(4, ge=1)
+    max_queued_questions: int = Field(64, ge=0)
+    # of them, questions longer than the pipeline's retrieval_max_chars (a pasted story) computed at once
+    max_running_long_questions: int = Field(1, ge=1)
+    retry_after_s: int = Field(2, ge=1)  # the Retry-After of a 503 for a full queue
+    # a question answers or refuses (refusal_reason "deadline") this long after its request arrived,
+    # its wait for a slot included (the pipeline's deadline_s, if shorter, wins)
+    request_deadline_s: float = Field(10.0, gt=0)
+    # a connection that has not sent a whole request line and headers this long after it opened
+    # (or a keep-alive one after its last response) is closed; a body not received in full this
+    # long after its headers gets 408; an idle keep-alive connection is closed after keep_alive_timeout_s
+    header_timeout_s: float = Field(10.0, gt=0)
+    body_timeout_s: float = Field(10.0, gt=0)
+    keep_alive_timeout_s: float = Field(5.0, gt=0)
 
     def tenants(self) -> TenantDirectory:
         return TenantDirectory.load(self.api_keys, self.tenants_file, self.requests_per_minute)
@@ -143,10 +164,17 @@ def _text_of(content: str | list[dict[str, Any]] | None) -> str:
 class AssistantLoop:
     """Runs an Assistant's warm-up and every call on one background thread and event loop.
     Calls are coroutines awaited from the server loop; session and feedback calls go through the
-    same loop, so the Assistant never sees two threads."""
+    same loop, so the Assistant never sees two threads. Questions take a slot of `admission`
+    first (workflows/admission.py): a bounded number compute at once, a bounded number wait. A
+    question longer than `long_chars` (what retrieval reads of it is cut: it costs several usual
+    ones) takes a slot of `long_lane` before that, so long messages never hold every slot and a
+    usual question arriving behind them is computed at once."""
 
-    def __init__(self, assistant: Any):
+    def __init__(self, assistant: Any, admission: Admission | None = None, long_lane: Admission | None = None,
+                 long_chars: int | None = None):
         self.assistant = assistant
+        self.admission = admission or Admission(max_running=4, max_queued=64)
+        self.long_lane, self.long_chars = long_lane, long_chars
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
         self.error: str | None = None
@@ -175,13 +203,42 @@ class AssistantLoop:
             raise HTTPException(503, f"the assistant could not start: {self.error}")
 
     async def ask(self, question: str, session_id: str | None, filters: dict | None,
-                  tenant: str = DEFAULT_TENANT) -> QAResult:
-        await self._ready()
-        coroutine = self.assistant.ask(question, session_id=session_id, filters=filters, tenant=tenant)
+                  tenant: str = DEFAULT_TENANT, arrived: float | None = None,
+                  deadline_s: float | None = None) -> QAResult:
+        """arrived: time.monotonic() when the request came in; the question's deadline (deadline_s,
+        or the pipeline's if shorter) counts from then, time spent waiting for a slot included.
+        Saturated when no slot is free and the queue is full."""
+        long = self.long_lane is not None and self.long_chars is not None and len(question) > self.long_chars
+        lanes = [self.long_lane, self.admission] if long else [self.admission]
+        entered: list[Admission] = []
+        try:
+            for lane in lanes:
+                await lane.enter()
+                entered.append(lane)
+            await self._ready()
+            coroutine = self.assistant.ask(question, session_id=session_id, filters=filters, tenant=tenant,
+                                           arrived=arrived, deadline_s=deadline_s)
+            running = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        except BaseException:
+            for lane in entered:
+                lane.leave()
+            raise
+        # The slots are held until the question is done, not until its client stops waiting: a
+        # question still computing for a client that hung up still uses the Assistant thread.
+        server_loop = asyncio.get_running_loop()
+
+        def leave(_: Future) -> None:
+            try:
+                for lane in entered:
+                    server_loop.call_soon_threadsafe(lane.leave)
+            except RuntimeError:  # the server loop is closed: shut down, nobody left to count
+                pass
+
+        running.add_done_callback(leave)
         # Shielded: a client that hangs up mid-stream must not cancel the question. AgentScope
         # agents turn a cancellation into an "interrupted" reply, and that cut-short answer would
         # be stored in the session and taught to the strategy policy.
-        return await asyncio.shield(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, self.loop)))
+        return await asyncio.shield(asyncio.wrap_future(running))
 
     async def call(self, function: Callable, *args: Any) -> Any:
         """A quick sync Assistant method (session, feedback, trace) run on the Assistant's loop."""
@@ -201,27 +258,35 @@ class AssistantLoop:
 
 # -- middleware ---------------------------------------------------------------------------------
 class BodySizeLimit:
-    """413 for a body over max_bytes, declared (Content-Length) or streamed (chunked)."""
+    """413 for a body over max_bytes, declared (Content-Length) or streamed (chunked); 408 for a
+    body not received in full within read_timeout_s of the request's headers (a client that sends
+    half a body and waits would otherwise hold its connection and handler open for ever). The body
+    is read whole here, before any handler runs."""
 
-    def __init__(self, app: Any, max_bytes: int):
+    def __init__(self, app: Any, max_bytes: int, read_timeout_s: float = 10.0):
         self.app = app
         self.max_bytes = max_bytes
+        self.read_timeout_s = read_timeout_s
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            return await self._reject(send)
+            return await self._reject(send, 413, f"request body over the {self.max_bytes}-byte limit")
         buffered, size = [], 0
+        deadline = time.monotonic() + self.read_timeout_s  # for the whole body: a trickle does not reset it
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(deadline - time.monotonic(), 0.0))
+            except (asyncio.TimeoutError, TimeoutError):
+                return await self._reject(send, 408, f"request body not received within {self.read_timeout_s:g} s")
             buffered.append(message)
             if message["type"] != "http.request":
                 break
             size += len(message.get("body", b""))
             if size > self.max_bytes:
-                return await self._reject(send)
+                return await self._reject(send, 413, f"request body over the {self.max_bytes}-byte limit")
             if not message.get("more_body", False):
                 break
 
@@ -230,10 +295,13 @@ class BodySizeLimit:
 
         await self.app(scope, replay, send)
 
-    async def _reject(self, send: Callable) -> None:
-        body = json.dumps(_error_body(413, f"request body over the {self.max_bytes}-byte limit")).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    @staticmethod
+    async def _reject(send: Callable, status: int, message: str) -> None:
+        body = json.dumps(_error_body(status, message)).encode()
+        # the rest of the body is never read, so the connection cannot carry another request
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body})
 
 
@@ -309,7 +377,9 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
         log.warning("no API key configured (CITESCOPE_API_KEYS, CITESCOPE_TENANTS_FILE): the API is open to "
                     "anyone who can reach it, as the default tenant")
     limiter = RateLimiter()
-    runner = AssistantLoop(assistant)
+    admission = Admission(settings.max_running_questions, settings.max_queued_questions)
+    long_lane = Admission(settings.max_running_long_questions, settings.max_queued_questions)
+    runner = AssistantLoop(assistant, admission, long_lane, long_chars=assistant.config.retrieval_max_chars)
     max_question_chars = assistant.config.max_question_chars
 
     @asynccontextmanager
@@ -320,9 +390,11 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
 
     app = FastAPI(title="citescope", version="0.1.0", lifespan=lifespan,
                   description="Cited answers (【来源ID】) for e-commerce customer service; see docs/usage.md.")
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes, read_timeout_s=settings.body_timeout_s)
     app.add_middleware(AccessLog)  # outermost: logs 413s too
     app.state.runner = runner
+    app.state.settings = settings  # serve() and BackgroundServer read its connection timeouts
+    busy_headers = {"Retry-After": str(settings.retry_after_s)}
     bearer = HTTPBearer(auto_error=False, description="a key of CITESCOPE_API_KEYS or CITESCOPE_TENANTS_FILE; "
                                                       "open when none are configured")
 
@@ -364,10 +436,16 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
 
     async def answer(request: Request, tenant: Tenant, question: str, session_id: str | None,
                      filters: Filters | None) -> QAResult:
+        arrived = time.monotonic()  # the question's deadline counts from here, its wait for a slot included
         # 422 before queueing behind other questions
         question = validate_question(question, max_question_chars)
         session_id = checked_session(session_id)
-        result = await runner.ask(question, session_id, filters and filters.given(), tenant.name)
+        try:
+            result = await runner.ask(question, session_id, filters and filters.given(), tenant.name, arrived=arrived,
+                                      deadline_s=settings.request_deadline_s)
+        except Saturated as exc:
+            raise HTTPException(503, f"the service is busy: {exc}; retry after {settings.retry_after_s} s",
+                                headers=busy_headers) from None
         request.state.trace_id = result.trace_id
         return result
 
@@ -378,11 +456,17 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
 
     @app.get("/readyz", tags=["health"])
     async def readyz() -> JSONResponse:
+        """Ready to answer: warmed, and a question arriving now would be computed or queued, not
+        turned away (503 "saturated" with Retry-After, so a load balancer sends it elsewhere).
+        running / queued: questions computing and waiting now, with their limits."""
+        load = {**admission.counts(), "long_questions": long_lane.counts()}
         if not runner.ready.is_set():
-            return JSONResponse({"ready": False, "status": "warming up"}, 503)
+            return JSONResponse({"ready": False, "status": "warming up", **load}, 503)
         if runner.error is not None:
-            return JSONResponse({"ready": False, "status": "failed", "error": runner.error}, 503)
-        return JSONResponse({"ready": True, "status": "ok"})
+            return JSONResponse({"ready": False, "status": "failed", "error": runner.error, **load}, 503)
+        if admission.full:
+            return JSONResponse({"ready": False, "status": "saturated", **load}, 503, headers=busy_headers)
+        return JSONResponse({"ready": True, "status": "ok", **load})
 
     # -- native API ----------------------------------------------------------------------------
     v1 = [Depends(authenticate)]
@@ -434,6 +518,9 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
         question = validate_question(body.question(), max_question_chars)
         checked_session(body.session())  # a streamed request gets the 422 /v1/ask would, before the stream starts
         if body.stream:
+            if admission.full:  # before the stream's 200: a client told to retry is told so in the status
+                raise HTTPException(503, f"the service is busy; retry after {settings.retry_after_s} s",
+                                    headers=busy_headers)
             return StreamingResponse(_stream_chat(request, tenant, body, question), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         result = await answer(request, tenant, question, body.session(), body.filters)
@@ -506,7 +593,17 @@ def _extension(result: QAResult) -> dict:
 def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Run the app in this process until interrupted (the `serve` command)."""
     configure_json_logging()
-    uvicorn.run(app, host=host, port=port, access_log=False, log_config=None)
+    uvicorn.run(app, host=host, port=port, log_config=None, **uvicorn_options(app))
+
+
+def uvicorn_options(app: Any) -> dict[str, Any]:
+    """uvicorn settings for the app: no access log of its own (AccessLog writes one), and the
+    connection timeouts of its ServiceSettings (create_app keeps them on app.state; another ASGI
+    app gets the defaults)."""
+    settings = getattr(getattr(app, "state", None), "settings", None)
+    settings = settings if isinstance(settings, ServiceSettings) else ServiceSettings()
+    return {"access_log": False, "http": h11_with_header_timeout(settings.header_timeout_s),
+            "timeout_keep_alive": settings.keep_alive_timeout_s}
 
 
 class BackgroundServer:
@@ -514,8 +611,8 @@ class BackgroundServer:
 
     def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0):
         self.host = host
-        self._server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, access_log=False,
-                                                     log_level="warning", ws="wsproto"))
+        self._server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", ws="wsproto",
+                                                     **uvicorn_options(app)))
         self._thread = threading.Thread(target=self._server.run, name="uvicorn", daemon=True)
 
     def start(self, timeout_s: float = 30.0) -> "BackgroundServer":

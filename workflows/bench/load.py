@@ -57,13 +57,13 @@ def run_load_bench(kb_dir: Path | str, n_requests: int = 200, concurrency: int =
 
 
 class _Server:
-    def __init__(self, kb_dir: Path, key: str, log) -> None:
+    def __init__(self, kb_dir: Path, key: str, log, env: dict[str, str] | None = None) -> None:
         with socket.socket() as probe:  # a free loopback port
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.headers = {"Authorization": f"Bearer {key}"}
-        env = {**os.environ, "CITESCOPE_API_KEYS": key}
+        env = {**os.environ, **(env or {}), "CITESCOPE_API_KEYS": key}
         self.process = subprocess.Popen([sys.executable, str(REPO / "run.py"), "serve", "--kb", str(kb_dir),
                                          "--port", str(self.port)], cwd=REPO, env=env, stdout=log, stderr=log)
 
