@@ -101,7 +101,7 @@ class Assistant:
         self.warm_up()
         # nothing above awaits, so callers take their turn in the order they called
         async with self._session_turn(tenant, session_id):
-            return await self._ask(question, session_id, filters, tenant)
+            return await self._ask(question, session_id, filters, tenant, arrived, deadline_s)
 
     @asynccontextmanager
     async def _session_turn(self, tenant: str, session_id: str | None) -> AsyncIterator[None]:
@@ -120,7 +120,8 @@ class Assistant:
             if entry[1] == 0:
                 del self._session_turns[key]
 
-    async def _ask(self, question: str, session_id: str | None, filters: Any, tenant: str) -> QAResult:
+    async def _ask(self, question: str, session_id: str | None, filters: Any, tenant: str,
+                   arrived: float | None = None, deadline_s: float | None = None) -> QAResult:
         started = time.perf_counter()
         state = self.sessions.get(session_id, tenant) if session_id is not None else None
         entity = state.entity if state else None
