@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from datetime import date
 from typing import Any
 
@@ -46,6 +47,7 @@ from workflows.compliance import SensitiveWordFilter
 from workflows.evidence import RERANK_LEG, EvidencePool
 from workflows.pipeline_config import PipelineConfig
 from workflows.policy import PolicyDecision, RulesPolicy
+from workflows.priority_gate import PriorityGate
 from workflows.query_analysis import Entity, QueryAnalyzer, QueryFeatures
 from workflows.result import Citation, ConflictOut, PolicySummary, QAResult, features_summary
 
@@ -91,6 +93,8 @@ class QAPipeline:
         self.config = config or PipelineConfig.load(kb.dir)
         self.registry = registry
         self.policy = policy or RulesPolicy()
+        # long messages give way to usual questions between stages (workflows/priority_gate.py)
+        self.priority = PriorityGate()
         self._warm = False
 
     # -- setup -----------------------------------------------------------------------------
@@ -160,6 +164,13 @@ class QAPipeline:
         for a free slot); the deadline counts from then, else from now. deadline_s: a shorter
         deadline than the config's for this question (the service's request_deadline_s)."""
         typed = self.validate(question)
+        # a long message gives way to the usual questions computing beside it (workflows/priority_gate.py)
+        with nullcontext() if self._cut(to_simplified(typed)) else self.priority.usual():
+            return await self._arun(typed, session_entity, filters, session_topic, features, arrived, deadline_s)
+
+    async def _arun(self, typed: str, session_entity: Entity | None, filters: SearchFilters | Mapping | None,
+                    session_topic: str | None, features: QueryFeatures | None, arrived: float | None,
+                    deadline_s: float | None) -> QAResult:
         whole = to_simplified(typed)  # 退貨運費誰承擔 is read as the shop's pages write it, 退货运费
         search_filters = parse_filters(filters)
         self.warm_up()
@@ -225,7 +236,8 @@ class QAPipeline:
                                    ) -> list[EvidenceHit]:
         """Planner, final rerank, refusal gate, conflicts, answer and inspection, written into `result`;
         the evidence shown. Raises DeadlinePassed when the deadline passes before a stage."""
-        tracker.check_deadline("search")
+        long = self._cut(whole)
+        await self._stage("search", tracker, long)
         pool = EvidencePool()
         asked_time = result.as_of
         as_of = search_filters.reference_day() if search_filters else None
@@ -239,7 +251,7 @@ class QAPipeline:
         result.planner_source, result.tool_calls = outcome.source, planner.records
         degradations += list(outcome.degradations)
         degradations += [f"tool {r.name}: {reason}" for r in planner.records if r.degraded for reason in r.reasons]
-        tracker.check_deadline("rerank")
+        await self._stage("rerank", tracker, long)
 
         # Structured findings are shown with the rows they rest on: a size the size_recommend skill
         # worked out from the table, and the size-table rows of two or more sizes asked about.
@@ -258,21 +270,28 @@ class QAPipeline:
         worded = document_query(features.question)
         asking = asking_clauses(features.question)
         alternates = [a for a in (worded, asking, asking and document_query(asking)) if a]
+        if long:
+            # A message cut to what it asks (retrieval_question.py) is scored as the one text the search
+            # read, so its query embedding, most of what a long message costs, comes from the embedder's
+            # cache: that text already carries the documents' words (with_document_words), and the
+            # cut kept the asking sentences, so the other readings would say the same again (~0.3 s of CPU each).
+            queries = [template_values(features, part=part)["query"] for part in [None, *features.parts]]
+            alternates = []
         compared = [p.product_id for p in features.products] if len(features.products) > 1 else []
         # On a worker thread, as the skills run: its query embeddings release the GIL, so the loop goes
         # on with other questions' stages meanwhile (a service computes several on one loop).
         evidence, ranked, best, rerank_problem = await asyncio.to_thread(
             self._rank_evidence, pool, queries, search_filters, as_of, pinned=pinned, alternates=alternates,
-            compared=compared, tracker=tracker)
+            compared=compared, tracker=tracker, long=long)
         if rerank_problem:
             degradations.append(rerank_problem)
         clock.lap("rerank")
-        tracker.check_deadline("conflicts")
+        await self._stage("conflicts", tracker, long)
         evidence = self._with_conflicting(question, evidence, ranked, pinned, asked_time)
         clock.lap("conflicts")
         result.best_score = None if best is None else round(best, 4)
         result.evidence_ids = [h.chunk_id for h in evidence]
-        tracker.check_deadline("answer")
+        await self._stage("answer", tracker, long)
 
         if features.unknown_models and not features.focus_products:
             # 火焰8 when the shop sells the 火焰7: its evidence is about another model, whatever it scores
@@ -299,7 +318,7 @@ class QAPipeline:
     # -- stages ----------------------------------------------------------------------------
     def _rank_evidence(self, pool: EvidencePool, queries: Sequence[str], filters: SearchFilters | None,
                        as_of: date | None, pinned: Sequence[str] = (), alternates: Sequence[str] = (),
-                       compared: Sequence[str] = (), tracker: BudgetTracker | None = None
+                       compared: Sequence[str] = (), tracker: BudgetTracker | None = None, long: bool = False
                        ) -> tuple[list[EvidenceHit], list[EvidenceHit], float | None, str]:
         """The pool re-scored by the calibrated reranker for the question (each chunk's best score
         over `queries`: the question, then the parts of a compound one), filtered, cut to the
@@ -308,7 +327,8 @@ class QAPipeline:
         pinned: chunk ids shown whatever their rank (what a structured skill's finding rests on),
         in place of the lowest-ranked others. alternates: other readings of the whole question (an
         English one's Chinese words, a chat message's asking clauses), scored as it is. compared: the
-        products a question names two or more of, each shown the best chunk of its page."""
+        products a question names two or more of, each shown the best chunk of its page. long: a long
+        message, which gives way to the usual questions before each reading (workflows/priority_gate.py)."""
         # Score the text the answerer will see (hostile passages already cut), not the raw chunk.
         pairs = [(hit, chunk.model_copy(update={"text": hit.text, "title": hit.title}))
                  for hit in pool.hits() if (chunk := self.kb.get(hit.chunk_id)) is not None]
@@ -323,6 +343,8 @@ class QAPipeline:
 
             def scored(query: str) -> list[float]:
                 if tracker is not None:  # each reading of the question costs an embedding and a pass over the pool
+                    if long:
+                        self.priority.wait_for_usual(tracker.remaining_s())
                     tracker.check_deadline("rerank")
                 return self.reranker.score(query, chunks, as_of=as_of)
 
@@ -454,6 +476,17 @@ class QAPipeline:
             if chunks and chunks[0].chunk_id in gathered:
                 openings.append(chunks[0].chunk_id)
         return openings
+
+    def _cut(self, whole: str) -> bool:
+        """A long message: retrieval reads only what it asks (workflows/retrieval_question.py)."""
+        return len(whole) > self.config.retrieval_max_chars
+
+    async def _stage(self, stage: str, tracker: BudgetTracker, long: bool) -> None:
+        """Before a stage: a long message first gives way to the usual questions computing now, for
+        at most what is left of its deadline (workflows/priority_gate.py); then DeadlinePassed if it has passed."""
+        if long:
+            await self.priority.give_way(tracker.remaining_s())
+        tracker.check_deadline(stage)
 
     def _answerer_model_calls(self) -> int:
         """What an LLM answerer may need: an answer and one regeneration, each with its retries."""

@@ -71,3 +71,30 @@ def test_a_2000_character_message_is_read_by_what_it_asks(assistant):
     for call in result.tool_calls:  # every search read the capped question, not the story
         query = str(call.arguments.get("query", ""))
         assert len(query) <= 2 * assistant.config.retrieval_max_chars and "表扬" not in query
+
+
+def test_a_cut_message_is_embedded_once(assistant, monkeypatch):
+    """The search's reading of a long message is the one the rerank scores: its query embedding, most
+    of what the message costs, is computed once (it was three near-identical readings: 150-155 characters)."""
+    embedded: list[str] = []
+    inner = assistant.kb.embedder.inner
+    original = inner.embed_query
+    monkeypatch.setattr(inner, "embed_query", lambda text: embedded.append(text) or original(text))
+    result = assistant.pipeline.run(long_question(14))
+    assert result.refusal_reason != "deadline" and result.tool_calls
+    assert len(embedded) == 1 and len(embedded[0]) <= 2 * assistant.config.retrieval_max_chars
+
+
+def test_a_long_message_gives_way_to_a_usual_question_until_its_deadline(assistant):
+    pipeline = assistant.pipeline
+    with pipeline.priority.usual():  # a usual question computing the whole time
+        usual = pipeline.run("XZ-3000 充电宝多少钱？")  # usual questions never wait for each other
+        assert usual.refusal_reason != "deadline" and usual.tool_calls
+        started = time.monotonic()
+        long = asyncio.run(pipeline.arun(long_question(15), arrived=time.monotonic(), deadline_s=1.0))
+        assert time.monotonic() - started < 60  # only catches a hang
+    assert long.refusal_reason == "deadline" and long.tool_calls == []  # it gave way before its search
+    assert "before the search stage" in long.degradation_reasons[0]
+    assert not pipeline.priority.busy and pipeline.priority.waiting == 0
+    again = pipeline.run(long_question(15))  # no usual question computing: it goes on at once
+    assert again.refusal_reason != "deadline" and again.tool_calls
