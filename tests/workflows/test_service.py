@@ -12,28 +12,19 @@ import openai
 import pytest
 
 from agents.citations import parse_citations
+from tests.support.log_lines import JsonLogLines
 from workflows.assistant import Assistant
 from workflows.pipeline_config import PipelineConfig
-from workflows.service import BackgroundServer, JsonLogFormatter, ServiceSettings, create_app
+from workflows.service import BackgroundServer, ServiceSettings, create_app
 
 KEYS = ("key-one-7f3a", "key-two-91bc")
 AUTH = {"Authorization": f"Bearer {KEYS[1]}"}
 PRICE_QUESTION = "XZ-3000 充电宝多少钱？"
 
 
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.setFormatter(JsonLogFormatter())
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
-
-
 @pytest.fixture(scope="module")
 def access_lines():
-    handler = _Lines()
+    handler = JsonLogLines()
     logger = logging.getLogger("citescope.access")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)

@@ -14,9 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.log_lines import JsonLogLines
 from workflows.assistant import Assistant
 from workflows.pipeline_config import PipelineConfig
-from workflows.service import BackgroundServer, JsonLogFormatter, ServiceSettings, create_app
+from workflows.service import BackgroundServer, ServiceSettings, create_app
 
 KEY_A, KEY_B = "key-tenant-a-51d2", "key-tenant-b-93e7"
 AS_A, AS_B = {"Authorization": f"Bearer {KEY_A}"}, {"Authorization": f"Bearer {KEY_B}"}
@@ -29,20 +30,10 @@ RAW_FORMS = ["13912345678", "139-1234-5678", "DD20260105123456", "20260105123456
              "6222021234567890128", "li.ming@example.com"]
 
 
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.setFormatter(JsonLogFormatter())
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
-
-
 @pytest.fixture(scope="module")
 def server_log():
     """Every log line the process writes while these tests run, formatted as `serve` writes them."""
-    handler, root = _Lines(), logging.getLogger()
+    handler, root = JsonLogLines(), logging.getLogger()
     level = root.level
     root.addHandler(handler)
     root.setLevel(logging.INFO)

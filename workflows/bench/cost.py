@@ -101,21 +101,9 @@ def measure_cpu(kb_dir: Path | str, repeats: int = 3, n_normal: int = 20) -> dic
 
 
 # ------------------------------------------------------------------------------------------ HTTP
-async def _ask(client: httpx.AsyncClient, question: str, session_id: str) -> dict:
-    started = time.perf_counter()
-    try:
-        response = await client.post("/v1/ask", json={"question": question, "session_id": session_id})
-    except httpx.HTTPError as exc:
-        return {"error": type(exc).__name__, "ms": (time.perf_counter() - started) * 1000}
-    elapsed = (time.perf_counter() - started) * 1000
-    if response.status_code != 200:
-        return {"error": str(response.status_code), "ms": elapsed}
-    body = response.json()
-    return {"ms": elapsed, "cached": "cached" in body["timings_ms"], "refusal_reason": body["refusal_reason"]}
-
-
 async def _normal_latencies(server, questions: list[str], long_in_flight: int) -> dict:
     """The questions one at a time, with long_in_flight clients asking long messages meanwhile."""
+    from workflows.bench.load import _ask
     from workflows.metrics import latency_summary
 
     stop = asyncio.Event()

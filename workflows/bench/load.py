@@ -111,7 +111,8 @@ async def _ask(client: httpx.AsyncClient, question: str, session_id: str) -> dic
     if response.status_code != 200:
         return {"error": str(response.status_code), "ms": elapsed}
     body = response.json()
-    return {"ms": elapsed, "cached": "cached" in body["timings_ms"], "refused": body["refused"]}
+    return {"ms": elapsed, "cached": "cached" in body["timings_ms"], "refused": body["refused"],
+            "refusal_reason": body["refusal_reason"]}
 
 
 async def _drive(server: _Server, questions: list[str], n_requests: int, concurrency: int, kb_dir: Path) -> dict:
