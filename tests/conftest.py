@@ -29,18 +29,22 @@ def datasets_dir() -> Path:
     return found
 
 
-@pytest.fixture(scope="session")
-def demo_kb(tmp_path_factory):
-    """The built-in demo KB, ingested once per run; tests must not modify it."""
+def ingested_kb(kb_dir: Path, paths: list[Path]):
+    """A new KB in kb_dir holding `paths`, warmed up, with its ingest summary (no issue allowed)."""
     from knowledge.ingest import Ingestor
     from knowledge.kb import KnowledgeBase
     from knowledge.settings import get_settings
 
-    kb_dir = tmp_path_factory.mktemp("demo-kb")
     kb = KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir), create=True)
-    summary = Ingestor(kb, show_progress=False).run([DEMO_DIR])
+    summary = Ingestor(kb, show_progress=False).run(paths)
     assert not summary.issues, summary.issues
-    kb.warm_up()
+    return kb.warm_up(), summary
+
+
+@pytest.fixture(scope="session")
+def demo_kb(tmp_path_factory):
+    """The built-in demo KB, ingested once per run; tests must not modify it."""
+    kb, _ = ingested_kb(tmp_path_factory.mktemp("demo-kb"), [DEMO_DIR])
     yield kb
     kb.close()
 

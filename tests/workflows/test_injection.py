@@ -16,7 +16,7 @@ import pytest
 from agents.citations import parse_citations
 from agents.inspector import Inspector
 from knowledge.loaders import load_path
-from tests.conftest import DEMO_DIR
+from tests.conftest import DEMO_DIR, ingested_kb
 from tests.support.replay_server import ReplayServer
 from tests.workflows.test_pipeline_llm import make_pipeline, prompt_text
 from tools.base import EvidenceHit
@@ -187,15 +187,7 @@ def corpus():
 @pytest.fixture(scope="module")
 def hostile_kb(tmp_path_factory):
     """The demo KB plus the injection corpus (the embedding cache makes the demo chunks free)."""
-    from knowledge.ingest import Ingestor
-    from knowledge.kb import KnowledgeBase
-    from knowledge.settings import get_settings
-
-    kb_dir = tmp_path_factory.mktemp("hostile-kb")
-    kb = KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir), create=True)
-    summary = Ingestor(kb, show_progress=False).run([DEMO_DIR, CORPUS])
-    assert not summary.issues, summary.issues
-    kb.warm_up()
+    kb, _ = ingested_kb(tmp_path_factory.mktemp("hostile-kb"), [DEMO_DIR, CORPUS])
     yield kb
     kb.close()
 

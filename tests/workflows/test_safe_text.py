@@ -22,7 +22,7 @@ from agents.citations import parse_citations
 from knowledge.chunking import chunk_document
 from knowledge.loaders import build_document, load_path
 from knowledge.markup import FORGED_CHAT_ELEMENTS
-from tests.conftest import DEMO_DIR
+from tests.conftest import DEMO_DIR, ingested_kb
 from tools.base import EvidenceHit
 from workflows.injection import screen_documents
 from workflows.result import Citation, QAResult
@@ -125,15 +125,7 @@ def test_the_corpus_is_hostile_markup_and_claims_in_every_form():
 @pytest.fixture(scope="module")
 def markup_kb(tmp_path_factory):
     """The demo KB plus the hostile corpus: this module's own KB, since demo_kb must stay clean."""
-    from knowledge.ingest import Ingestor
-    from knowledge.kb import KnowledgeBase
-    from knowledge.settings import get_settings
-
-    kb_dir = tmp_path_factory.mktemp("markup-kb")
-    kb = KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir), create=True)
-    summary = Ingestor(kb, show_progress=False).run([DEMO_DIR, CORPUS])
-    assert not summary.issues, summary.issues
-    kb.warm_up()
+    kb, summary = ingested_kb(tmp_path_factory.mktemp("markup-kb"), [DEMO_DIR, CORPUS])
     yield kb, summary
     kb.close()
 
