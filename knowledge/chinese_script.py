@@ -5,6 +5,10 @@ answer matching all see 退货运费), and the answer is given back in the scrip
 OpenCC's phrase tables do the conversion (头发 -> 頭髮, 乾隆 stays 乾隆), not a character map.
 A question counts as traditional when at least a tenth of its Chinese characters change: simplified
 questions with one traditional character typed by habit (如意險, 店舖) stay simplified.
+
+A knowledge base may be written in either script, or both: every text is matched in one form,
+`matching_form` (simplified), whatever script it is written in; what is stored, shown and cited
+stays as written.
 """
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ _TRADITIONAL = "s2tw"
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _CITATION = re.compile(r"(【[^】]*】)")  # chunk ids are the KB's own (…#商品简介-0): never converted
 _lock = threading.Lock()
+# Bumped when what a KB text is matched as changes: KBs ingested before re-read traditional documents.
+MATCHING_FORM = 1
 
 
 @lru_cache(maxsize=None)
@@ -32,6 +38,14 @@ def _converter(config: str) -> opencc.OpenCC:
 def to_simplified(text: str) -> str:
     """The text in simplified characters (simplified text comes back unchanged)."""
     return _converter("t2s").convert(text) if _CJK.search(text) else text
+
+
+@lru_cache(maxsize=1 << 15)  # a chunk is matched against every question: its form is computed once
+def matching_form(text: str) -> str:
+    """The form every KB text and question is tokenised, scored and compared in: simplified.
+    Only text written in traditional is converted: OpenCC's t2s also changes a few characters of
+    simplified text (the surname 沈 -> 沉, 舖, 於, 綝 in names), which must read as they did."""
+    return to_simplified(text) if written_in_traditional(text) else text
 
 
 def written_in_traditional(text: str) -> bool:
@@ -50,6 +64,13 @@ def written_in_traditional(text: str) -> bool:
 def in_traditional(answer: str) -> str:
     """The answer in traditional characters, its 【citation】 ids as they are."""
     convert = _converter(_TRADITIONAL).convert
+    return "".join(piece if _CITATION.fullmatch(piece) else convert(piece) for piece in _CITATION.split(answer))
+
+
+def in_simplified(answer: str) -> str:
+    """The answer in simplified characters, its 【citation】 ids as they are: a simplified question
+    answered from a traditional page reads the quote in its own script."""
+    convert = _converter("t2s").convert
     return "".join(piece if _CITATION.fullmatch(piece) else convert(piece) for piece in _CITATION.split(answer))
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from knowledge.catalog import DocumentVersion, IndexedChunk
+from knowledge.chinese_script import MATCHING_FORM, written_in_traditional
 from knowledge.chunking import CHUNK_FORMAT, chunk_document
 from knowledge.file_reading import MB
 from knowledge.kb import KnowledgeBase
@@ -79,6 +80,10 @@ class Ingestor:
         s = self.kb.settings
         raw = (f"{doc.content_hash()}|{lexicon.fingerprint()}|{self.kb.embedder.name}|{s.chunk_size}|"
                f"{s.chunk_overlap}|{CHUNK_FORMAT}")
+        if written_in_traditional(f"{doc.title}\n{doc.text}"):
+            # tokenised and embedded in simplified since matching form 1: older KBs re-read such a
+            # document once; a simplified one, whose tokens and vectors did not change, keeps its key
+            raw += f"|matching-form-{MATCHING_FORM}"
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
     def load(self, paths: list[Path]) -> tuple[list[Document], list[LoadIssue], Lexicon, dict[str, int]]:

@@ -1,7 +1,8 @@
 """The shop's vocabulary: aliases (surface form -> canonical), synonyms, and domain terms.
 
 Aliases are applied to what is indexed and to queries, never to the text a user sees, so a
-citation snippet still shows the source's own words.
+citation snippet still shows the source's own words. Both are read in their matching form
+(simplified, knowledge/chinese_script.py): a traditional shop's alias 蘋果手機 matches 苹果手机.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from functools import cached_property
 from pathlib import Path
 
 from pydantic import BaseModel, Field
+
+from knowledge.chinese_script import matching_form
 
 
 class Lexicon(BaseModel):
@@ -49,7 +52,7 @@ class Lexicon(BaseModel):
         if not self.aliases:
             return None
         parts = []
-        for alias in sorted(self.aliases, key=len, reverse=True):
+        for alias in sorted(self._alias_lookup, key=len, reverse=True):
             escaped = re.escape(alias)
             # ASCII aliases must not match inside longer ASCII words (AJ1 inside AJ11).
             if alias[:1].isascii() and alias[:1].isalnum():
@@ -61,10 +64,15 @@ class Lexicon(BaseModel):
 
     @cached_property
     def _alias_lookup(self) -> dict[str, str]:
-        return {alias.lower(): canonical for alias, canonical in self.aliases.items()}
+        """Alias (as written and in matching form, lower-cased) -> canonical name in matching form."""
+        lookup = {alias.lower(): matching_form(canonical) for alias, canonical in self.aliases.items()}
+        for alias, canonical in self.aliases.items():
+            lookup.setdefault(matching_form(alias).lower(), matching_form(canonical))
+        return lookup
 
     def canonicalize(self, text: str) -> str:
-        """Replace every alias with its canonical form (longest alias first)."""
+        """The text's matching form with every alias replaced by its canonical name (longest first)."""
+        text = matching_form(text)
         pattern = self._alias_pattern
         if pattern is None:
             return text

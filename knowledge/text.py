@@ -10,6 +10,7 @@ from functools import lru_cache
 
 import jieba
 
+from knowledge.chinese_script import matching_form
 from knowledge.lexicon import Lexicon
 
 # Full-width letters, digits, space and a few symbols become half-width; Chinese punctuation
@@ -155,14 +156,20 @@ def _tokenizer_for(lexicon: Lexicon | None) -> jieba.Tokenizer:
         if tokenizer is None:
             tokenizer = jieba.Tokenizer()
             tokenizer.initialize()
-            for term in (lexicon.all_terms() if lexicon else []):
+            terms = lexicon.all_terms() if lexicon else []
+            # a traditional shop's names also in matching form, only where it differs: jieba's
+            # add_word adds to its total every time, so a word added twice changes how all text is cut
+            terms += [form for form in map(matching_form, terms) if form not in terms]
+            for term in terms:
                 tokenizer.add_word(term.lower(), freq=200000)
             _tokenizers[key] = tokenizer
         return tokenizer
 
 
 def tokenize(text: str, lexicon: Lexicon | None = None) -> list[str]:
-    """Search tokens: alias-canonical, lower-cased, jieba cut_for_search, no stopwords."""
+    """Search tokens of the text's matching form (simplified, knowledge/chinese_script.py):
+    alias-canonical, lower-cased, jieba cut_for_search, no stopwords."""
+    text = matching_form(text)
     if lexicon is not None:
         text = lexicon.canonicalize(text)
     words = _tokenizer_for(lexicon).cut_for_search(text.lower())

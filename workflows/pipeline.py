@@ -28,7 +28,7 @@ from agents.planner import RetrievalPlanner
 from agents.toolkit import build_toolkit
 from agents.prompts import load_prompt
 from agents.question_cues import asking_clauses
-from knowledge.chinese_script import in_traditional, to_simplified, written_in_traditional
+from knowledge.chinese_script import in_simplified, in_traditional, to_simplified, written_in_traditional
 from knowledge.chinese_script import warm_up as warm_up_scripts
 from knowledge.chunking import SKU_OVERVIEW_SECTION
 from knowledge.crosslingual import document_query
@@ -222,6 +222,8 @@ class QAPipeline:
             result.answer = self.english_refusals.get(result.answer, result.answer)
         if written_in_traditional(typed):  # answered in the script it was asked in
             result.answer = in_traditional(result.answer)
+        elif written_in_traditional(result.answer):  # a traditional page quoted to a simplified question
+            result.answer = in_simplified(result.answer)
         # a refusal for want of time is no verdict on the question: not cached, not learned from
         result.degradation_reasons = degradations
         result.degraded = bool(degradations)

@@ -1,0 +1,38 @@
+"""A shop that writes in traditional characters (#43), answered end to end from questions in
+either script: found, answered with citations of the KB's own ids, in the customer's script."""
+from __future__ import annotations
+
+import pytest
+
+from knowledge.chinese_script import written_in_traditional
+from tests.conftest import ingested_kb
+from tests.support.traditional_shop import write_traditional_shop
+from workflows.pipeline import QAPipeline
+from workflows.pipeline_config import PipelineConfig
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    shop = write_traditional_shop(tmp_path_factory.mktemp("tw-shop"))
+    kb, _ = ingested_kb(tmp_path_factory.mktemp("tw-kb"), [shop])
+    yield QAPipeline(kb, PipelineConfig.load(kb.dir, environ={})).warm_up()
+    kb.close()
+
+
+@pytest.mark.parametrize("simplified, traditional, cited_doc, said", [
+    ("退货运费由谁负担？", "退貨運費由誰負擔？", "tw-faq-1", "80"),
+    ("K2电热水壶容量多大？", "K2電熱水壺容量多大？", "tw-prod-kettle", "1.2"),
+])
+def test_a_traditional_kb_answers_questions_in_either_script(pipeline, simplified, traditional, cited_doc, said):
+    plain, typed = pipeline.run(simplified), pipeline.run(traditional)
+    for result in (plain, typed):
+        assert not result.refused and result.inspection.passed, (result.refusal_reason, result.answer)
+        assert said in result.answer
+        assert result.citations and all(c.id.startswith(cited_doc) for c in result.citations), result.citations
+        assert all(f"【{c.id}】" in result.answer for c in result.citations)  # the ids as the KB has them
+    assert plain.evidence_ids == typed.evidence_ids
+    assert written_in_traditional(typed.answer) and not written_in_traditional(plain.answer)
+
+
+def test_a_question_the_traditional_kb_cannot_answer_is_refused(pipeline):
+    assert pipeline.run("你们有实体店吗？").refused and pipeline.run("你們有實體店嗎？").refused
