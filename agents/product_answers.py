@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from agents.citations import after_heading, quotable, split_sentences, strip_citations
 from agents.question_cues import CLAUSE_END, PRICE_ASKED, VARIANTS_QUESTION
+from knowledge.chinese_script import matching_form
 from knowledge.chunking import SKU_OVERVIEW_SECTION, row_cells
 from knowledge.text import CJK_CHAR, has_term
 from tools.base import EvidenceHit
@@ -198,7 +199,7 @@ class ProductAnswers:
         if not asked:
             return False
         named = {w for hit in evidence if hit.product_id for w in self._tokens(self._canonical(hit.title).lower())}
-        named |= {v.lower() for hit in evidence if hit.section in ("SKU", SKU_OVERVIEW_SECTION)
+        named |= {matching_form(v).lower() for hit in evidence if hit.section in ("SKU", SKU_OVERVIEW_SECTION)
                   for v in _variant_values(sku_fields(hit.text) or {})}
         return any(not any(w in n or 2 * len(set(w) & set(n)) >= len(w) for n in named) for w in asked)
 
@@ -208,7 +209,7 @@ class ProductAnswers:
         values = _variant_values(fields)
         numbers = {n for n, _ in question.facts.numbers}
         leading = (re.match(r"\d+(?:\.\d+)?", v) for v in values)
-        return (any(v.lower() in question.text for v in values)
+        return (any(matching_form(v).lower() in question.text for v in values)
                 or any(m is not None and f"{float(m.group(0)):g}" in numbers for m in leading))
 
 
@@ -277,5 +278,6 @@ def _named_values(text: str, values: set[str]) -> set[str]:
     """The values the question names, written with or without spaces (iPhone15 Pro Max), the most
     specific only: iPhone 15 Pro Max, not also iPhone 15 that it contains."""
     compact_text = _compact(text)
-    found = {v: _compact(v) for v in values if v and _compact(v) in compact_text}
+    # a traditional shop's values (藍色) are named in the question's matching form (蓝色)
+    found = {v: _compact(matching_form(v)) for v in values if v and _compact(matching_form(v)) in compact_text}
     return {v for v, key in found.items() if not any(v != other and key in other_key for other, other_key in found.items())}

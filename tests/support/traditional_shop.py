@@ -1,4 +1,4 @@
-"""A tiny shop written in traditional characters (#43): three FAQ entries and one product page."""
+"""A tiny shop written in traditional characters (#43): three FAQ entries, one product page and its SKUs."""
 from __future__ import annotations
 
 import json
@@ -25,10 +25,16 @@ authority: official
 整機保固兩年，加熱盤保固三年。
 """
 
+SKUS = """product_id,sku,name,brand,category,colour,size,price,stock,updated_at
+tw-kettle-k2,K2-BLK,溫控電熱水壺 K2,茗器,廚房家電,霧面黑,1.2L,1680.00,6,2026-05-01
+tw-kettle-k2,K2-WHT,溫控電熱水壺 K2,茗器,廚房家電,珍珠白,1.2L,1580.00,0,2026-05-01
+"""
+
 
 def write_traditional_shop(folder: Path) -> Path:
     """The shop's files in `folder` (created), which is returned for ingesting."""
     (folder / "products").mkdir(parents=True, exist_ok=True)
     (folder / "faq.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in FAQ), encoding="utf-8")
     (folder / "products" / "tw-kettle-k2.md").write_text(PRODUCT, encoding="utf-8")
+    (folder / "skus.csv").write_text(SKUS, encoding="utf-8")
     return folder

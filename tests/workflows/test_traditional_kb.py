@@ -34,5 +34,12 @@ def test_a_traditional_kb_answers_questions_in_either_script(pipeline, simplifie
     assert written_in_traditional(typed.answer) and not written_in_traditional(plain.answer)
 
 
+@pytest.mark.parametrize("question", ["K2电热水壶雾面黑多少钱？", "K2電熱水壺霧面黑多少錢？"])
+def test_a_colour_named_in_either_script_finds_its_traditional_sku_row(pipeline, question):
+    result = pipeline.run(question)
+    assert not result.refused and "1680" in result.answer and "1580" not in result.answer, result.answer
+    assert any("K2-BLK" in c.id for c in result.citations), result.citations
+
+
 def test_a_question_the_traditional_kb_cannot_answer_is_refused(pipeline):
     assert pipeline.run("你们有实体店吗？").refused and pipeline.run("你們有實體店嗎？").refused
