@@ -26,6 +26,7 @@ from knowledge.filters import SearchFilters
 from knowledge.ingest import Ingestor, embedding_text
 from knowledge.kb import Hit, KnowledgeBase, metadata_columns
 from knowledge.lexicon import Lexicon
+from knowledge.chinese_script import MATCHING_FORM
 from knowledge.chunking import CHUNK_FORMAT
 from knowledge.loaders import LOADER_VERSION, load_path
 from knowledge.settings import Settings, get_settings
@@ -146,7 +147,9 @@ def _kb_key(corpus_paths: Sequence[Path], settings: Settings, max_docs: int | No
         stat = path.stat()
         stamp.append([str(path.resolve()), stat.st_size, int(stat.st_mtime)])
     raw = json.dumps([stamp, settings.embedder, settings.chunk_size, settings.chunk_overlap, max_docs, LOADER_VERSION,
-                      CHUNK_FORMAT, *([doc_type] if doc_type else [])])  # untyped KBs keep their earlier keys
+                      CHUNK_FORMAT, *([doc_type] if doc_type else []),  # untyped KBs keep their earlier keys
+                      # a cached KB is never re-ingested: one holding traditional text is rebuilt to match it
+                      f"matching-form-{MATCHING_FORM}"])
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:10]
 
 
