@@ -38,6 +38,7 @@ import jieba
 import jieba.posseg
 from pydantic import BaseModel
 
+from knowledge.chinese_script import matching_form
 from knowledge.crosslingual import worded_for
 from knowledge.filters import as_of_day, parse_day
 from knowledge.lexicon import Lexicon
@@ -1081,12 +1082,14 @@ def _off_topic(passages: list[_Passage], question: _Question) -> set[str]:
     whose text never mentions a named title (蓝纹高身雀鲷, 鄂温人) gives another thing's value."""
     asked = question.raw.lower()  # titles are compared as written (normalised), not canonicalised
     # FAQ titles are customers' questions (退款多久能到账？), not names of things
-    pages = [(_title_stem(p.hit.title).lower(), p.hit) for p in passages if not p.hit.product_id and not is_faq(p.hit)]
+    # titles and text in matching form: a traditional page's title names what a question asks
+    pages = [(_title_stem(matching_form(p.hit.title)).lower(), p.hit) for p in passages
+             if not p.hit.product_id and not is_faq(p.hit)]
     named = {stem for stem, _ in pages if len(stem) >= 2 and stem in asked}
     if not named:
         return set()
     return {hit.chunk_id for stem, hit in pages if stem not in named
-            and not any(name in normalize(hit.text).lower() for name in named)}
+            and not any(name in matching_form(normalize(hit.text)).lower() for name in named)}
 
 
 def _unique(evidence: list[EvidenceHit]) -> list[EvidenceHit]:

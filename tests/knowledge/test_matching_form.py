@@ -74,3 +74,10 @@ def test_a_simplified_lexicon_adds_each_word_to_the_tokenizer_once():
     plain.initialize()
     words = {w.lower() for w in lexicon.all_terms()} | {"温控壶"}
     assert _tokenizer_for(lexicon).total == plain.total + 200000 * len(words)
+
+
+def test_a_simplified_pattern_finds_a_traditional_page_by_mentions(traditional_kb):
+    import re
+
+    assert traditional_kb.mentions(re.compile("电热水壶\\s?K2"), "K2")
+    assert not traditional_kb.mentions(re.compile("电热水壶\\s?K3"), "K3")
