@@ -43,3 +43,19 @@ def test_a_colour_named_in_either_script_finds_its_traditional_sku_row(pipeline,
 
 def test_a_question_the_traditional_kb_cannot_answer_is_refused(pipeline):
     assert pipeline.run("你们有实体店吗？").refused and pipeline.run("你們有實體店嗎？").refused
+
+
+def test_the_traditional_demo_shop_loads_cleanly_and_its_questions_name_its_documents(tmp_path):
+    import json
+    from pathlib import Path
+
+    shop = Path(__file__).resolve().parents[2] / "knowledge" / "demo_tw"
+    kb, summary = ingested_kb(tmp_path / "kb", [shop])  # no load issue allowed
+    try:
+        doc_ids = {chunk.doc_id for chunk in kb.all_chunks()}
+        questions = [json.loads(line) for line in (shop / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert questions and all(set(q["gold_doc_ids"]) <= doc_ids for q in questions)
+        assert all(written_in_traditional(q["question"]) for q in questions)
+        assert all(written_in_traditional(chunk.text) for chunk in kb.all_chunks() if not chunk.doc_id.startswith("sku-"))
+    finally:
+        kb.close()
