@@ -59,3 +59,30 @@ def test_the_traditional_demo_shop_loads_cleanly_and_its_questions_name_its_docu
         assert all(written_in_traditional(chunk.text) for chunk in kb.all_chunks() if not chunk.doc_id.startswith("sku-"))
     finally:
         kb.close()
+
+
+@pytest.fixture(scope="module")
+def mixed_pipeline(tmp_path_factory):
+    """The traditional shop beside a page written in simplified characters: one KB, two scripts."""
+    import json
+
+    shop = write_traditional_shop(tmp_path_factory.mktemp("mixed-shop"))
+    (shop / "faq_simplified.jsonl").write_text(json.dumps(
+        {"doc_id": "cn-faq-1", "title": "支持哪些付款方式？", "doc_type": "faq", "authority": "official",
+         "text": "支持支付宝、微信支付和银行卡付款，暂不支持货到付款。"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    kb, _ = ingested_kb(tmp_path_factory.mktemp("mixed-kb"), [shop])
+    yield QAPipeline(kb, PipelineConfig.load(kb.dir, environ={})).warm_up()
+    kb.close()
+
+
+@pytest.mark.parametrize("question, cited_doc, said", [
+    ("退货运费由谁负担？", "tw-faq-1", "80"),       # simplified question, traditional page
+    ("退貨運費由誰負擔？", "tw-faq-1", "80"),       # traditional question, traditional page
+    ("支持哪些付款方式？", "cn-faq-1", "微信"),     # simplified question, simplified page
+    ("可以貨到付款嗎？", "cn-faq-1", "貨到付款"),   # traditional question, simplified page
+])
+def test_a_kb_mixing_both_scripts_answers_each_page_in_the_question_s_script(mixed_pipeline, question, cited_doc, said):
+    result = mixed_pipeline.run(question)
+    assert not result.refused and result.inspection.passed, (result.refusal_reason, result.answer)
+    assert said in result.answer and all(c.id.startswith(cited_doc) for c in result.citations), result.answer
+    assert written_in_traditional(result.answer) == written_in_traditional(question)
