@@ -159,7 +159,8 @@ def _tokenizer_for(lexicon: Lexicon | None) -> jieba.Tokenizer:
             terms = lexicon.all_terms() if lexicon else []
             # a traditional shop's names also in matching form, only where it differs: jieba's
             # add_word adds to its total every time, so a word added twice changes how all text is cut
-            terms += [form for form in map(matching_form, terms) if form not in terms]
+            known = set(terms)
+            terms += [form for form in dict.fromkeys(map(matching_form, terms)) if form not in known]
             for term in terms:
                 tokenizer.add_word(term.lower(), freq=200000)
             _tokenizers[key] = tokenizer
