@@ -265,20 +265,22 @@ class QAPipeline:
         overview = self._openings(pool, features) if features.asks_overview else []
         pinned += overview
         # a compound question's parts are queries too: a chunk is as relevant as to the part it answers
-        queries = [template_values(features, part=part, bridged=False)["query"] for part in [None, *features.parts]]
-        # the question is also scored as the documents word it (an English question as a Chinese shop's
-        # evidence does, 洗澡 as 淋浴: knowledge/crosslingual.py), and a chat message by what it asks without
-        # what the shopper adds about themselves (… 平时不在家); the best of the readings counts
-        worded = document_query(features.question)
-        asking = asking_clauses(features.question)
-        alternates = [a for a in (worded, asking, asking and document_query(asking)) if a]
+        parts = [None, *features.parts]
         if long:
             # A message cut to what it asks (retrieval_question.py) is scored as the one text the search
             # read, so its query embedding, most of what a long message costs, comes from the embedder's
             # cache: that text already carries the documents' words (with_document_words), and the
             # cut kept the asking sentences, so the other readings would say the same again (~0.3 s of CPU each).
-            queries = [template_values(features, part=part)["query"] for part in [None, *features.parts]]
+            queries = [template_values(features, part=part)["query"] for part in parts]
             alternates = []
+        else:
+            queries = [template_values(features, part=part, bridged=False)["query"] for part in parts]
+            # the question is also scored as the documents word it (an English question as a Chinese shop's
+            # evidence does, 洗澡 as 淋浴: knowledge/crosslingual.py), and a chat message by what it asks without
+            # what the shopper adds about themselves (… 平时不在家); the best of the readings counts
+            worded = document_query(features.question)
+            asking = asking_clauses(features.question)
+            alternates = [a for a in (worded, asking, asking and document_query(asking)) if a]
         compared = [p.product_id for p in features.products] if len(features.products) > 1 else []
         # On a worker thread, as the skills run: its query embeddings release the GIL, so the loop goes
         # on with other questions' stages meanwhile (a service computes several on one loop).
