@@ -11,6 +11,7 @@ label (`[手机号]`) instead.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -148,10 +149,15 @@ def redact_personal(text: str) -> str:
 
 def redact_personal_in(value: Any) -> Any:
     """`value` with personal data redacted from every string in it (dict keys included)."""
+    return map_strings(value, redact_personal)
+
+
+def map_strings(value: Any, function: Callable[[str], str]) -> Any:
+    """`value` with `function` applied to every string in it, dict keys included (tuples become lists)."""
     if isinstance(value, str):
-        return redact_personal(value)
+        return function(value)
     if isinstance(value, dict):
-        return {redact_personal_in(k): redact_personal_in(v) for k, v in value.items()}
+        return {map_strings(k, function): map_strings(v, function) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [redact_personal_in(v) for v in value]
+        return [map_strings(v, function) for v in value]
     return value

@@ -29,7 +29,7 @@ from knowledge.kb import KnowledgeBase
 from tools.base import EvidenceHit
 from workflows.experience import ExperienceStore
 from workflows.result import Citation, QAResult
-from workflows.personal_data import redact_personal
+from workflows.personal_data import map_strings, redact_personal
 from workflows.sqlite_store import add_missing_column, columns_of, open_sqlite
 from workflows.tenants import DEFAULT_TENANT
 
@@ -53,13 +53,7 @@ def _migrate(conn) -> None:
 
 def redacted(value: Any) -> Any:
     """The value with every string redacted of keys and personal data (dict keys included)."""
-    if isinstance(value, str):
-        return redact_personal(redact(value))
-    if isinstance(value, dict):
-        return {redacted(k): redacted(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redacted(v) for v in value]
-    return value
+    return map_strings(value, lambda text: redact_personal(redact(text)))
 
 
 def build_trace(result: QAResult, kb: KnowledgeBase | None = None) -> dict:
