@@ -66,15 +66,18 @@ def readyz(url: str) -> httpx.Response:
     return httpx.get(f"{url}/readyz", timeout=WAIT_S)
 
 
+def ask(url: str, question: str) -> httpx.Response:
+    return httpx.post(f"{url}/v1/ask", json={"question": question}, timeout=WAIT_S)
+
+
 def test_a_full_queue_gets_503_and_readyz_reports_saturation(served):
     app, server = served
     url = server.url
-    ask = lambda question: httpx.post(f"{url}/v1/ask", json={"question": question}, timeout=WAIT_S)  # noqa: E731
     with ThreadPoolExecutor(3) as pool:
         with assistant_thread_busy(app):
-            computing = [pool.submit(ask, q) for q in ("XZ-3000 充电宝多少钱？", "AJ1 Retro 的鞋面是真皮吗？")]
+            computing = [pool.submit(ask, url, q) for q in ("XZ-3000 充电宝多少钱？", "AJ1 Retro 的鞋面是真皮吗？")]
             wait_until(lambda: readyz(url).json()["running"] == 2)
-            waiting = pool.submit(ask, "暖岩摇粒绒夹克可以机洗吗？")
+            waiting = pool.submit(ask, url, "暖岩摇粒绒夹克可以机洗吗？")
             wait_until(lambda: readyz(url).json()["queued"] == 1)
 
             ready = readyz(url)
@@ -83,7 +86,7 @@ def test_a_full_queue_gets_503_and_readyz_reports_saturation(served):
                                     "max_running": 2, "max_queued": 1, "long_questions": IDLE_LANE}
             assert httpx.get(f"{url}/healthz", timeout=WAIT_S).status_code == 200  # liveness only
 
-            turned_away = ask("AJ1 多少钱？")
+            turned_away = ask(url, "AJ1 多少钱？")
             assert turned_away.status_code == 503 and turned_away.headers["retry-after"] == "3"
             assert turned_away.json()["error"]["type"] == "service_unavailable"
             chat = {"messages": [{"role": "user", "content": "AJ1 多少钱？"}]}
@@ -104,14 +107,13 @@ def test_a_full_queue_gets_503_and_readyz_reports_saturation(served):
 def test_long_messages_wait_in_their_own_lane_and_a_usual_question_is_computed(served):
     app, server = served
     url = server.url
-    ask = lambda question: httpx.post(f"{url}/v1/ask", json={"question": question}, timeout=WAIT_S)  # noqa: E731
     with ThreadPoolExecutor(3) as pool:
         with assistant_thread_busy(app):
-            first_long = pool.submit(ask, long_question(20))
+            first_long = pool.submit(ask, url, long_question(20))
             wait_until(lambda: readyz(url).json()["long_questions"]["running"] == 1)
-            second_long = pool.submit(ask, long_question(21))
+            second_long = pool.submit(ask, url, long_question(21))
             wait_until(lambda: readyz(url).json()["long_questions"]["queued"] == 1)
-            usual = pool.submit(ask, "XZ-3000 充电宝多少钱？")
+            usual = pool.submit(ask, url, "XZ-3000 充电宝多少钱？")
             wait_until(lambda: readyz(url).json()["running"] == 2)  # a slot of its own, not behind the long ones
             load = readyz(url).json()
             assert load["queued"] == 0 and load["long_questions"]["running"] == 1
