@@ -23,6 +23,6 @@ test: install
 # 2-core machine once the embedding cache holds the corpora (see docs/quality.md);
 # EVAL_ARGS=--resume continues an interrupted run.
 eval: install
-	$(BIN)/python -m workflows.quality_report $(EVAL_ARGS)
+	$(BIN)/python -m citescope.workflows.evaluation.quality_report $(EVAL_ARGS)
 
 .PHONY: install demo test eval

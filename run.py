@@ -1,5 +1,5 @@
 """citescope command line: python run.py --help"""
-from workflows.cli import main
+from citescope.workflows.cli import main
 
 if __name__ == "__main__":
     main()

@@ -3,7 +3,7 @@
 Two implementations share one call shape, `run(question, evidence, conflicts, feedback)`:
 ExtractiveAnswerer (agents/extractive.py, offline default, synchronous) and LLMAnswerer (a chat
 model filling prompts/answerer.md, or answerer_retry.md with the findings; asynchronous, every
-request budgeted, timed out and retried through workflows.budget). `generate` calls either.
+request budgeted, timed out and retried through agents.budget). `generate` calls either.
 """
 from __future__ import annotations
 
@@ -15,17 +15,17 @@ from agentscope.formatter import FormatterBase
 from agentscope.message import Msg
 from agentscope.model import ChatModelBase
 
-from agents.citations import part_not_found
-from agents.extractive import ExtractiveAnswerer
-from agents.inspector import InspectionReport
-from agents.prompts import load_prompt
-from tools.base import EvidenceHit
-from workflows.budget import BudgetTracker, ModelFailure, RetryPolicy, budgeted_model_call
-from workflows.evidence import EvidencePool, render_conflicts
+from citescope.agents.citations import part_not_found
+from citescope.agents.extractive import ExtractiveAnswerer
+from citescope.agents.inspector import InspectionReport
+from citescope.agents.prompts import load_prompt
+from citescope.tools.base import EvidenceHit
+from citescope.agents.budget import BudgetTracker, ModelFailure, RetryPolicy, budgeted_model_call
+from citescope.agents.evidence import EvidencePool, render_conflicts
 
 if TYPE_CHECKING:
-    from tools.products import SizeAdvice
-    from workflows.conflicts import Conflict
+    from citescope.tools.products import SizeAdvice
+    from citescope.agents.conflicts import Conflict
 
 __all__ = ["Answerer", "ExtractiveAnswerer", "LLMAnswerer", "generate"]
 

@@ -12,8 +12,9 @@ from functools import lru_cache
 
 from pydantic import BaseModel
 
-from agents.prompts import load_prompt
-from knowledge.text import SNIPPET_CUT, normalize, tokenize
+from citescope.agents.prompts import load_prompt
+from citescope.knowledge.source_ids import looks_like_id
+from citescope.knowledge.text import SNIPPET_CUT, normalize, tokenize
 
 # Any bracket pair, half or full width; 【id]-style mismatches are tolerated.
 _BRACKET = re.compile(r"[【\[［〔]([^【】\[\]［］〔〕\n]{1,300})[】\]］〕]")
@@ -23,8 +24,6 @@ _LABEL = re.compile(
     r"^\s*(?:来源|出处|引用|参考|证据|source|ref|citation)s?\s*(?:id|ID|编号|号)?\s*[:：]?\s*", re.IGNORECASE
 )
 _SEPARATOR = re.compile(r"(\s*[,，;；、]\s*|\s+)")
-_NOT_IN_ID = re.compile(r"[\s【】\[\]［］\"'`\\|<>{}]")
-_ASCII_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.~\-]*[A-Za-z0-9]$")
 _CANONICAL = re.compile(r"【([^【】\n]+)】")
 _CANONICAL_RUN_GAP = re.compile(r"(?<=】)[^\S\n]+(?=【)")
 
@@ -54,19 +53,6 @@ class AnswerSentence(BaseModel):
     text: str  # the claim, citation markers removed
     cited_ids: list[str]
     is_factual: bool
-
-
-def looks_like_id(token: str, strict: bool = False) -> bool:
-    """Does a bracketed token look like a chunk or doc id? `strict` (square brackets, which prose
-    also uses) additionally needs a digit or '#', so `[USB-C]` stays prose."""
-    if not token or _NOT_IN_ID.search(token):
-        return False
-    if "#" in token:
-        doc, _, section = token.partition("#")
-        return bool(doc) and bool(section) and "#" not in section
-    if not _ASCII_ID.match(token) or not re.search(r"[A-Za-z]", token) or not re.search(r"[-_]", token):
-        return False
-    return not strict or bool(_DIGIT.search(token))
 
 
 def _ids_in(content: str, strict: bool, known_ids: Collection[str] | None) -> list[str]:

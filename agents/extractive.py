@@ -15,30 +15,30 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agents.citations import TRAILING_MARKS, after_heading, part_not_found, quotable, split_sentences, strip_citations
-from agents.inspector import Facts, InspectionReport, Inspector, facts_of
-from agents.inspector import asked_units as asked_units_of  # _profile's local is called asked_units
-from agents.product_answers import ProductAnswers, sku_fields, sku_sentence
-from agents.prompts import load_prompt
-from agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DESCRIPTION_QUESTION, ENGLISH_COUNTED,
+from citescope.agents.citations import TRAILING_MARKS, after_heading, part_not_found, quotable, split_sentences, strip_citations
+from citescope.agents.inspector import Facts, InspectionReport, Inspector, facts_of
+from citescope.agents.inspector import asked_units as asked_units_of  # _profile's local is called asked_units
+from citescope.agents.product_answers import ProductAnswers, sku_fields, sku_sentence
+from citescope.agents.prompts import load_prompt
+from citescope.agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DESCRIPTION_QUESTION, ENGLISH_COUNTED,
                                   ERA_WORDS, IDENTITY_QUESTION,
                                   NUMERIC_QUESTION, PRIZE_STATED, QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
                                   WHO_QUESTION, asked_focus, compound_parts, editions, gendered_events, names_a_sibling,
                                   names_someone, other_edition, other_gender_event, states_amount)
-from knowledge.chinese_script import to_simplified
-from knowledge.chunking import PIECE_ID, SKU_OVERVIEW_SECTION, TABLE_ROW_ID, row_cells
-from knowledge.crosslingual import everyday_words, worded_for
-from knowledge.filters import day_number
-from knowledge.lexicon import Lexicon
-from knowledge.schema import in_users_voice
-from knowledge.text import (ASKED_YEAR, CJK_CHAR, YEAR, bigram_dice, has_term, is_english, is_faq, model_numbers, normalize,
+from citescope.knowledge.chinese_script import to_simplified
+from citescope.knowledge.chunking import PIECE_ID, SKU_OVERVIEW_SECTION, TABLE_ROW_ID, row_cells
+from citescope.knowledge.crosslingual import everyday_words, worded_for
+from citescope.knowledge.filters import day_number
+from citescope.knowledge.lexicon import Lexicon
+from citescope.knowledge.schema import in_users_voice
+from citescope.knowledge.text import (ASKED_YEAR, CJK_CHAR, YEAR, bigram_dice, has_term, is_english, is_faq, model_numbers, normalize,
                             series_names, tokenize, unglued)
-from tools.base import EvidenceHit
-from workflows.evidence import RERANK_LEG
+from citescope.tools.base import EvidenceHit
+from citescope.agents.evidence import RERANK_LEG
 
 if TYPE_CHECKING:
-    from tools.products import SizeAdvice
-    from workflows.conflicts import Conflict, ConflictValue
+    from citescope.tools.products import SizeAdvice
+    from citescope.agents.conflicts import Conflict, ConflictValue
 
 # A year a value is compared with (比2021年下降0.75个千分点, 超过2022清明档): the sentence's value is
 # another year's.
@@ -873,7 +873,7 @@ def _statement(value: "ConflictValue", hit: EvidenceHit) -> str:
     """The sentence that carries a conflicting value: as the evidence writes it when that is the
     detector's whole sentence and the value reads the same there (在队两年多, not the canonical
     在队2年多), else the detector's; failing both, the value itself."""
-    from workflows.conflicts import canonical_text  # agents must not import workflows at load time
+    from citescope.agents.conflicts import canonical_text  # agents must not import workflows at load time
 
     sentence = quotable(value.sentence or "")
     wanted = _compact(sentence)

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from agents.citations import AnswerSentence, split_sentences
-from knowledge.lexicon import Lexicon
-from knowledge.text import MODEL_NUMBER, model_numbers, normalize, tokenize, unit_alternatives
-from tools.base import EvidenceHit
+from citescope.agents.citations import AnswerSentence, split_sentences
+from citescope.knowledge.lexicon import Lexicon
+from citescope.knowledge.text import MODEL_NUMBER, model_numbers, normalize, tokenize, unit_alternatives
+from citescope.tools.base import EvidenceHit
 
 if TYPE_CHECKING:
-    from workflows.conflicts import Conflict
+    from citescope.agents.conflicts import Conflict
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +173,7 @@ def cited_doc_ids(ids: Iterable[str], evidence: Sequence[EvidenceHit]) -> list[s
 
 def make_prompt_judge(complete: Callable[[str], str]) -> Callable[[str, str], dict]:
     """A judge from any text-completion callable: fills prompts/inspector_judge.md, parses JSON."""
-    from agents.prompts import load_prompt
+    from citescope.agents.prompts import load_prompt
 
     def judge(answer: str, evidence_text: str) -> dict:
         return parse_judge_reply(complete(load_prompt("inspector_judge", answer=answer, evidence=evidence_text)))
@@ -275,7 +275,7 @@ class Inspector:
         available_numbers = support_facts.numbers | given.numbers
         if any(not _number_supported(n, available_numbers) for n in claim_facts.numbers):
             # 两年 supports 2年 (a conflict disclosure quotes canonical values); read only when needed
-            from workflows.conflicts import canonical_text
+            from citescope.agents.conflicts import canonical_text
 
             available_numbers |= facts_of(canonical_text(support)).numbers
         missing = [number_text(n) for n in sorted(claim_facts.numbers, key=str)
@@ -337,7 +337,7 @@ class Inspector:
 
     # -- optional model judge ---------------------------------------------------------------
     def _ask_judge(self, answer: str, evidence: Sequence[EvidenceHit]) -> dict:
-        from workflows.evidence import EvidencePool
+        from citescope.agents.evidence import EvidencePool
 
         try:
             verdict = self.judge(answer, EvidencePool.render(list(evidence)))

@@ -28,16 +28,16 @@ from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.tool import Toolkit, ToolResponse
 from pydantic import BaseModel, Field
 
-from agents.policy_planner_model import DONE_TEXT, PolicyPlannerModel
-from agents.prompts import load_prompt
-from agents.toolkit import build_toolkit, tool_function
-from knowledge.filters import SearchFilters
-from tools.base import SkillContext, SkillResult
-from tools.registry import SkillRegistry
-from workflows.arms import PlannedCall
-from workflows.budget import BudgetTracker, ModelFailure, RetryPolicy, budgeted_model_call
-from workflows.evidence import EvidencePool
-from workflows.policy import PolicyDecision
+from citescope.agents.policy_planner_model import DONE_TEXT, PolicyPlannerModel
+from citescope.agents.prompts import load_prompt
+from citescope.agents.toolkit import build_toolkit, tool_function
+from citescope.knowledge.filters import SearchFilters
+from citescope.tools.base import SkillContext, SkillResult
+from citescope.tools.registry import SkillRegistry
+from citescope.agents.arms import PlannedCall
+from citescope.agents.budget import BudgetTracker, ModelFailure, RetryPolicy, budgeted_model_call
+from citescope.agents.evidence import EvidencePool
+from citescope.agents.policy import PolicyDecision
 
 log = logging.getLogger(__name__)
 

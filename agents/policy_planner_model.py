@@ -15,7 +15,7 @@ from typing import Any
 from agentscope.message import TextBlock, ToolUseBlock
 from agentscope.model import ChatModelBase, ChatResponse
 
-from workflows.arms import PlannedCall
+from citescope.agents.arms import PlannedCall
 
 DONE_TEXT = "检索完成"
 

@@ -10,17 +10,17 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from agents.citations import after_heading, quotable, split_sentences, strip_citations
-from agents.question_cues import CLAUSE_END, PRICE_ASKED, VARIANTS_QUESTION
-from knowledge.chinese_script import matching_form
-from knowledge.chunking import SKU_OVERVIEW_SECTION, row_cells
-from knowledge.text import CJK_CHAR, has_term
-from tools.base import EvidenceHit
-from workflows.query_analysis import parse_sizes
+from citescope.agents.citations import after_heading, quotable, split_sentences, strip_citations
+from citescope.agents.question_cues import CLAUSE_END, PRICE_ASKED, VARIANTS_QUESTION
+from citescope.knowledge.chinese_script import matching_form
+from citescope.knowledge.chunking import SKU_OVERVIEW_SECTION, row_cells
+from citescope.knowledge.text import CJK_CHAR, has_term
+from citescope.tools.base import EvidenceHit
+from citescope.agents.query_analysis import parse_sizes
 
 if TYPE_CHECKING:
-    from agents.inspector import Facts
-    from tools.products import SizeAdvice
+    from citescope.agents.inspector import Facts
+    from citescope.tools.products import SizeAdvice
 
 
 MAX_OPENING_CHARS = 220  # an opening sentence longer than this is not one sentence (a list, a table)

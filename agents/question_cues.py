@@ -10,7 +10,7 @@ from functools import lru_cache
 import jieba
 import jieba.posseg
 
-from knowledge.text import CJK_CHAR, CJK_RUN, MODEL_NUMBER, chinese_int
+from citescope.knowledge.text import CJK_CHAR, CJK_RUN, MODEL_NUMBER, chinese_int
 
 # 多少钱, and how shoppers type it in a chat window (啥价, 多钱, 多少米, 咋卖)
 PRICE_ASKED = r"多少钱|价格|售价|价钱|卖多少|几块|啥价|什么价|多钱|多少米|几个米|价位|[咋怎]么卖"

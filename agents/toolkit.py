@@ -14,9 +14,9 @@ from typing import Any, Callable
 from agentscope.message import TextBlock
 from agentscope.tool import Toolkit, ToolResponse
 
-from tools.base import SkillContext, SkillResult
-from tools.registry import Skill, SkillRegistry
-from workflows.evidence import cleaned_hit
+from citescope.tools.base import SkillContext, SkillResult
+from citescope.tools.registry import Skill, SkillRegistry
+from citescope.agents.evidence import cleaned_hit
 
 OnResult = Callable[[str, dict, SkillResult], None]
 

@@ -11,8 +11,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from knowledge.flat_tables import flat_table_sections
-from knowledge.schema import Chunk, Document, Section, SkuRow, size_key
+from citescope.knowledge.flat_tables import flat_table_sections
+from citescope.knowledge.schema import Chunk, Document, Section, SkuRow, size_key
 
 # Boundary strength: lower is a better place to end a chunk. Each separator keeps the
 # whitespace after it, so a piece always ends with the separator that closes it.

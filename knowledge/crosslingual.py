@@ -22,7 +22,7 @@ from pathlib import Path
 
 import jieba
 
-from knowledge.text import CJK_CHAR
+from citescope.knowledge.text import CJK_CHAR
 
 GLOSSARY_PATH = Path(__file__).with_name("glossary_en.json")
 EVERYDAY_PATH = Path(__file__).with_name("glossary_zh.json")

@@ -12,7 +12,7 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
-from knowledge.schema import LoadIssue
+from citescope.knowledge.schema import LoadIssue
 
 FALLBACK_ENCODING = "gb18030"
 MB = 1024 * 1024

@@ -12,7 +12,7 @@ from datetime import date, datetime
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from knowledge.schema import DocType
+from citescope.knowledge.schema import DocType
 
 _SAFE_VALUE = re.compile(r"^[\w\u4e00-\u9fff .\-+#&()（）·/]{1,100}$")
 

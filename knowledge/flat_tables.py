@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from knowledge.schema import Section
+from citescope.knowledge.schema import Section
 
 _VALUE = re.compile(r"[-+]?\d+(?:\.\d+)?%?")
 _WORD = re.compile(r"[\u4e00-\u9fffA-Za-z]")  # a caption says something (各专业录取分数线), not "/"

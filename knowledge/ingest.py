@@ -15,17 +15,17 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from knowledge.catalog import DocumentVersion, IndexedChunk
-from knowledge.chinese_script import MATCHING_FORM, written_in_traditional
-from knowledge.chunking import CHUNK_FORMAT, chunk_document
-from knowledge.file_reading import MB
-from knowledge.kb import KnowledgeBase
-from knowledge.lexicon import Lexicon
-from knowledge.loaders import load_path
-from knowledge.prune_guard import ProtectedSources, PruneRefused, check_share, check_sources
-from knowledge.schema import Chunk, Document, LoadIssue, check_doc_type
-from knowledge.text import tokenize
-from workflows.injection import FlaggedDocument, screen_documents
+from citescope.knowledge.catalog import DocumentVersion, IndexedChunk
+from citescope.knowledge.chinese_script import MATCHING_FORM, written_in_traditional
+from citescope.knowledge.chunking import CHUNK_FORMAT, chunk_document
+from citescope.knowledge.file_reading import MB
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.lexicon import Lexicon
+from citescope.knowledge.loaders import load_path
+from citescope.knowledge.prune_guard import ProtectedSources, PruneRefused, check_share, check_sources
+from citescope.knowledge.schema import Chunk, Document, LoadIssue, check_doc_type
+from citescope.knowledge.text import tokenize
+from citescope.knowledge.injection import FlaggedDocument, screen_documents
 
 
 @dataclass
@@ -40,7 +40,7 @@ class IngestSummary:
     orphans_removed: int = 0
     seconds: float = 0.0
     issues: list[LoadIssue] = field(default_factory=list)
-    flagged: list[FlaggedDocument] = field(default_factory=list)  # possible prompt injections (workflows/injection.py)
+    flagged: list[FlaggedDocument] = field(default_factory=list)  # possible prompt injections (knowledge/injection.py)
     # A dry run writes nothing: the counts above say what would happen, `plan` which documents.
     dry_run: bool = False
     plan: dict[str, list[str]] | None = None  # "add", "change", "remove" -> doc ids

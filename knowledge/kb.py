@@ -23,16 +23,16 @@ from pathlib import Path
 
 import numpy as np
 
-from knowledge.bm25 import BM25Index
-from knowledge.catalog import Catalog
-from knowledge.embedders import CachedEmbedder, make_embedder
-from knowledge.filters import SearchFilters, day_number
-from knowledge.lexicon import Lexicon
-from knowledge.schema import Chunk
-from knowledge.settings import Settings, get_settings
-from knowledge.chinese_script import matching_form
-from knowledge.text import arabic_numerals, tokenize
-from knowledge.vector_store import VectorStore, drop_server_collection
+from citescope.knowledge.bm25 import BM25Index
+from citescope.knowledge.catalog import Catalog
+from citescope.knowledge.embedders import CachedEmbedder, make_embedder
+from citescope.knowledge.filters import SearchFilters, day_number
+from citescope.knowledge.lexicon import Lexicon
+from citescope.knowledge.schema import Chunk
+from citescope.knowledge.settings import Settings, get_settings
+from citescope.knowledge.chinese_script import matching_form
+from citescope.knowledge.text import arabic_numerals, tokenize
+from citescope.knowledge.vector_store import VectorStore, drop_server_collection
 
 MANIFEST = "kb.json"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from knowledge.chinese_script import matching_form
+from citescope.knowledge.chinese_script import matching_form
 
 
 class Lexicon(BaseModel):

@@ -24,13 +24,13 @@ import yaml
 from pydantic import ValidationError
 from pypdf import PdfReader
 
-from knowledge.file_reading import EMPTY_FILE, MB, LineDecoder, decoded_lines, read_document_text, size_issue
-from knowledge.lexicon import Lexicon
+from citescope.knowledge.file_reading import EMPTY_FILE, MB, LineDecoder, decoded_lines, read_document_text, size_issue
+from citescope.knowledge.lexicon import Lexicon
 # Every field any loader reads goes through this one step: normalised text with HTML markup
 # removed (knowledge/markup.py), so no format can carry a <script> or a javascript: link in.
-from knowledge.markup import normalize_text as normalize
-from knowledge.schema import Document, LoadIssue, Section, SkuRow
-from knowledge.settings import Settings
+from citescope.knowledge.markup import normalize_text as normalize
+from citescope.knowledge.schema import Document, LoadIssue, Section, SkuRow
+from citescope.knowledge.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ _PASSTHROUGH_FIELDS = ("version",)
 # unread rather than rejecting a document that loads fine without it.
 DATE_ALIASES = ("date",)
 # Bump when the same file loads into different documents (an alias, a new field): cached dataset
-# KBs (workflows/datasets.py) are keyed by it and rebuild instead of serving the old reading.
+# KBs (workflows/evaluation/datasets.py) are keyed by it and rebuild instead of serving the old reading.
 LOADER_VERSION = 3  # 3: HTML markup removed from every field
 _TAG_SEPARATORS = re.compile(r"[,，、;；]")
 _DATE = re.compile(

@@ -30,13 +30,13 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from knowledge.text import normalize
+from citescope.knowledge.text import normalize
 
 # Elements whose contents are code or data, never text a shopper reads.
 _DROPPED_ELEMENTS = frozenset({"script", "style", "template", "noscript", "iframe", "object", "embed", "svg",
                                "math", "head", "title", "textarea", "xmp", "noembed", "noframes"})
 # Made-up elements that forge a chat turn (<system>…</system>, <instructions>). Not HTML and never
-# executed: at ingest they stay, because they are what tells workflows/injection.py that the
+# executed: at ingest they stay, because they are what tells knowledge/injection.py that the
 # paragraph around them is an attack (stripping the tag alone would leave its orders as plain
 # text); in output, they go with their contents.
 FORGED_CHAT_ELEMENTS = frozenset({"system", "sys", "assistant", "user", "instructions", "instruction", "prompt"})

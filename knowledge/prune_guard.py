@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from knowledge.schema import LoadIssue
+from citescope.knowledge.schema import LoadIssue
 
 
 class PruneRefused(ValueError):

@@ -24,7 +24,7 @@ def authority_of_type(doc_type: str) -> Authority:
 
 def in_users_voice(doc_type: str, authority: str) -> bool:
     """Written by customers: a review or a post, or a shop kind (FAQ, product, policy) marked
-    community. Untyped text is community, i.e. untrusted (workflows/injection.py, conflict rule
+    community. Untyped text is community, i.e. untrusted (knowledge/injection.py, conflict rule
     4), but of unknown voice (a news page, an encyclopedia entry): it is ranked and quoted as it
     always was, neither preferred as the shop's (the reranker's calibration was fitted so) nor
     framed as a user's ("有用户分享")."""

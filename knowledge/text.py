@@ -10,8 +10,8 @@ from functools import lru_cache
 
 import jieba
 
-from knowledge.chinese_script import matching_form
-from knowledge.lexicon import Lexicon
+from citescope.knowledge.chinese_script import matching_form
+from citescope.knowledge.lexicon import Lexicon
 
 # Full-width letters, digits, space and a few symbols become half-width; Chinese punctuation
 # (，。！？；：（）) stays, because answers quote the text back to Chinese readers.

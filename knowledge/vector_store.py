@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from pymilvus import DataType, MilvusClient, MilvusException
 
-from knowledge.filters import day_number
+from citescope.knowledge.filters import day_number
 
 log = logging.getLogger(__name__)
 # Milvus Lite has no MVCC timestamp to offer; pymilvus warns about it on every iterator.

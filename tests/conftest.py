@@ -31,9 +31,9 @@ def datasets_dir() -> Path:
 
 def ingested_kb(kb_dir: Path, paths: list[Path]):
     """A new KB in kb_dir holding `paths`, warmed up, with its ingest summary (no issue allowed)."""
-    from knowledge.ingest import Ingestor
-    from knowledge.kb import KnowledgeBase
-    from knowledge.settings import get_settings
+    from citescope.knowledge.ingest import Ingestor
+    from citescope.knowledge.kb import KnowledgeBase
+    from citescope.knowledge.settings import get_settings
 
     kb = KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir), create=True)
     summary = Ingestor(kb, show_progress=False).run(paths)
@@ -53,7 +53,7 @@ def demo_kb(tmp_path_factory):
 def registry():
     """The configured skills (no plug-ins), with timeouts a busy CI machine cannot hit: a slow
     call must not turn into a degraded one in a test about something else."""
-    from tools.registry import SkillRegistry
+    from citescope.tools.registry import SkillRegistry
 
     registry = SkillRegistry.from_config(plugins=False)
     for skill in registry.skills.values():

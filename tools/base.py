@@ -9,8 +9,8 @@ from datetime import date
 
 from pydantic import BaseModel, Field
 
-from knowledge.kb import KnowledgeBase
-from knowledge.schema import Chunk
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.schema import Chunk
 
 SNIPPET_CHARS = 160
 

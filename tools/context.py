@@ -6,9 +6,9 @@ Returned hits keep what the pool already knows about a chunk (its score and legs
 
 No `from __future__ import annotations` here: AgentScope reads the skill's real annotations.
 """
-from knowledge.chunking import TABLE_ROW_ID
-from knowledge.schema import Chunk
-from tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
+from citescope.knowledge.chunking import TABLE_ROW_ID
+from citescope.knowledge.schema import Chunk
+from citescope.tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
 
 MODES = ("neighbours", "section", "document")
 MAX_WINDOW = 5

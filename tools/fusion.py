@@ -6,8 +6,8 @@ chunk id, so the same inputs always give the same order.
 """
 from __future__ import annotations
 
-from knowledge.chunking import TABLE_ROW_ID
-from tools.base import EvidenceHit, LegScore
+from citescope.knowledge.chunking import TABLE_ROW_ID
+from citescope.tools.base import EvidenceHit, LegScore
 
 
 def rrf_fuse(legs: dict[str, list[EvidenceHit]], weights: dict[str, float] | None = None, k: int = 60,

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
-from knowledge.chunking import SKU_OVERVIEW_SECTION, SKU_OVERVIEW_SLUG, TABLE_ROW_ID, row_cells
-from knowledge.kb import KnowledgeBase
-from knowledge.schema import Chunk, size_key
-from knowledge.text import normalize
-from tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
+from citescope.knowledge.chunking import SKU_OVERVIEW_SECTION, SKU_OVERVIEW_SLUG, TABLE_ROW_ID, row_cells
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.schema import Chunk, size_key
+from citescope.knowledge.text import normalize
+from citescope.tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
 
 MIN_COVERAGE = 0.6  # share of the asked name that must be found in a product name
 TIE_MARGIN = 0.05  # scores this close count as "equally good": list candidates, never guess

@@ -30,7 +30,7 @@ from typing import Any, Callable
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from tools.base import SkillContext, SkillResult
+from citescope.tools.base import SkillContext, SkillResult
 
 DEFAULT_CONFIG = Path(__file__).with_name("skills.yaml")
 ENTRY_POINT_GROUP = "citescope.skills"

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from knowledge.filters import parse_day
-from knowledge.ingest import embedding_text
-from knowledge.kb import KnowledgeBase
-from knowledge.lexicon import Lexicon
-from knowledge.schema import Chunk, in_users_voice
-from knowledge.text import MODEL_NUMBER, has_term, model_numbers, tokenize, unglued
-from tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
+from citescope.knowledge.filters import parse_day
+from citescope.knowledge.ingest import embedding_text
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.lexicon import Lexicon
+from citescope.knowledge.schema import Chunk, in_users_voice
+from citescope.knowledge.text import MODEL_NUMBER, has_term, model_numbers, tokenize, unglued
+from citescope.tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
 
 DEFAULT_WEIGHTS_PATH = Path(__file__).with_name("rerank_weights.json")
 # Per (question, chunk):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tools.rerank import FEATURES, sigmoid
+from citescope.tools.rerank import FEATURES, sigmoid
 
 # Coordinate ascent tries these changes to one weight at a time and keeps any that raises the
 # objective; a few rounds settle (each round is a pass over every feature). Small steps from the

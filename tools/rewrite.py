@@ -6,9 +6,9 @@ the offline queries down with it.
 
 No `from __future__ import annotations` here: AgentScope reads the skill's real annotations.
 """
-from knowledge.lexicon import Lexicon
-from knowledge.text import tokenize
-from tools.base import SkillContext, SkillResult
+from citescope.knowledge.lexicon import Lexicon
+from citescope.knowledge.text import tokenize
+from citescope.tools.base import SkillContext, SkillResult
 
 DEFAULT_MAX_QUERIES = 4
 # Interrogatives the stopword list keeps (they are words in documents too, but not in a

@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import ValidationError
 
-from knowledge.filters import SearchFilters
-from tools.base import EvidenceHit, SkillContext, SkillResult, hits_from_chunks
-from tools.fusion import later_table_rows, rrf_fuse, weighted_fuse
+from citescope.knowledge.filters import SearchFilters
+from citescope.tools.base import EvidenceHit, SkillContext, SkillResult, hits_from_chunks
+from citescope.tools.fusion import later_table_rows, rrf_fuse, weighted_fuse
 
 MAX_TOP_K = 50
 DEFAULT_CANDIDATES = 30

@@ -30,23 +30,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agents.models import redact
-from agents.planner import ToolCallRecord
-from knowledge.chinese_script import in_traditional, written_in_traditional
-from knowledge.kb import KnowledgeBase
-from knowledge.settings import get_settings
-from knowledge.text import is_storable_text
-from workflows.experience import ExperienceLearner, ExperienceStore
-from workflows.pipeline import QAPipeline, parse_filters
-from workflows.pipeline_config import PipelineConfig
-from workflows.policy import RulesPolicy
-from workflows.query_analysis import Entity, QueryFeatures
-from workflows.result import QAResult, features_summary, new_trace_id
-from workflows.result_cache import ResultCache
-from workflows.sessions import (Clarification, Clarifier, PendingTask, SessionState, SessionStore, Turn,
+from citescope.agents.models import redact
+from citescope.agents.planner import ToolCallRecord
+from citescope.knowledge.chinese_script import in_traditional, written_in_traditional
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.settings import get_settings
+from citescope.knowledge.text import is_storable_text
+from citescope.workflows.experience import ExperienceLearner, ExperienceStore
+from citescope.workflows.pipeline import QAPipeline, parse_filters
+from citescope.workflows.pipeline_config import PipelineConfig
+from citescope.agents.policy import RulesPolicy
+from citescope.agents.query_analysis import Entity, QueryFeatures
+from citescope.workflows.result import QAResult, features_summary, new_trace_id
+from citescope.workflows.result_cache import ResultCache
+from citescope.workflows.sessions import (Clarification, Clarifier, PendingTask, SessionState, SessionStore, Turn,
                                 check_session_id)
-from workflows.tenants import DEFAULT_TENANT
-from workflows.traces import TraceStore, attach_outcome
+from citescope.workflows.tenants import DEFAULT_TENANT
+from citescope.workflows.traces import TraceStore, attach_outcome
 
 POLICIES = ("bandit", "rules")
 

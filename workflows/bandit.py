@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workflows.arms import Arm, PlanBudget, first_runnable
-from workflows.policy import PolicyDecision, RulesPolicy
-from workflows.query_analysis import FEATURE_NAMES, QueryFeatures
+from citescope.agents.arms import Arm, PlanBudget, first_runnable
+from citescope.agents.policy import PolicyDecision, RulesPolicy
+from citescope.agents.query_analysis import FEATURE_NAMES, QueryFeatures
 
 STATE_VERSION = 1
 DEFAULT_ALPHA = 0.3

@@ -24,11 +24,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from knowledge.filters import SearchFilters
-from workflows.metrics import latency_summary
-from workflows.personal_data import redact_personal_in
-from workflows.progress import RecordProgress
-from workflows.validation import describe_validation_error
+from citescope.knowledge.filters import SearchFilters
+from citescope.workflows.metrics import latency_summary
+from citescope.workflows.personal_data import redact_personal_in
+from citescope.workflows.progress import RecordProgress
+from citescope.workflows.validation import describe_validation_error
 
 ID_FIELDS = ("id", "qid")
 SESSION_FIELDS = ("session_id", "session")

@@ -13,8 +13,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from knowledge.kb import KBError, KnowledgeBase
-from knowledge.settings import Settings, get_settings
+from citescope.knowledge.kb import KBError, KnowledgeBase
+from citescope.knowledge.settings import Settings, get_settings
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="citescope: cited answers from a shop's knowledge base")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (reports go to docs/benchmarks.md)")
@@ -48,7 +48,7 @@ ModelT = TypeVar("ModelT")
 def main() -> None:
     """run.py's entry: the app, with a KB another process holds as a one-line error, whichever
     command opened it (the store opens lazily, deep inside a command)."""
-    from knowledge.vector_store import StoreLockedError
+    from citescope.knowledge.vector_store import StoreLockedError
 
     try:
         app()
@@ -72,7 +72,7 @@ def valid_or_exit(model: type[ModelT], names: dict[str, str], **values: object) 
     report: type codes, input_value=…, URLs) and exit 2. names: field -> the option (`--as-of`)."""
     from pydantic import ValidationError
 
-    from workflows.validation import describe_validation_error
+    from citescope.workflows.validation import describe_validation_error
 
     try:
         return model(**values)
@@ -83,7 +83,7 @@ def valid_or_exit(model: type[ModelT], names: dict[str, str], **values: object) 
 def open_kb(kb_dir: Path, create: bool = False) -> KnowledgeBase:
     from pydantic import ValidationError
 
-    from workflows.validation import describe_validation_error
+    from citescope.workflows.validation import describe_validation_error
 
     try:
         settings = get_settings(kb_dir=kb_dir)
@@ -114,9 +114,9 @@ def ingest(
                                  "(product, review, policy, faq, post, doc), e.g. faq for an FAQ export"),
 ) -> None:
     """Ingest documents into a KB; unchanged documents are skipped, changed ones replaced."""
-    from knowledge.ingest import Ingestor
-    from knowledge.prune_guard import PruneRefused
-    from knowledge.schema import check_doc_type
+    from citescope.knowledge.ingest import Ingestor
+    from citescope.knowledge.prune_guard import PruneRefused
+    from citescope.knowledge.schema import check_doc_type
 
     try:
         doc_type = check_doc_type(doc_type) if doc_type else None
@@ -130,7 +130,7 @@ def ingest(
         fail("--dry-run: cannot be combined with --reindex (which drops the KB)")
 
     if reindex and kb.exists():
-        from knowledge.kb import remove_kb
+        from citescope.knowledge.kb import remove_kb
 
         remove_kb(kb, get_settings().milvus_token)
     base = open_kb(kb, create=not dry_run)
@@ -186,7 +186,7 @@ def print_ingest_plan(summary) -> None:
 @app.command()
 def delete(doc_ids: list[str], kb: Path = KbOption) -> None:
     """Remove documents by id from every index."""
-    from knowledge.ingest import Ingestor
+    from citescope.knowledge.ingest import Ingestor
 
     base = open_kb(kb)
     removed = Ingestor(base, show_progress=False).delete(list(doc_ids))
@@ -199,7 +199,7 @@ def delete(doc_ids: list[str], kb: Path = KbOption) -> None:
 @app.command()
 def search(query: str, kb: Path = KbOption, k: int = typer.Option(5, "--k", help="hits per leg (1-100)")) -> None:
     """Show retrieved evidence for a query (keyword and dense legs)."""
-    from workflows.pipeline import QuestionError, validate_question
+    from citescope.workflows.pipeline import QuestionError, validate_question
 
     if not 1 <= k <= MAX_SEARCH_K:
         fail(f"--k: must be between 1 and {MAX_SEARCH_K} (got {k})")
@@ -236,9 +236,9 @@ DEMO_QUESTIONS = (
 @app.command()
 def demo(kb: Path = KbOption) -> None:
     """Ingest the built-in demo KB and answer a few sample questions with citations."""
-    from knowledge.ingest import Ingestor
-    from workflows.pipeline import QAPipeline
-    from workflows.pipeline_config import PipelineConfig
+    from citescope.knowledge.ingest import Ingestor
+    from citescope.workflows.pipeline import QAPipeline
+    from citescope.workflows.pipeline_config import PipelineConfig
 
     base = open_kb(kb, create=True)
     summary = Ingestor(base).run([DEMO_DIR])
@@ -268,9 +268,9 @@ def ask(
 ) -> None:
     """Answer one question from a KB: the cited answer and its numbered sources."""
 
-    from knowledge.filters import SearchFilters
-    from workflows.pipeline import QuestionError, validate_question
-    from workflows.pipeline_config import PipelineConfig, PipelineConfigError
+    from citescope.knowledge.filters import SearchFilters
+    from citescope.workflows.pipeline import QuestionError, validate_question
+    from citescope.workflows.pipeline_config import PipelineConfig, PipelineConfigError
 
     try:
         config = PipelineConfig.load(kb, planner=planner, answerer=answerer)
@@ -280,7 +280,7 @@ def ask(
     filters = valid_or_exit(SearchFilters, {"as_of": "--as-of"}, as_of=as_of)
     filters = None if filters.is_empty() else filters
     if session is not None:
-        from workflows.sessions import check_session_id
+        from citescope.workflows.sessions import check_session_id
 
         try:
             session = check_session_id(session)
@@ -301,7 +301,7 @@ def ask(
 def open_assistant(kb_dir: Path, config, policy: str = "bandit"):
     """A warmed Assistant on an existing KB, or a clean exit with the reason."""
 
-    from workflows.assistant import Assistant
+    from citescope.workflows.assistant import Assistant
 
     try:
         assistant = Assistant(kb_dir, config=config, policy=policy)
@@ -329,11 +329,11 @@ def chat(
     """Talk to the shop assistant: follow-ups, clarifying questions, 👍/👎 and decision traces."""
     from rich.prompt import Prompt
 
-    from workflows.pipeline import QuestionError
-    from workflows.pipeline_config import PipelineConfig, PipelineConfigError
-    from workflows.rewards import parse_rating
-    from workflows.sessions import check_session_id, new_session_id
-    from workflows.traces import render_trace
+    from citescope.workflows.pipeline import QuestionError
+    from citescope.workflows.pipeline_config import PipelineConfig, PipelineConfigError
+    from citescope.workflows.rewards import parse_rating
+    from citescope.workflows.sessions import check_session_id, new_session_id
+    from citescope.workflows.traces import render_trace
 
     try:
         config = PipelineConfig.load(kb, planner=planner, answerer=answerer)
@@ -401,13 +401,13 @@ def trace(
     as_json: bool = typer.Option(False, "--json", help="print the stored trace as JSON"),
 ) -> None:
     """Show why an answer is what it is: analysis, policy scores, tool calls, evidence, checks, costs."""
-    from workflows.experience import FILE_NAME as EXPERIENCE_FILE
-    from workflows.experience import ExperienceStore
-    from workflows.traces import FILE_NAME, TraceStore, attach_outcome, render_trace
+    from citescope.workflows.experience import FILE_NAME as EXPERIENCE_FILE
+    from citescope.workflows.experience import ExperienceStore
+    from citescope.workflows.traces import FILE_NAME, TraceStore, attach_outcome, render_trace
 
     if not (kb / FILE_NAME).exists():
         fail(f"no traces at {kb / FILE_NAME} (answer questions with this KB first)")
-    from knowledge.text import is_storable_text
+    from citescope.knowledge.text import is_storable_text
 
     store = TraceStore(kb / FILE_NAME)
     try:
@@ -431,7 +431,7 @@ def trace(
 @bench_app.command("bm25")
 def bench_bm25(as_json: bool = typer.Option(False, "--json"), queries: int = 200) -> None:
     """BM25 latency at 10k and 100k chunks, ours vs rank-bm25, same run."""
-    from workflows.bench.bm25 import format_bm25_report, run_bm25_bench
+    from citescope.workflows.evaluation.bench.bm25 import format_bm25_report, run_bm25_bench
 
     result = run_bm25_bench(DATASETS, n_queries=queries)
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_bm25_report(result))
@@ -440,7 +440,7 @@ def bench_bm25(as_json: bool = typer.Option(False, "--json"), queries: int = 200
 @bench_app.command("ingest")
 def bench_ingest(as_json: bool = typer.Option(False, "--json"), limit: int = typer.Option(400, help="documents")) -> None:
     """Ingest throughput (chunks/s with embeddings) on baoxianzhidao."""
-    from workflows.bench.ingest import format_ingest_report, run_ingest_bench
+    from citescope.workflows.evaluation.bench.ingest import format_ingest_report, run_ingest_bench
 
     result = run_ingest_bench(DATASETS / "baoxianzhidao", limit=limit)
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_ingest_report(result))
@@ -457,7 +457,7 @@ def bench_crash(
     """Crash safety: every document old or new in catalog, BM25 and Milvus after a kill; reruns converge."""
     import tempfile
 
-    from workflows.bench.crash import format_crash_report, run_crash_trials
+    from citescope.workflows.evaluation.bench.crash import format_crash_report, run_crash_trials
 
     with tempfile.TemporaryDirectory(prefix="citescope-crash-") as tmp:
         result = run_crash_trials(trials, seed, Path(tmp), window=window)
@@ -476,7 +476,7 @@ def bench_simulate(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Strategy learning on real retrieval outcomes: rules vs bandit vs per-intent oracle vs random."""
-    from workflows.bench.simulate_policy import format_policy_report, run_policy_simulation
+    from citescope.workflows.evaluation.bench.simulate_policy import format_policy_report, run_policy_simulation
 
     result = run_policy_simulation(DATASETS, rounds=rounds, seed=seed, repeats=repeats, plot_path=plot,
                                    with_sensitivity=sensitivity)
@@ -494,10 +494,10 @@ def feedback(
     kb: Path = KbOption,
 ) -> None:
     """Record 👍/👎 on an answer; the strategy policy re-learns that round at once."""
-    from workflows.experience import FILE_NAME, ExperienceLearner, ExperienceStore
-    from workflows.rewards import parse_rating
+    from citescope.workflows.experience import FILE_NAME, ExperienceLearner, ExperienceStore
+    from citescope.workflows.rewards import parse_rating
 
-    from knowledge.text import is_storable_text
+    from citescope.knowledge.text import is_storable_text
 
     try:
         value = parse_rating(rating)
@@ -533,7 +533,7 @@ def bench_retrieval(
     seed: int = 0,
 ) -> None:
     """Retrieval quality (Recall@k, MRR) and latency: our skills vs rank-bm25 and AgentScope's KB."""
-    from workflows.bench.retrieval import SETS, format_retrieval_report, run_retrieval_bench
+    from citescope.workflows.evaluation.bench.retrieval import SETS, format_retrieval_report, run_retrieval_bench
 
     chosen = [spec for spec in SETS if spec.key in {s.strip() for s in sets.split(",")}]
     result = run_retrieval_bench(
@@ -547,7 +547,7 @@ def bench_retrieval(
 def pipeline_config_or_exit(kb: Path, planner: str | None, answerer: str | None):
     """The KB's PipelineConfig with the command's model choices, or the reason and exit code 2."""
 
-    from workflows.pipeline_config import PipelineConfig, PipelineConfigError
+    from citescope.workflows.pipeline_config import PipelineConfig, PipelineConfigError
 
     try:
         return PipelineConfig.load(kb, planner=planner, answerer=answerer)
@@ -571,9 +571,9 @@ def serve(
     at once / waiting: CITESCOPE_MAX_RUNNING_QUESTIONS / CITESCOPE_MAX_QUEUED_QUESTIONS; connection
     timeouts: CITESCOPE_HEADER_TIMEOUT_S, CITESCOPE_BODY_TIMEOUT_S, CITESCOPE_KEEP_ALIVE_TIMEOUT_S."""
 
-    from workflows.assistant import Assistant
-    from workflows.service import ServiceSettings, create_app
-    from workflows.service import serve as run_service
+    from citescope.workflows.assistant import Assistant
+    from citescope.workflows.service import ServiceSettings, create_app
+    from citescope.workflows.service import serve as run_service
 
     config = pipeline_config_or_exit(kb, planner, answerer)
     settings = valid_or_exit(ServiceSettings,
@@ -605,7 +605,7 @@ def batch(
     answerer: str = typer.Option(None, "--answerer", help="answerer model (as in `ask`)"),
 ) -> None:
     """Answer a file of questions; rerun the same command after an interruption to finish it."""
-    from workflows.batch import BatchRunner
+    from citescope.workflows.batch import BatchRunner
 
     if not input_path.is_file():
         fail(f"no input file {input_path}")
@@ -644,9 +644,9 @@ def studio(
     at the start, 3 when Studio went away and stayed away longer than the reconnect window."""
     import asyncio
 
-    from workflows.pipeline import QuestionError
-    from workflows.studio import StudioSession
-    from workflows.studio_link import ReconnectPolicy
+    from citescope.workflows.pipeline import QuestionError
+    from citescope.workflows.studio import StudioSession
+    from citescope.workflows.studio_link import ReconnectPolicy
 
     assistant = open_assistant(kb, pipeline_config_or_exit(kb, planner, answerer), policy)
     reconnect = ReconnectPolicy(attempts=reconnect_attempts, window_s=reconnect_window)
@@ -696,7 +696,7 @@ def bench_load(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """HTTP load on `serve` in a subprocess (a copy of the KB): throughput, latency, resources before/after."""
-    from workflows.bench.load import format_load_report, run_load_bench
+    from citescope.workflows.evaluation.bench.load import format_load_report, run_load_bench
 
     result = run_load_bench(kb, n_requests=requests, concurrency=concurrency, questions_path=questions)
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_load_report(result))
@@ -712,8 +712,8 @@ def bench_cost(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """A ~1,900-character message: its CPU per pipeline call, and normal questions' latency over
-    HTTP while several are in flight (workflows/bench/cost.py)."""
-    from workflows.bench.cost import format_cost_report, run_cost_bench
+    HTTP while several are in flight (workflows/evaluation/bench/cost.py)."""
+    from citescope.workflows.evaluation.bench.cost import format_cost_report, run_cost_bench
 
     result = run_cost_bench(kb, repeats=repeats, n_normal=normal, long_in_flight=long_in_flight, cpu_only=cpu_only)
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_cost_report(result))
@@ -739,7 +739,7 @@ def eval_command(
     mode: str = typer.Option("offline", "--mode", help="offline | llm"),
     planner: str = typer.Option(None, "--planner", help="llm mode: planner model spec (e.g. dashscope:qwen-plus)"),
     answerer: str = typer.Option(None, "--answerer", help="llm mode: answerer model spec"),
-    strategy: list[str] = typer.Option(None, "--strategy", help="policy and/or arm names of workflows/arms.yaml, "
+    strategy: list[str] = typer.Option(None, "--strategy", help="policy and/or arm names of agents/arms.yaml, "
                                        "compared side by side (repeat or comma-separate; default: policy)"),
     baseline: bool = typer.Option(True, help="AgentScope SimpleKnowledge retrieval row"),
     as_json: bool = typer.Option(False, "--json", help="print the scores as JSON"),
@@ -753,7 +753,7 @@ def eval_command(
 ) -> None:
     """Run a dataset's questions through the real pipeline: retrieval, answers, citations, refusal,
     conflicts, tool calls and latency, by question type and strategy."""
-    from workflows.evaluate import EvalError, EvalRequest, format_eval_report, run_eval
+    from citescope.workflows.evaluation.evaluate import EvalError, EvalRequest, format_eval_report, run_eval
 
     request = valid_or_exit(EvalRequest, EVAL_OPTIONS, dataset_dir=dataset, questions_file=questions, limit=limit,
                             per_qtype=per_qtype, mode=mode, planner=planner, answerer=answerer,
@@ -782,7 +782,7 @@ def calibrate_command(
     max_embed: int = typer.Option(2000, "--max-embed", help="refuse KBs that would embed more texts than this"),
 ) -> None:
     """Fit the offline reranker on dev data and choose the refusal threshold (≤ 5% false refusals)."""
-    from workflows.calibrate import CalibrationRequest, format_calibration_report, run_calibration
+    from citescope.workflows.evaluation.calibrate import CalibrationRequest, format_calibration_report, run_calibration
 
     request = CalibrationRequest(datasets=list(dataset or []), per_set=per_set, fit_reranker=fit_reranker,
                                  threshold=threshold, write_default=write_default, dry_run=dry_run, plot=plot, seed=seed,

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from agents.citations import looks_like_id
+from citescope.knowledge.source_ids import looks_like_id
 
 if TYPE_CHECKING:
-    from workflows.pipeline_config import PipelineConfig
+    from citescope.workflows.pipeline_config import PipelineConfig
 
 Action = Literal["mask", "refuse"]
 MASK = "＊"

@@ -22,14 +22,14 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from workflows.arms import PlanBudget
-from workflows.bandit import LinUCBPolicy
-from workflows.policy import PolicyDecision
-from workflows.query_analysis import QueryFeatures
-from workflows.rewards import RewardSignals, RewardWeights, implicit_reward, missed_skill, reward
-from workflows.personal_data import redact_personal, redact_personal_in
-from workflows.sqlite_store import add_missing_column, open_sqlite
-from workflows.tenants import DEFAULT_TENANT
+from citescope.agents.arms import PlanBudget
+from citescope.workflows.bandit import LinUCBPolicy
+from citescope.agents.policy import PolicyDecision
+from citescope.agents.query_analysis import QueryFeatures
+from citescope.workflows.rewards import RewardSignals, RewardWeights, implicit_reward, missed_skill, reward
+from citescope.workflows.personal_data import redact_personal, redact_personal_in
+from citescope.workflows.sqlite_store import add_missing_column, open_sqlite
+from citescope.workflows.tenants import DEFAULT_TENANT
 
 FILE_NAME = "experience.sqlite"
 DEFAULT_POLICY_NAME = "linucb"

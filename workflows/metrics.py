@@ -14,7 +14,7 @@ from typing import TypeVar
 import numpy as np
 from pydantic import BaseModel, Field
 
-from agents.citations import strip_citations, without_markup_debris
+from citescope.agents.citations import strip_citations, without_markup_debris
 
 T = TypeVar("T")
 _WHITESPACE = re.compile(r"\s+")
@@ -141,7 +141,7 @@ class Outcome(BaseModel):
 
 def answer_scores(questions: Sequence, outcomes: Mapping[str, Outcome]) -> dict:
     """Answer, citation, refusal and conflict metrics over questions (objects with the fields of
-    workflows.datasets.Question) and their outcomes by qid.
+    workflows.evaluation.datasets.Question) and their outcomes by qid.
 
     - answer_hit: over answerable questions that were answered (not refused);
     - citation precision / recall: per answered answerable question that has a gold doc, then

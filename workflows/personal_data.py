@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from workflows.validation import describe_validation_error
+from citescope.workflows.validation import describe_validation_error
 
 PATTERNS_FILE = Path(__file__).with_name("personal_data.yaml")
 _ID_CARD_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)

@@ -20,36 +20,36 @@ from contextlib import nullcontext
 from datetime import date
 from typing import Any
 
-from agents.answerer import ExtractiveAnswerer, LLMAnswerer, generate
-from agents.citations import normalize_citations
-from agents.inspector import InspectionReport, Inspector
-from agents.models import make_chat_model
-from agents.planner import RetrievalPlanner
-from agents.toolkit import build_toolkit
-from agents.prompts import load_prompt
-from agents.question_cues import asking_clauses
-from knowledge.chinese_script import in_simplified, in_traditional, to_simplified, written_in_traditional
-from knowledge.chinese_script import warm_up as warm_up_scripts
-from knowledge.chunking import SKU_OVERVIEW_SECTION
-from knowledge.crosslingual import document_query
-from knowledge.filters import SearchFilters
-from knowledge.kb import KnowledgeBase, metadata_columns
-from knowledge.text import is_storable_text
-from tools.base import EvidenceHit, LegScore, SkillContext
-from tools.fusion import later_table_rows
-from tools.registry import SkillRegistry
-from tools.products import SizeAdvice
-from tools.rerank import make_reranker
-from workflows import conflicts as conflict_check
-from workflows.arms import template_values
-from workflows.budget import BudgetTracker, DeadlinePassed, ModelFailure
-from workflows.compliance import SensitiveWordFilter
-from workflows.evidence import RERANK_LEG, EvidencePool
-from workflows.pipeline_config import PipelineConfig
-from workflows.policy import PolicyDecision, RulesPolicy
-from workflows.priority_gate import PriorityGate
-from workflows.query_analysis import Entity, QueryAnalyzer, QueryFeatures
-from workflows.result import Citation, ConflictOut, PolicySummary, QAResult, features_summary
+from citescope.agents.answerer import ExtractiveAnswerer, LLMAnswerer, generate
+from citescope.agents.citations import normalize_citations
+from citescope.agents.inspector import InspectionReport, Inspector
+from citescope.agents.models import make_chat_model
+from citescope.agents.planner import RetrievalPlanner
+from citescope.agents.toolkit import build_toolkit
+from citescope.agents.prompts import load_prompt
+from citescope.agents.question_cues import asking_clauses
+from citescope.knowledge.chinese_script import in_simplified, in_traditional, to_simplified, written_in_traditional
+from citescope.knowledge.chinese_script import warm_up as warm_up_scripts
+from citescope.knowledge.chunking import SKU_OVERVIEW_SECTION
+from citescope.knowledge.crosslingual import document_query
+from citescope.knowledge.filters import SearchFilters
+from citescope.knowledge.kb import KnowledgeBase, metadata_columns
+from citescope.knowledge.text import is_storable_text
+from citescope.tools.base import EvidenceHit, LegScore, SkillContext
+from citescope.tools.fusion import later_table_rows
+from citescope.tools.registry import SkillRegistry
+from citescope.tools.products import SizeAdvice
+from citescope.tools.rerank import make_reranker
+from citescope.agents import conflicts as conflict_check
+from citescope.agents.arms import template_values
+from citescope.agents.budget import BudgetTracker, DeadlinePassed, ModelFailure
+from citescope.workflows.compliance import SensitiveWordFilter
+from citescope.agents.evidence import RERANK_LEG, EvidencePool
+from citescope.workflows.pipeline_config import PipelineConfig
+from citescope.agents.policy import PolicyDecision, RulesPolicy
+from citescope.workflows.priority_gate import PriorityGate
+from citescope.agents.query_analysis import Entity, QueryAnalyzer, QueryFeatures
+from citescope.workflows.result import Citation, ConflictOut, PolicySummary, QAResult, features_summary
 
 
 class QuestionError(ValueError):
@@ -482,7 +482,7 @@ class QAPipeline:
         return openings
 
     def _cut(self, whole: str) -> bool:
-        """A long message: retrieval reads only what it asks (workflows/retrieval_question.py)."""
+        """A long message: retrieval reads only what it asks (agents/retrieval_question.py)."""
         return len(whole) > self.config.retrieval_max_chars
 
     async def _stage(self, stage: str, tracker: BudgetTracker, long: bool) -> None:

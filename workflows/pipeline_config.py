@@ -15,9 +15,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from agents.models import ModelConfig
-from workflows.budget import Budget, RetryPolicy
-from workflows.validation import describe_validation_error
+from citescope.agents.models import ModelConfig
+from citescope.agents.budget import Budget, RetryPolicy
+from citescope.workflows.validation import describe_validation_error
 
 DEFAULTS_PATH = Path(__file__).with_name("pipeline.yaml")
 KB_CONFIG_NAME = "config.yaml"

@@ -1,6 +1,6 @@
 """Long messages give way to usual questions between stages.
 
-A pasted story costs several usual questions (workflows/retrieval_question.py), and while one
+A pasted story costs several usual questions (agents/retrieval_question.py), and while one
 computes it shares the GIL and both cores with the usual questions beside it: its query embedding
 alone spreads over every core for ~0.15 s. The service already computes one long message at a time
 (its long lane); this gate makes that one wait its turn. Before each of its stages (the points where

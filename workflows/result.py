@@ -7,14 +7,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agents.inspector import InspectionReport
-from agents.planner import ToolCallRecord
-from knowledge.markup import strip_markup
-from tools.base import SNIPPET_CHARS, EvidenceHit
-from workflows.arms import PlannedCall
-from workflows.budget import BudgetUsage
-from workflows.conflicts import Conflict
-from workflows.query_analysis import QueryFeatures
+from citescope.agents.inspector import InspectionReport
+from citescope.agents.planner import ToolCallRecord
+from citescope.knowledge.markup import strip_markup
+from citescope.tools.base import SNIPPET_CHARS, EvidenceHit
+from citescope.agents.arms import PlannedCall
+from citescope.agents.budget import BudgetUsage
+from citescope.agents.conflicts import Conflict
+from citescope.agents.query_analysis import QueryFeatures
 
 
 def new_trace_id() -> str:

@@ -18,9 +18,9 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from knowledge.text import normalize
-from workflows.query_analysis import Entity
-from workflows.result import QAResult
+from citescope.knowledge.text import normalize
+from citescope.agents.query_analysis import Entity
+from citescope.workflows.result import QAResult
 
 DEFAULT_MAX_ENTRIES = 512
 CacheKey = tuple[str, str, str, str]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-# A question feature (workflows.query_analysis.QueryFeatures) -> the skill whose finding answers it.
+# A question feature (agents.query_analysis.QueryFeatures) -> the skill whose finding answers it.
 NEEDED_SKILLS = {"asks_size_advice": "size_recommend"}
 
 

@@ -45,15 +45,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from knowledge.filters import SearchFilters
-from workflows.admission import Admission, Saturated
-from workflows.http_timeouts import h11_with_header_timeout
-from workflows.personal_data import redact_personal
-from workflows.pipeline import QuestionError, validate_question
-from workflows.result import QAResult
-from workflows.rewards import parse_rating
-from workflows.sessions import check_session_id
-from workflows.tenants import DEFAULT_TENANT, RateLimiter, Tenant, TenantDirectory, retry_after_header
+from citescope.knowledge.filters import SearchFilters
+from citescope.workflows.admission import Admission, Saturated
+from citescope.workflows.http_timeouts import h11_with_header_timeout
+from citescope.workflows.personal_data import redact_personal
+from citescope.workflows.pipeline import QuestionError, validate_question
+from citescope.workflows.result import QAResult
+from citescope.workflows.rewards import parse_rating
+from citescope.workflows.sessions import check_session_id
+from citescope.workflows.tenants import DEFAULT_TENANT, RateLimiter, Tenant, TenantDirectory, retry_after_header
 
 log = logging.getLogger("citescope.service")
 access_log = logging.getLogger("citescope.access")

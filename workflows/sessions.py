@@ -25,16 +25,16 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from knowledge.crosslingual import with_document_words
-from knowledge.kb import KnowledgeBase
-from knowledge.text import CJK_RUN, is_storable_text, normalize
-from tools.base import SkillContext
-from tools.products import product_index, size_recommend
-from workflows.query_analysis import (Entity, QueryAnalyzer, QueryFeatures, describe_body_facts, parse_body_reply,
+from citescope.knowledge.crosslingual import with_document_words
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.text import CJK_RUN, is_storable_text, normalize
+from citescope.tools.base import SkillContext
+from citescope.tools.products import product_index, size_recommend
+from citescope.agents.query_analysis import (Entity, QueryAnalyzer, QueryFeatures, describe_body_facts, parse_body_reply,
                                       parse_sizes, without_product_asks)
-from workflows.personal_data import redact_personal, redact_personal_in
-from workflows.sqlite_store import columns_of, open_sqlite
-from workflows.tenants import DEFAULT_TENANT
+from citescope.workflows.personal_data import redact_personal, redact_personal_in
+from citescope.workflows.sqlite_store import columns_of, open_sqlite
+from citescope.workflows.tenants import DEFAULT_TENANT
 
 FILE_NAME = "sessions.sqlite"
 MAX_SESSION_ID_CHARS = 128

@@ -19,11 +19,11 @@ from typing import Any, Callable
 from agentscope.agent import AgentBase, UserAgent
 from agentscope.message import Msg
 
-from workflows.pipeline import QuestionError
-from workflows.result import QAResult
-from workflows.sessions import new_session_id
-from workflows.studio_link import ReconnectPolicy, StudioGone, StudioLink, registration
-from workflows.studio_texts import (Language, answer_markdown, language_of, markdown_tool_results_hook,
+from citescope.workflows.pipeline import QuestionError
+from citescope.workflows.result import QAResult
+from citescope.workflows.sessions import new_session_id
+from citescope.workflows.studio_link import ReconnectPolicy, StudioGone, StudioLink, registration
+from citescope.workflows.studio_texts import (Language, answer_markdown, language_of, markdown_tool_results_hook,
                                     studio_texts, verdict_markdown)
 
 EXIT_WORDS = {"/exit", "/quit", "exit", "quit", "q", "/退出", "退出", "结束", "結束"}

@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 import yaml
 
-from agents.citations import strip_citations
-from knowledge.chinese_script import in_traditional, written_in_traditional
-from knowledge.text import CJK_CHAR, is_english
-from workflows.result import QAResult
+from citescope.agents.citations import strip_citations
+from citescope.knowledge.chinese_script import in_traditional, written_in_traditional
+from citescope.knowledge.text import CJK_CHAR, is_english
+from citescope.workflows.result import QAResult
 
 Language = Literal["zh", "zh-Hant", "en"]
 TEXTS_PATH = Path(__file__).resolve().parents[1] / "prompts" / "studio_texts.yaml"

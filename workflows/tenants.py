@@ -35,7 +35,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from workflows.validation import describe_validation_error
+from citescope.workflows.validation import describe_validation_error
 
 DEFAULT_TENANT = "default"
 _TENANT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

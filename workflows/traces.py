@@ -24,14 +24,14 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from agents.models import redact
-from knowledge.kb import KnowledgeBase
-from tools.base import EvidenceHit
-from workflows.experience import ExperienceStore
-from workflows.result import Citation, QAResult
-from workflows.personal_data import map_strings, redact_personal
-from workflows.sqlite_store import add_missing_column, columns_of, open_sqlite
-from workflows.tenants import DEFAULT_TENANT
+from citescope.agents.models import redact
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.tools.base import EvidenceHit
+from citescope.workflows.experience import ExperienceStore
+from citescope.workflows.result import Citation, QAResult
+from citescope.workflows.personal_data import map_strings, redact_personal
+from citescope.workflows.sqlite_store import add_missing_column, columns_of, open_sqlite
+from citescope.workflows.tenants import DEFAULT_TENANT
 
 FILE_NAME = "traces.sqlite"
 

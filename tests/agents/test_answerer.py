@@ -7,11 +7,11 @@ import pytest
 
 from agentscope.formatter import OpenAIChatFormatter
 
-from agents.answerer import ExtractiveAnswerer, LLMAnswerer, answer_prompt, generate
-from agents.inspector import Inspector
-from agents.offline_models import ScriptedModel
-from tools.base import EvidenceHit
-from workflows.budget import Budget, BudgetTracker, ModelFailure, RetryPolicy
+from citescope.agents.answerer import ExtractiveAnswerer, LLMAnswerer, answer_prompt, generate
+from citescope.agents.inspector import Inspector
+from citescope.agents.offline_models import ScriptedModel
+from citescope.tools.base import EvidenceHit
+from citescope.agents.budget import Budget, BudgetTracker, ModelFailure, RetryPolicy
 
 EVIDENCE = [
     EvidenceHit(chunk_id="policy-returns-2026#无理由退换-0", doc_id="policy-returns-2026", score=0.9,
@@ -48,7 +48,7 @@ def test_llm_answerer_sends_the_filled_prompt_and_returns_the_text():
 
 
 def test_a_size_a_skill_worked_out_reaches_the_model_with_its_ids():
-    from tools.products import SizeAdvice
+    from citescope.tools.products import SizeAdvice
 
     advice = SizeAdvice(product="山野 峰刃 GTX 冲锋衣", size="L", reason="身高 176cm 在 L 码的适合身高 175-180cm 内",
                         rows_used=["prod-sy-fengren#尺码表-r2-0"], sku_rows=["sku-p-sy-fengren#sku-SYFR-BLK-L"])
@@ -103,7 +103,7 @@ def test_generate_runs_either_kind_of_answerer():
 
 
 def test_both_prompts_give_the_fixed_refusals_the_pipeline_says_in_both_languages():
-    from agents.prompts import load_prompt
+    from citescope.agents.prompts import load_prompt
 
     report = Inspector().run("退货期是 30 天【policy-returns-2026#无理由退换-0】。", EVIDENCE)
     for prompt in (answer_prompt(QUESTION, EVIDENCE), answer_prompt(QUESTION, EVIDENCE, feedback=report)):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.citations import (
+from citescope.agents.citations import (
     is_factual,
     looks_like_id,
     normalize_citations,

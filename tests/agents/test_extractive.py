@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from agents.citations import split_sentences, strip_citations
-from agents.extractive import ExtractiveAnswerer
-from agents.inspector import InspectionReport, Inspector, UnsupportedClaim
-from knowledge.text import is_faq
+from citescope.agents.citations import split_sentences, strip_citations
+from citescope.agents.extractive import ExtractiveAnswerer
+from citescope.agents.inspector import InspectionReport, Inspector, UnsupportedClaim
+from citescope.knowledge.text import is_faq
 from tests.conftest import DEMO_DIR
-from tools.base import EvidenceHit, hits_from_chunks
-from workflows.evidence import EvidencePool
+from citescope.tools.base import EvidenceHit, hits_from_chunks
+from citescope.agents.evidence import EvidencePool
 
 REFUSAL = "抱歉，知识库中暂未找到可靠信息来回答这个问题。为避免误导您，建议您换个问法，或转人工客服进一步确认。"
 RET26 = "policy-returns-2026#无理由退换-0"
@@ -65,7 +65,7 @@ def test_every_demo_answer_passes_the_inspector(demo_runs, answerer, inspector):
 
 
 def test_every_demo_answer_passes_with_detected_conflicts(demo_runs, answerer, inspector):
-    conflicts_module = pytest.importorskip("workflows.conflicts")
+    conflicts_module = pytest.importorskip("citescope.agents.conflicts")
     disclosed = 0
     for question, evidence in demo_runs:
         conflicts = conflicts_module.detect_conflicts(question["question"], evidence)
@@ -134,7 +134,7 @@ def test_a_comparison_quotes_both_products(demo_kb, answerer, inspector):
 
 
 def test_dated_conflict_is_disclosed_newest_first(demo_kb, answerer, inspector):
-    conflicts = pytest.importorskip("workflows.conflicts")
+    conflicts = pytest.importorskip("citescope.agents.conflicts")
     conflict = conflicts.Conflict(attribute="无理由退换期限", entity="退换货政策", values=[
         conflicts.ConflictValue(value="15天", chunk_id=RET26, updated_at="2026-06-01", authority="official",
                                 sentence="无理由退换：自签收次日起 15天无理由退换"),
@@ -151,7 +151,7 @@ def test_dated_conflict_is_disclosed_newest_first(demo_kb, answerer, inspector):
 
 
 def test_a_conflict_about_an_asked_time_prevails_by_that_time(demo_kb, answerer, inspector):
-    conflicts = pytest.importorskip("workflows.conflicts")
+    conflicts = pytest.importorskip("citescope.agents.conflicts")
     evidence = chunks(demo_kb, RET26, RET24)
     question = "买的东西几天之内可以无理由退换？"
     conflict = conflicts.detect_conflicts(question, evidence, as_of="2024-09")
@@ -162,7 +162,7 @@ def test_a_conflict_about_an_asked_time_prevails_by_that_time(demo_kb, answerer,
 
 
 def test_no_sentence_after_a_disclosure_restates_the_value_it_overruled(demo_kb, answerer):
-    conflicts = pytest.importorskip("workflows.conflicts")
+    conflicts = pytest.importorskip("citescope.agents.conflicts")
     evidence = chunks(demo_kb, RET26, RET24, "faq-015#body-0")  # the FAQ says 15天, as the 2026 policy
     question = "买的东西几天之内可以无理由退换？"
     newest = answerer.run(question, evidence, conflicts.detect_conflicts(question, evidence))
@@ -172,7 +172,7 @@ def test_no_sentence_after_a_disclosure_restates_the_value_it_overruled(demo_kb,
 
 
 def test_official_page_comes_before_a_user_review(demo_kb, answerer, inspector):
-    conflicts = pytest.importorskip("workflows.conflicts")
+    conflicts = pytest.importorskip("citescope.agents.conflicts")
     review, page = "rev-0002#body-0", "prod-aj1-retro#材质-0"
     conflict = conflicts.Conflict(attribute="鞋面材质", entity="Air Jordan 1 Retro High OG 芝加哥", values=[
         # newest first, as the detector orders them: the review is newer than the product page
@@ -540,7 +540,7 @@ def test_a_name_jieba_glued_to_a_verb_still_matches_the_evidence():
 
 
 def test_a_conflict_is_stated_in_the_evidence_own_words():
-    from workflows.conflicts import detect_conflicts
+    from citescope.agents.conflicts import detect_conflicts
 
     answerer = ExtractiveAnswerer()
     true_copy = hit("n-50#body-0", "", "在队两年多，孔卡率领球队夺得三次中超冠军，而最辉煌的是帮助广州恒大夺得亚冠冠军。")
@@ -560,7 +560,7 @@ def test_a_conflict_is_stated_in_the_evidence_own_words():
 def test_no_answer_quotes_a_clause_a_search_snippet_cut():
     """Search-result snippets (RGB) are cut with " ... ": the clause a cut runs into is not
     quoted, neither in an answer nor in a conflict statement."""
-    from workflows.conflicts import detect_conflicts
+    from citescope.agents.conflicts import detect_conflicts
 
     snippet = hit("s-1#body-0", "", "Aug 19, 2022 ... 2022年，塔里木油田油气产量当量达3310万吨，创历史新高，同比净增 ... "
                   "过去，浅层资源一直是油气勘探开发的重点。")
@@ -585,7 +585,7 @@ def test_no_answer_quotes_a_clause_a_search_snippet_cut():
 
 
 def test_an_english_question_gets_the_disclosure_in_english_and_an_undecided_one_names_no_winner():
-    from workflows.conflicts import Conflict, ConflictValue
+    from citescope.agents.conflicts import Conflict, ConflictValue
 
     # The conflict is given as the detector reports one (official sources, the values' dates the
     # hits' own); tests/workflows/test_pipeline.py has the detector find it in an English shop.

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from agents.inspector import Inspector, cited_doc_ids, facts_of, make_prompt_judge, parse_judge_reply
-from agents.prompts import load_prompt
-from knowledge.chunking import chunk_document
-from knowledge.loaders import load_path
+from citescope.agents.inspector import Inspector, cited_doc_ids, facts_of, make_prompt_judge, parse_judge_reply
+from citescope.agents.prompts import load_prompt
+from citescope.knowledge.chunking import chunk_document
+from citescope.knowledge.loaders import load_path
 from tests.conftest import DEMO_DIR
-from tools.base import EvidenceHit
+from citescope.tools.base import EvidenceHit
 
 RET26 = "policy-returns-2026#无理由退换-0"
 RET24 = "policy-returns-2024#无理由退换-0"
@@ -145,7 +145,7 @@ def test_a_value_is_mentioned_only_with_its_numbers_whole(inspector):
 
 
 def test_conflict_must_be_disclosed_with_both_values_cited(inspector, evidence):
-    conflicts = pytest.importorskip("workflows.conflicts")
+    conflicts = pytest.importorskip("citescope.agents.conflicts")
     conflict = conflicts.Conflict(attribute="无理由退换期限", entity="退换货政策", values=[
         conflicts.ConflictValue(value="15天", chunk_id=RET26, updated_at="2026-06-01", authority="official",
                                 sentence="自签收次日起 15天无理由退换"),

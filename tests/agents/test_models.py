@@ -13,8 +13,8 @@ from agentscope.message import Msg, TextBlock
 from agentscope.model import DashScopeChatModel, OpenAIChatModel
 from agentscope.tool import Toolkit, ToolResponse
 
-from agents.models import API_KEY_ENV, NO_KEY_PLACEHOLDER, ModelConfig, make_chat_model, redact
-from agents.offline_models import (
+from citescope.agents.models import API_KEY_ENV, NO_KEY_PLACEHOLDER, ModelConfig, make_chat_model, redact
+from citescope.agents.offline_models import (
     FunctionModel,
     ScriptedModel,
     text_response,

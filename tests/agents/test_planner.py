@@ -9,16 +9,16 @@ import pytest
 from agentscope.message import ToolUseBlock
 from agentscope.model import ChatResponse
 
-from agents.offline_models import FunctionModel
-from agents.planner import BUDGET_EXHAUSTED_TEXT, RetrievalPlanner, render_plan
-from agents.policy_planner_model import DONE_TEXT, PolicyPlannerModel, tool_results_seen
-from knowledge.filters import SearchFilters
-from tools.base import SkillContext
-from workflows.arms import PlannedCall, load_arms
-from workflows.budget import Budget, BudgetTracker, RetryPolicy
-from workflows.evidence import EvidencePool
-from workflows.policy import PolicyDecision, RulesPolicy
-from workflows.query_analysis import analyze
+from citescope.agents.offline_models import FunctionModel
+from citescope.agents.planner import BUDGET_EXHAUSTED_TEXT, RetrievalPlanner, render_plan
+from citescope.agents.policy_planner_model import DONE_TEXT, PolicyPlannerModel, tool_results_seen
+from citescope.knowledge.filters import SearchFilters
+from citescope.tools.base import SkillContext
+from citescope.agents.arms import PlannedCall, load_arms
+from citescope.agents.budget import Budget, BudgetTracker, RetryPolicy
+from citescope.agents.evidence import EvidencePool
+from citescope.agents.policy import PolicyDecision, RulesPolicy
+from citescope.agents.query_analysis import analyze
 
 NO_RETRY = RetryPolicy(max_retries=0, backoff_s=0)
 

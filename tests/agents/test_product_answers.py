@@ -3,10 +3,10 @@ answerer on the real demo KB: the SKU overview for a product's variants, the siz
 worked out, the rows of sizes a question names. Every answer passes the inspector."""
 from __future__ import annotations
 
-from agents.citations import split_sentences
+from citescope.agents.citations import split_sentences
 from tests.agents.test_extractive import answerer, chunks, inspector  # noqa: F401 - the same fixtures
-from tools.base import SkillContext
-from tools.products import SizeAdvice, size_recommend
+from citescope.tools.base import SkillContext
+from citescope.tools.products import SizeAdvice, size_recommend
 
 
 def inspected_answer(answerer, inspector, question: str, evidence) -> str:

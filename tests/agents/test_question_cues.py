@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.question_cues import (AMOUNT_QUESTION, DEFINITION_QUESTION, DESCRIPTION_QUESTION, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
+from citescope.agents.question_cues import (AMOUNT_QUESTION, DEFINITION_QUESTION, DESCRIPTION_QUESTION, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
                                    WHO_QUESTION, asked_focus, asking_clauses, asks_overview, compound_parts, editions,
                                    names_a_sibling, names_someone, gendered_events, other_edition, other_gender_event,
                                    states_amount, without_name_words)

@@ -12,9 +12,9 @@ from agentscope.memory import InMemoryMemory
 from agentscope.message import Msg, TextBlock, ToolUseBlock
 from agentscope.model import ChatModelBase, ChatResponse
 
-from agents.toolkit import build_toolkit
-from tools.base import SkillContext
-from tools.registry import SkillRegistry
+from citescope.agents.toolkit import build_toolkit
+from citescope.tools.base import SkillContext
+from citescope.tools.registry import SkillRegistry
 
 QUESTION = "XZ-3000 能给笔记本充电吗？"
 
@@ -57,7 +57,7 @@ def test_schemas_hide_ctx_and_describe_every_visible_argument(registry, demo_kb)
 def test_config_description_overrides_the_docstring_summary(tmp_path, demo_kb):
     config = tmp_path / "skills.yaml"
     config.write_text(yaml.safe_dump({"skills": [{
-        "name": "product_lookup", "import": "tools.products:product_lookup", "description": "查商品表。"}]},
+        "name": "product_lookup", "import": "citescope.tools.products:product_lookup", "description": "查商品表。"}]},
         allow_unicode=True), encoding="utf-8")
     toolkit = build_toolkit(SkillRegistry.from_config(config, plugins=False), SkillContext(demo_kb))
     assert toolkit.get_json_schemas()[0]["function"]["description"] == "查商品表。"

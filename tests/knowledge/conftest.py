@@ -32,9 +32,9 @@ def milvus_uri(request) -> str | None:
 @pytest.fixture(scope="session")
 def demo_kb_on_server(milvus_server_uri, tmp_path_factory):
     """The demo KB with its vectors on the test server, ingested once per run; tests must not modify it."""
-    from knowledge.ingest import Ingestor
-    from knowledge.kb import KnowledgeBase
-    from knowledge.settings import get_settings
+    from citescope.knowledge.ingest import Ingestor
+    from citescope.knowledge.kb import KnowledgeBase
+    from citescope.knowledge.settings import get_settings
 
     kb_dir = tmp_path_factory.mktemp("demo-kb-server")
     kb = KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir, milvus_uri=milvus_server_uri), create=True)

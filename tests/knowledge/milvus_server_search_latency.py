@@ -10,10 +10,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from knowledge.ingest import Ingestor
-from knowledge.kb import KnowledgeBase
-from knowledge.settings import get_settings
-from knowledge.vector_store import VectorStore
+from citescope.knowledge.ingest import Ingestor
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.settings import get_settings
+from citescope.knowledge.vector_store import VectorStore
 from tests.conftest import DEMO_DIR
 from tests.knowledge.milvus_server import MilvusServerProcess
 

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowledge.chunking import chunk_document
-from knowledge.file_reading import EMPTY_FILE
-from knowledge.ingest import Ingestor
-from knowledge.kb import KnowledgeBase
-from knowledge.loaders import DEFAULT_MAX_FILE_BYTES, load_path
-from knowledge.settings import get_settings
+from citescope.knowledge.chunking import chunk_document
+from citescope.knowledge.file_reading import EMPTY_FILE
+from citescope.knowledge.ingest import Ingestor
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.loaders import DEFAULT_MAX_FILE_BYTES, load_path
+from citescope.knowledge.settings import get_settings
 from tests.support.hostile import HOSTILE, SPECIAL_TEXT, hostile_text, wrong_types
 
 GOOD = '{"doc_id": "a", "text": "七天无理由退货"}'

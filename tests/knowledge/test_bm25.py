@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from knowledge.bm25 import BM25Index
-from knowledge.text import tokenize
+from citescope.knowledge.bm25 import BM25Index
+from citescope.knowledge.text import tokenize
 
 
 def _find_datasets_dir() -> Path | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from knowledge.chinese_script import in_traditional, to_simplified, written_in_traditional
+from citescope.knowledge.chinese_script import in_traditional, to_simplified, written_in_traditional
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.chunking import SKU_OVERVIEW_SECTION, chunk_document, render_sku_overview, split_recursive
-from knowledge.loaders import load_path
-from knowledge.schema import Document, Section, SkuRow
+from citescope.knowledge.chunking import SKU_OVERVIEW_SECTION, chunk_document, render_sku_overview, split_recursive
+from citescope.knowledge.loaders import load_path
+from citescope.knowledge.schema import Document, Section, SkuRow
 
 SIZE, OVERLAP = 320, 48
 TOLERANCE = 0  # chunks are never longer than chunk_size; kept explicit for readers

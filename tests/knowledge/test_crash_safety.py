@@ -1,16 +1,16 @@
 """SIGKILL during ingest: every document stays in exactly its old or its new version in the
 catalog, BM25 and Milvus; nothing is duplicated; the rerun converges.
 
-Kills land right after chosen durable writes here; workflows/bench/crash.py (same helpers) kills
-at random moments, and tests/workflows/test_bench_crash.py runs a few of those trials."""
+Kills land right after chosen durable writes here; workflows/evaluation/bench/crash.py (same helpers) kills
+at random moments, and tests/workflows/evaluation/test_bench_crash.py runs a few of those trials."""
 from __future__ import annotations
 
 import random
 import shutil
 
-from knowledge.kb import KnowledgeBase
-from knowledge.settings import get_settings
-from workflows.bench.crash import check_consistent, corpus, ingest_in_process, run_cli, versions_by_doc, write_jsonl
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.settings import get_settings
+from citescope.workflows.evaluation.bench.crash import check_consistent, corpus, ingest_in_process, run_cli, versions_by_doc, write_jsonl
 
 
 def test_sigkill_during_ingest_leaves_old_or_new_and_rerun_converges(tmp_path):

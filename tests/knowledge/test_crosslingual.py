@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from knowledge.crosslingual import chinese_words, document_query, document_words, everyday_words, with_document_words
+from citescope.knowledge.crosslingual import chinese_words, document_query, document_words, everyday_words, with_document_words
 
 
 def test_phrases_before_their_words_whole_words_and_plurals():

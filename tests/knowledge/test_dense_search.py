@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowledge.filters import SearchFilters
-from knowledge.ingest import Ingestor
-from knowledge.kb import Float16Prefilter, KnowledgeBase, top_k
-from knowledge.settings import get_settings
+from citescope.knowledge.filters import SearchFilters
+from citescope.knowledge.ingest import Ingestor
+from citescope.knowledge.kb import Float16Prefilter, KnowledgeBase, top_k
+from citescope.knowledge.settings import get_settings
 from tests.knowledge.test_ingest import DOCS, write_jsonl
 
 QUERIES = ["AJ1 鞋面什么材质", "充电宝能带上飞机吗", "退货运费谁出", "羽绒服洗了会不会跑绒", "XZ-3000 多少钱"]
@@ -161,7 +161,7 @@ def test_the_reranker_reads_keyword_scores_of_its_candidates_only(demo_kb):
 def test_a_milvus_call_that_fails_once_is_retried_once():
     from pymilvus import MilvusException
 
-    from knowledge.vector_store import _Retrying
+    from citescope.knowledge.vector_store import _Retrying
 
     class FlakyClient:  # fails like a dropped gRPC channel: the first call of each kind only
         def __init__(self):

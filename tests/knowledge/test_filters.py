@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from knowledge.filters import SearchFilters, as_of_day
+from citescope.knowledge.filters import SearchFilters, as_of_day
 
 
 @pytest.mark.parametrize("period, day", [

@@ -1,6 +1,6 @@
-from knowledge.chunking import chunk_document
-from knowledge.flat_tables import FALLBACK_CAPTION, flat_table_sections
-from knowledge.schema import Document, Section
+from citescope.knowledge.chunking import chunk_document
+from citescope.knowledge.flat_tables import FALLBACK_CAPTION, flat_table_sections
+from citescope.knowledge.schema import Document, Section
 
 # A crawled size page: the table's markup is gone, one cell per line, each header cell over two lines.
 SIZE_PAGE = "\n".join([

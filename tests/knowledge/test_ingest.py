@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.filters import SearchFilters
-from knowledge.ingest import Ingestor
-from knowledge.kb import KBError, KnowledgeBase
-from knowledge.settings import get_settings
+from citescope.knowledge.filters import SearchFilters
+from citescope.knowledge.ingest import Ingestor
+from citescope.knowledge.kb import KBError, KnowledgeBase
+from citescope.knowledge.settings import get_settings
 from tests.conftest import REPO
 
 DOCS = [

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader, PdfWriter
 
-from knowledge.loaders import load_path, normalize_date
-from knowledge.schema import LoadIssue
+from citescope.knowledge.loaders import load_path, normalize_date
+from citescope.knowledge.schema import LoadIssue
 
 
 def _write(path: Path, text: str, encoding: str = "utf-8") -> Path:

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from knowledge.loaders import load_path
-from knowledge.markup import normalize_text, strip_markup
+from citescope.knowledge.loaders import load_path
+from citescope.knowledge.markup import normalize_text, strip_markup
 
 # What a browser would run or follow: a tag opener, a script URL, an event handler attribute.
 EXECUTABLE = re.compile(r"<[A-Za-z/!?]|(?:java|vb|live)\s*script\s*:\S|data\s*:\s*[a-z]+/[a-z]"

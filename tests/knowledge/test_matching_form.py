@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from knowledge.chinese_script import in_simplified, matching_form, to_simplified
-from knowledge.lexicon import Lexicon
-from knowledge.schema import Chunk
-from knowledge.text import tokenize
+from citescope.knowledge.chinese_script import in_simplified, matching_form, to_simplified
+from citescope.knowledge.lexicon import Lexicon
+from citescope.knowledge.schema import Chunk
+from citescope.knowledge.text import tokenize
 from tests.conftest import ingested_kb
 from tests.support.traditional_shop import FAQ, write_traditional_shop
-from tools.rerank import OfflineReranker
+from citescope.tools.rerank import OfflineReranker
 
 
 def test_traditional_text_is_matched_in_simplified_and_simplified_text_as_it_is():
@@ -67,7 +67,7 @@ def test_a_simplified_lexicon_adds_each_word_to_the_tokenizer_once():
     # "in matching form") would change how every text of a simplified shop is cut
     import jieba
 
-    from knowledge.text import _tokenizer_for
+    from citescope.knowledge.text import _tokenizer_for
 
     lexicon = Lexicon(aliases={"AJ1": "Air Jordan 1"}, terms=["大半码", "溫控壺"])
     plain = jieba.Tokenizer()

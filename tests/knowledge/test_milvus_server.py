@@ -12,14 +12,14 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from knowledge.ingest import Ingestor
-from knowledge.kb import KnowledgeBase
-from knowledge.settings import get_settings
+from citescope.knowledge.ingest import Ingestor
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.settings import get_settings
 from tests.conftest import REPO
 from tests.knowledge.test_ingest import DOCS, write_jsonl
 from tests.support.hostile import copy_kb
-from workflows.bench.crash import check_consistent, corpus, ingest_in_process, run_cli, versions_by_doc
-from workflows.cli import DEMO_QUESTIONS, app
+from citescope.workflows.evaluation.bench.crash import check_consistent, corpus, ingest_in_process, run_cli, versions_by_doc
+from citescope.workflows.cli import DEMO_QUESTIONS, app
 
 
 def server_kb(kb_dir, uri: str, **settings) -> KnowledgeBase:

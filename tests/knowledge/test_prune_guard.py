@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.ingest import Ingestor
-from knowledge.kb import KnowledgeBase
-from knowledge.prune_guard import ProtectedSources, PruneRefused
-from knowledge.schema import LoadIssue
-from knowledge.settings import get_settings
+from citescope.knowledge.ingest import Ingestor
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.prune_guard import ProtectedSources, PruneRefused
+from citescope.knowledge.schema import LoadIssue
+from citescope.knowledge.settings import get_settings
 
 DOCS = [{"doc_id": f"policy-{i}", "title": f"第{i}条", "text": f"第{i}条：签收后{i + 7}天内可申请退货。"} for i in range(10)]
 

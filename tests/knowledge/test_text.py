@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.text import arabic_numerals, chinese_int, has_term, is_english, tokenize, unglued
+from citescope.knowledge.text import arabic_numerals, chinese_int, has_term, is_english, tokenize, unglued
 
 
 @pytest.mark.parametrize(("question", "name"), [
@@ -52,7 +52,7 @@ def test_a_question_of_english_words_beyond_the_names_it_is_about_is_english():
 
 
 def test_titles_of_one_series_differ_in_a_name():
-    from knowledge.text import series_names
+    from citescope.knowledge.text import series_names
 
     assert series_names("2021年甘肃省录取分数线", "2021年安徽省录取分数线") == ("甘肃", "安徽")
     assert series_names("2014年圆梦计划推荐中学名单(山西)", "2014年圆梦计划推荐中学名单(山东)") == ("西", "东")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from knowledge.kb import KnowledgeBase
-from knowledge.settings import get_settings
-from knowledge.vector_store import _torn_npy, drop_torn_index_files
-from workflows.bench.crash import corpus, ingest_in_process, write_jsonl
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.settings import get_settings
+from citescope.knowledge.vector_store import _torn_npy, drop_torn_index_files
+from citescope.workflows.evaluation.bench.crash import corpus, ingest_in_process, write_jsonl
 
 
 def test_a_torn_index_file_is_dropped_and_the_kb_opens_with_every_vector(tmp_path):
@@ -48,7 +48,7 @@ def test_a_store_another_process_holds_is_a_one_line_error(tmp_path):
     import sys
     from pathlib import Path
 
-    from knowledge.vector_store import held_by_another_process
+    from citescope.knowledge.vector_store import held_by_another_process
 
     built = tmp_path / "built"
     ingest_in_process(built, [write_jsonl(tmp_path / "v1.jsonl", corpus(1))], create=True)

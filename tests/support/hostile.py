@@ -16,9 +16,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, settings
 from hypothesis import strategies as st
 
-from knowledge.filters import SearchFilters, day_number
-from workflows.pipeline_config import PipelineConfig
-from workflows.sessions import MAX_SESSION_ID_CHARS
+from citescope.knowledge.filters import SearchFilters, day_number
+from citescope.workflows.pipeline_config import PipelineConfig
+from citescope.workflows.sessions import MAX_SESSION_ID_CHARS
 
 settings.register_profile(
     "hostile-input", derandomize=True, deadline=None, database=None, print_blob=True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from workflows.service import JsonLogFormatter
+from citescope.workflows.service import JsonLogFormatter
 
 
 class JsonLogLines(logging.Handler):

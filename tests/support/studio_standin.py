@@ -33,7 +33,7 @@ from typing import Any, Callable
 import socketio
 from fastapi import FastAPI, HTTPException, Request
 
-from workflows.service import BackgroundServer
+from citescope.workflows.service import BackgroundServer
 
 NAMESPACE = "/python"
 WAIT = object()  # a scripted input that answers nothing

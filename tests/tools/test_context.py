@@ -7,8 +7,8 @@ from collections import defaultdict
 import pytest
 from docstring_parser import parse
 
-from tools.base import EvidenceHit, LegScore, SkillContext
-from tools.context import expand_context
+from citescope.tools.base import EvidenceHit, LegScore, SkillContext
+from citescope.tools.context import expand_context
 
 
 def sections(kb) -> dict[tuple[str, str], list]:

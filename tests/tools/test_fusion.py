@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from tools.base import EvidenceHit, LegScore
-from tools.fusion import rrf_fuse, weighted_fuse
+from citescope.tools.base import EvidenceHit, LegScore
+from citescope.tools.fusion import rrf_fuse, weighted_fuse
 
 
 def leg(name: str, scored: list[tuple[str, float]]) -> list[EvidenceHit]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tools.base import SkillContext
-from tools.products import SizeAdvice, product_lookup, size_recommend
+from citescope.tools.base import SkillContext
+from citescope.tools.products import SizeAdvice, product_lookup, size_recommend
 
 
 @pytest.fixture()

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agents.toolkit import build_toolkit
-from tools.base import SkillContext
-from tools.registry import DEFAULT_CONFIG, SkillConfigError, SkillRegistry
+from citescope.agents.toolkit import build_toolkit
+from citescope.tools.base import SkillContext
+from citescope.tools.registry import DEFAULT_CONFIG, SkillConfigError, SkillRegistry
 
 MODULE = "citescope_test_skills"
 SKILLS_SOURCE = '''
 import threading
 
-from tools.base import SkillContext, SkillResult, hits_from_chunks
-from tools.registry import SkillSpec
+from citescope.tools.base import SkillContext, SkillResult, hits_from_chunks
+from citescope.tools.registry import SkillSpec
 
 release = threading.Event()
 

@@ -11,10 +11,10 @@ import pytest
 from docstring_parser import parse
 
 from tests.conftest import DEMO_DIR
-from tools.base import SkillContext
-from tools.rerank import FEATURES, BGEReranker, OfflineReranker, load_weights, make_reranker, rerank, save_weights
-from tools.rerank_fit import fit_offline_reranker
-from tools.search import hybrid_search
+from citescope.tools.base import SkillContext
+from citescope.tools.rerank import FEATURES, BGEReranker, OfflineReranker, load_weights, make_reranker, rerank, save_weights
+from citescope.tools.rerank_fit import fit_offline_reranker
+from citescope.tools.search import hybrid_search
 
 QUESTIONS = [json.loads(line) for line in (DEMO_DIR / "questions.jsonl").read_text(encoding="utf-8").splitlines()
              if line.strip()]

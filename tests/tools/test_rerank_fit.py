@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tools.rerank import FEATURES, load_weights
-from tools.rerank_fit import RankGroup, first_gold_rank, fit_offline_reranker, fit_ranking_weights, ranking_quality
+from citescope.tools.rerank import FEATURES, load_weights
+from citescope.tools.rerank_fit import RankGroup, first_gold_rank, fit_offline_reranker, fit_ranking_weights, ranking_quality
 
 COLUMN = {name: i for i, name in enumerate(FEATURES)}
 

@@ -5,9 +5,9 @@ import inspect
 
 from docstring_parser import parse
 
-from knowledge.lexicon import Lexicon
-from tools.base import SkillContext
-from tools.rewrite import expand_queries, keyword_form, rewrite_query
+from citescope.knowledge.lexicon import Lexicon
+from citescope.tools.base import SkillContext
+from citescope.tools.rewrite import expand_queries, keyword_form, rewrite_query
 
 
 def test_alias_is_normalised_and_synonyms_expand(demo_kb):

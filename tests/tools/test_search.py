@@ -6,9 +6,9 @@ import inspect
 import pytest
 from docstring_parser import parse
 
-from knowledge.kb import KnowledgeBase
-from tools.base import SkillContext
-from tools.search import build_filters, hybrid_search, keyword_search, semantic_search
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.tools.base import SkillContext
+from citescope.tools.search import build_filters, hybrid_search, keyword_search, semantic_search
 
 SKILLS = (keyword_search, semantic_search, hybrid_search)
 INJECTION = '运动鞋" or doc_type != "'
@@ -138,7 +138,7 @@ def test_a_product_tables_rows_after_the_first_come_after_its_other_sections(dem
     assert "prod-fc-qingyu3#功能特点-0" in ids and rows
     assert ids.index("prod-fc-qingyu3#功能特点-0") < ids.index(rows[1]) if len(rows) > 1 else True
     # fused alone, the rows fill the page's share of the list and the section is out of it
-    from tools.search import _dense_leg, _keyword_leg, fuse
+    from citescope.tools.search import _dense_leg, _keyword_leg, fuse
     filters = build_filters(product_id="p-fc-qingyu3")
     legs = {"bm25": _keyword_leg(ctx, question, 30, filters), "dense": _dense_leg(ctx, question, 30, filters)}
     assert "prod-fc-qingyu3#功能特点-0" not in [h.chunk_id for h in fuse(legs, ctx.config, 10)]

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from workflows.admission import Admission, Saturated
+from citescope.workflows.admission import Admission, Saturated
 
 
 def test_slots_queue_and_saturation():

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from knowledge.chinese_script import to_simplified
+from citescope.knowledge.chinese_script import to_simplified
 from tests.conftest import DEMO_DIR, REPO
-from workflows.assistant import Assistant
-from workflows.cli import app
-from workflows.pipeline import QuestionError
-from workflows.pipeline_config import PipelineConfig
-from workflows.sessions import FILE_NAME as SESSIONS_FILE
+from citescope.workflows.assistant import Assistant
+from citescope.workflows.cli import app
+from citescope.workflows.pipeline import QuestionError
+from citescope.workflows.pipeline_config import PipelineConfig
+from citescope.workflows.sessions import FILE_NAME as SESSIONS_FILE
 
 QUESTIONS = [json.loads(line) for line in (DEMO_DIR / "questions.jsonl").read_text(encoding="utf-8").splitlines()
              if line.strip()]
@@ -36,9 +36,9 @@ MIN_DOMAINRAG_GOLD_CITED = 7  # measured 9 of the 11 conversational questions wi
 @pytest.fixture(scope="module")
 def kb_dir(tmp_path_factory) -> Path:
     """The demo KB ingested into a folder of this module's own (the shared demo_kb is read-only)."""
-    from knowledge.ingest import Ingestor
-    from knowledge.kb import KnowledgeBase
-    from knowledge.settings import get_settings
+    from citescope.knowledge.ingest import Ingestor
+    from citescope.knowledge.kb import KnowledgeBase
+    from citescope.knowledge.settings import get_settings
 
     folder = tmp_path_factory.mktemp("assistant-kb")
     kb = KnowledgeBase(folder, get_settings(kb_dir=folder), create=True)
@@ -239,7 +239,7 @@ def test_sessions_resume_in_another_instance_and_process(assistant, kb_dir):
     assert followup.features["carried_entity"] and not followup.refused
     assert all(product_of(assistant, c.id) == "p-shy-s1" for c in followup.citations)
     seen = subprocess.run(
-        [sys.executable, "-c", "import sys; from workflows.sessions import SessionStore; "
+        [sys.executable, "-c", "import sys; from citescope.workflows.sessions import SessionStore; "
          "print(SessionStore(sys.argv[1]).get('resume-1').model_dump_json())", str(kb_dir / SESSIONS_FILE)],
         cwd=REPO, capture_output=True, text=True, timeout=120)
     assert seen.returncode == 0, seen.stderr
@@ -267,7 +267,7 @@ def test_repeats_come_from_the_cache_until_the_kb_changes(assistant, tmp_path):
     phones = assistant.ask_sync("它多少钱？", "cache-4")
     assert "cached" not in phones.timings_ms and phones.trace_id != shoe.trace_id
 
-    from knowledge.ingest import Ingestor
+    from citescope.knowledge.ingest import Ingestor
 
     faq = tmp_path / "faq-extra.jsonl"
     faq.write_text(json.dumps({"doc_id": "faq-extra-1", "title": "门店几点营业？", "doc_type": "faq",
@@ -338,9 +338,9 @@ def test_ask_with_a_session_and_chat_on_the_command_line(assistant, kb_dir):
 
 def _kb_of(tmp_path, records: list[dict]):
     """A KB folder ingested from these JSONL records."""
-    from knowledge.ingest import Ingestor
-    from knowledge.kb import KnowledgeBase
-    from knowledge.settings import get_settings
+    from citescope.knowledge.ingest import Ingestor
+    from citescope.knowledge.kb import KnowledgeBase
+    from citescope.knowledge.settings import get_settings
 
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
@@ -398,10 +398,10 @@ def test_domainrag_conversations_run_as_sessions(datasets_dir, tmp_path):
     """Optional: DomainRAG's conversational questions replayed as sessions over a KB of their gold
     documents (runs only when those documents' embeddings are cached). A KB that sells nothing
     has no product to carry or to ask about: every turn is answered or refused, never asked back."""
-    from knowledge.ingest import Ingestor
-    from knowledge.kb import KnowledgeBase
-    from knowledge.settings import get_settings
-    from workflows.datasets import load_questions, missing_embeddings
+    from citescope.knowledge.ingest import Ingestor
+    from citescope.knowledge.kb import KnowledgeBase
+    from citescope.knowledge.settings import get_settings
+    from citescope.workflows.evaluation.datasets import load_questions, missing_embeddings
 
     questions = [q for q in load_questions(datasets_dir / "domainrag" / "questions.jsonl", qtypes=["conversational"])
                  if len(q.history) <= 3]  # short conversations keep the test quick

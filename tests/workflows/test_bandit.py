@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from workflows.arms import Arm, PlanBudget, Step
-from workflows.bandit import LinearThompsonPolicy, LinUCBPolicy
-from workflows.policy import Rule, RulesPolicy
-from workflows.query_analysis import FEATURE_NAMES, analyze
+from citescope.agents.arms import Arm, PlanBudget, Step
+from citescope.workflows.bandit import LinearThompsonPolicy, LinUCBPolicy
+from citescope.agents.policy import Rule, RulesPolicy
+from citescope.agents.query_analysis import FEATURE_NAMES, analyze
 
 QUESTIONS = [
     "XZ-3000 多少钱", "XZ-2000和XZ-3000两款充电宝各卖多少钱？", "身高175cm体重70kg，峰刃冲锋衣穿什么码",

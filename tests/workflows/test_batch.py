@@ -15,10 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import DEMO_DIR, REPO
-from workflows.assistant import Assistant
-from workflows.batch import AnswerLog, BatchRunner, read_items
-from workflows.cli import app
-from workflows.pipeline_config import PipelineConfig
+from citescope.workflows.assistant import Assistant
+from citescope.workflows.batch import AnswerLog, BatchRunner, read_items
+from citescope.workflows.cli import app
+from citescope.workflows.pipeline_config import PipelineConfig
 
 DEMO_QUESTIONS = [json.loads(line) for line in (DEMO_DIR / "questions.jsonl").read_text(encoding="utf-8").splitlines()
                   if line.strip()]

@@ -9,7 +9,7 @@ from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from tests.support.hostile import copy_kb
-from workflows.cli import CHAT_HELP, DEMO_QUESTIONS, app
+from citescope.workflows.cli import CHAT_HELP, DEMO_QUESTIONS, app
 
 
 def test_demo_ingests_and_answers_every_sample_question(tmp_path):

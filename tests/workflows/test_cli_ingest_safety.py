@@ -8,11 +8,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from knowledge.kb import KnowledgeBase
-from knowledge.settings import get_settings
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.settings import get_settings
 from tests.conftest import DEMO_DIR
 from tests.support.hostile import copy_kb
-from workflows.cli import app
+from citescope.workflows.cli import app
 
 
 def _error_line(result) -> str:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from agents.citations import parse_citations
-from agents.prompts import load_prompt
-from workflows.compliance import ComplianceError, SensitiveWordFilter, resolve_word_list
-from workflows.pipeline import QAPipeline
-from workflows.pipeline_config import PipelineConfig
-from workflows.traces import build_trace
+from citescope.agents.citations import parse_citations
+from citescope.agents.prompts import load_prompt
+from citescope.workflows.compliance import ComplianceError, SensitiveWordFilter, resolve_word_list
+from citescope.workflows.pipeline import QAPipeline
+from citescope.workflows.pipeline_config import PipelineConfig
+from citescope.workflows.traces import build_trace
 
 AJ1 = "AJ1 Retro 的鞋面是真皮吗？"  # the demo answer quotes a review calling the upper "人造革"
 

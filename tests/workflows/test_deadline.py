@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from agents.prompts import load_prompt
-from workflows.assistant import Assistant
-from workflows.bench.cost import long_question
-from workflows.pipeline_config import PipelineConfig
+from citescope.agents.prompts import load_prompt
+from citescope.workflows.assistant import Assistant
+from citescope.workflows.evaluation.bench.cost import long_question
+from citescope.workflows.pipeline_config import PipelineConfig
 
 QUESTION = "暖岩摇粒绒夹克可以机洗吗？"
 

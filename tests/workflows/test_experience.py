@@ -10,15 +10,15 @@ import threading
 
 import pytest
 
-from agents.inspector import InspectionReport
-from agents.planner import ToolCallRecord
+from citescope.agents.inspector import InspectionReport
+from citescope.agents.planner import ToolCallRecord
 from tests.conftest import REPO
-from workflows.bandit import LinUCBPolicy
-from workflows.experience import FILE_NAME, ExperienceLearner, ExperienceRound, ExperienceStore
-from workflows.policy import PolicyDecision
-from workflows.query_analysis import QueryFeatures, analyze
-from workflows.result import PolicySummary, QAResult
-from workflows.rewards import RewardSignals, implicit_reward, parse_rating, reward
+from citescope.workflows.bandit import LinUCBPolicy
+from citescope.workflows.experience import FILE_NAME, ExperienceLearner, ExperienceRound, ExperienceStore
+from citescope.agents.policy import PolicyDecision
+from citescope.agents.query_analysis import QueryFeatures, analyze
+from citescope.workflows.result import PolicySummary, QAResult
+from citescope.workflows.rewards import RewardSignals, implicit_reward, parse_rating, reward
 
 # Two products, price: the rules give product_lookup_hybrid 0.92 and hybrid_rerank 0.85.
 CLOSE_CALL = "XZ-2000和XZ-3000两款充电宝各卖多少钱？"

@@ -14,14 +14,14 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from knowledge.filters import SearchFilters
+from citescope.knowledge.filters import SearchFilters
 from tests.support.hostile import (FILTER_FIELDS, HOSTILE, INJECTED, INJECTIONS, QUESTION_LIMIT, REAL_QUESTIONS,
                                    SPECIAL_IDS, SPECIAL_TEXT, assert_answer_cites_its_sources, assert_matches,
                                    assert_within_filters, bad_question, bad_session_id, copy_kb, crafted, every,
                                    filter_dicts, has_surrogate, hostile_ids, hostile_text, names_a_field, quoted)
-from workflows.assistant import Assistant
-from workflows.pipeline import QuestionError
-from workflows.pipeline_config import PipelineConfig
+from citescope.workflows.assistant import Assistant
+from citescope.workflows.pipeline import QuestionError
+from citescope.workflows.pipeline_config import PipelineConfig
 
 
 # -- the KB filter layer ------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from tests.support.hostile import (HOSTILE, QUESTION_LIMIT, REAL_QUESTIONS, SPECIAL_IDS, SPECIAL_TEXT, any_text,
                                    bad_question, bad_session_id, copy_kb, every, has_surrogate, hostile_ids,
                                    hostile_text)
-from workflows.cli import app as cli_app
+from citescope.workflows.cli import app as cli_app
 
 
 # -- the CLI ------------------------------------------------------------------------------------

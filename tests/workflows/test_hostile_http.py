@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from tests.support.hostile import (HOSTILE, INJECTED, QUESTION_LIMIT, REAL_QUESTIONS, SPECIAL_IDS, SPECIAL_TEXT,
                                    any_text, assert_within_filters, bad_question, bad_session_id, copy_kb, every,
                                    filter_dicts, hostile_ids, hostile_text, names_a_field, wrong_types)
-from workflows.assistant import Assistant
-from workflows.pipeline_config import PipelineConfig
-from workflows.service import BackgroundServer, ServiceSettings, create_app
+from citescope.workflows.assistant import Assistant
+from citescope.workflows.pipeline_config import PipelineConfig
+from citescope.workflows.service import BackgroundServer, ServiceSettings, create_app
 
 MAX_BODY_BYTES = 64 * 1024
 

@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from workflows.datasets import Question
-from workflows.metrics import (Outcome, answer_hit, answer_scores, answer_scores_by_qtype, citation_scores,
+from citescope.workflows.evaluation.datasets import Question
+from citescope.workflows.metrics import (Outcome, answer_hit, answer_scores, answer_scores_by_qtype, citation_scores,
                                group_by, latency_summary, ranked_doc_ids, recall_at_k, reciprocal_rank,
                                retrieval_scores, states_any)
 

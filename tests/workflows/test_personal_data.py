@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflows.personal_data import (PATTERNS_FILE, PersonalDataRedactor, PersonalDataSettings, id_card_valid,
+from citescope.workflows.personal_data import (PATTERNS_FILE, PersonalDataRedactor, PersonalDataSettings, id_card_valid,
                                      luhn_valid)
 
 REDACTOR = PersonalDataRedactor.load(PATTERNS_FILE)

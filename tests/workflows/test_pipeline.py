@@ -9,19 +9,19 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from agents.citations import parse_citations
-from agents.question_cues import asking_clauses
-from knowledge.chinese_script import in_traditional
-from knowledge.crosslingual import document_query
+from citescope.agents.citations import parse_citations
+from citescope.agents.question_cues import asking_clauses
+from citescope.knowledge.chinese_script import in_traditional
+from citescope.knowledge.crosslingual import document_query
 from tests.conftest import DEMO_DIR
-from workflows.cli import app
-from workflows.datasets import candidate_kb
-from tools.base import EvidenceHit
-from workflows.pipeline import (QAPipeline, QuestionError, _at_most_per_doc, _new_sections_first, _overviews_as_rows,
+from citescope.workflows.cli import app
+from citescope.workflows.evaluation.datasets import candidate_kb
+from citescope.tools.base import EvidenceHit
+from citescope.workflows.pipeline import (QAPipeline, QuestionError, _at_most_per_doc, _new_sections_first, _overviews_as_rows,
                                 _with_pinned)
-from workflows.pipeline_config import PipelineConfig, PipelineConfigError
-from workflows.query_analysis import Entity
-from workflows.result import QAResult
+from citescope.workflows.pipeline_config import PipelineConfig, PipelineConfigError
+from citescope.agents.query_analysis import Entity
+from citescope.workflows.result import QAResult
 
 QUESTIONS = [json.loads(line) for line in (DEMO_DIR / "questions.jsonl").read_text(encoding="utf-8").splitlines()
              if line.strip()]
@@ -438,9 +438,9 @@ ENGLISH_SHOP = [  # a cross-border shop's English pages: two versions of one pol
 
 @pytest.fixture(scope="module")
 def english_pipeline(tmp_path_factory) -> QAPipeline:
-    from knowledge.ingest import Ingestor
-    from knowledge.kb import KnowledgeBase
-    from knowledge.settings import get_settings
+    from citescope.knowledge.ingest import Ingestor
+    from citescope.knowledge.kb import KnowledgeBase
+    from citescope.knowledge.settings import get_settings
 
     folder = tmp_path_factory.mktemp("english-shop")
     corpus = folder / "pages.jsonl"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflows.pipeline_config import PipelineConfig, PipelineConfigError
+from citescope.workflows.pipeline_config import PipelineConfig, PipelineConfigError
 
 
 def test_a_bad_setting_is_named_with_its_value_and_no_pydantic_internals():

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from tests.support.replay_server import ReplayServer
-from workflows.pipeline import QAPipeline
-from workflows.pipeline_config import PipelineConfig
+from citescope.workflows.pipeline import QAPipeline
+from citescope.workflows.pipeline_config import PipelineConfig
 
 PRICE_QUESTION = "XZ-3000 充电宝多少钱？"
 _SKU_LINE = re.compile(r"【(sku-p-xz3000#[^】]+)】[^\n]*?价格: ([\d.]+)元")

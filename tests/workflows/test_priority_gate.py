@@ -7,7 +7,7 @@ import asyncio
 import threading
 import time
 
-from workflows.priority_gate import PriorityGate
+from citescope.workflows.priority_gate import PriorityGate
 
 HANG = 30.0  # seconds; only a hang reaches it
 

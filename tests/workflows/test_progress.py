@@ -1,7 +1,7 @@
 """The runners' progress bar counts what it is told to count; disabled, it does nothing."""
 from __future__ import annotations
 
-from workflows.progress import RecordProgress
+from citescope.workflows.progress import RecordProgress
 
 
 def test_counts_errors_first_then_the_other_flags(capsys):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from workflows.query_analysis import Entity
-from workflows.result import QAResult
-from workflows.result_cache import ResultCache, normalized_question
+from citescope.agents.query_analysis import Entity
+from citescope.workflows.result import QAResult
+from citescope.workflows.result_cache import ResultCache, normalized_question
 
 PRODUCT = Entity(name="星择 XZ-3000 笔记本充电宝 20000mAh", product_id="p-xz3000")
 

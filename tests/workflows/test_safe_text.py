@@ -18,14 +18,14 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from agents.citations import parse_citations
-from knowledge.chunking import chunk_document
-from knowledge.loaders import build_document, load_path
-from knowledge.markup import FORGED_CHAT_ELEMENTS
+from citescope.agents.citations import parse_citations
+from citescope.knowledge.chunking import chunk_document
+from citescope.knowledge.loaders import build_document, load_path
+from citescope.knowledge.markup import FORGED_CHAT_ELEMENTS
 from tests.conftest import DEMO_DIR, ingested_kb
-from tools.base import EvidenceHit
-from workflows.injection import screen_documents
-from workflows.result import Citation, QAResult
+from citescope.tools.base import EvidenceHit
+from citescope.knowledge.injection import screen_documents
+from citescope.workflows.result import Citation, QAResult
 
 CORPUS = Path(__file__).parent / "data" / "hostile_markup_docs.jsonl"
 # What a browser would run or follow: a tag opener, a script URL, an event handler attribute.
@@ -62,9 +62,9 @@ def test_authority_follows_the_type_unless_the_record_states_it(record, authorit
 
 
 def test_ingest_doc_type_option_sets_the_authority_too(tmp_path):
-    from knowledge.ingest import Ingestor
-    from knowledge.kb import KnowledgeBase
-    from knowledge.settings import get_settings
+    from citescope.knowledge.ingest import Ingestor
+    from citescope.knowledge.kb import KnowledgeBase
+    from citescope.knowledge.settings import get_settings
 
     (tmp_path / "faq.jsonl").write_text(json.dumps({"doc_id": "q1", "title": "多久发货？", "text": "当天发货。"},
                                                    ensure_ascii=False) + "\n", encoding="utf-8")
@@ -152,8 +152,8 @@ def test_nothing_stored_holds_markup_and_injections_are_counted_at_ingest(markup
 
 @pytest.fixture(scope="module")
 def pipeline(markup_kb, registry):
-    from workflows.pipeline import QAPipeline
-    from workflows.pipeline_config import PipelineConfig
+    from citescope.workflows.pipeline import QAPipeline
+    from citescope.workflows.pipeline_config import PipelineConfig
 
     kb, _ = markup_kb
     config = PipelineConfig.load(kb.dir, environ={}, planner="offline", answerer="offline")
@@ -210,9 +210,9 @@ def test_hostile_documents_through_the_pipeline(pipeline, question, met, value, 
 # ----------------------------------------------------------------------------- every interface
 @pytest.fixture(scope="module")
 def service_url(markup_kb, tmp_path_factory):
-    from workflows.assistant import Assistant
-    from workflows.pipeline_config import PipelineConfig
-    from workflows.service import BackgroundServer, ServiceSettings, create_app
+    from citescope.workflows.assistant import Assistant
+    from citescope.workflows.pipeline_config import PipelineConfig
+    from citescope.workflows.service import BackgroundServer, ServiceSettings, create_app
 
     kb, _ = markup_kb
     kb_dir = tmp_path_factory.mktemp("markup-service") / "kb"
@@ -240,7 +240,7 @@ def test_http_answers_and_streamed_chunks_hold_no_markup(service_url):
 
 
 def test_cli_ingest_lists_the_flagged_records_and_ask_shows_no_markup(markup_kb, tmp_path):
-    from workflows.cli import app
+    from citescope.workflows.cli import app
 
     kb, _ = markup_kb
     kb_dir = tmp_path / "kb"
@@ -257,7 +257,7 @@ def test_cli_ingest_lists_the_flagged_records_and_ask_shows_no_markup(markup_kb,
 
 
 def test_the_loader_screen_agrees_with_the_ingest_summary(markup_kb):
-    """What `python -m workflows.injection FILE` reports is what ingest flags."""
+    """What `python -m citescope.knowledge.injection FILE` reports is what ingest flags."""
     _, summary = markup_kb
     docs, _, _ = load_path(CORPUS)
     _, flagged = screen_documents(docs)

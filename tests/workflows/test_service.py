@@ -11,11 +11,11 @@ import httpx
 import openai
 import pytest
 
-from agents.citations import parse_citations
+from citescope.agents.citations import parse_citations
 from tests.support.log_lines import JsonLogLines
-from workflows.assistant import Assistant
-from workflows.pipeline_config import PipelineConfig
-from workflows.service import BackgroundServer, ServiceSettings, create_app
+from citescope.workflows.assistant import Assistant
+from citescope.workflows.pipeline_config import PipelineConfig
+from citescope.workflows.service import BackgroundServer, ServiceSettings, create_app
 
 KEYS = ("key-one-7f3a", "key-two-91bc")
 AUTH = {"Authorization": f"Bearer {KEYS[1]}"}

@@ -17,10 +17,10 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-from workflows.assistant import Assistant
-from workflows.bench.cost import long_question
-from workflows.pipeline_config import PipelineConfig
-from workflows.service import BackgroundServer, ServiceSettings, create_app
+from citescope.workflows.assistant import Assistant
+from citescope.workflows.evaluation.bench.cost import long_question
+from citescope.workflows.pipeline_config import PipelineConfig
+from citescope.workflows.service import BackgroundServer, ServiceSettings, create_app
 
 SETTINGS = ServiceSettings(max_running_questions=2, max_queued_questions=1, max_running_long_questions=1,
                            retry_after_s=3, request_deadline_s=1.0, header_timeout_s=0.5, body_timeout_s=0.5,

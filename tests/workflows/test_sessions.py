@@ -13,8 +13,8 @@ import json
 import pytest
 
 from tests.conftest import DEMO_DIR
-from workflows.query_analysis import Entity, QueryAnalyzer
-from workflows.sessions import (ASK_PRODUCT, FILE_NAME, Clarifier, PendingTask, SessionState, SessionStore, Turn,
+from citescope.agents.query_analysis import Entity, QueryAnalyzer
+from citescope.workflows.sessions import (ASK_PRODUCT, FILE_NAME, Clarifier, PendingTask, SessionState, SessionStore, Turn,
                                 check_session_id, new_session_id)
 
 FENGREN = Entity(name="山野 峰刃 GTX 冲锋衣", product_id="p-sy-fengren", brand="山野", category="外套")
@@ -265,9 +265,9 @@ def test_a_follow_up_naming_one_variant_keeps_the_other_from_the_last_turn(clari
 
 
 def test_a_kb_without_products_never_asks_which_product(tmp_path):
-    from knowledge.ingest import Ingestor
-    from knowledge.kb import KnowledgeBase
-    from knowledge.settings import get_settings
+    from citescope.knowledge.ingest import Ingestor
+    from citescope.knowledge.kb import KnowledgeBase
+    from citescope.knowledge.settings import get_settings
 
     doc = tmp_path / "docs" / "school.md"
     doc.parent.mkdir()

@@ -11,14 +11,14 @@ import sys
 import httpx
 import pytest
 
-from agents.citations import parse_citations
-from knowledge.chinese_script import in_traditional
-from agents.inspector import InspectionReport, UnsupportedClaim
+from citescope.agents.citations import parse_citations
+from citescope.knowledge.chinese_script import in_traditional
+from citescope.agents.inspector import InspectionReport, UnsupportedClaim
 from tests.conftest import REPO
 from tests.support.studio_standin import WAIT, StudioStandIn
-from workflows.result import Citation, QAResult
-from workflows.studio_link import ReconnectPolicy, run_url
-from workflows.studio_texts import (TEXTS_PATH, StudioTexts, answer_markdown, language_of, tool_result_markdown,
+from citescope.workflows.result import Citation, QAResult
+from citescope.workflows.studio_link import ReconnectPolicy, run_url
+from citescope.workflows.studio_texts import (TEXTS_PATH, StudioTexts, answer_markdown, language_of, tool_result_markdown,
                                     verdict_markdown)
 
 # bounds for a whole subprocess, so a hang fails the test instead of stalling the suite

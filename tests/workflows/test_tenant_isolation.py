@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from tests.support.log_lines import JsonLogLines
-from workflows.assistant import Assistant
-from workflows.pipeline_config import PipelineConfig
-from workflows.service import BackgroundServer, ServiceSettings, create_app
+from citescope.workflows.assistant import Assistant
+from citescope.workflows.pipeline_config import PipelineConfig
+from citescope.workflows.service import BackgroundServer, ServiceSettings, create_app
 
 KEY_A, KEY_B = "key-tenant-a-51d2", "key-tenant-b-93e7"
 AS_A, AS_B = {"Authorization": f"Bearer {KEY_A}"}, {"Authorization": f"Bearer {KEY_B}"}

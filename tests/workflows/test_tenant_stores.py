@@ -8,10 +8,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from workflows.experience import ExperienceRound, ExperienceStore
-from workflows.sessions import PendingTask, SessionStore, Turn
-from workflows.tenants import DEFAULT_TENANT
-from workflows.traces import TraceStore
+from citescope.workflows.experience import ExperienceRound, ExperienceStore
+from citescope.workflows.sessions import PendingTask, SessionStore, Turn
+from citescope.workflows.tenants import DEFAULT_TENANT
+from citescope.workflows.traces import TraceStore
 
 # The schemas as released before tenants (workflows/*.py at 677cd0b)
 OLD_SESSIONS = """

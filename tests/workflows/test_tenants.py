@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from workflows.tenants import DEFAULT_TENANT, RateLimiter, Tenant, TenantDirectory
+from citescope.workflows.tenants import DEFAULT_TENANT, RateLimiter, Tenant, TenantDirectory
 
 
 def test_bare_keys_are_each_their_own_tenant_and_pairs_name_theirs():

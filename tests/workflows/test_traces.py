@@ -9,12 +9,12 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from workflows.cli import app
-from workflows.experience import ExperienceLearner, ExperienceStore
-from workflows.pipeline import QAPipeline
-from workflows.pipeline_config import PipelineConfig
-from workflows.query_analysis import analyze
-from workflows.traces import FILE_NAME, TraceStore, attach_outcome, build_trace, render_trace
+from citescope.workflows.cli import app
+from citescope.workflows.experience import ExperienceLearner, ExperienceStore
+from citescope.workflows.pipeline import QAPipeline
+from citescope.workflows.pipeline_config import PipelineConfig
+from citescope.agents.query_analysis import analyze
+from citescope.workflows.traces import FILE_NAME, TraceStore, attach_outcome, build_trace, render_trace
 
 SECRET = "sk-unit-test-secret-0123456789"
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.chinese_script import written_in_traditional
+from citescope.knowledge.chinese_script import written_in_traditional
 from tests.conftest import ingested_kb
 from tests.support.traditional_shop import write_traditional_shop
-from workflows.pipeline import QAPipeline
-from workflows.pipeline_config import PipelineConfig
+from citescope.workflows.pipeline import QAPipeline
+from citescope.workflows.pipeline_config import PipelineConfig
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from knowledge.filters import SearchFilters
-from workflows.evaluate import EvalRequest
-from workflows.service import AskRequest
-from workflows.validation import describe_validation_error
+from citescope.knowledge.filters import SearchFilters
+from citescope.workflows.evaluation.evaluate import EvalRequest
+from citescope.workflows.service import AskRequest
+from citescope.workflows.validation import describe_validation_error
 
 
 def _error(model, **values) -> ValidationError:

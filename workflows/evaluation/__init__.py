@@ -1,0 +1,1 @@
+"""Evaluation, dataset calibration and benchmarks: the runtime never imports this package."""

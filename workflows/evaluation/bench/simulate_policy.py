@@ -1,0 +1,519 @@
+"""Does the strategy bandit learn? A simulation over real retrieval outcomes.
+
+1. Reward table, computed once and cached: for every question of the mix and every arm, the
+   arm's plan runs through the real skills (RetrievalPlanner, the offline planner the pipeline
+   uses; every arm ends with the rerank skill); reward = 1 when a gold doc is among the first 5
+   distinct docs of the reranked evidence, else 0 (the rank is kept too, for a graded MRR@5
+   variant). KBs: the demo shop and each dev set of DATASET_CAPS over only the documents whose
+   chunks the shared embedding cache already holds (nothing is embedded here but questions).
+2. Simulation: a shuffled stream of those questions (every question once per epoch, new order
+   each epoch), played by: the rules alone; LinUCB starting from the rules (one per KB, as each
+   KB keeps its own experience store), learning from each reward; Thompson sampling on the same
+   model; the best fixed arm per (KB, intent) in hindsight (the oracle); a uniformly random
+   arm. Several seeds.
+3. Held-out check: a bandit trained on a stream of one half of the questions (alternating
+   within each KB and intent) chooses greedily (alpha = 0) for the other half, and vice versa.
+
+Run: `python run.py bench simulate --rounds 3000 --seed 0` (writes docs/strategy_learning.png).
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import sys
+import zlib
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel
+
+from citescope.knowledge.chunking import chunk_document
+from citescope.knowledge.embedders import CachedEmbedder
+from citescope.knowledge.ingest import embedding_text
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.lexicon import Lexicon
+from citescope.knowledge.loaders import load_path
+from citescope.knowledge.settings import Settings, get_settings
+from citescope.tools.base import SkillContext
+from citescope.tools.registry import SkillRegistry
+from citescope.tools.rerank import make_reranker
+from citescope.agents.arms import DEFAULT_ARMS, Arm, load_arms
+from citescope.workflows.bandit import LinearThompsonPolicy, LinUCBPolicy
+from citescope.agents.budget import Budget, BudgetTracker
+from citescope.workflows.evaluation.datasets import Question, dataset_kb, load_questions
+from citescope.agents.evidence import EvidencePool
+from citescope.workflows.metrics import ranked_doc_ids
+from citescope.agents.policy import PolicyDecision, Rule, RulesPolicy
+from citescope.agents.query_analysis import Entity, QueryAnalyzer, QueryFeatures
+
+REPO = Path(__file__).resolve().parents[3]
+DEMO_DIR = REPO / "knowledge" / "demo"
+DEFAULT_PLOT = REPO / "docs" / "strategy_learning.png"
+TOP_DOCS = 5
+SLICE_STEP = 500  # slice sizes move in steps, so a growing embedding cache does not rebuild the KB every run
+# Dev sets of the mix -> {qtype: at most this many questions} (easy, plentiful types are capped).
+DATASET_CAPS: dict[str, dict[str, int]] = {
+    "baoxianzhidao": {"faq_title": 150},
+    "domainrag": {},
+    "cmrc2018_dev": {"extractive": 150},
+}
+TABLE_FORMAT = 2  # bump when RewardRow changes: cached tables of another format are not read
+POLICIES = ("rules", "bandit", "thompson", "oracle_per_intent", "random")
+_NAMES = {"rules": "rules only", "bandit": "LinUCB, warm start from the rules",
+          "thompson": "Thompson sampling, same model",
+          "oracle_per_intent": "best fixed arm per (KB, intent), hindsight", "random": "uniform random arm"}
+
+
+class RewardRow(BaseModel):
+    """One question: its features and every arm's reward (None: the arm has nothing to call)."""
+
+    qid: str
+    kb: str
+    qtype: str
+    question: str
+    features: QueryFeatures
+    rewards: dict[str, float | None]
+    gold_ranks: dict[str, int | None] = {}  # rank of the first gold doc in the arm's evidence (None: absent)
+
+    def graded(self) -> "RewardRow":
+        """The same row with reward = 1 / rank of the first gold doc within the top 5 (MRR@5)."""
+        rewards = {arm: None if self.rewards[arm] is None else
+                   (1.0 / rank if (rank := self.gold_ranks.get(arm)) and rank <= TOP_DOCS else 0.0)
+                   for arm in self.rewards}
+        return self.model_copy(update={"rewards": rewards})
+
+    @property
+    def group(self) -> tuple[str, str]:
+        return self.kb, self.features.intent
+
+
+# ----------------------------------------------------------------------------- reward table
+
+
+def cached_prefix(corpus: Path, settings: Settings, embedder: CachedEmbedder) -> tuple[int, int]:
+    """(leading documents with every chunk in the embedding cache, documents in the corpus)."""
+    docs, _, lexicon = load_path(corpus)
+    lexicon = lexicon or Lexicon()
+    for i, doc in enumerate(docs):
+        chunks = chunk_document(doc, settings.chunk_size, settings.chunk_overlap)
+        if embedder.missing([embedding_text(c, lexicon) for c in chunks]):
+            return i, len(docs)
+    return len(docs), len(docs)
+
+
+class _QueryMemo(CachedEmbedder):
+    """Every arm embeds the same question again (dense leg, reranker): compute it once."""
+
+    def __init__(self, wrapped: CachedEmbedder):
+        super().__init__(wrapped.inner, wrapped.cache, wrapped.batch_size)
+        self._queries: dict[str, np.ndarray] = {}
+
+    def embed_query(self, text: str) -> np.ndarray:
+        if text not in self._queries:
+            self._queries[text] = super().embed_query(text)
+        return self._queries[text]
+
+
+def simulation_sources(datasets_dir: Path, caps: dict[str, dict[str, int]] | None = None,
+                       settings: Settings | None = None) -> list[tuple[str, KnowledgeBase, list[Question]]]:
+    """(name, warmed KB, questions): the demo shop, then each dev set of DATASET_CAPS over the
+    documents the embedding cache already holds (a prefix in SLICE_STEP steps, or all of it).
+    Questions: answerable ones whose gold docs are all in the KB, at most caps[qtype] of a qtype."""
+    settings = settings or get_settings()
+    caps = DATASET_CAPS if caps is None else caps
+    demo_kb = dataset_kb([DEMO_DIR], "demo", settings=settings)
+    sources = [("demo", demo_kb, [q for q in load_questions(DEMO_DIR / "questions.jsonl")
+                                  if q.answerable and q.gold_doc_ids])]
+    for dataset, qtype_caps in caps.items():
+        corpus = Path(datasets_dir) / dataset / "corpus.jsonl"
+        if not corpus.exists():
+            continue
+        cached, total = cached_prefix(corpus, settings, demo_kb.embedder)
+        docs = total if cached >= total else cached // SLICE_STEP * SLICE_STEP
+        if not docs:
+            continue
+        kb = dataset_kb([corpus], f"{dataset}-sim", max_docs=None if docs >= total else docs, settings=settings)
+        present = {c.doc_id for c in kb.all_chunks()}
+        questions = [q for q in load_questions(corpus.parent / "questions.jsonl")
+                     if q.answerable and q.gold_doc_ids and set(q.gold_doc_ids) <= present]
+        sources.append((dataset if docs >= total else f"{dataset}[:{docs}]", kb, _capped(questions, qtype_caps)))
+    return sources
+
+
+def _capped(questions: list[Question], caps: dict[str, int]) -> list[Question]:
+    """At most caps[qtype] questions of each capped qtype (a seeded sample), file order kept."""
+    keep: set[str] = set()
+    for qtype, cap in caps.items():
+        of_type = [q.qid for q in questions if q.qtype == qtype]
+        keep |= set(random.Random(0).sample(of_type, min(cap, len(of_type))))
+    return [q for q in questions if q.qtype not in caps or q.qid in keep]
+
+
+def code_fingerprint(arms_path: Path = DEFAULT_ARMS) -> str:
+    """What the outcomes depend on besides the KB and the questions: the arms file, tools/ (skill
+    code, skill config, reranker weights) and the knowledge layer's code."""
+    files = [arms_path, *sorted(p for folder in ("tools", "knowledge") for p in (REPO / folder).iterdir()
+                                if p.suffix in (".py", ".yaml", ".json"))]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _table_key(name: str, kb: KnowledgeBase, questions: list[Question], fingerprint: str, budget: Budget) -> str:
+    raw = json.dumps([TABLE_FORMAT, name, kb.dir.name, [q.qid for q in questions], fingerprint, budget.model_dump()],
+                     ensure_ascii=False)
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:12]
+
+
+def build_reward_table(sources, arms: dict[str, Arm] | None = None, budget: Budget | None = None,
+                       cache_dir: Path | None = None, arms_path: Path = DEFAULT_ARMS,
+                       progress: Callable[[str], None] | None = None) -> list[RewardRow]:
+    """Every arm's reward for every question. Each source's rows are cached on their own, keyed
+    by its KB, questions and code_fingerprint(), so only a changed source is rerun. Raises if
+    the code changed during the run: the rows would not be one consistent table."""
+    arms = arms or load_arms(arms_path)
+    budget = budget or Budget()
+    cache_dir = Path(cache_dir or get_settings().cache_dir) / "bench"
+    fingerprint = code_fingerprint(arms_path)
+    rows: list[RewardRow] = []
+    for name, kb, questions in sources:
+        path = cache_dir / f"policy-rewards-{_table_key(name, kb, questions, fingerprint, budget)}.json"
+        if path.exists():
+            rows += [RewardRow.model_validate(row) for row in json.loads(path.read_text(encoding="utf-8"))]
+            continue
+        computed = asyncio.run(_rewards_for(name, kb, questions, arms, budget, progress or (lambda line: None)))
+        if code_fingerprint(arms_path) != fingerprint:
+            raise RuntimeError("tools/, knowledge/ or the arms file changed while the reward table was computed; "
+                               "run again")
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps([row.model_dump(mode="json") for row in computed], ensure_ascii=False),
+                        encoding="utf-8")
+        rows += computed
+    return rows
+
+
+async def _rewards_for(name: str, kb: KnowledgeBase, questions: list[Question], arms: dict[str, Arm],
+                       budget: Budget, progress: Callable[[str], None]) -> list[RewardRow]:
+    embedder = kb.embedder
+    kb.embedder = _QueryMemo(embedder)
+    try:
+        return await _run_arms(name, kb, questions, arms, budget, progress)
+    finally:
+        kb.embedder = embedder
+
+
+async def _run_arms(name: str, kb: KnowledgeBase, questions: list[Question], arms: dict[str, Arm],
+                    budget: Budget, progress: Callable[[str], None]) -> list[RewardRow]:
+    from citescope.agents.planner import RetrievalPlanner  # the agent stack, only when outcomes are computed
+
+    reranker = make_reranker("offline", kb=kb)
+    reranker.warm_up()
+    registry = SkillRegistry.from_config()
+    registry.check_health(SkillContext(kb, reranker=reranker))
+    analyzer = QueryAnalyzer(kb).warm_up()
+    carried: dict[str, Entity | None] = {}  # session -> the product its last turn was about
+    plan_budget = budget.plan_budget()
+    rows = []
+    for number, question in enumerate(questions, start=1):
+        features = analyzer.run(question.question, carried.get(question.session or ""))
+        if question.session:
+            carried[question.session] = features.product or carried.get(question.session)
+        outcomes: dict[str, float | None] = {}
+        ranks: dict[str, int | None] = {}
+        by_plan: dict[str, int | None] = {}  # arms with identical plans share one run
+        for arm_name, arm in arms.items():
+            plan = arm.plan(features, plan_budget.max_calls, plan_budget.max_per_tool)
+            if not plan:
+                outcomes[arm_name] = ranks[arm_name] = None
+                continue
+            key = json.dumps([c.model_dump() for c in plan], ensure_ascii=False, sort_keys=True)
+            if key not in by_plan:
+                pool = EvidencePool()
+                decision = PolicyDecision(arm=arm_name, plan=plan, reason="", source="rules")
+                planner = RetrievalPlanner(registry, SkillContext(kb, reranker=reranker), pool,
+                                           BudgetTracker(budget), decision)
+                await planner.run(question.question)
+                docs = ranked_doc_ids(hit.doc_id for hit in pool.hits())
+                gold = set(question.gold_doc_ids)
+                by_plan[key] = next((rank for rank, doc in enumerate(docs, start=1) if doc in gold), None)
+            ranks[arm_name] = by_plan[key]
+            outcomes[arm_name] = 1.0 if by_plan[key] is not None and by_plan[key] <= TOP_DOCS else 0.0
+        rows.append(RewardRow(qid=question.qid, kb=name, qtype=question.qtype, question=question.question,
+                              features=features, rewards=outcomes, gold_ranks=ranks))
+        if number % 25 == 0 or number == len(questions):
+            progress(f"{name}: {number}/{len(questions)} questions")
+    return rows
+
+
+# ----------------------------------------------------------------------------- simulation
+
+
+def _stream(n_rows: int, rounds: int, rng: random.Random) -> list[int]:
+    """Row indices: shuffled epochs (every question once per epoch), cut to `rounds`."""
+    order: list[int] = []
+    while len(order) < rounds:
+        epoch = list(range(n_rows))
+        rng.shuffle(epoch)
+        order += epoch
+    return order[:rounds]
+
+
+def _value(row: RewardRow, arm: str) -> float:
+    value = row.rewards.get(arm)
+    return 0.0 if value is None else value
+
+
+def best_fixed_arms(rows: Sequence[RewardRow], arms: Sequence[str]) -> dict[tuple[str, str], str]:
+    """The best single arm for each (KB, intent) over these rows (ties: arms-file order)."""
+    totals: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: dict.fromkeys(arms, 0.0))
+    for row in rows:
+        for arm in arms:
+            totals[row.group][arm] += _value(row, arm)
+    return {group: max(arms, key=lambda a: (sums[a], -arms.index(a))) for group, sums in totals.items()}
+
+
+def simulate_once(rows: Sequence[RewardRow], rounds: int, seed: int, rules: RulesPolicy | None = None,
+                  make_bandit: Callable[[], LinUCBPolicy] | None = None) -> dict:
+    """Per-round rewards of each policy on one shuffled stream (`rules`: the prior, default RULES)."""
+    rules = rules or RulesPolicy()
+    arms = rules.arms
+    make_bandit = make_bandit or (lambda: LinUCBPolicy(rules=rules))
+    make_thompson = lambda: LinearThompsonPolicy(rules=rules, seed=seed)  # noqa: E731
+    rng = random.Random(seed)
+    stream = [rows[i] for i in _stream(len(rows), rounds, rng)]
+    names = list(arms)
+    oracle = best_fixed_arms(stream, names)
+    rules_arm = {row.qid: rules.choose(row.features).arm for row in rows}
+    kbs = list(dict.fromkeys(row.kb for row in rows))
+    learners = {"bandit": {kb: make_bandit() for kb in kbs},  # one per KB, as deployed
+                "thompson": {kb: make_thompson() for kb in kbs}}
+    rewards = {name: [] for name in POLICIES}
+    bandit_arms: list[str] = []
+    for row in stream:
+        rewards["rules"].append(_value(row, rules_arm[row.qid]))
+        for name, per_kb in learners.items():
+            learner = per_kb[row.kb]
+            arm = learner.choose(row.features).arm
+            value = _value(row, arm)
+            learner.update(row.features.vector(), arm, value)
+            rewards[name].append(value)
+            if name == "bandit":
+                bandit_arms.append(arm)
+        rewards["oracle_per_intent"].append(_value(row, oracle[row.group]))
+        available = [a for a in names if row.rewards.get(a) is not None] or names
+        rewards["random"].append(_value(row, rng.choice(available)))
+    return {"rewards": rewards, "oracle_arms": {f"{kb}/{intent}": arm for (kb, intent), arm in oracle.items()},
+            "bandit_arms": bandit_arms, "stream": [row.qid for row in stream], "bandits": learners["bandit"]}
+
+
+def held_out_check(rows: Sequence[RewardRow], rounds: int, seed: int, rules: RulesPolicy | None = None) -> dict:
+    """Train on one half of the questions, choose greedily on the other half (and vice versa)."""
+    rules = rules or RulesPolicy()
+    halves: tuple[list[RewardRow], list[RewardRow]] = ([], [])
+    for members in _groups(rows).values():  # alternate within each (KB, intent): both halves hold every group
+        for i, row in enumerate(sorted(members, key=lambda r: zlib.crc32(r.qid.encode()))):
+            halves[i % 2].append(row)
+    totals = {"rules": 0.0, "bandit_greedy": 0.0, "n": 0}
+    for train, test in (halves, halves[::-1]):
+        if not train or not test:
+            continue
+        trained = simulate_once(train, rounds, seed, rules)["bandits"]
+        for row in test:
+            greedy = LinUCBPolicy(rules=rules, alpha=0.0)
+            if row.kb in trained:
+                greedy.load_state_dict(trained[row.kb].state_dict())
+            totals["bandit_greedy"] += _value(row, greedy.choose(row.features).arm)
+            totals["rules"] += _value(row, rules.choose(row.features).arm)
+            totals["n"] += 1
+    n = max(totals["n"], 1)
+    return {"rules": totals["rules"] / n, "bandit_greedy": totals["bandit_greedy"] / n, "n": totals["n"]}
+
+
+def simulate(rows: Sequence[RewardRow], rounds: int, seed: int = 0, repeats: int = 5,
+             rules: RulesPolicy | None = None) -> dict:
+    """Mean cumulative reward curves and final totals over `repeats` seeds, plus the held-out check."""
+    rules = rules or RulesPolicy()
+    arms = rules.arms
+    runs = [simulate_once(rows, rounds, seed + r, rules) for r in range(repeats)]
+    curves = {name: np.mean([np.cumsum(run["rewards"][name]) for run in runs], axis=0) for name in POLICIES}
+    finals = {name: [float(np.sum(run["rewards"][name])) for run in runs] for name in POLICIES}
+    tail = max(1, rounds // 5)
+    last = runs[0]
+    per_group: dict[str, dict] = {}
+    for (kb, intent), members in sorted(_groups(rows).items()):
+        per_group[f"{kb}/{intent}"] = {
+            "questions": len(members),
+            "rules_arm": _most_common(rules.choose(r.features).arm for r in members),
+            "oracle_arm": last["oracle_arms"].get(f"{kb}/{intent}"),
+            "arm_means": {a: round(float(np.mean([_value(r, a) for r in members])), 3) for a in arms},
+        }
+    return {
+        "rounds": rounds, "seed": seed, "repeats": repeats, "questions": len(rows),
+        "kbs": {kb: sum(1 for r in rows if r.kb == kb) for kb in dict.fromkeys(r.kb for r in rows)},
+        "per_question_ceiling": float(np.mean([max(_value(r, a) for a in arms) for r in rows])),
+        "mean_reward": {name: float(np.mean(finals[name]) / rounds) for name in POLICIES},
+        "total_reward": {name: float(np.mean(finals[name])) for name in POLICIES},
+        "total_reward_std": {name: float(np.std(finals[name])) for name in POLICIES},
+        "last_fifth_mean_reward": {name: float(np.mean([np.mean(run["rewards"][name][-tail:]) for run in runs]))
+                                   for name in POLICIES},
+        "regret_vs_oracle": {name: float(curves["oracle_per_intent"][-1] - curves[name][-1]) for name in POLICIES},
+        "wins_over_rules": {name: sum(1 for a, b in zip(finals[name], finals["rules"]) if a > b)
+                            for name in ("bandit", "thompson")},
+        "gap_closed": {name: _gap_closed(finals, name) for name in ("bandit", "thompson")},
+        "groups": per_group,
+        "held_out": held_out_check(rows, rounds, seed, rules),
+        "curves": {name: curves[name].tolist() for name in POLICIES},
+    }
+
+
+def sensitivity(rows: Sequence[RewardRow], rounds: int, seed: int = 0, repeats: int = 5,
+                alphas: Sequence[float] = (0.1, 0.3, 1.0), prior_weights: Sequence[float] = (1.0, 4.0),
+                rules: RulesPolicy | None = None) -> list[dict]:
+    """LinUCB's mean reward for each (alpha, prior_weight), with the rules and the oracle, same streams."""
+    rules = rules or RulesPolicy()
+    out = []
+    for alpha in alphas:
+        for weight in prior_weights:
+            make = lambda: LinUCBPolicy(rules=rules, alpha=alpha, prior_weight=weight)  # noqa: E731
+            runs = [simulate_once(rows, rounds, seed + r, rules, make_bandit=make)["rewards"] for r in range(repeats)]
+            finals = {name: [float(np.sum(run[name])) for run in runs] for name in POLICIES}
+            out.append({"alpha": alpha, "prior_weight": weight, "bandit": float(np.mean(finals["bandit"])) / rounds,
+                        "rules": float(np.mean(finals["rules"])) / rounds,
+                        "oracle": float(np.mean(finals["oracle_per_intent"])) / rounds,
+                        "gap_closed": _gap_closed(finals, "bandit"),
+                        "wins_over_rules": sum(1 for a, b in zip(finals["bandit"], finals["rules"]) if a > b)})
+    return out
+
+
+def dense_everywhere_rules(arms: dict[str, Arm] | None = None) -> RulesPolicy:
+    """A plausible misconfiguration for the stress test: one rule, 'semantic search is always best'."""
+    rule = Rule("dense_rerank", 0.9, lambda f: True, lambda f: "（压力测试）任何问题都优先语义检索")
+    return RulesPolicy(arms, rules=(rule,))
+
+
+def _gap_closed(finals: dict[str, list[float]], name: str) -> float | None:
+    """Share of the rules -> oracle gap a learner closed (None when there is no gap)."""
+    rules, oracle = np.mean(finals["rules"]), np.mean(finals["oracle_per_intent"])
+    return float((np.mean(finals[name]) - rules) / (oracle - rules)) if oracle > rules else None
+
+
+def _groups(rows: Sequence[RewardRow]) -> dict[tuple[str, str], list[RewardRow]]:
+    groups: dict[tuple[str, str], list[RewardRow]] = defaultdict(list)
+    for row in rows:
+        groups[row.group].append(row)
+    return groups
+
+
+def _most_common(values) -> str:
+    counts: dict[str, int] = defaultdict(int)
+    for value in values:
+        counts[value] += 1
+    return max(counts, key=counts.get) if counts else ""
+
+
+# ----------------------------------------------------------------------------- entry point and report
+
+
+def run_policy_simulation(datasets_dir: Path, rounds: int = 3000, seed: int = 0, repeats: int = 5,
+                          plot_path: Path | None = DEFAULT_PLOT, caps: dict[str, dict[str, int]] | None = None,
+                          with_sensitivity: bool = False) -> dict:
+    """Build (or read) the reward table on the dev mix, simulate, plot, and report; optionally
+    LinUCB's sensitivity to alpha and prior_weight on the same streams."""
+    progress = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    sources = simulation_sources(Path(datasets_dir), caps)
+    rows = build_reward_table(sources, progress=progress)
+    report = simulate(rows, rounds, seed, repeats)
+    graded = simulate([row.graded() for row in rows], rounds, seed, repeats)
+    report["graded"] = {k: v for k, v in graded.items() if k != "curves"}
+    stress = simulate(rows, rounds, seed, repeats, rules=dense_everywhere_rules())
+    report["stress_dense_everywhere"] = {k: v for k, v in stress.items() if k != "curves"}
+    if with_sensitivity:
+        report["sensitivity"] = sensitivity(rows, rounds, seed, repeats)
+    report["qtypes"] = {f"{r.kb}/{r.qtype}": 0 for r in rows}
+    for row in rows:
+        report["qtypes"][f"{row.kb}/{row.qtype}"] += 1
+    if plot_path is not None:
+        plot_learning(report, Path(plot_path))
+        report["plot"] = str(plot_path)
+    for _, kb, _ in sources:
+        kb.close()
+    return report
+
+
+def plot_learning(report: dict, path: Path) -> None:
+    """Cumulative reward gained over the rules, and cumulative regret against the per-intent
+    oracle, per round (mean over seeds). Plain cumulative reward hides gaps this small."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = {name: np.asarray(values) for name, values in report["curves"].items()}
+    rounds = np.arange(1, len(curves["rules"]) + 1)
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for name in POLICIES:
+        left.plot(rounds, curves[name] - curves["rules"], label=_NAMES[name])
+        right.plot(rounds, curves["oracle_per_intent"] - curves[name], label=_NAMES[name])
+    left.set(title="cumulative reward minus rules-only (gold doc in top-5)", xlabel="round", ylabel="reward")
+    right.set(title="cumulative regret vs per-intent oracle", xlabel="round", ylabel="regret")
+    for axis in (left, right):
+        axis.axhline(0, color="grey", linewidth=0.5)
+    left.legend(fontsize=8)
+    figure.suptitle(f"{report['questions']} questions, {report['rounds']} rounds, mean of {report['repeats']} seeds",
+                    fontsize=10)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def format_policy_report(report: dict) -> str:
+    lines = [
+        f"{report['questions']} questions ({', '.join(f'{k}: {v}' for k, v in report['kbs'].items())}), "
+        f"{report['rounds']} rounds, seeds {report['seed']}..{report['seed'] + report['repeats'] - 1}.",
+        "", "Reward = a gold doc in the top-5 evidence:", "", *_summary_table(report)]
+    if "graded" in report:
+        lines += ["", "Graded reward = 1 / rank of the first gold doc in the top 5 (MRR@5):", "",
+                  *_summary_table(report["graded"])]
+    if "stress_dense_everywhere" in report:
+        lines += ["", "Stress test, top-5 reward: the rules replaced by one misconfigured rule "
+                      "(dense_rerank for every question):", "", *_summary_table(report["stress_dense_everywhere"])]
+    if report.get("sensitivity"):
+        lines += ["", "LinUCB sensitivity (top-5 reward, same streams):", "",
+                  "| alpha | prior_weight | LinUCB | rules | oracle | gap closed | beats rules |",
+                  "|---|---|---|---|---|---|---|"]
+        for row in report["sensitivity"]:
+            closed = "" if row["gap_closed"] is None else f"{row['gap_closed']:.0%}"
+            lines.append(f"| {row['alpha']} | {row['prior_weight']} | {row['bandit']:.4f} | {row['rules']:.4f} | "
+                         f"{row['oracle']:.4f} | {closed} | {row['wins_over_rules']}/{report['repeats']} |")
+    arms = list(next(iter(report["groups"].values()))["arm_means"])
+    lines += ["", "Mean top-5 reward of each arm per KB and intent:", "",
+              "| KB / intent | questions | rules' usual arm | oracle arm | " + " | ".join(arms) + " |",
+              "|---|---|---|---|" + "---|" * len(arms)]
+    for group, info in report["groups"].items():
+        lines.append(f"| {group} | {info['questions']} | {info['rules_arm']} | {info['oracle_arm']} | "
+                     + " | ".join(f"{v:.2f}" for v in info["arm_means"].values()) + " |")
+    return "\n".join(lines)
+
+
+def _summary_table(report: dict) -> list[str]:
+    lines = ["| policy | mean reward | last fifth of rounds | total (± std over seeds) | regret vs oracle | "
+             "gap closed | beats rules |", "|---|---|---|---|---|---|---|"]
+    repeats = report["repeats"]
+    for name in POLICIES:
+        closed, wins = report["gap_closed"].get(name), report["wins_over_rules"].get(name)
+        lines.append(
+            f"| {_NAMES[name]} | {report['mean_reward'][name]:.4f} | {report['last_fifth_mean_reward'][name]:.4f} | "
+            f"{report['total_reward'][name]:.1f} ± {report['total_reward_std'][name]:.1f} | "
+            f"{report['regret_vs_oracle'][name]:.1f} | {'' if closed is None else f'{closed:.0%}'} | "
+            f"{'' if wins is None else f'{wins}/{repeats}'} |")
+    held = report["held_out"]
+    lines += ["", f"Held-out halves ({held['n']} questions, each half learned on the other): "
+                  f"rules {held['rules']:.4f}, LinUCB greedy {held['bandit_greedy']:.4f} mean reward. "
+                  f"Per-question ceiling (best arm for each question): {report['per_question_ceiling']:.4f}."]
+    return lines
