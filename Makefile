@@ -16,6 +16,13 @@ install: $(VENV)/.installed
 demo: install
 	$(BIN)/python run.py demo
 
+# The fast tier first: lint and format check, the import contract, types (about a minute).
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	mkdir -p build/typecheck && ln -sfn ../.. build/typecheck/citescope
+	$(BIN)/mypy
+
 test: install
 	$(BIN)/python -m pytest
 
@@ -25,4 +32,4 @@ test: install
 eval: install
 	$(BIN)/python -m citescope.workflows.evaluation.quality_report $(EVAL_ARGS)
 
-.PHONY: install demo test eval
+.PHONY: install lint demo test eval

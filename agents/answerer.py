@@ -5,6 +5,7 @@ ExtractiveAnswerer (agents/extractive.py, offline default, synchronous) and LLMA
 model filling prompts/answerer.md, or answerer_retry.md with the findings; asynchronous, every
 request budgeted, timed out and retried through agents.budget). `generate` calls either.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -15,36 +16,52 @@ from agentscope.formatter import FormatterBase
 from agentscope.message import Msg
 from agentscope.model import ChatModelBase
 
+from citescope.agents.budget import BudgetTracker, ModelFailure, RetryPolicy, budgeted_model_call
 from citescope.agents.citations import part_not_found
+from citescope.agents.evidence import EvidencePool, render_conflicts
 from citescope.agents.extractive import ExtractiveAnswerer
 from citescope.agents.inspector import InspectionReport
 from citescope.agents.prompts import load_prompt
 from citescope.tools.base import EvidenceHit
-from citescope.agents.budget import BudgetTracker, ModelFailure, RetryPolicy, budgeted_model_call
-from citescope.agents.evidence import EvidencePool, render_conflicts
 
 if TYPE_CHECKING:
-    from citescope.tools.products import SizeAdvice
     from citescope.agents.conflicts import Conflict
+    from citescope.tools.products import SizeAdvice
 
 __all__ = ["Answerer", "ExtractiveAnswerer", "LLMAnswerer", "generate"]
 
 
 class Answerer(Protocol):
-    def run(self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
-            feedback: InspectionReport | None = None) -> str | Awaitable[str]: ...
+    def run(
+        self,
+        question: str,
+        evidence: Sequence[EvidenceHit],
+        conflicts: Sequence[Conflict] = (),
+        feedback: InspectionReport | None = None,
+    ) -> str | Awaitable[str]: ...
 
 
-def answer_prompt(question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
-                  feedback: InspectionReport | None = None, advice: "SizeAdvice | None" = None) -> str:
+def answer_prompt(
+    question: str,
+    evidence: Sequence[EvidenceHit],
+    conflicts: Sequence[Conflict] = (),
+    feedback: InspectionReport | None = None,
+    advice: SizeAdvice | None = None,
+) -> str:
     """The filled answerer prompt; with feedback, the retry prompt carrying the findings. advice:
     what a structured skill worked out (a size), given as 【工具结论】 with the ids it rests on."""
-    values = {"question": question, "evidence": EvidencePool.render(evidence), "conflicts": render_conflicts(conflicts),
-              "skill_findings": advice.describe() if advice is not None else "无",
-              # the fixed refusals, from the same files the pipeline says them from
-              "refusal": load_prompt("refusal").strip(), "refusal_en": load_prompt("refusal_en").strip(),
-              # the sentence for a part nothing answers, which the inspector reads as no claim
-              "part_not_found": part_not_found("未查到的部分"), "part_not_found_en": part_not_found("what was not found", True)}
+    values = {
+        "question": question,
+        "evidence": EvidencePool.render(evidence),
+        "conflicts": render_conflicts(conflicts),
+        "skill_findings": advice.describe() if advice is not None else "无",
+        # the fixed refusals, from the same files the pipeline says them from
+        "refusal": load_prompt("refusal").strip(),
+        "refusal_en": load_prompt("refusal_en").strip(),
+        # the sentence for a part nothing answers, which the inspector reads as no claim
+        "part_not_found": part_not_found("未查到的部分"),
+        "part_not_found_en": part_not_found("what was not found", True),
+    }
     if feedback is None:
         return load_prompt("answerer", **values)
     return load_prompt("answerer_retry", findings=feedback.findings(), **values)
@@ -62,9 +79,15 @@ class LLMAnswerer:
     def name(self) -> str:
         return self.model.model_name
 
-    async def run(self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
-                  feedback: InspectionReport | None = None, budget: BudgetTracker | None = None,
-                  advice: "SizeAdvice | None" = None) -> str:
+    async def run(
+        self,
+        question: str,
+        evidence: Sequence[EvidenceHit],
+        conflicts: Sequence[Conflict] = (),
+        feedback: InspectionReport | None = None,
+        budget: BudgetTracker | None = None,
+        advice: SizeAdvice | None = None,
+    ) -> str:
         tracker = budget or BudgetTracker()
         prompt = answer_prompt(question, evidence, conflicts, feedback, advice)
         messages = await self.formatter.format([Msg("user", prompt, "user")])
@@ -81,10 +104,16 @@ def _has_text(response) -> None:
         raise ModelFailure("the answerer model returned no text")
 
 
-async def generate(answerer: Answerer, question: str, evidence: Sequence[EvidenceHit],
-                   conflicts: Sequence["Conflict"] = (), feedback: InspectionReport | None = None,
-                   budget: BudgetTracker | None = None, advice: "SizeAdvice | None" = None,
-                   overview: Sequence[str] = ()) -> str:
+async def generate(
+    answerer: Answerer,
+    question: str,
+    evidence: Sequence[EvidenceHit],
+    conflicts: Sequence[Conflict] = (),
+    feedback: InspectionReport | None = None,
+    budget: BudgetTracker | None = None,
+    advice: SizeAdvice | None = None,
+    overview: Sequence[str] = (),
+) -> str:
     """Run either kind of answerer; only a model-backed one spends the question's budget. advice:
     a size the size_recommend skill worked out, which the extractive answerer states and a model
     is given as 【工具结论】. overview: the evidence ids of the page openings that answer a question

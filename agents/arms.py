@@ -4,6 +4,7 @@ An arm is an ordered list of steps {skill, args}; `Arm.plan(features)` turns it 
 calls under a hard budget. The offline planner runs the plan as real tool calls and the LLM
 planner receives it as a suggestion; the policy (agents/policy.py) picks the arm.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,16 +15,31 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from citescope.knowledge.crosslingual import with_document_words
 from citescope.agents.query_analysis import Entity, QueryFeatures
+from citescope.knowledge.crosslingual import with_document_words
 
 DEFAULT_ARMS = Path(__file__).with_name("arms.yaml")
 DEFAULT_MAX_CALLS = 4
 DEFAULT_MAX_PER_TOOL = 2
-TEMPLATE_FIELDS = frozenset({
-    "question", "query", "product", "product_ref", "product_id", "filter_product_id", "filter_brand",
-    "filter_category", "doc_types", "height_cm", "weight_kg", "foot_length_cm", "size_label", "sizes", "price_limit",
-})
+TEMPLATE_FIELDS = frozenset(
+    {
+        "question",
+        "query",
+        "product",
+        "product_ref",
+        "product_id",
+        "filter_product_id",
+        "filter_brand",
+        "filter_category",
+        "doc_types",
+        "height_cm",
+        "weight_kg",
+        "foot_length_cm",
+        "size_label",
+        "sizes",
+        "price_limit",
+    }
+)
 _PLACEHOLDER = re.compile(r"\{(\w+)(\?)?\}")
 _BINDING = re.compile(r"^(\w+)\.(\w+)(?:\[(\d+)\])?$")
 _POLICY_DOC_TYPES = "policy,faq"
@@ -45,7 +61,7 @@ class PlannedCall(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
     bind: dict[str, str] = Field(default_factory=dict)  # arg -> "skill.key[i]" of an earlier result
 
-    def resolve(self, outputs: Mapping[str, Mapping]) -> "PlannedCall":
+    def resolve(self, outputs: Mapping[str, Mapping]) -> PlannedCall:
         """The call with its bindings filled from earlier results (skill name -> result data);
         an unresolvable binding keeps the template value."""
         if not self.bind:
@@ -100,8 +116,11 @@ class Step(BaseModel):
             if missing:
                 continue  # an optional value is missing: leave the argument out
             whole = _PLACEHOLDER.fullmatch(template)
-            args[name] = values[whole.group(1)] if whole else _PLACEHOLDER.sub(
-                lambda m: _as_text(values[m.group(1)]), template).strip()
+            args[name] = (
+                values[whole.group(1)]
+                if whole
+                else _PLACEHOLDER.sub(lambda m: _as_text(values[m.group(1)]), template).strip()
+            )
         return PlannedCall(skill=self.skill, args=args, bind=dict(self.bind))
 
 
@@ -112,8 +131,9 @@ class Arm(BaseModel):
     description: str = ""
     steps: list[Step] = Field(min_length=1)
 
-    def plan(self, features: QueryFeatures, max_calls: int = DEFAULT_MAX_CALLS,
-             max_per_tool: int = DEFAULT_MAX_PER_TOOL) -> list[PlannedCall]:
+    def plan(
+        self, features: QueryFeatures, max_calls: int = DEFAULT_MAX_CALLS, max_per_tool: int = DEFAULT_MAX_PER_TOOL
+    ) -> list[PlannedCall]:
         """Concrete calls, in order: never more than max_calls, nor max_per_tool of one skill."""
         base = template_values(features)
         focus = features.focus_products
@@ -142,8 +162,9 @@ class Arm(BaseModel):
         return calls
 
 
-def first_runnable(arms: Mapping[str, Arm], ranked: list[str], features: QueryFeatures,
-                   budget: PlanBudget) -> tuple[str, list[PlannedCall]]:
+def first_runnable(
+    arms: Mapping[str, Arm], ranked: list[str], features: QueryFeatures, budget: PlanBudget
+) -> tuple[str, list[PlannedCall]]:
     """The best-ranked arm that has something to call for this question, and its plan (an arm
     whose every step is skipped gives way to the next; none -> the best with an empty plan)."""
     for name in ranked:
@@ -157,8 +178,9 @@ def _as_text(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def template_values(features: QueryFeatures, product: Entity | None = None, part: str | None = None,
-                    bridged: bool = True) -> dict[str, Any]:
+def template_values(
+    features: QueryFeatures, product: Entity | None = None, part: str | None = None, bridged: bool = True
+) -> dict[str, Any]:
     """Placeholder values; `product` selects one product of a multi-product question, `part` one
     part of a compound question (as the query; the question stays whole). bridged: the query carries
     the documents' words for an English question's words or a Chinese one's everyday words

@@ -7,6 +7,7 @@ total or per-tool cap never runs. Every model call asks `check_model` first; `bu
 wraps one model request with that check, the remaining deadline as its timeout, and retries with
 backoff, so every caller (planner, answerer) gets the same guarantees.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -18,8 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from citescope.agents.models import redact
 from citescope.agents.arms import PlanBudget
+from citescope.agents.models import redact
 
 log = logging.getLogger(__name__)
 
@@ -157,9 +158,15 @@ class BudgetTracker:
         return Decision(kind="allowed")
 
     def used(self) -> BudgetUsage:
-        return BudgetUsage(tool_calls=self.tool_calls, per_tool=dict(self.per_tool), cached_calls=self.cached_calls,
-                           refused_calls=self.refused_calls, model_calls=self.model_calls,
-                           elapsed_s=round(self.elapsed_s(), 4), limits=self.budget)
+        return BudgetUsage(
+            tool_calls=self.tool_calls,
+            per_tool=dict(self.per_tool),
+            cached_calls=self.cached_calls,
+            refused_calls=self.refused_calls,
+            model_calls=self.model_calls,
+            elapsed_s=round(self.elapsed_s(), 4),
+            limits=self.budget,
+        )
 
 
 # ----------------------------------------------------------------------------- model calls
@@ -195,8 +202,9 @@ async def collect_response(response: Any) -> Any:
     return response
 
 
-async def budgeted_model_call(model: Any, messages: list[dict], tracker: BudgetTracker, retry: RetryPolicy,
-                              validate=None, **kwargs: Any) -> Any:
+async def budgeted_model_call(
+    model: Any, messages: list[dict], tracker: BudgetTracker, retry: RetryPolicy, validate=None, **kwargs: Any
+) -> Any:
     """Call `model(messages, **kwargs)` under the budget: each attempt is counted, timed out at
     min(call_timeout_s, remaining deadline), and checked by `validate(response)` (which raises
     ModelFailure for a reply that cannot be used). Failed attempts are retried with backoff while
@@ -219,12 +227,12 @@ async def budgeted_model_call(model: Any, messages: list[dict], tracker: BudgetT
             return response
         except asyncio.CancelledError:
             raise
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             failures.append(f"timed out after {timeout:.3g}s")
         except Exception as exc:  # 429/5xx, connection, bad JSON, invalid tool call: all retried alike
             failures.append(describe_failure(exc))
         log.warning("model %s attempt %d failed: %s", getattr(model, "model_name", "?"), attempt + 1, failures[-1])
-        pause = retry.backoff_s * (2 ** attempt)
+        pause = retry.backoff_s * (2**attempt)
         if attempt < retry.max_retries and pause < tracker.remaining_s():
             await asyncio.sleep(pause)
     raise ModelFailure(_summarise(failures))
@@ -233,4 +241,6 @@ async def budgeted_model_call(model: Any, messages: list[dict], tracker: BudgetT
 def _summarise(failures: list[str]) -> str:
     """Distinct reasons in order, a repeated one counted: "HTTP 500 (x2); timed out"."""
     counts = {reason: failures.count(reason) for reason in dict.fromkeys(failures)}
-    return "; ".join(f"{reason} (x{n})" if n > 1 else reason for reason, n in counts.items()) or "no attempt was allowed"
+    return (
+        "; ".join(f"{reason} (x{n})" if n > 1 else reason for reason, n in counts.items()) or "no attempt was allowed"
+    )

@@ -4,6 +4,7 @@ Parsing only decides what *looks like* an id (chunk ids `doc#section-0`, `sku-p-
 dataset doc ids `cmrc-DEV_0`); whether an id was really in the evidence is the inspector's job.
 Positional markers (`[1]`) and bracketed words (`[图片]`, `【注意】`) are never ids.
 """
+
 from __future__ import annotations
 
 import re
@@ -40,9 +41,20 @@ _DIGIT = re.compile(r"\d")
 # Sentences made only of these words (and no digits) are courtesy, framing or refusal: they
 # state nothing about the shop, so they need no citation.
 COURTESY_PHRASES = (
-    "您好", "你好", "亲", "感谢您的咨询", "谢谢您的耐心等待", "很高兴为您服务", "以下是为您查到的相关信息",
-    "以下是相关信息如下", "希望对您有帮助", "如需帮助请随时联系在线客服", "如有其他问题欢迎再次咨询",
-    "祝您购物愉快", "请问还有什么可以帮您", "为您整理总结如下",
+    "您好",
+    "你好",
+    "亲",
+    "感谢您的咨询",
+    "谢谢您的耐心等待",
+    "很高兴为您服务",
+    "以下是为您查到的相关信息",
+    "以下是相关信息如下",
+    "希望对您有帮助",
+    "如需帮助请随时联系在线客服",
+    "如有其他问题欢迎再次咨询",
+    "祝您购物愉快",
+    "请问还有什么可以帮您",
+    "为您整理总结如下",
     "抱歉，知识库中暂未找到可靠信息来回答这个问题。为避免误导您，建议您换个问法，或转人工客服进一步确认。",
     "hello hi thanks thank you here is what i found the following hope this helps please contact "
     "customer service sorry",
@@ -115,9 +127,12 @@ def strip_citations(text: str, known_ids: Collection[str] | None = None) -> str:
 # What the answer says of a part of a compound question nothing in the evidence answers
 # (prompts/part_not_found*.md): it asserts nothing, so it is the one sentence without a citation.
 _PART_NOT_FOUND = {False: load_prompt("part_not_found").strip(), True: load_prompt("part_not_found_en").strip()}
-_NOT_FOUND_FRAMES = re.compile("|".join(
-    re.escape(head) + r"[^。！？!?\n]+?" + re.escape(tail.rstrip("。.")) + "[。.]?"
-    for head, _, tail in (template.partition("{part}") for template in _PART_NOT_FOUND.values())))
+_NOT_FOUND_FRAMES = re.compile(
+    "|".join(
+        re.escape(head) + r"[^。！？!?\n]+?" + re.escape(tail.rstrip("。.")) + "[。.]?"
+        for head, _, tail in (template.partition("{part}") for template in _PART_NOT_FOUND.values())
+    )
+)
 
 
 def part_not_found(part: str, english: bool = False) -> str:
@@ -198,7 +213,7 @@ def after_heading(text: str, section: str) -> str:
     """A sentence without the "<section>：" heading its chunk opens with and the marks after it
     ("" when only the heading is left); unchanged when it does not open with the heading."""
     if section and text.startswith(section + "："):
-        return _LEADING_MARKS.sub("", text[len(section) + 1:])
+        return _LEADING_MARKS.sub("", text[len(section) + 1 :])
     return text
 
 
@@ -243,11 +258,11 @@ def without_cut_clause(text: str) -> str:
     cut = _SNIPPET_CUT_AT_END.search(text)
     if cut is None:
         return text
-    text = text[:cut.start()]
+    text = text[: cut.start()]
     if _OPEN_BRACKET_AT_END.search(text):
         return _OPEN_BRACKET_AT_END.sub("", text)
     clause = _LAST_CLAUSE.search(text)
-    text = text[:clause.start()] if clause else ""
+    text = text[: clause.start()] if clause else ""
     # a chunk that starts inside a bracket (1819年—1901年），全名 ...) gives a quote no closer without its opener
     if text.endswith(("）", ")")) and text.count("（") + text.count("(") < text.count("）") + text.count(")"):
         text = text[:-1]

@@ -25,6 +25,7 @@ Only slots near the question's own terms count. Values are compared in canonical
 lists one source per value, official before community, then newest first.
 Measured rates and known limits: docs/conflicts.md.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,16 +39,29 @@ import jieba
 import jieba.posseg
 from pydantic import BaseModel
 
+from citescope.agents import table_claims
 from citescope.knowledge.chinese_script import matching_form
 from citescope.knowledge.crosslingual import worded_for
 from citescope.knowledge.filters import as_of_day, parse_day
+from citescope.knowledge.injection import is_untrusted
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.schema import AUTHORITY_RANK
-from citescope.knowledge.text import (CJK_CHAR, SNIPPET_CUT, STOPWORDS, YEAR, arabic_numerals, chinese_int, is_faq, model_numbers,
-                            normalize, numerals_before, series_names, tokenize, unit_alternatives)
+from citescope.knowledge.text import (
+    CJK_CHAR,
+    SNIPPET_CUT,
+    STOPWORDS,
+    YEAR,
+    arabic_numerals,
+    chinese_int,
+    is_faq,
+    model_numbers,
+    normalize,
+    numerals_before,
+    series_names,
+    tokenize,
+    unit_alternatives,
+)
 from citescope.tools.base import EvidenceHit
-from citescope.agents import table_claims
-from citescope.knowledge.injection import is_untrusted
 
 
 class ConflictValue(BaseModel):
@@ -106,36 +120,128 @@ _ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
 
 # Unit surface form -> (canonical unit, factor to it). Longest forms are matched first.
 _UNITS: dict[str, tuple[str, float]] = {
-    "元": ("元", 1), "块钱": ("元", 1), "块": ("元", 1), "人民币": ("元", 1),
-    "毫安时": ("mah", 1), "毫安": ("mah", 1), "mah": ("mah", 1), "wh": ("wh", 1),
-    "kw": ("w", 1000), "w": ("w", 1), "瓦": ("w", 1), "v": ("v", 1), "伏": ("v", 1),
-    "mm": ("mm", 1), "毫米": ("mm", 1), "公厘": ("mm", 1), "cm": ("mm", 10), "厘米": ("mm", 10), "公分": ("mm", 10),
-    "公尺": ("mm", 1000), "km": ("mm", 1e6),
-    "公里": ("mm", 1e6), "千米": ("mm", 1e6), "米": ("mm", 1000),
-    "kg": ("g", 1000), "公斤": ("g", 1000), "千克": ("g", 1000), "g": ("g", 1), "克": ("g", 1), "斤": ("g", 500),
-    "ml": ("ml", 1), "毫升": ("ml", 1), "l": ("ml", 1000), "升": ("ml", 1000),
-    "%": ("%", 1), "‰": ("‰", 1), "℃": ("℃", 1),
+    "元": ("元", 1),
+    "块钱": ("元", 1),
+    "块": ("元", 1),
+    "人民币": ("元", 1),
+    "毫安时": ("mah", 1),
+    "毫安": ("mah", 1),
+    "mah": ("mah", 1),
+    "wh": ("wh", 1),
+    "kw": ("w", 1000),
+    "w": ("w", 1),
+    "瓦": ("w", 1),
+    "v": ("v", 1),
+    "伏": ("v", 1),
+    "mm": ("mm", 1),
+    "毫米": ("mm", 1),
+    "公厘": ("mm", 1),
+    "cm": ("mm", 10),
+    "厘米": ("mm", 10),
+    "公分": ("mm", 10),
+    "公尺": ("mm", 1000),
+    "km": ("mm", 1e6),
+    "公里": ("mm", 1e6),
+    "千米": ("mm", 1e6),
+    "米": ("mm", 1000),
+    "kg": ("g", 1000),
+    "公斤": ("g", 1000),
+    "千克": ("g", 1000),
+    "g": ("g", 1),
+    "克": ("g", 1),
+    "斤": ("g", 500),
+    "ml": ("ml", 1),
+    "毫升": ("ml", 1),
+    "l": ("ml", 1000),
+    "升": ("ml", 1000),
+    "%": ("%", 1),
+    "‰": ("‰", 1),
+    "℃": ("℃", 1),
     # a change of a rate: 下降1.11个千分点 is no count of 1.11 things
-    "个百分点": ("百分点", 1), "百分点": ("百分点", 1), "个千分点": ("千分点", 1), "千分点": ("千分点", 1),
-    "个工作日": ("工作日", 1), "工作日": ("工作日", 1),
-    "天": ("天", 1), "周": ("天", 7), "星期": ("天", 7), "小时": ("天", 1 / 24), "分钟": ("天", 1 / 1440),
-    "个月": ("月", 1), "年": ("月", 12),
-    "名": ("人", 1), "人": ("人", 1), "位": ("人", 1),
-    "件": ("件", 1), "个": ("个", 1), "次": ("次", 1), "双": ("双", 1), "只": ("只", 1), "台": ("台", 1),
-    "张": ("张", 1), "册": ("册", 1), "所": ("所", 1), "项": ("项", 1), "门": ("门", 1), "席": ("席", 1),
-    "分": ("分", 1), "倍": ("倍", 1), "码": ("码", 1), "届": ("届", 1), "批": ("批", 1), "条": ("条", 1),
-    "篇": ("篇", 1), "本": ("本", 1), "款": ("款", 1), "份": ("份", 1), "家": ("家", 1), "场": ("场", 1),
-    "轮": ("轮", 1), "档": ("档", 1), "级": ("级", 1), "寸": ("寸", 1), "英寸": ("寸", 1), "度": ("度", 1),
+    "个百分点": ("百分点", 1),
+    "百分点": ("百分点", 1),
+    "个千分点": ("千分点", 1),
+    "千分点": ("千分点", 1),
+    "个工作日": ("工作日", 1),
+    "工作日": ("工作日", 1),
+    "天": ("天", 1),
+    "周": ("天", 7),
+    "星期": ("天", 7),
+    "小时": ("天", 1 / 24),
+    "分钟": ("天", 1 / 1440),
+    "个月": ("月", 1),
+    "年": ("月", 12),
+    "名": ("人", 1),
+    "人": ("人", 1),
+    "位": ("人", 1),
+    "件": ("件", 1),
+    "个": ("个", 1),
+    "次": ("次", 1),
+    "双": ("双", 1),
+    "只": ("只", 1),
+    "台": ("台", 1),
+    "张": ("张", 1),
+    "册": ("册", 1),
+    "所": ("所", 1),
+    "项": ("项", 1),
+    "门": ("门", 1),
+    "席": ("席", 1),
+    "分": ("分", 1),
+    "倍": ("倍", 1),
+    "码": ("码", 1),
+    "届": ("届", 1),
+    "批": ("批", 1),
+    "条": ("条", 1),
+    "篇": ("篇", 1),
+    "本": ("本", 1),
+    "款": ("款", 1),
+    "份": ("份", 1),
+    "家": ("家", 1),
+    "场": ("场", 1),
+    "轮": ("轮", 1),
+    "档": ("档", 1),
+    "级": ("级", 1),
+    "寸": ("寸", 1),
+    "英寸": ("寸", 1),
+    "度": ("度", 1),
     # English, matched in lower-cased text and only as whole words (7 days, 2 weeks, 30 minutes)
-    "yuan": ("元", 1), "rmb": ("元", 1), "usd": ("usd", 1), "dollars": ("usd", 1), "dollar": ("usd", 1),
-    "business days": ("工作日", 1), "working days": ("工作日", 1), "business day": ("工作日", 1),
-    "days": ("天", 1), "day": ("天", 1), "weeks": ("天", 7), "week": ("天", 7), "hours": ("天", 1 / 24),
-    "hour": ("天", 1 / 24), "minutes": ("天", 1 / 1440), "months": ("月", 1), "month": ("月", 1),
-    "years": ("月", 12), "year": ("月", 12), "percent": ("%", 1), "pieces": ("件", 1), "pcs": ("件", 1),
+    "yuan": ("元", 1),
+    "rmb": ("元", 1),
+    "usd": ("usd", 1),
+    "dollars": ("usd", 1),
+    "dollar": ("usd", 1),
+    "business days": ("工作日", 1),
+    "working days": ("工作日", 1),
+    "business day": ("工作日", 1),
+    "days": ("天", 1),
+    "day": ("天", 1),
+    "weeks": ("天", 7),
+    "week": ("天", 7),
+    "hours": ("天", 1 / 24),
+    "hour": ("天", 1 / 24),
+    "minutes": ("天", 1 / 1440),
+    "months": ("月", 1),
+    "month": ("月", 1),
+    "years": ("月", 12),
+    "year": ("月", 12),
+    "percent": ("%", 1),
+    "pieces": ("件", 1),
+    "pcs": ("件", 1),
 }
 _CURRENCY_SIGNS = {"¥": "元", "$": "usd"}
-_ENGLISH_DIMENSIONS = {"元": "yuan", "usd": "USD", "天": "days", "月": "months", "工作日": "business days", "数量": "number",
-                       "日期": "date", "年份": "year", "名称": "name", "列表": "list", "编码": "code"}
+_ENGLISH_DIMENSIONS = {
+    "元": "yuan",
+    "usd": "USD",
+    "天": "days",
+    "月": "months",
+    "工作日": "business days",
+    "数量": "number",
+    "日期": "date",
+    "年份": "year",
+    "名称": "name",
+    "列表": "list",
+    "编码": "code",
+}
 # Classifiers that only count: 90个议席 and 90名议员 give the same number.
 _COUNTERS = frozenset("个 人 件 次 双 只 台 张 册 所 项 门 席 份 家 场 条 篇 本 款 批 轮 级".split())
 _QUALIFIER_UNITS = frozenset({"码", "届", "编码"})  # they say which thing, not how much
@@ -159,9 +265,11 @@ _VALUE = re.compile(
     r"|(?P<code>[a-z]+[a-z0-9]*(?:[-_][a-z0-9]+)*)"
 )
 # An English full stop ends a sentence before a space, not in 3.5, e.g., U.S. or Jan. 6.
-_FULL_STOP = (r"(?<=[a-z0-9%)])(?<!\b[a-z])(?<!\be\.g)(?<!\bi\.e)(?<!\bno)(?<!\bvs)(?<!\bmr)(?<!\bdr)(?<!\bst)"
-              + "".join(rf"(?<!\b{m})" for m in ("jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))
-              + r"\.(?=\s+[a-z0-9\"'(]|\s*$)")  # before an English word: not in 4时30分. 新华社
+_FULL_STOP = (
+    r"(?<=[a-z0-9%)])(?<!\b[a-z])(?<!\be\.g)(?<!\bi\.e)(?<!\bno)(?<!\bvs)(?<!\bmr)(?<!\bdr)(?<!\bst)"
+    + "".join(rf"(?<!\b{m})" for m in ("jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))
+    + r"\.(?=\s+[a-z0-9\"'(]|\s*$)"
+)  # before an English word: not in 4时30分. 新华社
 _SENTENCE_END = re.compile(r"[。！？!?\n]|…+|\.{3,}|[；;](?!\s*[^\s；;:：]{1,15}: )")
 _STRONG_END = re.compile(r"[。！？!?\n]|…+|\.{3,}")
 # ... and in a passage without Chinese, a full stop too (in Chinese text "5日. Nancy Pelosi" is one sentence)
@@ -216,13 +324,15 @@ class _Value:
     date: tuple[int | None, ...] | None = None  # (year, month, day, hour, minute)
     numbers: tuple[float, ...] = ()
 
-    def same_as(self, other: "_Value") -> bool:
+    def same_as(self, other: _Value) -> bool:
         if self.date is not None and other.date is not None:
-            shared = [(x, y) for x, y in zip(self.date, other.date) if x is not None and y is not None]
+            shared = [(x, y) for x, y in zip(self.date, other.date, strict=False) if x is not None and y is not None]
             return bool(shared) and all(x == y for x, y in shared)
         if self.numbers and other.numbers and self.dimension == other.dimension:
             return len(self.numbers) == len(other.numbers) and all(
-                abs(x - y) <= NUMBER_TOLERANCE * max(abs(x), abs(y)) for x, y in zip(self.numbers, other.numbers))
+                abs(x - y) <= NUMBER_TOLERANCE * max(abs(x), abs(y))
+                for x, y in zip(self.numbers, other.numbers, strict=False)
+            )
         return self.key == other.key
 
 
@@ -248,8 +358,10 @@ def parse_value(text: str) -> _Value | None:
     first = float(match.group("n1").replace(",", ""))
     if unit == "年" and first >= 1000 and not match.group("n2"):  # 2021年 is a year, not a duration
         return _Value(f"{int(first)}年", "年份", (int(first), None, None, None, None))
-    numbers = tuple(n * multiplier * factor for n in
-                    [first] + ([float(match.group("n2").replace(",", ""))] if match.group("n2") else []))
+    numbers = tuple(
+        n * multiplier * factor
+        for n in [first] + ([float(match.group("n2").replace(",", ""))] if match.group("n2") else [])
+    )
     counted = canonical_unit in _COUNTERS or not canonical_unit
     key = "-".join(_fmt(n) for n in numbers) + ("" if counted else canonical_unit)
     return _Value(key, "数量" if counted else canonical_unit, numbers=numbers)
@@ -269,9 +381,16 @@ def _date_value(match: re.Match) -> _Value:
     if hour is not None and (match.group("time") or "").startswith(("下午", "晚上")) and hour < 12:
         hour += 12
     minute = number("minute", "minute2")
-    fields = (number("y", "iy", "ey"), month, number("d", "id", "ed"), hour,
-              minute if minute is not None else (0 if hour is not None else None))
-    key = "-".join("" if f is None else str(f) for f in fields[:3]) + (f" {hour}:{fields[4]:02d}" if hour is not None else "")
+    fields = (
+        number("y", "iy", "ey"),
+        month,
+        number("d", "id", "ed"),
+        hour,
+        minute if minute is not None else (0 if hour is not None else None),
+    )
+    key = "-".join("" if f is None else str(f) for f in fields[:3]) + (
+        f" {hour}:{fields[4]:02d}" if hour is not None else ""
+    )
     return _Value(key, "日期", fields)
 
 
@@ -300,7 +419,7 @@ class _Passage:
         self.text = _ascii_lower(self.shown)
 
     @classmethod
-    def of(cls, hit: EvidenceHit, lexicon: Lexicon | None) -> "_Passage":
+    def of(cls, hit: EvidenceHit, lexicon: Lexicon | None) -> _Passage:
         shown = canonical_text(hit.text, lexicon)
         heading = canonical_text(f"{hit.title}\n{hit.section}", lexicon)
         return cls(hit, shown, _ascii_lower(f"{heading}\n{shown}"))
@@ -311,7 +430,7 @@ class _Passage:
         return not CJK_CHAR.search(self.text)
 
     def show(self, span: tuple[int, int]) -> str:
-        return self.shown[span[0]:span[1]].strip()
+        return self.shown[span[0] : span[1]].strip()
 
     @cached_property
     def sentences(self) -> list[tuple[int, int]]:
@@ -374,7 +493,7 @@ def _english_stem(word: str) -> str:
         return word
     for ending, shortest in (("ing", 6), ("ed", 5), ("es", 5), ("s", 4)):
         if word.endswith(ending) and len(word) >= shortest and not word.endswith("ss"):
-            return word[:-len(ending)]
+            return word[: -len(ending)]
     return word
 
 
@@ -391,7 +510,7 @@ def _question_dimensions(question: str, lexicon: Lexicon | None) -> set[str]:
 
 
 def _terms_near(text: str, start: int, end: int, terms: list[str], window: int) -> set[str]:
-    neighbourhood = text[max(0, start - window):min(len(text), end + window)]
+    neighbourhood = text[max(0, start - window) : min(len(text), end + window)]
     return {term for term in terms if term in neighbourhood}
 
 
@@ -421,17 +540,27 @@ class _Candidate:
 
 # What kind of answer a question wants, from its wording; a slot of another kind is not an answer.
 _ASKS = {
-    "date": re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|几月|几号|时间|日期|截止|生效|多久|多长时间"
-                       r"|\bwhen\b|\b(?:what|which) (?:date|day|time|year)\b|\bdeadline\b|\bhow long\b", re.IGNORECASE),
-    "number": re.compile(r"多少|几|多大|多重|多长|多久|多高|多远|多宽|比例|百分|价格|价钱|售价|费用|运费|容量|期限|有效期|保修"
-                         r"|(?:量|额|数|率|价|费|龄|重)[是为有]?[？?]?$"  # 产量, 人数, 增长率 ... at the end
-                         r"|\bhow (?:many|much|long|big|large|heavy|far|tall|high|wide|old)\b"
-                         r"|\b(?:price|prices|cost|costs|fee|fees|charge|capacity|rate|percentage|warranty)\b", re.IGNORECASE),
-    "list": re.compile(r"哪些|有哪|都有谁|都有什么|包括什么|包含什么|\bwhich (?:ones|items)\b|\binclude[sd]?\b",
-                       re.IGNORECASE),
-    "name": re.compile(r"谁|哪位|哪里|哪儿|在哪|哪个|哪国|哪支|何地|地点|举办国|首都|国家|城市|得主|冠军|导演|编剧|作者|主演|演员|创始人"
-                       r"|\b(?:who|where)\b|\bwhich (?:country|city|team|company|brand|courier|carrier)\b"
-                       r"|\b(?:winner|director|author|founder)\b", re.IGNORECASE),
+    "date": re.compile(
+        r"什么时候|何时|哪天|哪一天|哪年|哪一年|几月|几号|时间|日期|截止|生效|多久|多长时间"
+        r"|\bwhen\b|\b(?:what|which) (?:date|day|time|year)\b|\bdeadline\b|\bhow long\b",
+        re.IGNORECASE,
+    ),
+    "number": re.compile(
+        r"多少|几|多大|多重|多长|多久|多高|多远|多宽|比例|百分|价格|价钱|售价|费用|运费|容量|期限|有效期|保修"
+        r"|(?:量|额|数|率|价|费|龄|重)[是为有]?[？?]?$"  # 产量, 人数, 增长率 ... at the end
+        r"|\bhow (?:many|much|long|big|large|heavy|far|tall|high|wide|old)\b"
+        r"|\b(?:price|prices|cost|costs|fee|fees|charge|capacity|rate|percentage|warranty)\b",
+        re.IGNORECASE,
+    ),
+    "list": re.compile(
+        r"哪些|有哪|都有谁|都有什么|包括什么|包含什么|\bwhich (?:ones|items)\b|\binclude[sd]?\b", re.IGNORECASE
+    ),
+    "name": re.compile(
+        r"谁|哪位|哪里|哪儿|在哪|哪个|哪国|哪支|何地|地点|举办国|首都|国家|城市|得主|冠军|导演|编剧|作者|主演|演员|创始人"
+        r"|\b(?:who|where)\b|\bwhich (?:country|city|team|company|brand|courier|carrier)\b"
+        r"|\b(?:winner|director|author|founder)\b",
+        re.IGNORECASE,
+    ),
 }
 _DATE_DIMENSIONS = frozenset({"日期", "年份", "天", "月", "工作日"})
 
@@ -444,9 +573,13 @@ class _Question:
     dimensions: set[str]  # kinds of value the question itself fixes (第五次 -> 次)
 
     @classmethod
-    def of(cls, question: str, lexicon: Lexicon | None) -> "_Question":
-        return cls(normalize(question), canonical_text(question, lexicon), _question_terms(question, lexicon),
-                   _question_dimensions(question, lexicon))
+    def of(cls, question: str, lexicon: Lexicon | None) -> _Question:
+        return cls(
+            normalize(question),
+            canonical_text(question, lexicon),
+            _question_terms(question, lexicon),
+            _question_dimensions(question, lexicon),
+        )
 
     @cached_property
     def asks(self) -> set[str]:
@@ -463,8 +596,9 @@ class _Question:
         """Share of the question's terms in `text` (half credit for part of a long term)."""
         if not self.key_terms:
             return 0.0
-        score = sum(1.0 if term in text else 0.5 if any(p in text for p in parts) else 0.0
-                    for term, parts in self.key_terms)
+        score = sum(
+            1.0 if term in text else 0.5 if any(p in text for p in parts) else 0.0 for term, parts in self.key_terms
+        )
         return score / len(self.key_terms)
 
     def is_qualifier(self, value: _Value) -> bool:
@@ -487,13 +621,21 @@ class _Question:
     def accepts_value(self, a: _Value, b: _Value) -> bool:
         if a.dimension != b.dimension and not (a.date and b.date):
             return False
-        if self.asked_dimension and a.dimension != self.asked_dimension and not (
-                {a.dimension, self.asked_dimension} <= _DAYS):
+        if (
+            self.asked_dimension
+            and a.dimension != self.asked_dimension
+            and not ({a.dimension, self.asked_dimension} <= _DAYS)
+        ):
             return False  # asked how many stations, the slot says how many minutes
         if a.dimension in _DATE_DIMENSIONS and "date" in self.asks:
             return True
         # an English name parses as a code without digits (DHL / UPS)
-        return "number" in self.asks and a.dimension not in ("日期", "年份") or "name" in self.asks and a.dimension in ("编码", "名称")
+        return (
+            "number" in self.asks
+            and a.dimension not in ("日期", "年份")
+            or "name" in self.asks
+            and a.dimension in ("编码", "名称")
+        )
 
     def names_term(self, text: str) -> bool:
         return any(term in text for term in self.terms)
@@ -554,7 +696,7 @@ class _Slot:
 
 def _sentence_slots(a: _Passage, sa: tuple[int, int], b: _Passage, sb: tuple[int, int]) -> list[_Slot] | None:
     """The differing slots of two sentences that say the same thing; None when they do not."""
-    text_a, text_b = a.text[sa[0]:sa[1]], b.text[sb[0]:sb[1]]
+    text_a, text_b = a.text[sa[0] : sa[1]], b.text[sb[0] : sb[1]]
     shorter, longer = sorted((len(text_a), len(text_b)))
     matcher = SequenceMatcher(None, text_a, text_b, autojunk=False)
     if matcher.real_quick_ratio() * (len(text_a) + len(text_b)) / 2 < MIN_SHARED_FRACTION * shorter:
@@ -563,12 +705,15 @@ def _sentence_slots(a: _Passage, sa: tuple[int, int], b: _Passage, sb: tuple[int
     shared = sum(block.size for block in blocks)
     if shared < MIN_SHARED_CHARS or shared < MIN_SHARED_FRACTION * shorter or shared < MIN_SHARED_OF_LONGER * longer:
         return None
-    shared_text = "".join(text_a[block.a:block.a + block.size] for block in blocks)
+    shared_text = "".join(text_a[block.a : block.a + block.size] for block in blocks)
     if len(CJK_CHAR.findall(shared_text)) < MIN_SHARED_CJK and len(_LATIN.findall(shared_text)) < MIN_SHARED_LATIN:
         return None
     ops = matcher.get_opcodes()
-    regions = [(sa[0] + i1, sa[0] + i2, sb[0] + j1, sb[0] + j2, index in (0, len(ops) - 1))
-               for index, (tag, i1, i2, j1, j2) in enumerate(ops) if tag != "equal"]
+    regions = [
+        (sa[0] + i1, sa[0] + i2, sb[0] + j1, sb[0] + j2, index in (0, len(ops) - 1))
+        for index, (tag, i1, i2, j1, j2) in enumerate(ops)
+        if tag != "equal"
+    ]
     # Text present on one side only at either end is truncation or a different lead-in; a
     # replaced span there (…帮助广州恒大 / …帮助江苏苏宁) is still a changed value.
     regions = [r for r in _merge_regions(a, b, regions) if not (r[4] and (r[0] == r[1] or r[2] == r[3]))]
@@ -601,21 +746,23 @@ def _merge_regions(a: _Passage, b: _Passage, regions: list[tuple]) -> list[tuple
             grown = _grown(a, b, last[:4], _value_span)
             # One shared character between two differences (布莱恩·辛格 / 史蒂文·斯皮尔伯格) is one name.
             if (region[0] <= grown[1] and region[2] <= grown[3]) or (
-                    region[0] - last[1] <= 1 and region[2] - last[3] <= 1):
+                region[0] - last[1] <= 1 and region[2] - last[3] <= 1
+            ):
                 merged[-1] = (last[0], region[1], last[2], region[3], last[4] or region[4])
                 continue
         merged.append(region)
     return merged
 
 
-def _slot_of(a: _Passage, b: _Passage, sa: tuple[int, int], sb: tuple[int, int],
-             region: tuple[int, int, int, int]) -> _Slot | None:
+def _slot_of(
+    a: _Passage, b: _Passage, sa: tuple[int, int], sb: tuple[int, int], region: tuple[int, int, int, int]
+) -> _Slot | None:
     """A region widened to whole values (70 vs 170 -> 70个 vs 170个) or else to whole words."""
     for grow, typed in ((_value_span, True), (_word_span, False)):
         i1, i2, j1, j2 = _grown(a, b, region, grow)
         if i1 < sa[0] or j1 < sb[0] or i2 > sa[1] or j2 > sb[1]:
             continue
-        if a.text[i1:region[0]] != b.text[j1:region[2]] or a.text[region[1]:i2] != b.text[region[3]:j2]:
+        if a.text[i1 : region[0]] != b.text[j1 : region[2]] or a.text[region[1] : i2] != b.text[region[3] : j2]:
             continue  # grew into another difference
         if typed:
             value_a, value_b = parse_value(a.text[i1:i2]), parse_value(b.text[j1:j2])
@@ -690,8 +837,9 @@ def _is_name(text: str) -> bool:
         return words[0].flag.startswith(_NAME_POS)
     # Rare names fall apart into single characters (是枝裕和), but never into particles or
     # pronouns (的个人); a longer word must be a noun.
-    return all(w.flag.startswith(_NAME_POS) or (len(w.word) == 1 and not w.flag.startswith(("u", "y", "r")))
-               for w in words)
+    return all(
+        w.flag.startswith(_NAME_POS) or (len(w.word) == 1 and not w.flag.startswith(("u", "y", "r"))) for w in words
+    )
 
 
 def _omitted_items(slot: _Slot, a: _Passage, b: _Passage) -> tuple[str, ...]:
@@ -703,11 +851,12 @@ def _omitted_items(slot: _Slot, a: _Passage, b: _Passage) -> tuple[str, ...]:
         return ()
     passage, (start, end) = present[0]
     for start, end in _equivalent_insertions(passage.text, start, end):
-        before, after = passage.text[start - 1:start], passage.text[end:end + 1]
+        before, after = passage.text[start - 1 : start], passage.text[end : end + 1]
         text = passage.text[start:end]
         # Whole items: a list separator (or the list's end: 等, a bracketed note) on both sides.
-        if ((before in _LIST_SEPARATORS or text[:1] in _LIST_SEPARATORS)
-                and (after in _LIST_SEPARATORS + "等（(" or text[-1:] in _LIST_SEPARATORS)):
+        if (before in _LIST_SEPARATORS or text[:1] in _LIST_SEPARATORS) and (
+            after in _LIST_SEPARATORS + "等（(" or text[-1:] in _LIST_SEPARATORS
+        ):
             items = [i.strip() for i in re.split(f"[{_LIST_SEPARATORS}]", passage.show((start, end))) if i.strip()]
             if items and all(len(i) > 1 and _is_name(i) for i in items):
                 return tuple(items)
@@ -741,24 +890,35 @@ def _answer_slot(slots: list[_Slot], a: _Passage, b: _Passage, question: _Questi
     nothing else; or, for a question that asks for a list, items one side leaves out and nothing
     else. Two changed values (a date and a country) mean two different facts."""
     content = [s for s in slots if _is_content(s, a, b)]
-    if any(a.text[s.a_span[1]:s.a_span[1] + 1] in ("：", ":")
-           or _LABEL_MARK.search(a.text[slice(*s.a_span)] + b.text[slice(*s.b_span)]) for s in content):
+    if any(
+        a.text[s.a_span[1] : s.a_span[1] + 1] in ("：", ":")
+        or _LABEL_MARK.search(a.text[slice(*s.a_span)] + b.text[slice(*s.b_span)])
+        for s in content
+    ):
         return None  # a changed label (初试： / 复试：, a speaker's name, 缺货: / 型号:) says which thing it is
     typed = [s for s in content if s.typed]
-    names = [s for s in content if not s.typed and _is_name(a.shown[slice(*s.a_span)]) and _is_name(b.shown[slice(*s.b_span)])]
+    names = [
+        s
+        for s in content
+        if not s.typed and _is_name(a.shown[slice(*s.a_span)]) and _is_name(b.shown[slice(*s.b_span)])
+    ]
     if len({s.value_a.key for s in typed} | {s.value_b.key for s in typed}) == 2 and not names:
         if any(not s.typed and _DIGIT.search(a.text[slice(*s.a_span)] + b.text[slice(*s.b_span)]) for s in content):
             return None  # another changed span holds a number too (比重为51.5% / 利润占比为20.8%): two facts
         slot = typed[0]
         return slot if question.accepts_value(slot.value_a, slot.value_b) else None
-    changed_names = {(_NOT_WORD.sub("", a.text[slice(*s.a_span)]), _NOT_WORD.sub("", b.text[slice(*s.b_span)])) for s in names}
+    changed_names = {
+        (_NOT_WORD.sub("", a.text[slice(*s.a_span)]), _NOT_WORD.sub("", b.text[slice(*s.b_span)])) for s in names
+    }
     # A changed name counts only in an otherwise identical sentence: the counterfeit copy of a
     # statement, not a caption that differs in who took the photo and who is in it.
     others_tiny = all(max(s.a_span[1] - s.a_span[0], s.b_span[1] - s.b_span[0]) <= 2 for s in slots if s not in names)
     if not typed and len(content) == len(names) and len(changed_names) == 1 and others_tiny:
         slot = names[0]
         side_a, side_b = a.text[slice(*slot.a_span)], b.text[slice(*slot.b_span)]
-        sentence_a, sentence_b = (p.text[slice(*p.sentence_at(span[0]))] for p, span in ((a, slot.a_span), (b, slot.b_span)))
+        sentence_a, sentence_b = (
+            p.text[slice(*p.sentence_at(span[0]))] for p, span in ((a, slot.a_span), (b, slot.b_span))
+        )
         if _has_traditional(sentence_a) != _has_traditional(sentence_b):
             return None  # one sentence in traditional script: names differ in spelling, not in fact
         if question.names_term(side_a) or question.names_term(side_b):
@@ -804,7 +964,7 @@ def _near_question(passage: _Passage, span: tuple[int, int], question: _Question
     ends_before = [m.end() for m in strong_end.finditer(text, lo, span[0])]
     if ends_before:
         label_start = text.rfind("\n", 0, ends_before[-1] - 1) + 1
-        is_label = text[label_start:ends_before[-1]].rstrip("\n").endswith(("：", ":"))
+        is_label = text[label_start : ends_before[-1]].rstrip("\n").endswith(("：", ":"))
         lo = label_start if is_label else ends_before[-1]
     next_end = strong_end.search(text, span[1], hi)
     hi = next_end.start() if next_end else hi
@@ -815,7 +975,8 @@ def _numbers_one_item(said_a: str, said_b: str) -> bool:
     """Do two differing stretches only number the same item of a list differently (② / 2、, 4. / 3、)?
     Two replies that list the same points state no different value by that."""
     return bool(_MARKED_ITEM.match(said_a) or _MARKED_ITEM.match(said_b)) and (
-        _ITEM_MARK.sub("", said_a).strip() == _ITEM_MARK.sub("", said_b).strip())
+        _ITEM_MARK.sub("", said_a).strip() == _ITEM_MARK.sub("", said_b).strip()
+    )
 
 
 def _slot_candidate(a: _Passage, b: _Passage, slot: _Slot, entity: str, question: _Question) -> list[_Candidate]:
@@ -834,8 +995,14 @@ def _slot_candidate(a: _Passage, b: _Passage, slot: _Slot, entity: str, question
             return []
         key_a, key_b, dimension = _NOT_WORD.sub("", said_a), _NOT_WORD.sub("", said_b), "名称"
     attribute = _attribute_label(a.text, slot.a_span, question.terms, dimension)
-    return [_Candidate(entity, attribute, dimension, [
-        _Side(shown_a, key_a, a, slot.a_span[0]), _Side(shown_b, key_b, b, slot.b_span[0])])]
+    return [
+        _Candidate(
+            entity,
+            attribute,
+            dimension,
+            [_Side(shown_a, key_a, a, slot.a_span[0]), _Side(shown_b, key_b, b, slot.b_span[0])],
+        )
+    ]
 
 
 def _attribute_label(text: str, span: tuple[int, int], terms: list[str], dimension: str) -> str:
@@ -844,7 +1011,11 @@ def _attribute_label(text: str, span: tuple[int, int], terms: list[str], dimensi
     for term in terms:
         for match in re.finditer(re.escape(term), text):
             distance = min(abs(match.start() - span[1]), abs(span[0] - match.end()))
-            if best_distance is None or distance < best_distance or (distance == best_distance and len(term) > len(best)):
+            if (
+                best_distance is None
+                or distance < best_distance
+                or (distance == best_distance and len(term) > len(best))
+            ):
                 best, best_distance = term, distance
     if best and not CJK_CHAR.search(best):  # an English term, labelled the English way
         return f"{best} ({_ENGLISH_DIMENSIONS.get(dimension, dimension)})"
@@ -855,8 +1026,12 @@ def _attribute_label(text: str, span: tuple[int, int], terms: list[str], dimensi
 def _is_version_pair(a: EvidenceHit, b: EvidenceHit) -> bool:
     stem = _title_stem(a.title)
     return bool(
-        stem and stem == _title_stem(b.title) and a.title != b.title
-        and a.section and a.section == b.section and a.doc_type == b.doc_type
+        stem
+        and stem == _title_stem(b.title)
+        and a.title != b.title
+        and a.section
+        and a.section == b.section
+        and a.doc_type == b.doc_type
     )
 
 
@@ -895,8 +1070,14 @@ def _version_candidate(a: _Passage, b: _Passage, entity: str, question: _Questio
 # -- rule 3: claims about one product --------------------------------------------------------
 # Material lexicon: surface form -> (family, class). Classes of one family exclude each other.
 MATERIALS: dict[str, tuple[str, str]] = {
-    **{w: ("皮料", "真皮") for w in ("头层牛皮", "头层皮", "二层牛皮", "全粒面", "真皮", "牛皮", "羊皮", "猪皮", "麂皮")},
-    **{w: ("皮料", "人造革") for w in ("人造革", "人造皮", "合成革", "pu皮", "pu革", "超纤皮", "超纤革", "仿皮", "塑料皮")},
+    **{
+        w: ("皮料", "真皮")
+        for w in ("头层牛皮", "头层皮", "二层牛皮", "全粒面", "真皮", "牛皮", "羊皮", "猪皮", "麂皮")
+    },
+    **{
+        w: ("皮料", "人造革")
+        for w in ("人造革", "人造皮", "合成革", "pu皮", "pu革", "超纤皮", "超纤革", "仿皮", "塑料皮")
+    },
     **{w: ("填充", "鹅绒") for w in ("鹅绒", "白鹅绒", "灰鹅绒")},
     **{w: ("填充", "鸭绒") for w in ("鸭绒", "白鸭绒", "灰鸭绒")},
     **{w: ("填充", "化纤棉") for w in ("丝棉", "喷胶棉", "人造棉", "化纤棉")},
@@ -908,8 +1089,12 @@ MATERIALS: dict[str, tuple[str, str]] = {
     **{w: ("外壳", "塑料") for w in ("塑料外壳", "abs塑料", "塑料壳")},
 }
 # Words that make a question about a material family even when it names no material.
-_MATERIAL_QUESTION_WORDS = {"皮料": ("皮", "材质"), "填充": ("绒", "填充"), "纤维": ("面料", "材质", "成分"),
-                            "外壳": ("外壳", "材质")}
+_MATERIAL_QUESTION_WORDS = {
+    "皮料": ("皮", "材质"),
+    "填充": ("绒", "填充"),
+    "纤维": ("面料", "材质", "成分"),
+    "外壳": ("外壳", "材质"),
+}
 # Yes/no properties: attribute -> (words that assert it, words that deny it).
 PROPERTIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "防水": (("防水", "不渗水", "不漏水", "不进水"), ("渗水", "漏水", "进水", "不防水", "湿透")),
@@ -919,8 +1104,14 @@ PROPERTIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "掉色": (("掉色", "褪色", "染色"), ("不掉色", "不褪色")),
     "起球": (("起球",), ("不起球",)),
 }
-_CLAIM_PATTERN = re.compile("|".join(re.escape(w) for w in sorted(
-    {*MATERIALS, *(w for pos, neg in PROPERTIES.values() for w in (*pos, *neg))}, key=len, reverse=True)))
+_CLAIM_PATTERN = re.compile(
+    "|".join(
+        re.escape(w)
+        for w in sorted(
+            {*MATERIALS, *(w for pos, neg in PROPERTIES.values() for w in (*pos, *neg))}, key=len, reverse=True
+        )
+    )
+)
 
 
 def _claims(passage: _Passage, terms: list[str]) -> dict[str, dict[str, tuple[str, int]]]:
@@ -928,12 +1119,16 @@ def _claims(passage: _Passage, terms: list[str]) -> dict[str, dict[str, tuple[st
     found: dict[str, dict[str, tuple[str, int]]] = {}
     for match in _CLAIM_PATTERN.finditer(passage.text):
         word, start = match.group(0), match.start()
-        before = passage.text[max(0, start - 6):start]
+        before = passage.text[max(0, start - 6) : start]
         if any(marker in before for marker in _QUOTED) or any(n in before[-3:] for n in _NEGATION):
             continue  # "不像宣传的真皮": quoted or denied, not asserted
         # A material belongs to a part (鞋面, 内里): only one near what is asked counts. A
         # property (防水) belongs to the product, whichever of its words the question used.
-        if word in MATERIALS and word not in terms and not _terms_near(passage.text, start, match.end(), terms, CLAIM_WINDOW):
+        if (
+            word in MATERIALS
+            and word not in terms
+            and not _terms_near(passage.text, start, match.end(), terms, CLAIM_WINDOW)
+        ):
             continue
         if word in MATERIALS:
             family, kind = MATERIALS[word]
@@ -961,12 +1156,20 @@ def _claim_candidates(a: _Passage, b: _Passage, question: _Question) -> list[_Ca
         kinds_a, kinds_b = claims_a.get(family, {}), claims_b.get(family, {})
         if len(kinds_a) != 1 or len(kinds_b) != 1 or kinds_a.keys() == kinds_b.keys():
             continue  # silent, mixed, or agreeing
-        (kind_a, (word_a, pos_a)), = kinds_a.items()
-        (kind_b, (word_b, pos_b)), = kinds_b.items()
+        ((kind_a, (word_a, pos_a)),) = kinds_a.items()
+        ((kind_b, (word_b, pos_b)),) = kinds_b.items()
         dimension = "材质" if family in _MATERIAL_QUESTION_WORDS else family
-        found.append(_Candidate(a.hit.product_id or "", family, dimension, [
-            _Side(a.show((pos_a, pos_a + len(word_a))), kind_a, a, pos_a),
-            _Side(b.show((pos_b, pos_b + len(word_b))), kind_b, b, pos_b)]))
+        found.append(
+            _Candidate(
+                a.hit.product_id or "",
+                family,
+                dimension,
+                [
+                    _Side(a.show((pos_a, pos_a + len(word_a))), kind_a, a, pos_a),
+                    _Side(b.show((pos_b, pos_b + len(word_b))), kind_b, b, pos_b),
+                ],
+            )
+        )
     return found
 
 
@@ -1019,8 +1222,10 @@ def _table_key(kind: str, number: float) -> str:
 
 
 # A question about prices or stock: only then is a stranger's number for them worth disclosing.
-_ASKS_TABLE = {table_claims.PRICE: re.compile(r"价|钱|免费|送|优惠|活动|\b(?:price|cost|free|how much)", re.IGNORECASE),
-               table_claims.STOCK: re.compile(r"库存|有货|现货|缺货|没货|还有|几件|\b(?:stock|available)", re.IGNORECASE)}
+_ASKS_TABLE = {
+    table_claims.PRICE: re.compile(r"价|钱|免费|送|优惠|活动|\b(?:price|cost|free|how much)", re.IGNORECASE),
+    table_claims.STOCK: re.compile(r"库存|有货|现货|缺货|没货|还有|几件|\b(?:stock|available)", re.IGNORECASE),
+}
 
 
 def _product_of(passage: _Passage, products: set[str], passages: list[_Passage]) -> str | None:
@@ -1029,13 +1234,16 @@ def _product_of(passage: _Passage, products: set[str], passages: list[_Passage])
     if passage.hit.product_id:
         return passage.hit.product_id if passage.hit.product_id in products else None
     named = model_numbers(passage.shown)
-    matches = {p.hit.product_id for p in passages if p.hit.product_id in products and named & model_numbers(p.hit.title)}
+    matches = {
+        p.hit.product_id for p in passages if p.hit.product_id in products and named & model_numbers(p.hit.title)
+    }
     return matches.pop() if len(matches) == 1 else None
 
 
 # ----------------------------------------------------------------------------- entry point
-def detect_conflicts(question: str, evidence: list[EvidenceHit], lexicon: Lexicon | None = None,
-                     as_of: str | None = None) -> list[Conflict]:
+def detect_conflicts(
+    question: str, evidence: list[EvidenceHit], lexicon: Lexicon | None = None, as_of: str | None = None
+) -> list[Conflict]:
     """Conflicts among the evidence that bear on the question ([] when there are none). as_of: the
     time the question asks about (SearchFilters.as_of); its values then lead nearest that time."""
     # an English question about a Chinese shop's evidence is read with the shop's Chinese words too
@@ -1048,7 +1256,7 @@ def detect_conflicts(question: str, evidence: list[EvidenceHit], lexicon: Lexico
     aligned_docs: set[tuple[str, str]] = set()
     version_sections: dict[tuple[str, str], list[tuple[float, _Passage, _Passage, str]]] = {}
     for i, a in enumerate(passages):
-        for b in passages[i + 1:]:
+        for b in passages[i + 1 :]:
             if a.hit.doc_id == b.hit.doc_id:
                 continue  # a document's rows and prices are different facts, not a conflict
             if a.hit.chunk_id in off_topic or b.hit.chunk_id in off_topic:
@@ -1083,13 +1291,19 @@ def _off_topic(passages: list[_Passage], question: _Question) -> set[str]:
     asked = question.raw.lower()  # titles are compared as written (normalised), not canonicalised
     # FAQ titles are customers' questions (退款多久能到账？), not names of things
     # titles and text in matching form: a traditional page's title names what a question asks
-    pages = [(_title_stem(matching_form(p.hit.title)).lower(), p.hit) for p in passages
-             if not p.hit.product_id and not is_faq(p.hit)]
+    pages = [
+        (_title_stem(matching_form(p.hit.title)).lower(), p.hit)
+        for p in passages
+        if not p.hit.product_id and not is_faq(p.hit)
+    ]
     named = {stem for stem, _ in pages if len(stem) >= 2 and stem in asked}
     if not named:
         return set()
-    return {hit.chunk_id for stem, hit in pages if stem not in named
-            and not any(name in matching_form(normalize(hit.text)).lower() for name in named)}
+    return {
+        hit.chunk_id
+        for stem, hit in pages
+        if stem not in named and not any(name in matching_form(normalize(hit.text)).lower() for name in named)
+    }
 
 
 def _unique(evidence: list[EvidenceHit]) -> list[EvidenceHit]:
@@ -1108,7 +1322,8 @@ def _merge(candidates: list[_Candidate]) -> list[_Candidate]:
     for candidate in candidates:
         for existing in merged:
             if (existing.product_id, existing.dimension) == (candidate.product_id, candidate.dimension) and (
-                    existing.keys() & candidate.keys()):
+                existing.keys() & candidate.keys()
+            ):
                 existing.sides += candidate.sides
                 break
         else:
@@ -1124,8 +1339,11 @@ def _rank(side: _Side, asked_day: date | None = None) -> tuple:
     if asked_day is None:
         return (AUTHORITY_RANK.get(hit.authority, 0), hit.updated_at or "", hit.score)
     day = parse_day(hit.updated_at)
-    return (AUTHORITY_RANK.get(hit.authority, 0), -abs((day - asked_day).days) if day is not None else -math.inf,
-            hit.score)
+    return (
+        AUTHORITY_RANK.get(hit.authority, 0),
+        -abs((day - asked_day).days) if day is not None else -math.inf,
+        hit.score,
+    )
 
 
 def _to_conflict(candidate: _Candidate, as_of: str | None = None) -> Conflict:
@@ -1136,8 +1354,11 @@ def _to_conflict(candidate: _Candidate, as_of: str | None = None) -> Conflict:
             best[side.key] = side
     values = [
         ConflictValue(
-            value=side.value, chunk_id=side.passage.hit.chunk_id, updated_at=side.passage.hit.updated_at,
-            authority=side.passage.hit.authority, sentence=side.passage.sentence_text(side.position),
+            value=side.value,
+            chunk_id=side.passage.hit.chunk_id,
+            updated_at=side.passage.hit.updated_at,
+            authority=side.passage.hit.authority,
+            sentence=side.passage.sentence_text(side.position),
         )
         for side in sorted(best.values(), key=lambda side: _rank(side, asked_day), reverse=True)
     ]

@@ -9,14 +9,15 @@ the evidence (answerer prompt, extractive answerer, conflict check, inspector, c
 the same cleaned text. A hit records what was neutralised in `sanitized`; an untrusted hit with
 nothing left is kept out of the pool and listed in `quarantined`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import Field
 
-from citescope.tools.base import EvidenceHit
 from citescope.knowledge.injection import clean_evidence, is_untrusted
+from citescope.tools.base import EvidenceHit
 
 RERANK_LEG = "rerank"
 
@@ -39,7 +40,7 @@ class EvidencePool:
         self.quarantined: dict[str, list[str]] = {}  # chunk id -> families; nothing of it was left
 
     @classmethod
-    def from_hits(cls, hits: Iterable[EvidenceHit] | Mapping[str, EvidenceHit], skill: str = "") -> "EvidencePool":
+    def from_hits(cls, hits: Iterable[EvidenceHit] | Mapping[str, EvidenceHit], skill: str = "") -> EvidencePool:
         """Wrap existing hits, e.g. a SkillContext.pool (dict chunk_id -> hit)."""
         pool = cls()
         pool.add(skill, hits.values() if isinstance(hits, Mapping) else hits)

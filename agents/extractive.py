@@ -8,6 +8,7 @@ first, newest/official first. The composed answer is checked with the Inspector 
 evidence and anything it would reject is dropped, so the answer always passes (or becomes the
 fixed refusal).
 """
+
 from __future__ import annotations
 
 import re
@@ -15,41 +16,84 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from citescope.agents.citations import TRAILING_MARKS, after_heading, part_not_found, quotable, split_sentences, strip_citations
+from citescope.agents.citations import (
+    TRAILING_MARKS,
+    after_heading,
+    part_not_found,
+    quotable,
+    split_sentences,
+    strip_citations,
+)
+from citescope.agents.evidence import RERANK_LEG
 from citescope.agents.inspector import Facts, InspectionReport, Inspector, facts_of
 from citescope.agents.inspector import asked_units as asked_units_of  # _profile's local is called asked_units
 from citescope.agents.product_answers import ProductAnswers, sku_fields, sku_sentence
 from citescope.agents.prompts import load_prompt
-from citescope.agents.question_cues import (AMOUNT_QUESTION, ASKS, DEFINITION_QUESTION, DESCRIPTION_QUESTION, ENGLISH_COUNTED,
-                                  ERA_WORDS, IDENTITY_QUESTION,
-                                  NUMERIC_QUESTION, PRIZE_STATED, QUESTION_WORD, RELATIONS, TIME_EXPRESSION, WHEN_QUESTION,
-                                  WHO_QUESTION, asked_focus, compound_parts, editions, gendered_events, names_a_sibling,
-                                  names_someone, other_edition, other_gender_event, states_amount)
+from citescope.agents.question_cues import (
+    AMOUNT_QUESTION,
+    ASKS,
+    DEFINITION_QUESTION,
+    DESCRIPTION_QUESTION,
+    ENGLISH_COUNTED,
+    ERA_WORDS,
+    IDENTITY_QUESTION,
+    NUMERIC_QUESTION,
+    PRIZE_STATED,
+    QUESTION_WORD,
+    RELATIONS,
+    TIME_EXPRESSION,
+    WHEN_QUESTION,
+    WHO_QUESTION,
+    asked_focus,
+    compound_parts,
+    editions,
+    gendered_events,
+    names_a_sibling,
+    names_someone,
+    other_edition,
+    other_gender_event,
+    states_amount,
+)
 from citescope.knowledge.chinese_script import to_simplified
 from citescope.knowledge.chunking import PIECE_ID, SKU_OVERVIEW_SECTION, TABLE_ROW_ID, row_cells
 from citescope.knowledge.crosslingual import everyday_words, worded_for
 from citescope.knowledge.filters import day_number
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.schema import in_users_voice
-from citescope.knowledge.text import (ASKED_YEAR, CJK_CHAR, YEAR, bigram_dice, has_term, is_english, is_faq, model_numbers, normalize,
-                            series_names, tokenize, unglued)
+from citescope.knowledge.text import (
+    ASKED_YEAR,
+    CJK_CHAR,
+    YEAR,
+    bigram_dice,
+    has_term,
+    is_english,
+    is_faq,
+    model_numbers,
+    normalize,
+    series_names,
+    tokenize,
+    unglued,
+)
 from citescope.tools.base import EvidenceHit
-from citescope.agents.evidence import RERANK_LEG
 
 if TYPE_CHECKING:
-    from citescope.tools.products import SizeAdvice
     from citescope.agents.conflicts import Conflict, ConflictValue
+    from citescope.tools.products import SizeAdvice
 
 # A year a value is compared with (比2021年下降0.75个千分点, 超过2022清明档): the sentence's value is
 # another year's.
-_COMPARED_YEAR = re.compile(r"(?:[比较]|超过|超出|高于|低于|多于|少于|不及|相比于?)\s*((?:19|20)\d{2})(?=\s*年|[\u4e00-\u9fff])"
-                            r"|((?:19|20)\d{2})\s*年?\s*同期")  # 是2022年同期的近90%
+_COMPARED_YEAR = re.compile(
+    r"(?:[比较]|超过|超出|高于|低于|多于|少于|不及|相比于?)\s*((?:19|20)\d{2})(?=\s*年|[\u4e00-\u9fff])"
+    r"|((?:19|20)\d{2})\s*年?\s*同期"
+)  # 是2022年同期的近90%
 _QUESTION_END = re.compile(r"[？?]$")
 # a sentence that announces what follows (总产量分别如下, 主要有以下几点：) states none of it
 _LEAD_IN = re.compile(r"(?:如下|以下几点|以下几个方面|以下[为是][^，。,]{0,12})(?:所示)?[：:。.\s]*$")
 # a web page's furniture around the article (特别声明：以上内容…, 感谢你花时间阅读这篇文章…, 热门搜索：) says nothing
-_BOILERPLATE = re.compile(r"特别声明|免责声明|本平台仅提供|本站仅提供|版权归|转载请注明|欢迎.{0,8}光临|感谢.{0,6}阅读|帮您找到更多"
-                          r"|热门搜索|阅读原文|责任编辑|微信公号|阅读手机版")
+_BOILERPLATE = re.compile(
+    r"特别声明|免责声明|本平台仅提供|本站仅提供|版权归|转载请注明|欢迎.{0,8}光临|感谢.{0,6}阅读|帮您找到更多"
+    r"|热门搜索|阅读原文|责任编辑|微信公号|阅读手机版"
+)
 _YES_NO_END = re.compile(r"[不没]有?\s*[？?]?\s*$")  # 可以机洗不 / 有货没: the 不 asks, it is no word to match
 _PARENTHESES = re.compile(r"（[^）]*）|\([^)]*\)")
 _NOT_A_PREFIX = "并本绝决实既无莫是若而亦"  # 非 after these is a verb (并非完整), not a prefix (非网民)
@@ -67,8 +111,10 @@ _MAX_FAQ_REPLY_CHARS = 400
 # for 77 of them and refused 50.
 _SAME_QUESTION = 0.6
 _DISAMBIGUATION = re.compile(r"\s*[（(][^（）()]*[）)]\s*$")  # 成都道 (香港): which 成都道 the page is
-_COMMON_OPENER = re.compile(r"(?:A|An|According|The|It|Its|This|That|These|Those|There|Our|Your|You|We|They"
-                            r"|Every|Each|All|Any|Some|Most|Many|No|If|When|For|In|On|At|With)\b")
+_COMMON_OPENER = re.compile(
+    r"(?:A|An|According|The|It|Its|This|That|These|Those|There|Our|Your|You|We|They"
+    r"|Every|Each|All|Any|Some|Most|Many|No|If|When|For|In|On|At|With)\b"
+)
 _CAUTIOUS = "根据现有资料，"  # opens an answer whose best evidence matches under half of the question
 _UNDECIDED = "资料无法判断以哪一说法为准，建议转人工客服确认"  # closes a disclosure no source outranks
 _MAX_SENTENCE_CHARS = 220
@@ -98,8 +144,12 @@ class _Question:
     asks_amount: bool = False
     asks_who: bool = False  # X是谁, 谁是X, 主演有谁: an article's sentence answers only with a name
     text: str = ""  # the question, canonical and lower-case
-    focus: str | None = None  # what a keyword question asks (冠军 of 男单冠军？) or the prize asked, when no cue says it
-    everyday: list[str] = field(default_factory=list)  # the documents' words for its everyday words (knowledge/crosslingual.py)
+    focus: str | None = (
+        None  # what a keyword question asks (冠军 of 男单冠军？) or the prize asked, when no cue says it
+    )
+    everyday: list[str] = field(
+        default_factory=list
+    )  # the documents' words for its everyday words (knowledge/crosslingual.py)
     name_numbers: set[str] = field(default_factory=set)  # numbers of the shop's names it names (the 3 of 轻羽3)
     editions: set[tuple[str, int]] = field(default_factory=set)  # editions it names (十三届五次会议)
     events: set[tuple[str, str]] = field(default_factory=set)  # men's / women's events it names (男单)
@@ -141,9 +191,15 @@ class ExtractiveAnswerer:
         self._named_things = frozenset(t.lower() for t in lexicon.all_terms()) if lexicon is not None else frozenset()
 
     # -- entry point ----------------------------------------------------------------------
-    def run(self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
-            feedback: InspectionReport | None = None, advice: "SizeAdvice | None" = None,
-            overview: Sequence[str] = ()) -> str:
+    def run(
+        self,
+        question: str,
+        evidence: Sequence[EvidenceHit],
+        conflicts: Sequence[Conflict] = (),
+        feedback: InspectionReport | None = None,
+        advice: SizeAdvice | None = None,
+        overview: Sequence[str] = (),
+    ) -> str:
         """An answer whose every factual sentence ends in 【chunk_id】, or the fixed refusal.
 
         With `feedback` (the inspector's report on an earlier answer), sentences it found
@@ -172,9 +228,12 @@ class ExtractiveAnswerer:
                 first = conflict.values[0]
                 # only a value the first one outranks (official over a review, another date) is
                 # overruled; between two equal sources the disclosure settles nothing
-                overruled += [v.value for v in conflict.values[1:]
-                              if _compact(v.value) != _compact(first.value)
-                              and (v.authority != first.authority or v.updated_at != first.updated_at)]
+                overruled += [
+                    v.value
+                    for v in conflict.values[1:]
+                    if _compact(v.value) != _compact(first.value)
+                    and (v.authority != first.authority or v.updated_at != first.updated_at)
+                ]
 
         def allowed(candidate: _Candidate) -> bool:
             # After "…以最新政策为准" a sentence restating the older value would contradict it
@@ -197,8 +256,9 @@ class ExtractiveAnswerer:
             # the products' names in what the tables said answer no part (防晒 of 云栖轻风防晒皮肤衣, 防晒等级多少)
             names = {hit.title for hit in evidence if hit.product_id}
             left = self._parts_not_named(parts, "".join(from_tables), names) if len(parts) > 1 else []
-            more, unanswered = self._select_parts(left, profile.english, evidence, skipped,
-                                                  len(left), allowed) if left else ([], [])
+            more, unanswered = (
+                self._select_parts(left, profile.english, evidence, skipped, len(left), allowed) if left else ([], [])
+            )
             framed = [text for text in (self._frame(c, profile.english) for c in more) if text not in from_tables]
             answer = self._checked(question, evidence, conflicts, [*pieces, *from_tables, *framed])
             return self.with_parts_not_found(answer, unanswered, profile.english)
@@ -214,9 +274,14 @@ class ExtractiveAnswerer:
         # names every part (a customer's several clauses about one thing); two questions of which it
         # answers one are answered part by part.
         by_parts = False
-        if len(parts) > 1 and not (chosen and is_faq(chosen[0].hit) and (
+        if len(parts) > 1 and not (
+            chosen
+            and is_faq(chosen[0].hit)
+            and (
                 chosen[0].hit.doc_id == self._same_question(profile, evidence)
-                or not self._parts_not_named(parts, f"{chosen[0].hit.title} {chosen[0].hit.text}"))):
+                or not self._parts_not_named(parts, f"{chosen[0].hit.title} {chosen[0].hit.text}")
+            )
+        ):
             by_part, unanswered = self._select_parts(parts, profile.english, evidence, skipped, room, allowed)
             by_parts = bool(by_part)
             chosen, unanswered = (by_part, unanswered) if by_part else (chosen, [])
@@ -229,7 +294,9 @@ class ExtractiveAnswerer:
                 return self._checked(question, evidence, conflicts, reply)
         for index, candidate in enumerate(chosen):
             pieces.append(self._frame(candidate, profile.english, cautious=cautious and index == 0))
-        return self.with_parts_not_found(self._checked(question, evidence, conflicts, pieces), unanswered, profile.english)
+        return self.with_parts_not_found(
+            self._checked(question, evidence, conflicts, pieces), unanswered, profile.english
+        )
 
     def with_parts_not_found(self, answer: str, parts: list[str], english: bool) -> str:
         """The answer, then one sentence for each part of the question nothing answers (not after a refusal)."""
@@ -237,7 +304,7 @@ class ExtractiveAnswerer:
             return answer
         return _joined([answer, *(part_not_found(part, english) for part in parts)])
 
-    def warm_up(self) -> "ExtractiveAnswerer":
+    def warm_up(self) -> ExtractiveAnswerer:
         """Load jieba's dictionary (and the lexicon's words) now rather than on the first answer."""
         self._tokens("预热")
         self.inspector.warm_up()
@@ -290,21 +357,32 @@ class ExtractiveAnswerer:
                 if any(word.lower() in canonical.lower() for word in group):
                     asked_words += group
         return _Question(
-            years=set(ASKED_YEAR.findall(canonical)), tokens=set(self._tokens(canonical)),
-            terms=list(dict.fromkeys(terms)), chars=list(dict.fromkeys(chars)), facts=facts_of(canonical),
-            asked_units=asked_units, asked_words=[w.lower() for w in asked_words], relations=relations,
-            numeric=bool(NUMERIC_QUESTION.search(canonical)), english=is_english(canonical),
-            asks_when=asks_when, text=canonical.lower(),
-            asks_amount=bool(AMOUNT_QUESTION.search(canonical)), asks_who=bool(WHO_QUESTION.search(canonical)),
+            years=set(ASKED_YEAR.findall(canonical)),
+            tokens=set(self._tokens(canonical)),
+            terms=list(dict.fromkeys(terms)),
+            chars=list(dict.fromkeys(chars)),
+            facts=facts_of(canonical),
+            asked_units=asked_units,
+            asked_words=[w.lower() for w in asked_words],
+            relations=relations,
+            numeric=bool(NUMERIC_QUESTION.search(canonical)),
+            english=is_english(canonical),
+            asks_when=asks_when,
+            text=canonical.lower(),
+            asks_amount=bool(AMOUNT_QUESTION.search(canonical)),
+            asks_who=bool(WHO_QUESTION.search(canonical)),
             everyday=everyday,
             name_numbers={value for t in terms if t in self._named_things for value, _ in facts_of(t).numbers},
-            editions=editions(canonical), events=gendered_events(canonical),
+            editions=editions(canonical),
+            events=gendered_events(canonical),
             # a kind of value or a relation asked (多少钱, 在哪里) says what answers instead
             focus=None if asked_units or asked_words or relations else asked_focus(canonical),
         )
 
     # -- candidates -------------------------------------------------------------------------
-    def _candidates(self, question: _Question, evidence: Sequence[EvidenceHit], skip_chunks: set[str]) -> list[_Candidate]:
+    def _candidates(
+        self, question: _Question, evidence: Sequence[EvidenceHit], skip_chunks: set[str]
+    ) -> list[_Candidate]:
         newest = max((day_number(h.updated_at) for h in evidence), default=0)
         # Question words in the title of the best-ranked evidence (张世昌 of 张世昌的职业是什么) name
         # what the question is about: a sentence whose title and text name none of them is about
@@ -344,22 +422,32 @@ class ExtractiveAnswerer:
             # the second thing of a comparison (T20和T24…, 峰刃和暖岩…): a title naming a model number or
             # a name of the shop's lexicon the question names is about that, whatever the lead is about
             names_another = bool(title_models & question.facts.models) or any(
-                has_term(title, t) for t in question.terms if t in self._named_things)
+                has_term(title, t) for t in question.terms if t in self._named_things
+            )
             # a page of the lead page's series about another name than the question's (2022年河北省…
             # beside 2022年辽宁省… for 辽宁省…的分数线): its rows are that other place's
             other = series_names(lead_title, title) if lead_title and not faq else None
             other_page = bool(other) and other[0] in question.text and other[1] not in question.text
-            total = (_ENTITY_WEIGHT * len(entity) + _ASKED_WEIGHT * (len(question.terms) - len(entity))
-                     + _CHAR_WEIGHT * len(question.chars))
+            total = (
+                _ENTITY_WEIGHT * len(entity)
+                + _ASKED_WEIGHT * (len(question.terms) - len(entity))
+                + _CHAR_WEIGHT * len(question.chars)
+            )
             prior = hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 1.0 - order / max(len(evidence), 1)
-            context = (0.4 * prior + 0.05 * (not in_users_voice(hit.doc_type, hit.authority))
-                       + 0.05 * (day_number(hit.updated_at) == newest))
+            context = (
+                0.4 * prior
+                + 0.05 * (not in_users_voice(hit.doc_type, hit.authority))
+                + 0.05 * (day_number(hit.updated_at) == newest)
+            )
             # Evidence that never names the year asked about is about another year.
             wrong_year = bool(question.years) and not question.years & set(YEAR.findall(f"{hit.title} {hit.text}"))
             for sentence in split_sentences(hit.text):
                 # a question in the evidence answers nothing, nor a lead-in to what follows or a page's furniture
-                if (_QUESTION_END.search(sentence.text.strip()) or _LEAD_IN.search(sentence.text)
-                        or _BOILERPLATE.search(sentence.text)):
+                if (
+                    _QUESTION_END.search(sentence.text.strip())
+                    or _LEAD_IN.search(sentence.text)
+                    or _BOILERPLATE.search(sentence.text)
+                ):
                     continue
                 body = quotable(sentence.text)
                 if hit.section != "SKU":  # a SKU row is framed from all its fields (sku_sentence)
@@ -374,14 +462,21 @@ class ExtractiveAnswerer:
                 facts = facts_of(canonical)
                 asked = {t for t in question.terms if t not in entity and has_term(searched, t)}
                 chars = {c for c in question.chars if c in searched}
-                share = ((_ENTITY_WEIGHT * len(entity) + _ASKED_WEIGHT * len(asked) + _CHAR_WEIGHT * len(chars))
-                         / total if total else 0.0)
+                share = (
+                    (_ENTITY_WEIGHT * len(entity) + _ASKED_WEIGHT * len(asked) + _CHAR_WEIGHT * len(chars)) / total
+                    if total
+                    else 0.0
+                )
                 # A product chunk that mentions another model (请选择 XZ-3000) is still about its own;
                 # a name typed glued (EMNLP2022) is the one written apart (EMNLP 2022会议).
                 models = question.facts.models & (title_models or facts.models | model_numbers(_glued(canonical)))
                 # a product's table row repeats its page's title (…防水徒步鞋 尺码表 — 尺码: 41): a cue word in
                 # the title names the product, so the row says nothing of it
-                said = searched.replace(title, " ") if hit.product_id and title and TABLE_ROW_ID.search(hit.chunk_id) else searched
+                said = (
+                    searched.replace(title, " ")
+                    if hit.product_id and title and TABLE_ROW_ID.search(hit.chunk_id)
+                    else searched
+                )
                 score, answers = self._fact_score(question, facts, title_facts, models, said)
                 names_a_time = question.asks_when and bool(TIME_EXPRESSION.search(canonical))
                 score += 0.4 * names_a_time
@@ -398,47 +493,91 @@ class ExtractiveAnswerer:
                 score += 0.5 * bool(row_named)
                 # It answers when it has a word of what is asked, or when nothing is asked beyond
                 # the entity itself ("XZ-3000 怎么样").
-                nothing_asked = not (set(question.terms) - entity or question.chars or question.asked_words
-                                     or question.asked_units)
+                nothing_asked = not (
+                    set(question.terms) - entity or question.chars or question.asked_words or question.asked_units
+                )
                 # A sentence made only of the question's (and its title's) words restates it.
                 restates = tokens <= question.tokens | label_tokens
                 # An FAQ entry is about its title question, which retrieval matched to this one.
                 about = f"{title} {canonical.lower()}"
                 # a shop's policy holds for every product, naming none (运费 to 新疆 for 暖岩寄到新疆要运费吗)
-                off_topic = sibling or other_page or (not shop_wide and bool(named) and not any(has_term(about, n) for n in named)
-                                                      and not names_another)
-                defines = ((asks_definition and any(canonical.lower().startswith(n) for n in named))
-                           or any(opener.match(canonical.lower()) for opener in identity_openers))
+                off_topic = (
+                    sibling
+                    or other_page
+                    or (
+                        not shop_wide
+                        and bool(named)
+                        and not any(has_term(about, n) for n in named)
+                        and not names_another
+                    )
+                )
+                defines = (asks_definition and any(canonical.lower().startswith(n) for n in named)) or any(
+                    opener.match(canonical.lower()) for opener in identity_openers
+                )
                 # a sentence naming the asked year only as what it is compared with is about another year
                 compared_only = bool(question.years & set(YEAR.findall(canonical))) and not (
-                    question.years & set(YEAR.findall(_COMPARED_YEAR.sub(" ", canonical))))
+                    question.years & set(YEAR.findall(_COMPARED_YEAR.sub(" ", canonical)))
+                )
                 # a sentence dating its fact to other years only (2021年年度词汇 for 2022年) is about
                 # those years; a question about when may be answered by a date of the year before
                 dated = set(YEAR.findall(_PARENTHESES.sub(" ", canonical)))  # not 梁雅琳（1987-）
-                other_year = bool(question.years) and not question.asks_when and bool(dated) and not question.years & dated
+                other_year = (
+                    bool(question.years) and not question.asks_when and bool(dated) and not question.years & dated
+                )
                 other_edition_only = bool(question.editions) and other_edition(question.editions, editions(canonical))
                 other_event = bool(question.events) and other_gender_event(question.events, gendered_events(canonical))
                 # 网民 asked, only 非网民 said: the sentence is about the others
                 negated = any(_only_negated(searched, t, question.text) for t in question.terms)
                 # 谁获得了金牌 is not answered by 他获得了银牌, however much else matches
-                unfocused = (question.focus is not None and not has_term(title, question.focus)
-                             and not _mentions(searched, question.focus_head))
+                unfocused = (
+                    question.focus is not None
+                    and not has_term(title, question.focus)
+                    and not _mentions(searched, question.focus_head)
+                )
                 # how many of something named by single characters only, beside the entity (C65有几个口: 口): a
                 # sentence with them all and an amount answers (a relation's 叫 of 又叫什么 needs its cue instead)
-                by_chars = (question.numeric and bool(question.chars) and not set(question.terms) - entity
-                            and chars == set(question.chars) and states_amount(canonical, question.text))
-                answers = ((answers or bool(asked) or by_chars or nothing_asked or names_a_time or defines)
-                           and not restates and not wrong_year and not compared_only and not other_year and not negated
-                           and not other_edition_only and not other_event
-                           and not off_topic and not (unfocused and not defines) and (names_a_time or not question.asks_when)
-                           and (not question.asks_amount or states_amount(canonical, question.text))
-                           # an article must name who (a FAQ's or the shop's 谁 is a party: 受益人, 买家)
-                           and (not question.asks_who or faq or hit.doc_type != "doc"
-                                or names_someone(searched, question.text)))  # an article's: its text lower-cased
-                candidates.append(_Candidate(
-                    hit, order, body, tokens, 1.6 * share + score + context, share, answers,
-                    asked | entity, entity, models, score, not off_topic, row_named,
-                ))
+                by_chars = (
+                    question.numeric
+                    and bool(question.chars)
+                    and not set(question.terms) - entity
+                    and chars == set(question.chars)
+                    and states_amount(canonical, question.text)
+                )
+                answers = (
+                    (answers or bool(asked) or by_chars or nothing_asked or names_a_time or defines)
+                    and not restates
+                    and not wrong_year
+                    and not compared_only
+                    and not other_year
+                    and not negated
+                    and not other_edition_only
+                    and not other_event
+                    and not off_topic
+                    and not (unfocused and not defines)
+                    and (names_a_time or not question.asks_when)
+                    and (not question.asks_amount or states_amount(canonical, question.text))
+                    # an article must name who (a FAQ's or the shop's 谁 is a party: 受益人, 买家)
+                    and (
+                        not question.asks_who or faq or hit.doc_type != "doc" or names_someone(searched, question.text)
+                    )
+                )  # an article's: its text lower-cased
+                candidates.append(
+                    _Candidate(
+                        hit,
+                        order,
+                        body,
+                        tokens,
+                        1.6 * share + score + context,
+                        share,
+                        answers,
+                        asked | entity,
+                        entity,
+                        models,
+                        score,
+                        not off_topic,
+                        row_named,
+                    )
+                )
         # the question names a row of the tables shown (法学): another row (金融学类) answers nothing
         if any(c.row_named for c in candidates):
             for candidate in candidates:
@@ -465,8 +604,9 @@ class ExtractiveAnswerer:
         return prefix + dash + "；".join(f"{column}: {row[column]}" for column in [next(iter(row)), *kept])
 
     @staticmethod
-    def _fact_score(question: _Question, facts: Facts, title_facts: Facts, models: set[str],
-                    searched: str) -> tuple[float, bool]:
+    def _fact_score(
+        question: _Question, facts: Facts, title_facts: Facts, models: set[str], searched: str
+    ) -> tuple[float, bool]:
         """Bonus for the asked kind of value (unit, cue word), the question's numbers and its model
         numbers (`models`: those the sentence or its title names).
 
@@ -474,8 +614,9 @@ class ExtractiveAnswerer:
         entity, so finding it in the sentence answers nothing.
         """
         score = 0.0
-        cue = (any(word in searched for word in question.asked_words)
-               or any(relation.search(searched) for relation in question.relations))
+        cue = any(word in searched for word in question.asked_words) or any(
+            relation.search(searched) for relation in question.relations
+        )
         score += 0.3 * cue
         # A value in the unit asked for (74Wh for 多少Wh) states what is asked.
         in_unit = bool(question.asked_units) and any(unit in question.asked_units for _, unit in facts.numbers)
@@ -485,16 +626,24 @@ class ExtractiveAnswerer:
             score += 0.1
         title_numbers = {v for v, _ in title_facts.numbers}
         # nor does the number of another name the question names (the 3 of 轻羽3 in 库存: 3件)
-        shared = {v for v, _ in question.facts.numbers} & {v for v, _ in facts.numbers} - title_numbers - question.name_numbers
+        shared = {v for v, _ in question.facts.numbers} & {
+            v for v, _ in facts.numbers
+        } - title_numbers - question.name_numbers
         if question.facts.numbers:
             score += 0.3 * len(shared) / len(question.facts.numbers)
         if question.facts.models:
             score += 0.6 * len(models) / len(question.facts.models) - (0.0 if models else 0.6)
         return score, cue or bool(shared) or in_unit
 
-    def _select(self, question: _Question, evidence: Sequence[EvidenceHit], skip_chunks: set[str],
-                room: int, allowed: Callable[[_Candidate], bool],
-                scored: list[_Candidate] | None = None) -> list[_Candidate]:
+    def _select(
+        self,
+        question: _Question,
+        evidence: Sequence[EvidenceHit],
+        skip_chunks: set[str],
+        room: int,
+        allowed: Callable[[_Candidate], bool],
+        scored: list[_Candidate] | None = None,
+    ) -> list[_Candidate]:
         """The best sentence, then up to room-1 more that each add a question word or model.
         scored: the question's candidates when the caller has them already."""
         if room <= 0 or not evidence:
@@ -513,13 +662,26 @@ class ExtractiveAnswerer:
         best = next((c for c in candidates if c.on_topic), candidates[0])
         anchor_doc = evidence[0].doc_id
         if not best.answers:  # a close second of the first document that says what is asked beats a refusal
-            best = next((c for c in candidates if c.answers and c.on_topic and c.hit.doc_id == anchor_doc
-                         and c.score >= _MIN_SCORE_SHARE * best.score), best)
+            best = next(
+                (
+                    c
+                    for c in candidates
+                    if c.answers
+                    and c.on_topic
+                    and c.hit.doc_id == anchor_doc
+                    and c.score >= _MIN_SCORE_SHARE * best.score
+                ),
+                best,
+            )
         if best.hit.doc_id != anchor_doc:
             anchored = next((c for c in candidates if c.hit.doc_id == anchor_doc and c.answers), None)
-            if (anchored is not None and anchored.score >= _ANCHOR_SHARE * best.score
-                    and best.covered <= anchored.covered and best.models <= anchored.models
-                    and anchored.fact >= best.fact):
+            if (
+                anchored is not None
+                and anchored.score >= _ANCHOR_SHARE * best.score
+                and best.covered <= anchored.covered
+                and best.models <= anchored.models
+                and anchored.fact >= best.fact
+            ):
                 best = anchored
         # only the entity matched: nothing answers (an English question cannot be matched word for
         # word against Chinese evidence; against English evidence it can)
@@ -547,7 +709,8 @@ class ExtractiveAnswerer:
                 if not (new_models or new_terms) or (candidate.hit.chunk_id in chosen_chunks and not new_terms):
                     continue
                 if candidate.hit.doc_id not in chosen_docs and not (
-                        new_models or entities_add and candidate.entities - entities):
+                    new_models or entities_add and candidate.entities - entities
+                ):
                     continue
                 gain = candidate.score + 0.8 * new_models + 0.4 * new_terms
                 if gain >= _MIN_SCORE_SHARE * best.score and gain > pick_gain:
@@ -557,8 +720,15 @@ class ExtractiveAnswerer:
             chosen.append(pick)
         return chosen
 
-    def _select_parts(self, parts: list[str], english: bool, evidence: Sequence[EvidenceHit], skip_chunks: set[str],
-                      room: int, allowed: Callable[[_Candidate], bool]) -> tuple[list[_Candidate], list[str]]:
+    def _select_parts(
+        self,
+        parts: list[str],
+        english: bool,
+        evidence: Sequence[EvidenceHit],
+        skip_chunks: set[str],
+        room: int,
+        allowed: Callable[[_Candidate], bool],
+    ) -> tuple[list[_Candidate], list[str]]:
         """The best sentences for each part of a compound question (2022年和2023年…, 主演和导演),
         in the order asked: one sentence per part at least, the same sentence only once; and the
         parts no sentence answers (not even one an earlier part quoted: 时间和地点 in one sentence).
@@ -571,10 +741,11 @@ class ExtractiveAnswerer:
         def names_any(candidate: _Candidate, terms: list[str], heads: bool = False) -> bool:
             text = self._canonical(f"{candidate.hit.title} {candidate.body}").lower()
             # heads: a word's last character, which names what the word is (棉 of 纯棉 in 100% 棉华达呢)
-            return any(has_term(text, term) or heads and CJK_CHAR.fullmatch(term[-1]) and term[-1] in text
-                       for term in terms)
+            return any(
+                has_term(text, term) or heads and CJK_CHAR.fullmatch(term[-1]) and term[-1] in text for term in terms
+            )
 
-        for part, profile in zip(parts, profiles):
+        for part, profile in zip(parts, profiles, strict=False):
             profile.english = english
             own = _own_terms(profile, [p for p in profiles if p is not profile])
 
@@ -583,6 +754,7 @@ class ExtractiveAnswerer:
 
             def new(candidate: _Candidate) -> bool:  # what an earlier part quoted answers that part
                 return about(candidate) and all(candidate.body != c.body for c in chosen)
+
             scored = self._candidates(profile, evidence, skip_chunks)  # scored once, selected from twice
             picked = self._select(profile, evidence, skip_chunks, max(1, room // len(parts)), new, scored)
             if not picked and own and not self._select(profile, evidence, skip_chunks, 1, about, scored):
@@ -591,7 +763,9 @@ class ExtractiveAnswerer:
         # a part is said to be unanswered only when no quoted sentence names it, or the head of one of its
         # words, either (它能给笔记本充电吗 is answered by the 可以给…笔记本电脑供电 another part quoted, though
         # it answers that part by the rules; 纯棉的吗 by 100% 棉华达呢): a wrong "not found" misleads
-        return _one_per_row(chosen), [part for part, own in unanswered if not any(names_any(c, own, heads=True) for c in chosen)]
+        return _one_per_row(chosen), [
+            part for part, own in unanswered if not any(names_any(c, own, heads=True) for c in chosen)
+        ]
 
     def _parts_not_named(self, parts: list[str], text: str, names: Collection[str] = ()) -> list[str]:
         """The parts of a compound question the text does not speak to: it names no word of the part
@@ -607,15 +781,21 @@ class ExtractiveAnswerer:
             text = text.replace(name, " ")
         units = {unit for _, unit in facts_of(text).numbers}
         left = []
-        for part, profile in zip(parts, profiles):
+        for part, profile in zip(parts, profiles, strict=False):
             own = _own_terms(profile, [p for p in profiles if p is not profile])
             if names:
                 beyond = [term for term in own if not any(has_term(name, term) for name in names)]
-                missing = (not profile.asked_units & units if profile.asked_units
-                           else bool(beyond) and not any(has_term(text, term) for term in beyond))
+                missing = (
+                    not profile.asked_units & units
+                    if profile.asked_units
+                    else bool(beyond) and not any(has_term(text, term) for term in beyond)
+                )
             else:
-                missing = own and not any(has_term(text, term) for term in own) or (
-                    not own and profile.asked_units and not profile.asked_units & units)
+                missing = (
+                    own
+                    and not any(has_term(text, term) for term in own)
+                    or (not own and profile.asked_units and not profile.asked_units & units)
+                )
             if missing:
                 left.append(part)
         return left
@@ -687,7 +867,8 @@ class ExtractiveAnswerer:
                 framed = body
             if cautious:  # "The charger…" reads "…, the charger…"; a name keeps its capital
                 framed = "Based on the available information, " + (
-                    framed[:1].lower() + framed[1:] if _COMMON_OPENER.match(framed) else framed)
+                    framed[:1].lower() + framed[1:] if _COMMON_OPENER.match(framed) else framed
+                )
             return f"{TRAILING_MARKS.sub('', framed)}【{hit.chunk_id}】."
         if sku:
             framed = sku_sentence(sku, title)
@@ -716,7 +897,7 @@ class ExtractiveAnswerer:
         whole = [w for w in words if not any(w != other and w in other for other in words)]
         return any(w in body.lower() for w in whole)
 
-    def _disclose(self, conflict: "Conflict", by_id: dict[str, EvidenceHit], english: bool) -> str:
+    def _disclose(self, conflict: Conflict, by_id: dict[str, EvidenceHit], english: bool) -> str:
         """One sentence stating the conflicting values, each cited: official before user reports,
         else newest first, or nearest the asked time first (the detector's order)."""
         values, seen = [], set()
@@ -733,8 +914,11 @@ class ExtractiveAnswerer:
             for value, hit, text in statements:
                 if value.authority == "official":
                     source = quotable(hit.source) or ("product page" if english else "详情页")
-                    parts.append(f"the official {source} says: {text}【{hit.chunk_id}】" if english
-                                 else f"官方{source}显示：{text}【{hit.chunk_id}】")
+                    parts.append(
+                        f"the official {source} says: {text}【{hit.chunk_id}】"
+                        if english
+                        else f"官方{source}显示：{text}【{hit.chunk_id}】"
+                    )
                 elif english:
                     kind = "review" if hit.doc_type == "review" else "post"
                     parts.append(f"however a user {kind} says: {text}【{hit.chunk_id}】")
@@ -756,19 +940,28 @@ class ExtractiveAnswerer:
             elif title:
                 parts.append((f"{date} 的" if date else "") + f"《{title}》为：{text}【{hit.chunk_id}】")
             else:  # untitled passages (search snippets): told apart by order, not by a name they lack
-                parts.append(("有" if index == 0 else "另有") + (f" {date} 的" if date else "") + f"来源称：{text}【{hit.chunk_id}】")
+                parts.append(
+                    ("有" if index == 0 else "另有")
+                    + (f" {date} 的" if date else "")
+                    + f"来源称：{text}【{hit.chunk_id}】"
+                )
         # Sources of one authority and no dates give no ground to prefer one: say so, never pick.
         undecided = not conflict.as_of and len(dates) == 1
         if english:
             prevails = "the one nearest the time asked about" if conflict.as_of else "the newest one"
-            close = "they do not show which holds, please check with customer service" if undecided else f"{prevails} prevails"
+            close = (
+                "they do not show which holds, please check with customer service"
+                if undecided
+                else f"{prevails} prevails"
+            )
             return "Sources disagree: " + "; ".join(parts) + f"; {close}."
         kind = "政策" if all(h.doc_type == "policy" for _, h, _ in statements) else "信息"
         prevails = f"以最接近所问时间的{kind}为准" if conflict.as_of else f"以最新{kind}为准"
         return "不同来源说法不一致：" + "；".join(parts) + f"，{_UNDECIDED if undecided else prevails}。"
 
-    def _checked(self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"],
-                 pieces: list[str]) -> str:
+    def _checked(
+        self, question: str, evidence: Sequence[EvidenceHit], conflicts: Sequence[Conflict], pieces: list[str]
+    ) -> str:
         """Drop pieces the inspector rejects (unsupported, uncited); none left -> the refusal.
 
         A failure that dropping whole pieces cannot repair also ends in the refusal, except an
@@ -862,14 +1055,14 @@ def _mentions(text: str, word: str) -> bool:
         return True
     if word.startswith("最佳"):  # 最佳影片 is not said by 最佳导演: no two characters will do
         return False
-    return len(word) >= 3 and not word.isascii() and any(word[i:i + 2] in text for i in range(len(word) - 1))
+    return len(word) >= 3 and not word.isascii() and any(word[i : i + 2] in text for i in range(len(word) - 1))
 
 
 def _compact(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-def _statement(value: "ConflictValue", hit: EvidenceHit) -> str:
+def _statement(value: ConflictValue, hit: EvidenceHit) -> str:
     """The sentence that carries a conflicting value: as the evidence writes it when that is the
     detector's whole sentence and the value reads the same there (在队两年多, not the canonical
     在队2年多), else the detector's; failing both, the value itself."""
@@ -894,9 +1087,12 @@ def _consecutive_pieces(hit: EvidenceHit, evidence: Sequence[EvidenceHit]) -> li
     own = PIECE_ID.search(hit.chunk_id)
     if own is None:
         return [hit]
-    prefix = hit.chunk_id[:own.start()]
-    numbered = {int(number.group(1)): chunk for chunk in evidence
-                if (number := PIECE_ID.search(chunk.chunk_id)) and chunk.chunk_id[:number.start()] == prefix}
+    prefix = hit.chunk_id[: own.start()]
+    numbered = {
+        int(number.group(1)): chunk
+        for chunk in evidence
+        if (number := PIECE_ID.search(chunk.chunk_id)) and chunk.chunk_id[: number.start()] == prefix
+    }
     first = last = int(own.group(1))
     while first - 1 in numbered:
         first -= 1
@@ -911,8 +1107,16 @@ def _one_per_row(chosen: list[_Candidate]) -> list[_Candidate]:
     kept: list[_Candidate] = []
     for candidate in chosen:
         cells = _quoted_cells(candidate.body)
-        same = next((k for k in kept if k.hit.chunk_id == candidate.hit.chunk_id and cells
-                     and (cells <= _quoted_cells(k.body) or _quoted_cells(k.body) <= cells)), None)
+        same = next(
+            (
+                k
+                for k in kept
+                if k.hit.chunk_id == candidate.hit.chunk_id
+                and cells
+                and (cells <= _quoted_cells(k.body) or _quoted_cells(k.body) <= cells)
+            ),
+            None,
+        )
         if same is None:
             kept.append(candidate)
         elif len(cells) > len(_quoted_cells(same.body)):

@@ -6,6 +6,7 @@ citation can prove cheaply and exactly: numbers with units, model numbers, dates
 words (免费, 全场, free: DECISIVE_WORDS), and at least half of the sentence's content words must
 appear in the cited chunks (title and date included).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,9 +31,20 @@ log = logging.getLogger(__name__)
 # Words the answer's own framing adds ("根据现有资料", "有用户评价称", "以最新政策为准"): they
 # are never evidence, so they neither count for nor against support.
 FRAMING_PHRASES = (
-    "根据现有资料显示", "官方详情页显示", "有用户评价称", "有用户分享", "不同来源说法不一致",
-    "新版旧版为准", "以最新政策为准", "以最新信息为准", "以最接近所问时间的信息为准", "有来源称", "另有来源称",
-    "资料无法判断以哪一说法为准建议转人工客服确认", "另外其中此外同时但是而且", "分别",
+    "根据现有资料显示",
+    "官方详情页显示",
+    "有用户评价称",
+    "有用户分享",
+    "不同来源说法不一致",
+    "新版旧版为准",
+    "以最新政策为准",
+    "以最新信息为准",
+    "以最接近所问时间的信息为准",
+    "有来源称",
+    "另有来源称",
+    "资料无法判断以哪一说法为准建议转人工客服确认",
+    "另外其中此外同时但是而且",
+    "分别",
     "according to the available information the official page says however a user review says "
     "sources disagree newer older policy prevails latest nearest the time asked about "
     "one source another source says they do not show which holds please check with customer service",
@@ -42,12 +54,22 @@ FRAMING_PHRASES = (
 # confirms, it must also say one of these words (a SKU row confirms "XZ-3000" and "299元", not
 # "XZ-3000 全场免费"). A denied mention ("并不免费", "not free") claims nothing.
 DECISIVE_WORDS: dict[str, tuple[str, ...]] = {
-    "免费": ("免费",), "免单": ("免单", "免费"), "白送": ("白送", "免费"), "不要钱": ("不要钱", "免费"),
-    "零元": ("零元", "0元"), "全场": ("全场",), "清仓": ("清仓",), "赠送": ("赠送", "赠"), "包邮": ("包邮",),
-    "free": ("free", "免费", "包邮", "赠送", "赠"), "giveaway": ("giveaway", "免费", "赠送"),
+    "免费": ("免费",),
+    "免单": ("免单", "免费"),
+    "白送": ("白送", "免费"),
+    "不要钱": ("不要钱", "免费"),
+    "零元": ("零元", "0元"),
+    "全场": ("全场",),
+    "清仓": ("清仓",),
+    "赠送": ("赠送", "赠"),
+    "包邮": ("包邮",),
+    "free": ("free", "免费", "包邮", "赠送", "赠"),
+    "giveaway": ("giveaway", "免费", "赠送"),
 }
-_DECISIVE = re.compile("|".join(rf"(?<![A-Za-z]){re.escape(w)}(?![A-Za-z])" if w.isascii() else re.escape(w)
-                                for w in DECISIVE_WORDS), re.IGNORECASE)
+_DECISIVE = re.compile(
+    "|".join(rf"(?<![A-Za-z]){re.escape(w)}(?![A-Za-z])" if w.isascii() else re.escape(w) for w in DECISIVE_WORDS),
+    re.IGNORECASE,
+)
 _DENIED = re.compile(r"(?:不是|不算|不|非|没有|没|无|未|\b(?:not|never|no)|n't)\s*$", re.IGNORECASE)
 
 _DATE = re.compile(r"(?<!\d)(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})(?!\d)\s*日?")
@@ -55,16 +77,75 @@ _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _CURRENCY = re.compile(r"(?:[¥￥]|RMB|CNY)\s*(\d+(?:\.\d+)?)")
 # Longest first; ASCII units are case-sensitive (M码 is a size, not metres).
 _UNITS = {
-    "个工作日": "工作日", "工作日": "工作日", "个小时": "h", "小时": "h", "分钟": "min", "个月": "月",
-    "英寸": "英寸", "毫米": "mm", "厘米": "cm", "公里": "km", "千米": "km", "千克": "kg", "公斤": "kg", "毫升": "ml", "积分": "积分",
-    "公分": "cm", "公厘": "mm", "公尺": "m",  # as Taiwan and Hong Kong write centimetres, millimetres, metres
-    "days": "天", "day": "天", "hours": "h", "months": "月", "years": "年", "yuan": "元",
-    "mAh": "mah", "mah": "mah", "Wh": "wh", "min": "min", "mm": "mm", "cm": "cm", "ml": "ml",
-    "mL": "ml", "kg": "kg", "km": "km", "FP": "fp", "°C": "℃", "℃": "℃", "%": "%",
-    "天": "天", "日": "天", "周": "周", "月": "月", "年": "年", "秒": "s", "元": "元", "块": "元",
-    "件": "件", "双": "件", "个": "件", "只": "件", "台": "件", "条": "件", "套": "件",
-    "次": "次", "期": "期", "码": "码", "寸": "英寸", "克": "g", "斤": "斤", "升": "l", "米": "m",
-    "折": "折", "倍": "倍", "W": "w", "V": "v", "h": "h", "g": "g", "L": "l", "m": "m",
+    "个工作日": "工作日",
+    "工作日": "工作日",
+    "个小时": "h",
+    "小时": "h",
+    "分钟": "min",
+    "个月": "月",
+    "英寸": "英寸",
+    "毫米": "mm",
+    "厘米": "cm",
+    "公里": "km",
+    "千米": "km",
+    "千克": "kg",
+    "公斤": "kg",
+    "毫升": "ml",
+    "积分": "积分",
+    "公分": "cm",
+    "公厘": "mm",
+    "公尺": "m",  # as Taiwan and Hong Kong write centimetres, millimetres, metres
+    "days": "天",
+    "day": "天",
+    "hours": "h",
+    "months": "月",
+    "years": "年",
+    "yuan": "元",
+    "mAh": "mah",
+    "mah": "mah",
+    "Wh": "wh",
+    "min": "min",
+    "mm": "mm",
+    "cm": "cm",
+    "ml": "ml",
+    "mL": "ml",
+    "kg": "kg",
+    "km": "km",
+    "FP": "fp",
+    "°C": "℃",
+    "℃": "℃",
+    "%": "%",
+    "天": "天",
+    "日": "天",
+    "周": "周",
+    "月": "月",
+    "年": "年",
+    "秒": "s",
+    "元": "元",
+    "块": "元",
+    "件": "件",
+    "双": "件",
+    "个": "件",
+    "只": "件",
+    "台": "件",
+    "条": "件",
+    "套": "件",
+    "次": "次",
+    "期": "期",
+    "码": "码",
+    "寸": "英寸",
+    "克": "g",
+    "斤": "斤",
+    "升": "l",
+    "米": "m",
+    "折": "折",
+    "倍": "倍",
+    "W": "w",
+    "V": "v",
+    "h": "h",
+    "g": "g",
+    "L": "l",
+    "m": "m",
 }
 _UNIT_PATTERN = unit_alternatives(_UNITS)
 _NUMBER = re.compile(rf"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)(?:\s*({_UNIT_PATTERN}))?")
@@ -100,7 +181,7 @@ def facts_of(text: str) -> Facts:
         unit = match.group(2)
         if unit is None and index + 1 < len(found):
             follower = found[index + 1]
-            if _RANGE_JOIN.match(text[match.end():follower.start()]):
+            if _RANGE_JOIN.match(text[match.end() : follower.start()]):
                 unit = follower.group(2)
         numbers.add((_number_value(match.group(1)), _UNITS[unit] if unit else None))
     return Facts(frozenset(numbers), frozenset(models), frozenset(dates))
@@ -146,9 +227,7 @@ class InspectionReport(BaseModel):
         if self.invalid_ids:
             lines.append("以下引用ID不在证据列表中，不能使用：" + "、".join(self.invalid_ids))
         lines += [f"这句事实陈述没有引用：{s}" for s in self.uncited]
-        lines += [
-            f"这句与所引证据不符（证据中没有：{'、'.join(u.missing)}）：{u.sentence}" for u in self.unsupported
-        ]
+        lines += [f"这句与所引证据不符（证据中没有：{'、'.join(u.missing)}）：{u.sentence}" for u in self.unsupported]
         if self.missing_conflicts:
             lines.append("来源之间存在冲突但回答没有同时说明各方说法：" + "、".join(self.missing_conflicts))
         if self.judge and not self.judge.get("supported", True):
@@ -194,22 +273,28 @@ def parse_judge_reply(reply: str) -> dict:
 class Inspector:
     """Checks one answer against the evidence it was given; `run` is pure and fast (no models)."""
 
-    def __init__(self, min_coverage: float = 1.0, min_term_share: float = 0.5,
-                 lexicon: Lexicon | None = None, judge: Callable[[str, str], dict] | None = None):
+    def __init__(
+        self,
+        min_coverage: float = 1.0,
+        min_term_share: float = 0.5,
+        lexicon: Lexicon | None = None,
+        judge: Callable[[str, str], dict] | None = None,
+    ):
         self.min_coverage = min_coverage
         self.min_term_share = min_term_share
         self.lexicon = lexicon
         self.judge = judge
         self._ignored_terms = frozenset(t for phrase in FRAMING_PHRASES for t in tokenize(phrase))
 
-    def warm_up(self) -> "Inspector":
+    def warm_up(self) -> Inspector:
         """Load jieba's dictionary (and the lexicon's words) now rather than on the first check."""
         tokenize("预热", self.lexicon)
         tokenize("预热")
         return self
 
-    def run(self, answer: str, evidence: Sequence[EvidenceHit], conflicts: Sequence["Conflict"] = (),
-            question: str = "") -> InspectionReport:
+    def run(
+        self, answer: str, evidence: Sequence[EvidenceHit], conflicts: Sequence[Conflict] = (), question: str = ""
+    ) -> InspectionReport:
         by_id = {hit.chunk_id: hit for hit in evidence}
         sentences = split_sentences(answer, known_ids=by_id.keys())
         factual = [s for s in sentences if s.is_factual]
@@ -224,16 +309,22 @@ class Inspector:
             if hits:
                 missing = self.missing_support(sentence.text, hits, question_facts)
                 if missing:
-                    unsupported.append(UnsupportedClaim(sentence=sentence.text, cited_ids=sentence.cited_ids,
-                                                        missing=missing))
+                    unsupported.append(
+                        UnsupportedClaim(sentence=sentence.text, cited_ids=sentence.cited_ids, missing=missing)
+                    )
         missing_conflicts = [c.attribute for c in conflicts if not self.conflict_disclosed(c, sentences)]
         report = InspectionReport(
-            passed=False, coverage=round(coverage, 4), sentences=len(sentences), factual_sentences=len(factual),
-            cited_ids=[i for i in all_ids if i in by_id], invalid_ids=invalid, uncited=uncited,
-            unsupported=unsupported, missing_conflicts=missing_conflicts,
+            passed=False,
+            coverage=round(coverage, 4),
+            sentences=len(sentences),
+            factual_sentences=len(factual),
+            cited_ids=[i for i in all_ids if i in by_id],
+            invalid_ids=invalid,
+            uncited=uncited,
+            unsupported=unsupported,
+            missing_conflicts=missing_conflicts,
         )
-        deterministic_ok = (not invalid and coverage >= self.min_coverage and not unsupported
-                            and not missing_conflicts)
+        deterministic_ok = not invalid and coverage >= self.min_coverage and not unsupported and not missing_conflicts
         judge_ok = True
         if self.judge is not None and factual:
             report.judge = self._ask_judge(answer, evidence)
@@ -261,7 +352,9 @@ class Inspector:
                 terms.append(token)
         return terms
 
-    def missing_support(self, claim: str, hits: Sequence[EvidenceHit], question_facts: Facts | None = None) -> list[str]:
+    def missing_support(
+        self, claim: str, hits: Sequence[EvidenceHit], question_facts: Facts | None = None
+    ) -> list[str]:
         """What the claim states that its cited chunks do not; empty when supported.
 
         Numbers, model numbers and dates must all appear (the user's own numbers from the
@@ -278,8 +371,9 @@ class Inspector:
             from citescope.agents.conflicts import canonical_text
 
             available_numbers |= facts_of(canonical_text(support)).numbers
-        missing = [number_text(n) for n in sorted(claim_facts.numbers, key=str)
-                   if not _number_supported(n, available_numbers)]
+        missing = [
+            number_text(n) for n in sorted(claim_facts.numbers, key=str) if not _number_supported(n, available_numbers)
+        ]
         missing += sorted(claim_facts.models - support_facts.models - given.models)
         missing += sorted(claim_facts.dates - support_facts.dates - given.dates)
         missing += self._missing_decisive(claim, support)
@@ -300,7 +394,7 @@ class Inspector:
         missing = []
         for match in _DECISIVE.finditer(claim):
             word = match.group(0).lower()
-            if _DENIED.search(claim[max(0, match.start() - 8):match.start()]):
+            if _DENIED.search(claim[max(0, match.start() - 8) : match.start()]):
                 continue
             if not any(w.lower() in lowered for w in DECISIVE_WORDS[word]) and word not in missing:
                 missing.append(word)
@@ -312,7 +406,7 @@ class Inspector:
         return self.lexicon is not None and any(e.lower() in support for e in self.lexicon.expansions(term))
 
     # -- conflicts ------------------------------------------------------------------------
-    def conflict_disclosed(self, conflict: "Conflict", sentences: Sequence[AnswerSentence]) -> bool:
+    def conflict_disclosed(self, conflict: Conflict, sentences: Sequence[AnswerSentence]) -> bool:
         """At least two of the conflict's values are stated, each in a sentence citing its chunk."""
         stated = 0
         for value in conflict.values:
@@ -332,8 +426,11 @@ class Inspector:
         if not (value_facts.numbers or value_facts.models or value_facts.dates):
             return False
         text_facts = facts_of(compact_text)
-        return (all(_number_supported(n, text_facts.numbers) for n in value_facts.numbers)
-                and value_facts.models <= text_facts.models and value_facts.dates <= text_facts.dates)
+        return (
+            all(_number_supported(n, text_facts.numbers) for n in value_facts.numbers)
+            and value_facts.models <= text_facts.models
+            and value_facts.dates <= text_facts.dates
+        )
 
     # -- optional model judge ---------------------------------------------------------------
     def _ask_judge(self, answer: str, evidence: Sequence[EvidenceHit]) -> dict:

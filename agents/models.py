@@ -4,12 +4,14 @@ Specs: "offline", "dashscope[:model]", "openai[:model][@base_url]",
 "compatible:model@http://host:port/v1" (vLLM, Ollama, llama.cpp server...).
 API keys come from the environment only; they are never serialised, printed or logged.
 """
+
 from __future__ import annotations
 
 import logging
 import os
 import re
-from typing import Iterable, Literal
+from collections.abc import Iterable
+from typing import Literal
 
 from agentscope.formatter import (
     DashScopeChatFormatter,
@@ -48,7 +50,9 @@ class StreamSafeOpenAIChatModel(OpenAIChatModel):
 
     async def _parse_openai_stream_response(self, start_datetime, response, structured_model=None):
         async for parsed in super()._parse_openai_stream_response(
-            start_datetime, _NoneAudioAsEmpty(response), structured_model,
+            start_datetime,
+            _NoneAudioAsEmpty(response),
+            structured_model,
         ):
             yield parsed
 
@@ -59,7 +63,7 @@ class _NoneAudioAsEmpty:
     def __init__(self, response) -> None:
         self._response = response
 
-    async def __aenter__(self) -> "_NoneAudioAsEmpty":
+    async def __aenter__(self) -> _NoneAudioAsEmpty:
         self._stream = await self._response.__aenter__()
         return self
 
@@ -89,7 +93,7 @@ class ModelConfig(BaseModel):
     stream: bool = True  # AgentScope's own default for both clients
 
     @model_validator(mode="after")
-    def _check(self) -> "ModelConfig":
+    def _check(self) -> ModelConfig:
         if self.provider == "compatible" and not self.base_url:
             raise ValueError("compatible models need a base_url: 'compatible:<model>@http://host:port/v1'")
         if self.base_url and not re.match(r"^https?://", self.base_url):
@@ -100,13 +104,15 @@ class ModelConfig(BaseModel):
         return self
 
     @classmethod
-    def parse(cls, spec: str, **overrides) -> "ModelConfig":
-        """"openai:gpt-4o-mini@https://proxy/v1" -> ModelConfig; overrides set the other fields."""
+    def parse(cls, spec: str, **overrides) -> ModelConfig:
+        """ "openai:gpt-4o-mini@https://proxy/v1" -> ModelConfig; overrides set the other fields."""
         provider, _, rest = spec.strip().partition(":")
         model, _, base_url = rest.partition("@")
         if provider not in ("offline", "dashscope", "openai", "compatible"):
-            raise ValueError(f"model spec {spec!r}: unknown provider {provider!r} "
-                             "(use offline, dashscope:<model>, openai:<model>, compatible:<model>@<base_url>)")
+            raise ValueError(
+                f"model spec {spec!r}: unknown provider {provider!r} "
+                "(use offline, dashscope:<model>, openai:<model>, compatible:<model>@<base_url>)"
+            )
         if provider == "offline" and rest:
             raise ValueError(f"model spec {spec!r}: 'offline' takes no model name")
         if provider == "compatible" and not model:
@@ -123,8 +129,10 @@ class ModelConfig(BaseModel):
             return self.api_key.get_secret_value()
         if self.provider == "compatible":
             return NO_KEY_PLACEHOLDER
-        raise RuntimeError(f"{self.provider} models need an API key: set the environment variable "
-                           f"{self.api_key_env} (it is read from the environment only)")
+        raise RuntimeError(
+            f"{self.provider} models need an API key: set the environment variable "
+            f"{self.api_key_env} (it is read from the environment only)"
+        )
 
     def describe(self) -> str:
         """A log-safe one-liner."""

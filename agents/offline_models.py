@@ -3,13 +3,15 @@
 ScriptedModel replays responses in order; FunctionModel asks a user function. Both record what
 they received, so a test (or the offline pipeline) can assert on the prompt and tool schemas.
 """
+
 from __future__ import annotations
 
 import copy
 import itertools
 import json
+from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, AsyncGenerator, Callable, Iterable, Union
+from typing import Any, Union
 
 from agentscope.message import TextBlock, ToolUseBlock
 from agentscope.model import ChatModelBase, ChatResponse
@@ -26,8 +28,9 @@ def text_response(text: str) -> ChatResponse:
     return ChatResponse(content=[TextBlock(type="text", text=text)])
 
 
-def tool_call_response(name: str, args: dict | None = None, id: str | None = None,
-                       text: str | None = None) -> ChatResponse:
+def tool_call_response(
+    name: str, args: dict | None = None, id: str | None = None, text: str | None = None
+) -> ChatResponse:
     """One tool call (optionally preceded by a thought text)."""
     return tool_calls_response([{"name": name, "arguments": args or {}, "id": id}], text=text)
 
@@ -37,13 +40,15 @@ def tool_calls_response(calls: Iterable[dict], text: str | None = None) -> ChatR
     for call in calls:
         arguments = call.get("arguments") or {}
         raw = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-        content.append(ToolUseBlock(
-            type="tool_use",
-            id=call.get("id") or f"call_{next(_call_ids)}",
-            name=call["name"],
-            input=json.loads(raw) if isinstance(arguments, str) else dict(arguments),
-            raw_input=raw,
-        ))
+        content.append(
+            ToolUseBlock(
+                type="tool_use",
+                id=call.get("id") or f"call_{next(_call_ids)}",
+                name=call["name"],
+                input=json.loads(raw) if isinstance(arguments, str) else dict(arguments),
+                raw_input=raw,
+            )
+        )
     return ChatResponse(content=content)
 
 
@@ -81,9 +86,13 @@ class _RecordingModel(ChatModelBase):
     def _reply(self, call: ModelCall) -> ChatResponse:
         raise NotImplementedError
 
-    async def __call__(self, messages: list[dict], tools: list[dict] | None = None,
-                       tool_choice: str | None = None, **kwargs: Any,
-                       ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+    async def __call__(
+        self,
+        messages: list[dict],
+        tools: list[dict] | None = None,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
         call = ModelCall(copy.deepcopy(messages), copy.deepcopy(tools), tool_choice, dict(kwargs))
         self.calls.append(call)
         response = self._reply(call)
@@ -99,8 +108,13 @@ class _RecordingModel(ChatModelBase):
 class ScriptedModel(_RecordingModel):
     """Returns the scripted replies in order; after the script, `final_text` every time."""
 
-    def __init__(self, script: Iterable[Reply], final_text: str = DEFAULT_FINAL_TEXT,
-                 model_name: str = "scripted", stream: bool = False) -> None:
+    def __init__(
+        self,
+        script: Iterable[Reply],
+        final_text: str = DEFAULT_FINAL_TEXT,
+        model_name: str = "scripted",
+        stream: bool = False,
+    ) -> None:
         super().__init__(model_name, stream)
         self.script = [as_response(reply) for reply in script]
         self.final_text = final_text
@@ -113,16 +127,21 @@ class ScriptedModel(_RecordingModel):
         position = len(self.calls) - 1
         if position < len(self.script):
             scripted = self.script[position]  # ChatResponse itself cannot be deep-copied
-            return ChatResponse(content=copy.deepcopy(list(scripted.content)),
-                                metadata=copy.deepcopy(scripted.metadata))
+            return ChatResponse(
+                content=copy.deepcopy(list(scripted.content)), metadata=copy.deepcopy(scripted.metadata)
+            )
         return text_response(self.final_text)
 
 
 class FunctionModel(_RecordingModel):
     """Asks `function(messages, tools)` for each reply (ChatResponse, text or tool calls)."""
 
-    def __init__(self, function: Callable[[list[dict], list[dict] | None], Reply],
-                 model_name: str = "function", stream: bool = False) -> None:
+    def __init__(
+        self,
+        function: Callable[[list[dict], list[dict] | None], Reply],
+        model_name: str = "function",
+        stream: bool = False,
+    ) -> None:
         super().__init__(model_name, stream)
         self.function = function
 

@@ -12,6 +12,7 @@ repairs bad JSON to {}). ReActAgent's closing "summarize" request, made without 
 max_iters, is answered locally: the planner's text is never used. A planner LLM that fails for
 good is replaced by the offline plan for the rest of the question (same budget, same pool).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,16 +29,16 @@ from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.tool import Toolkit, ToolResponse
 from pydantic import BaseModel, Field
 
+from citescope.agents.arms import PlannedCall
+from citescope.agents.budget import BudgetTracker, ModelFailure, RetryPolicy, budgeted_model_call
+from citescope.agents.evidence import EvidencePool
+from citescope.agents.policy import PolicyDecision
 from citescope.agents.policy_planner_model import DONE_TEXT, PolicyPlannerModel
 from citescope.agents.prompts import load_prompt
 from citescope.agents.toolkit import build_toolkit, tool_function
 from citescope.knowledge.filters import SearchFilters
 from citescope.tools.base import SkillContext, SkillResult
 from citescope.tools.registry import SkillRegistry
-from citescope.agents.arms import PlannedCall
-from citescope.agents.budget import BudgetTracker, ModelFailure, RetryPolicy, budgeted_model_call
-from citescope.agents.evidence import EvidencePool
-from citescope.agents.policy import PolicyDecision
 
 log = logging.getLogger(__name__)
 
@@ -105,16 +106,22 @@ class BudgetedPlannerModel(ChatModelBase):
         self.retry = retry
         self.reserve = reserve
 
-    async def __call__(self, messages: list[dict], tools: list[dict] | None = None,
-                       tool_choice: str | None = None, **kwargs: Any) -> ChatResponse:
+    async def __call__(
+        self, messages: list[dict], tools: list[dict] | None = None, tool_choice: str | None = None, **kwargs: Any
+    ) -> ChatResponse:
         if not tools:  # ReActAgent's summary after max_iters: nothing the pipeline reads
             return ChatResponse(content=[TextBlock(type="text", text=DONE_TEXT)])
         if self.tracker.model_calls >= self.tracker.budget.max_model_calls - self.reserve:
             return ChatResponse(content=[TextBlock(type="text", text=DONE_TEXT)])  # the cap did its job
         return await budgeted_model_call(
-            self.model, messages, self.tracker, self.retry,
+            self.model,
+            messages,
+            self.tracker,
+            self.retry,
             validate=lambda response: check_tool_calls(response, tools),
-            tools=tools, tool_choice=tool_choice, **kwargs,
+            tools=tools,
+            tool_choice=tool_choice,
+            **kwargs,
         )
 
 
@@ -122,11 +129,20 @@ class RetrievalPlanner:
     """One question's planner. Every hit lands in `pool` (and ctx.pool, which skills such as
     rerank read); `records` lists every tool call, run, cached or refused."""
 
-    def __init__(self, registry: SkillRegistry, ctx: SkillContext, pool: EvidencePool, tracker: BudgetTracker,
-                 decision: PolicyDecision, llm: ChatModelBase | None = None,
-                 formatter: FormatterBase | None = None, retry: RetryPolicy | None = None,
-                 filters: SearchFilters | None = None, toolkit_template: Toolkit | None = None,
-                 reserve_model_calls: int = 0):
+    def __init__(
+        self,
+        registry: SkillRegistry,
+        ctx: SkillContext,
+        pool: EvidencePool,
+        tracker: BudgetTracker,
+        decision: PolicyDecision,
+        llm: ChatModelBase | None = None,
+        formatter: FormatterBase | None = None,
+        retry: RetryPolicy | None = None,
+        filters: SearchFilters | None = None,
+        toolkit_template: Toolkit | None = None,
+        reserve_model_calls: int = 0,
+    ):
         """toolkit_template: build_toolkit(registry, any ctx) made once and shared across questions
         (only its schemas are used); None builds one for this question. reserve_model_calls: model
         calls the planner leaves for the answerer."""
@@ -147,14 +163,23 @@ class RetrievalPlanner:
     # -- agent -----------------------------------------------------------------------------
     def system_prompt(self) -> str:
         budget = self.tracker.budget
-        return load_prompt("planner", plan=render_plan(self.decision.plan), scores=render_scores(self.decision),
-                           reason=self.decision.reason, max_tool_calls=budget.max_tool_calls,
-                           max_calls_per_tool=budget.max_calls_per_tool)
+        return load_prompt(
+            "planner",
+            plan=render_plan(self.decision.plan),
+            scores=render_scores(self.decision),
+            reason=self.decision.reason,
+            max_tool_calls=budget.max_tool_calls,
+            max_calls_per_tool=budget.max_calls_per_tool,
+        )
 
     def build_agent(self, model: ChatModelBase, formatter: FormatterBase) -> ReActAgent:
         agent = ReActAgent(
-            name="planner", sys_prompt=self.system_prompt(), model=model, formatter=formatter,
-            toolkit=self.build_toolkit(), memory=InMemoryMemory(),
+            name="planner",
+            sys_prompt=self.system_prompt(),
+            model=model,
+            formatter=formatter,
+            toolkit=self.build_toolkit(),
+            memory=InMemoryMemory(),
             max_iters=self.tracker.budget.max_tool_calls + 1,
         )
         agent.set_console_output_enabled(False)
@@ -168,7 +193,8 @@ class RetrievalPlanner:
         for name, registered in template.tools.items():
             call_skill = tool_function(self.registry, self.registry.get(name), self.ctx, self._on_result)
             toolkit.tools[name] = dataclasses.replace(
-                registered, original_func=self._guarded(name, call_skill), preset_kwargs={"ctx": self.ctx})
+                registered, original_func=self._guarded(name, call_skill), preset_kwargs={"ctx": self.ctx}
+            )
         return toolkit
 
     def offline_model(self) -> PolicyPlannerModel:
@@ -219,22 +245,34 @@ class RetrievalPlanner:
             decision = self.tracker.check_tool(name, args)
             if decision.kind == "repeated":
                 previous: ToolResponse = decision.previous
-                self.records.append(ToolCallRecord(name=name, arguments=args, cached=True, outcome="cached",
-                                                   hit_ids=_hit_ids(previous)))
-                return ToolResponse(content=[TextBlock(type="text", text=REPEATED_CALL_NOTE), *previous.content],
-                                    metadata=previous.metadata)
+                self.records.append(
+                    ToolCallRecord(name=name, arguments=args, cached=True, outcome="cached", hit_ids=_hit_ids(previous))
+                )
+                return ToolResponse(
+                    content=[TextBlock(type="text", text=REPEATED_CALL_NOTE), *previous.content],
+                    metadata=previous.metadata,
+                )
             if decision.kind == "exhausted":
-                self.records.append(ToolCallRecord(name=name, arguments=args, outcome="over_budget",
-                                                   reasons=[decision.reason]))
-                return ToolResponse(content=[TextBlock(type="text", text=BUDGET_EXHAUSTED_TEXT)],
-                                    metadata={"budget": decision.reason})
+                self.records.append(
+                    ToolCallRecord(name=name, arguments=args, outcome="over_budget", reasons=[decision.reason])
+                )
+                return ToolResponse(
+                    content=[TextBlock(type="text", text=BUDGET_EXHAUSTED_TEXT)], metadata={"budget": decision.reason}
+                )
             started = time.perf_counter()
             response: ToolResponse = await call_skill(**args, **({"ctx": ctx} if ctx is not None else {}))
             self.tracker.record_tool(name, args, response)
             degraded = list((response.metadata or {}).get("degraded") or [])
-            self.records.append(ToolCallRecord(name=name, arguments=args, hit_ids=_hit_ids(response),
-                                               degraded=bool(degraded), reasons=degraded,
-                                               elapsed_ms=round((time.perf_counter() - started) * 1000, 2)))
+            self.records.append(
+                ToolCallRecord(
+                    name=name,
+                    arguments=args,
+                    hit_ids=_hit_ids(response),
+                    degraded=bool(degraded),
+                    reasons=degraded,
+                    elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
+                )
+            )
             return response
 
         guarded.__name__ = name

@@ -6,6 +6,7 @@ in the formatted messages, resolves the next PlannedCall with the result data ga
 (e.g. the rewritten queries of rewrite_query) and asks for that call; when the plan is done it
 answers with a short text, which ends the agent's loop. Deterministic: same plan, same calls.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,9 @@ class PolicyPlannerModel(ChatModelBase):
         self.outputs = outputs
         self.done_text = done_text
 
-    async def __call__(self, messages: list[dict], tools: list[dict] | None = None,
-                       tool_choice: str | None = None, **kwargs: Any) -> ChatResponse:
+    async def __call__(
+        self, messages: list[dict], tools: list[dict] | None = None, tool_choice: str | None = None, **kwargs: Any
+    ) -> ChatResponse:
         if not tools or tool_choice == "none":
             return ChatResponse(content=[TextBlock(type="text", text=self.done_text)])
         offered = {tool["function"]["name"] for tool in tools}
@@ -53,7 +55,14 @@ class PolicyPlannerModel(ChatModelBase):
         if step >= len(steps):
             return ChatResponse(content=[TextBlock(type="text", text=self.done_text)])
         call = steps[step].resolve(self.outputs)
-        return ChatResponse(content=[ToolUseBlock(
-            type="tool_use", id=f"policy_{step + 1}", name=call.skill, input=dict(call.args),
-            raw_input=json.dumps(call.args, ensure_ascii=False),
-        )])
+        return ChatResponse(
+            content=[
+                ToolUseBlock(
+                    type="tool_use",
+                    id=f"policy_{step + 1}",
+                    name=call.skill,
+                    input=dict(call.args),
+                    raw_input=json.dumps(call.args, ensure_ascii=False),
+                )
+            ]
+        )

@@ -4,6 +4,7 @@ and, for a question about what a product is like, its page's opening.
 The extractive answerer tries these first; each returns the answer's sentences, every one
 ending in the 【chunk_id】 of the row it quotes, or [] to leave the question to the sentence scorer.
 """
+
 from __future__ import annotations
 
 import re
@@ -11,12 +12,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from citescope.agents.citations import after_heading, quotable, split_sentences, strip_citations
+from citescope.agents.query_analysis import parse_sizes
 from citescope.agents.question_cues import CLAUSE_END, PRICE_ASKED, VARIANTS_QUESTION
 from citescope.knowledge.chinese_script import matching_form
 from citescope.knowledge.chunking import SKU_OVERVIEW_SECTION, row_cells
 from citescope.knowledge.text import CJK_CHAR, has_term
 from citescope.tools.base import EvidenceHit
-from citescope.agents.query_analysis import parse_sizes
 
 if TYPE_CHECKING:
     from citescope.agents.inspector import Facts
@@ -32,7 +33,7 @@ class AskedQuestion(Protocol):
     text: str  # canonical, lower-case
     english: bool
     asked_units: set[str]
-    facts: "Facts"
+    facts: Facts
 
 
 class ProductAnswers:
@@ -41,16 +42,27 @@ class ProductAnswers:
         self._tokens = tokens
         self._canonical = canonical
 
-    def run(self, question: AskedQuestion, evidence: Sequence[EvidenceHit], banned: set[str],
-            advice: "SizeAdvice | None" = None, overview: Sequence[str] = (), *, prices_other: bool) -> list[str]:
+    def run(
+        self,
+        question: AskedQuestion,
+        evidence: Sequence[EvidenceHit],
+        banned: set[str],
+        advice: SizeAdvice | None = None,
+        overview: Sequence[str] = (),
+        *,
+        prices_other: bool,
+    ) -> list[str]:
         """The first of: the size advice, the named sizes' rows, the variants overview, the page
         openings (overview: their chunk ids); [] for none. prices_other: the question asks the price of
         something of a product's (prices_something_else), which no SKU overview states."""
         by_id = {hit.chunk_id: hit for hit in evidence}
-        return (self.size_advice(advice, by_id, banned) or self.named_sizes(question, evidence, banned)
-                or self.named_variant(question, evidence, banned)
-                or self.variants_overview(question, evidence, banned, prices_other)
-                or self.page_opening(overview, by_id, banned))
+        return (
+            self.size_advice(advice, by_id, banned)
+            or self.named_sizes(question, evidence, banned)
+            or self.named_variant(question, evidence, banned)
+            or self.variants_overview(question, evidence, banned, prices_other)
+            or self.page_opening(overview, by_id, banned)
+        )
 
     @staticmethod
     def page_opening(overview: Sequence[str], by_id: dict[str, EvidenceHit], banned: set[str]) -> list[str]:
@@ -68,8 +80,8 @@ class ProductAnswers:
         return pieces
 
     @staticmethod
-    def size_advice(advice: "SizeAdvice | None", by_id: dict[str, EvidenceHit], banned: set[str]) -> list[str]:
-        """"X 建议选 L 码：身高 175cm 在 L 码的适合身高 175-180cm 内…【row】。" and the SKU rows of that
+    def size_advice(advice: SizeAdvice | None, by_id: dict[str, EvidenceHit], banned: set[str]) -> list[str]:
+        """ "X 建议选 L 码：身高 175cm 在 L 码的适合身高 175-180cm 内…【row】。" and the SKU rows of that
         size; [] without advice or when a row it read is not in the evidence."""
         if advice is None or not all(i in by_id for i in advice.rows_used):
             return []
@@ -84,7 +96,7 @@ class ProductAnswers:
                     pieces.append(f"{sku_sentence(fields, quotable(by_id[chunk_id].title))}【{chunk_id}】。")
         return [p for p in pieces if strip_citations(p).strip() not in banned]
 
-    def named_sizes(self, question: "AskedQuestion", evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
+    def named_sizes(self, question: AskedQuestion, evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
         """Two or more sizes the question names, each answered by its product's size-table row
         ("山野 峰刃 GTX 冲锋衣 M 码：适合身高(cm): 168-174；…【row】"), then, when it asks about stock,
         the product's SKU overview (else the SKU rows of those sizes); [] unless every named size
@@ -111,13 +123,24 @@ class ProductAnswers:
             pieces.append(f"{quotable(hit.title)} {size} 码：{columns}【{hit.chunk_id}】。")
         if question.asked_units & {"件"}:  # the overview has every size's stock; else those sizes' rows
             overview = next((h for h in evidence if h.section == SKU_OVERVIEW_SECTION and h.product_id == lead), None)
-            stock = [overview] if overview is not None else [
-                h for h in evidence if h.section == "SKU" and h.product_id == lead
-                and (sku_fields(h.text) or {}).get("尺码", "").upper() in sizes]
+            stock = (
+                [overview]
+                if overview is not None
+                else [
+                    h
+                    for h in evidence
+                    if h.section == "SKU"
+                    and h.product_id == lead
+                    and (sku_fields(h.text) or {}).get("尺码", "").upper() in sizes
+                ]
+            )
             for hit in stock:
                 fields = sku_fields(hit.text)
-                sentence = (overview_sentence(fields, quotable(hit.title)) if hit is overview
-                            else sku_sentence(fields, quotable(hit.title)))
+                sentence = (
+                    overview_sentence(fields, quotable(hit.title))
+                    if hit is overview
+                    else sku_sentence(fields, quotable(hit.title))
+                )
                 pieces.append(f"{sentence}【{hit.chunk_id}】。")
         return [p for p in pieces if strip_citations(p).strip() not in banned]
 
@@ -132,10 +155,17 @@ class ProductAnswers:
         asked = self._asked_products(question, evidence)
         if len(asked) != 1:
             return []
-        rows = [(hit, fields) for hit in evidence if hit.product_id == asked[0] and hit.section == "SKU"
-                for fields in [sku_fields(hit.text)] if fields]
+        rows = [
+            (hit, fields)
+            for hit in evidence
+            if hit.product_id == asked[0] and hit.section == "SKU"
+            for fields in [sku_fields(hit.text)]
+            if fields
+        ]
         parsed = set(parse_sizes(question.text.upper()))
-        sizes = _named_values(question.text, {f.get("尺码", "") for _, f in rows if not _is_plain_size(f.get("尺码", ""))})
+        sizes = _named_values(
+            question.text, {f.get("尺码", "") for _, f in rows if not _is_plain_size(f.get("尺码", ""))}
+        )
         sizes |= {f["尺码"] for _, f in rows if f.get("尺码", "").upper() in parsed}
         colours = _named_values(question.text, {f.get("颜色", "") for _, f in rows})
         if not colours:  # 黑色 for 磨砂黑, 蓝色 for 冰川蓝 / 雾霾蓝
@@ -143,21 +173,28 @@ class ProductAnswers:
             colours = {f["颜色"] for _, f in rows if f.get("颜色") and any(c in f["颜色"] for c in said)}
         if len(parsed) > 1 or len(sizes) > 1 or not (sizes or colours):
             return []
-        matching = [(hit, fields) for hit, fields in rows
-                    if (not sizes or fields.get("尺码") in sizes) and (not colours or fields.get("颜色") in colours)]
+        matching = [
+            (hit, fields)
+            for hit, fields in rows
+            if (not sizes or fields.get("尺码") in sizes) and (not colours or fields.get("颜色") in colours)
+        ]
         pieces = [f"{sku_sentence(fields, quotable(hit.title))}【{hit.chunk_id}】。" for hit, fields in matching]
         return [p for p in pieces if strip_citations(p).strip() not in banned]
 
-    def variants_overview(self, question: "AskedQuestion", evidence: Sequence[EvidenceHit], banned: set[str],
-                          prices_other: bool) -> list[str]:
+    def variants_overview(
+        self, question: AskedQuestion, evidence: Sequence[EvidenceHit], banned: set[str], prices_other: bool
+    ) -> list[str]:
         """The SKU overview sentence of each product asked about, when the question asks about its
         variants as a whole (有哪些颜色, 哪个码没货了) or for its price or stock without naming a
         colour or size; [] otherwise (a named variant is answered by its own row), and [] when a
         product asked about has no overview in the evidence (its rows answer, as before)."""
         if question.english:
             return []
-        overviews = {h.product_id: h for h in evidence if h.section == SKU_OVERVIEW_SECTION and h.product_id
-                     and sku_fields(h.text)}
+        overviews = {
+            h.product_id: h
+            for h in evidence
+            if h.section == SKU_OVERVIEW_SECTION and h.product_id and sku_fields(h.text)
+        }
         asked = self._asked_products(question, evidence)
         if not overviews or not asked or any(p not in overviews for p in asked):
             return []
@@ -175,42 +212,61 @@ class ProductAnswers:
             pieces.append(sentence)
         return pieces
 
-    def _asked_products(self, question: "AskedQuestion", evidence: Sequence[EvidenceHit]) -> list[str]:
+    def _asked_products(self, question: AskedQuestion, evidence: Sequence[EvidenceHit]) -> list[str]:
         """Products of the evidence's SKU chunks that the question names by a word of the title no
         other of them has (芝加哥, Low); else the product of the best-ranked evidence."""
         titles: dict[str, set[str]] = {}
         for hit in evidence:
             if hit.product_id and hit.section in ("SKU", SKU_OVERVIEW_SECTION):
-                titles.setdefault(hit.product_id, {w for w in self._tokens(self._canonical(hit.title).lower())
-                                                   if len(w) >= 2 or w.isascii() and w.isalpha()})
-        named = [p for p, words in titles.items()
-                 if any(has_term(question.text, w) for w in words - set().union(*(v for q, v in titles.items() if q != p)))]
+                titles.setdefault(
+                    hit.product_id,
+                    {
+                        w
+                        for w in self._tokens(self._canonical(hit.title).lower())
+                        if len(w) >= 2 or w.isascii() and w.isalpha()
+                    },
+                )
+        named = [
+            p
+            for p, words in titles.items()
+            if any(has_term(question.text, w) for w in words - set().union(*(v for q, v in titles.items() if q != p)))
+        ]
         lead = next((h.product_id for h in evidence if h.product_id), None)
         return named or ([lead] if lead else [])
 
-    def prices_something_else(self, question: "AskedQuestion", evidence: Sequence[EvidenceHit]) -> bool:
+    def prices_something_else(self, question: AskedQuestion, evidence: Sequence[EvidenceHit]) -> bool:
         """Does the question ask the price of something of a product's rather than of the product
         (耳机丢了一只补一只多少钱, 数据线单买一根多少钱, 保修期外维修要多少钱)? A clause that asks a price
         and names anything beyond the products of the evidence, their variants and the ways of asking
         a price (现在卖多少钱一双, 各自多少钱, A跟B差多少钱) prices that: not the product's SKU table but its
         page, if anything, says it. A word sharing half its characters with a name is that name mistyped (冲峰衣)."""
-        asked = [w for clause in CLAUSE_END.split(question.text) if re.search(PRICE_ASKED, clause)
-                 for w in self._tokens(_PRICE_ASKING.sub(" ", clause)) if CJK_CHAR.search(w)]
+        asked = [
+            w
+            for clause in CLAUSE_END.split(question.text)
+            if re.search(PRICE_ASKED, clause)
+            for w in self._tokens(_PRICE_ASKING.sub(" ", clause))
+            if CJK_CHAR.search(w)
+        ]
         if not asked:
             return False
         named = {w for hit in evidence if hit.product_id for w in self._tokens(self._canonical(hit.title).lower())}
-        named |= {matching_form(v).lower() for hit in evidence if hit.section in ("SKU", SKU_OVERVIEW_SECTION)
-                  for v in _variant_values(sku_fields(hit.text) or {})}
+        named |= {
+            matching_form(v).lower()
+            for hit in evidence
+            if hit.section in ("SKU", SKU_OVERVIEW_SECTION)
+            for v in _variant_values(sku_fields(hit.text) or {})
+        }
         return any(not any(w in n or 2 * len(set(w) & set(n)) >= len(w) for n in named) for w in asked)
 
     @staticmethod
-    def _names_variant(question: "AskedQuestion", fields: dict[str, str]) -> bool:
+    def _names_variant(question: AskedQuestion, fields: dict[str, str]) -> bool:
         """Does the question name one of the overview's colours or sizes (雾霾蓝, 42码, 2米)?"""
         values = _variant_values(fields)
         numbers = {n for n, _ in question.facts.numbers}
         leading = (re.match(r"\d+(?:\.\d+)?", v) for v in values)
-        return (any(matching_form(v).lower() in question.text for v in values)
-                or any(m is not None and f"{float(m.group(0)):g}" in numbers for m in leading))
+        return any(matching_form(v).lower() in question.text for v in values) or any(
+            m is not None and f"{float(m.group(0)):g}" in numbers for m in leading
+        )
 
 
 def sku_sentence(sku: dict[str, str], title: str, english: bool = False) -> str:
@@ -224,7 +280,6 @@ def sku_sentence(sku: dict[str, str], title: str, english: bool = False) -> str:
         return name + (f" ({', '.join(variant)})" if variant else "") + ": " + ", ".join(facts)
     facts = [f"{k} {sku[k]}" for k in ("价格", "库存") if sku.get(k)]
     return name + (f"（{'，'.join(variant)}）" if variant else "") + "：" + "，".join(facts)
-
 
 
 def sku_fields(body: str) -> dict[str, str] | None:
@@ -257,9 +312,11 @@ def _variant_values(fields: dict[str, str]) -> list[str]:
 
 
 # How a price is asked, beyond the price words themselves: 现在卖多少钱一双, 各自多少钱, 差价多少, 这款啥价
-_PRICE_ASKING = re.compile(PRICE_ASKED + r"|多少|钱|价|差价|相差|差|各自|各|分别|两款|两个|现在|目前|一共|总共|大概|大约|请问"
-                           r"|跟|和|与|比|\d+(?:\.\d+)?\s*(?:厘米|毫米|毫升|[米码寸号升克])?"  # a size asked as 2米, 42码
-                           r"|[这那一每][双件个只条根支张套台副对顶把款块瓶盒包]|款|卖|买|要|啥|什么")
+_PRICE_ASKING = re.compile(
+    PRICE_ASKED + r"|多少|钱|价|差价|相差|差|各自|各|分别|两款|两个|现在|目前|一共|总共|大概|大约|请问"
+    r"|跟|和|与|比|\d+(?:\.\d+)?\s*(?:厘米|毫米|毫升|[米码寸号升克])?"  # a size asked as 2米, 42码
+    r"|[这那一每][双件个只条根支张套台副对顶把款块瓶盒包]|款|卖|买|要|啥|什么"
+)
 # A colour the customer names by its plain word (黑色, 蓝的): the shop's colour names that hold it.
 _COLOUR_WORD = re.compile(r"([黑白红蓝绿灰黄紫粉橙棕金银青])(?:色|的)")
 
@@ -280,4 +337,6 @@ def _named_values(text: str, values: set[str]) -> set[str]:
     compact_text = _compact(text)
     # a traditional shop's values (藍色) are named in the question's matching form (蓝色)
     found = {v: _compact(matching_form(v)) for v in values if v and _compact(matching_form(v)) in compact_text}
-    return {v for v, key in found.items() if not any(v != other and key in other_key for other, other_key in found.items())}
+    return {
+        v for v, key in found.items() if not any(v != other and key in other_key for other, other_key in found.items())
+    }

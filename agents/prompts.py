@@ -1,4 +1,5 @@
 """Prompts live in prompts/<name>.md (Chinese first); this is the one way to load them."""
+
 from __future__ import annotations
 
 import re

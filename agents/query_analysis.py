@@ -13,6 +13,7 @@ the question as well. A strong key several products share (轻羽: 轻羽3 and �
 15) is a name that fits them all: the product it names is left unresolved (product_id None), so
 the session asks back which one, unless another word of the question fits only one of them.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,12 +25,12 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from citescope.agents.question_cues import PRICE_ASKED, SIZE_AVAILABLE, STOCK_ASKED, asks_overview, compound_parts
+from citescope.agents.retrieval_question import retrieval_question
 from citescope.knowledge.chinese_script import to_simplified
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.text import CJK_CHAR, MODEL_NUMBER, normalize, tokenize
 from citescope.tools.products import product_index
-from citescope.agents.retrieval_question import retrieval_question
 
 Intent = Literal["fact", "numeric", "comparison", "policy", "open", "out_of_scope"]
 INTENTS: tuple[str, ...] = get_args(Intent)
@@ -55,7 +56,9 @@ QUESTION_WORDS: dict[str, re.Pattern] = {
     "which": re.compile(r"哪"),
     "whether": re.compile(r"是否|吗|能不能|可不可以|有没有|是不是|会不会|支不支持|行不行"),
     "why": re.compile(r"为什么|为啥|怎么会"),
-    "compare": re.compile(r"对比|区别|比较|差别|差异|不同|差价|哪个好|哪款好|哪个更|哪款更|哪双更|哪件更|\bvs\b|还是", re.I),
+    "compare": re.compile(
+        r"对比|区别|比较|差别|差异|不同|差价|哪个好|哪款好|哪个更|哪款更|哪双更|哪件更|\bvs\b|还是", re.I
+    ),
 }
 _COMPARE_WORDS = re.compile(r"对比|区别|比较|差别|差异|差价|\bvs\b|哪个好|哪款好|哪个更|哪款更|哪双更|哪件更", re.I)
 _MULTI_PRODUCT_LINK = re.compile(r"和|与|跟|及|还是|哪|分别|各|一样|相同|不同|\bvs\b", re.I)
@@ -66,25 +69,38 @@ _POLICY_STRONG = re.compile(
     r"国际运|寄到|客服|签收|拒收|运费险|极速退款|专票|普票|"
     # shipping is the shop's, whatever it ships (轻羽3下单后几天能发货 asks the shipping policy)
     r"发货|快递|物流|配送|几天到|多久到|"
-    r"收到货|收货后|包裹|压坏|压扁|少发|漏发|发错")  # a parcel's mishaps: the after-sales policy, not a product
+    r"收到货|收货后|包裹|压坏|压扁|少发|漏发|发错"
+)  # a parcel's mishaps: the after-sales policy, not a product
 # a product's own page may answer these (its warranty section)
 _POLICY_WEAK = re.compile(r"保修|质保|维修|寄修|售后|门店")
 _PRICE_STOCK = re.compile(
     PRICE_ASKED + r"|多少元|贵不贵|便宜|" + STOCK_ASKED + r"|缺货|几个货|"
-    r"有没有货|断码|补货|到货|" + SIZE_AVAILABLE + r"|\b(?:how much|price|cost|in stock|stock|sold out)\b", re.I)
-_SIZE_WORDS = re.compile(r"尺码|码数|尺寸表|尺码表|几码|什么码|哪个码|哪码|多大码|多大号|什么号|大小合适|偏大|偏小|"
-                         r"脚长|胸围|衣长|肩宽|袖长|腰围|适合多高|适合多重")
-_SIZE_ADVICE = re.compile(r"(选|穿|买|拿|要|推荐|适合|合适)(哪个|什么|几|多大)(码|号|尺码)|尺码推荐|推荐尺码|选码|"
-                          r"穿多大|哪个码|什么码|多大码|码数推荐|怎么选码|选哪个|穿哪个")
+    r"有没有货|断码|补货|到货|" + SIZE_AVAILABLE + r"|\b(?:how much|price|cost|in stock|stock|sold out)\b",
+    re.I,
+)
+_SIZE_WORDS = re.compile(
+    r"尺码|码数|尺寸表|尺码表|几码|什么码|哪个码|哪码|多大码|多大号|什么号|大小合适|偏大|偏小|"
+    r"脚长|胸围|衣长|肩宽|袖长|腰围|适合多高|适合多重"
+)
+_SIZE_ADVICE = re.compile(
+    r"(选|穿|买|拿|要|推荐|适合|合适)(哪个|什么|几|多大)(码|号|尺码)|尺码推荐|推荐尺码|选码|"
+    r"穿多大|哪个码|什么码|多大码|码数推荐|怎么选码|选哪个|穿哪个"
+)
 _OPEN_WORDS = re.compile(r"总结|评价|怎么样|好不好|值不值|值得买|体验|推荐|口碑|测评|买家秀|优缺点|好用吗|感受|建议")
 _GREETING = re.compile(
     r"^(你好|您好|嗨|哈喽|hello|hi|hey|在吗|在不在|有人吗|谢谢|谢啦|多谢|感谢|好的|好滴|ok|嗯|哦|拜拜|再见|"
     r"早上好|晚上好|下午好|晚安|辛苦了|你是谁|你叫什么|你是机器人吗|讲个笑话|陪我聊聊天?)"
-    r"([啊呀呢哈啦吧~～!！。.,，?？\s]|你好|您好|谢谢)*$", re.I)
-_UNRELATED = re.compile(r"天气|股票|股市|基金|彩票|星座|算命|占卜|新闻|菜谱|做饭|电影|电视剧|游戏攻略|考试|作业|"
-                        r"翻译|写诗|写一首|讲个|笑话|聊天|你是谁|你叫什么|机器人")
-_FOLLOWUP = re.compile(r"它|这款|那款|这个|那个|这件|那件|这双|那双|这只|那只|这台|这条|这种|那种|该款|该商品|"
-                       r"此款|上面那|刚才那|刚刚那|同款")
+    r"([啊呀呢哈啦吧~～!！。.,，?？\s]|你好|您好|谢谢)*$",
+    re.I,
+)
+_UNRELATED = re.compile(
+    r"天气|股票|股市|基金|彩票|星座|算命|占卜|新闻|菜谱|做饭|电影|电视剧|游戏攻略|考试|作业|"
+    r"翻译|写诗|写一首|讲个|笑话|聊天|你是谁|你叫什么|机器人"
+)
+_FOLLOWUP = re.compile(
+    r"它|这款|那款|这个|那个|这件|那件|这双|那双|这只|那只|这台|这条|这种|那种|该款|该商品|"
+    r"此款|上面那|刚才那|刚刚那|同款"
+)
 _CONTINUATION = re.compile(r"^(那|那么|还有|另外|再问|然后)|呢[?？]?$")
 # A question this short in a conversation about no product names nothing of its own to search
 # for (保研率是多少, 学院有多少位教师？): the conversation's topic is searched with it.
@@ -108,7 +124,9 @@ _WEIGHT = [
 _FOOT = re.compile(r"脚长?\s*(?:是|有|为|:)?\s*" + _NUM + r"\s*(cm|厘米|公分|mm|毫米)?", re.I)
 # Shoe sizes: any two-digit "码"; "号" only for 30-49 (12号 is a date).
 _NUMERIC_SIZE = re.compile(r"(?<![\d.])(\d{2}(?:\.5)?)\s*码|(?<![\d.月])([34]\d(?:\.5)?)\s*号")
-_LETTER_SIZE = re.compile(r"(?<![A-Za-z0-9])([2-4]XL|XXXL|XXL|XL|XS|S|M|L)(?=\s*(?:码|号|的|还是|呢|吗|和|或|$|[,.?!，。？！、\s]))")
+_LETTER_SIZE = re.compile(
+    r"(?<![A-Za-z0-9])([2-4]XL|XXXL|XXL|XL|XS|S|M|L)(?=\s*(?:码|号|的|还是|呢|吗|和|或|$|[,.?!，。？！、\s]))"
+)
 _PRICE_LIMIT = [
     re.compile(_NUM + r"\s*(?:元|块|rmb)?\s*(?:以内|以下|之内|内|之下|不到)", re.I),
     re.compile(r"(?:不超过|不高于|低于|少于|预算|最多)\s*" + _NUM, re.I),
@@ -164,10 +182,21 @@ def parse_foot_length_cm(text: str) -> float | None:
 
 # What a reply to "请告诉我您的身高（cm）和体重（kg）" may say without units ("175，72公斤", "175/72", "26").
 # A bare number is one no unit, label, size or model number claims.
-_BARE_NUMBER = re.compile(r"(?<![\d.A-Za-z])(\d+(?:\.\d+)?)(?![\d.])(?!\s*(?:[A-Za-z%]|[岁元块码号寸年月日天个件双次分秒斤克米]))")
+_BARE_NUMBER = re.compile(
+    r"(?<![\d.A-Za-z])(\d+(?:\.\d+)?)(?![\d.])(?!\s*(?:[A-Za-z%]|[岁元块码号寸年月日天个件双次分秒斤克米]))"
+)
 _LENGTH = re.compile(r"(?<![\d.])" + _NUM + r"\s*(cm|厘米|公分|mm|毫米)", re.I)
-_CLAIMED = [*_HEIGHT, _HEIGHT_METRE_CM, _HEIGHT_CN, *_WEIGHT, _FOOT, _LENGTH, _NUMERIC_SIZE, MODEL_NUMBER,
-            re.compile(r"(?<![\d.])\d+(?:\.\d+)?\s*(?:m|米)(?![a-z])", re.I)]
+_CLAIMED = [
+    *_HEIGHT,
+    _HEIGHT_METRE_CM,
+    _HEIGHT_CN,
+    *_WEIGHT,
+    _FOOT,
+    _LENGTH,
+    _NUMERIC_SIZE,
+    MODEL_NUMBER,
+    re.compile(r"(?<![\d.])\d+(?:\.\d+)?\s*(?:m|米)(?![a-z])", re.I),
+]
 BARE_HEIGHT_CM = (140, 220)  # a bare number in this range, or 1.40-2.20 (metres), is a height
 BARE_WEIGHT_KG = (35, 150)  # read as kg (the unit asked for) once the height is known
 BARE_FOOT_CM = (20, 35)  # 200-350 is the same length in mm (a bare 175 is no foot: it is a height)
@@ -180,8 +209,15 @@ def parse_body_reply(text: str, need: list[str] | tuple[str, ...] = ()) -> dict[
     weight only once the height is given or no longer asked for), "26" or "255" a foot length,
     "26cm" a foot length when that is what was asked. "140斤" stays 70 kg: a number with a unit
     is read by its unit, never again as a bare number."""
-    facts = {name: value for name, value in (("height_cm", parse_height_cm(text)), ("weight_kg", parse_weight_kg(text)),
-                                             ("foot_length_cm", parse_foot_length_cm(text))) if value is not None}
+    facts = {
+        name: value
+        for name, value in (
+            ("height_cm", parse_height_cm(text)),
+            ("weight_kg", parse_weight_kg(text)),
+            ("foot_length_cm", parse_foot_length_cm(text)),
+        )
+        if value is not None
+    }
     masked = text
     for pattern in _CLAIMED:
         masked = pattern.sub(lambda m: " " * len(m.group(0)), masked)
@@ -199,8 +235,11 @@ def parse_body_reply(text: str, need: list[str] | tuple[str, ...] = ()) -> dict[
         return bounds[0] <= value <= bounds[1]
 
     if "height_cm" in need and "height_cm" not in facts:
-        height = take(lambda v: v if in_range(v, BARE_HEIGHT_CM) else v * 100 if in_range(v * 100, BARE_HEIGHT_CM)
-                      and v < 3 else None)
+        height = take(
+            lambda v: (
+                v if in_range(v, BARE_HEIGHT_CM) else v * 100 if in_range(v * 100, BARE_HEIGHT_CM) and v < 3 else None
+            )
+        )
         if height is not None:
             facts["height_cm"] = height
     if "weight_kg" in need and "weight_kg" not in facts and ("height_cm" in facts or "height_cm" not in need):
@@ -214,15 +253,18 @@ def parse_body_reply(text: str, need: list[str] | tuple[str, ...] = ()) -> dict[
                 facts["foot_length_cm"] = value
                 break
         else:
-            foot = take(lambda v: v if in_range(v, BARE_FOOT_CM) else v / 10 if in_range(v / 10, BARE_FOOT_CM)
-                        and v >= 100 else None)
+            foot = take(
+                lambda v: (
+                    v if in_range(v, BARE_FOOT_CM) else v / 10 if in_range(v / 10, BARE_FOOT_CM) and v >= 100 else None
+                )
+            )
             if foot is not None:
                 facts["foot_length_cm"] = foot
     return facts
 
 
 def describe_body_facts(facts: dict[str, float]) -> str:
-    """"身高175cm，体重72kg": the facts as the parse_* functions read them back."""
+    """ "身高175cm，体重72kg": the facts as the parse_* functions read them back."""
     labels = {"height_cm": "身高{}cm", "weight_kg": "体重{}kg", "foot_length_cm": "脚长{}cm"}
     return "，".join(labels[name].format(f"{facts[name]:g}") for name in labels if name in facts)
 
@@ -319,12 +361,27 @@ class QueryFeatures(BaseModel):
 
 
 FEATURE_NAMES: tuple[str, ...] = (
-    "bias", *(f"intent_{name}" for name in INTENTS),
-    "has_product", "has_named_entity", "multi_product", "has_brand", "has_category", "has_model_code",
-    "has_number", "has_size", "has_body_measure", "has_price_limit", "asks_price_stock",
-    "asks_size_advice", "is_followup", "has_carried_entity", "colloquial",
+    "bias",
+    *(f"intent_{name}" for name in INTENTS),
+    "has_product",
+    "has_named_entity",
+    "multi_product",
+    "has_brand",
+    "has_category",
+    "has_model_code",
+    "has_number",
+    "has_size",
+    "has_body_measure",
+    "has_price_limit",
+    "asks_price_stock",
+    "asks_size_advice",
+    "is_followup",
+    "has_carried_entity",
+    "colloquial",
     *(f"qw_{name}" for name in QUESTION_WORDS),
-    "len_short", "len_medium", "len_long",
+    "len_short",
+    "len_medium",
+    "len_long",
 )
 
 
@@ -363,7 +420,7 @@ def _name_words(segment: str, lexicon: Lexicon) -> list[str]:
     """Words of a name segment: jieba tokens plus CJK character bigrams (jieba splits product
     descriptors unevenly: 磁吸防摔手机壳 -> 磁吸防 / 手机, while bigrams keep 机壳)."""
     words = {t for t in tokenize(segment, lexicon) if len(t) >= 2}
-    words.update(a + b for a, b in zip(segment, segment[1:]) if CJK_CHAR.match(a) and CJK_CHAR.match(b))
+    words.update(a + b for a, b in zip(segment, segment[1:], strict=False) if CJK_CHAR.match(a) and CJK_CHAR.match(b))
     return sorted(words)
 
 
@@ -371,16 +428,23 @@ def _name_words(segment: str, lexicon: Lexicon) -> list[str]:
 # and 轻羽Pro, 极光 of 极光700 and 极光Pro).
 _SERIES_STEM = re.compile(r"^([\u4e00-\u9fff]{2,})[A-Za-z0-9]")
 # A number right after a name, not a quantity (42码, 2双): the name of another model (轻羽5, Air Jordan 11).
-_OTHER_MODEL_NUMBER = re.compile(r"[\s\-]*\d+(?:\.\d+)?(?!\s*(?:\.?\d|码|号|件|个|双|只|元|块|斤|岁|cm|mm|kg|g\b))", re.I)
+_OTHER_MODEL_NUMBER = re.compile(
+    r"[\s\-]*\d+(?:\.\d+)?(?!\s*(?:\.?\d|码|号|件|个|双|只|元|块|斤|岁|cm|mm|kg|g\b))", re.I
+)
 # A product name's series and number (火焰7, 攀越40, XZ-2000, XZ-C65, T20, Air Jordan 1, iPhone 15): a
 # Chinese stem glued to its number, or Latin words (hyphen- or space-joined) before it; not a spec
 # (10000mAh, 65W, 20寸). Another number after the same stem in a question is a model the shop may not have.
-_NAME_SERIES = re.compile(r"(?<![A-Za-z0-9])([A-Za-z]+(?:[ \-][A-Za-z]+)*)[ \-]?(\d+)(?![\d.A-Za-z])"
-                          r"|([\u4e00-\u9fff]{2,})(\d+)(?![\d.A-Za-z])")
+_NAME_SERIES = re.compile(
+    r"(?<![A-Za-z0-9])([A-Za-z]+(?:[ \-][A-Za-z]+)*)[ \-]?(\d+)(?![\d.A-Za-z])"
+    r"|([\u4e00-\u9fff]{2,})(\d+)(?![\d.A-Za-z])"
+)
 # What a number after a series name counts when it is no model number (火焰7 42码, T20 20寸, 轻羽3 2双).
-_QUANTITY_AFTER = re.compile(r"\s*(?:[.\d%]|码|号|件|个|双|只|元|块|斤|岁|寸|天|年|月|日|点|小时|分钟|秒|折|期|万|千|百"
-                             r"|毫安|mah|升|克|公斤|千克|kg|g(?![a-z])|cm|mm|米|w(?![a-z])|l(?![a-z])|度|次|人|款|版"
-                             r"|台|套|条|张|包|盒|片|副|对|瓦|伏|分|级|层|倍|周)", re.I)
+_QUANTITY_AFTER = re.compile(
+    r"\s*(?:[.\d%]|码|号|件|个|双|只|元|块|斤|岁|寸|天|年|月|日|点|小时|分钟|秒|折|期|万|千|百"
+    r"|毫安|mah|升|克|公斤|千克|kg|g(?![a-z])|cm|mm|米|w(?![a-z])|l(?![a-z])|度|次|人|款|版"
+    r"|台|套|条|张|包|盒|片|副|对|瓦|伏|分|级|层|倍|周)",
+    re.I,
+)
 
 
 class _Span(NamedTuple):
@@ -405,7 +469,7 @@ class EntityIndex:
         self.series: dict[str, dict[str, set[str]]] = {}  # series stem (compact) -> number -> its product ids
         self._series_patterns: list[tuple[str, re.Pattern]] = []
 
-    def warm_up(self) -> "EntityIndex":
+    def warm_up(self) -> EntityIndex:
         named = {pid: self._name_parts(p) for pid, p in self.products.items()}
         token_owners: dict[str, set[str]] = {}
         for pid, (_, segments) in named.items():
@@ -422,14 +486,16 @@ class EntityIndex:
             # Lexicon-only names: model-like canonical names (AJ1 -> Air Jordan 1, XZ2000 -> XZ-2000).
             if any(ch.isdigit() for ch in target):
                 self.alias_targets[_compact(target)[0]] = target
-        self._lengths = sorted({len(k) for k in (*self.keys, *self.brand_keys, *self.category_keys,
-                                                 *self.alias_targets)}, reverse=True)
+        self._lengths = sorted(
+            {len(k) for k in (*self.keys, *self.brand_keys, *self.category_keys, *self.alias_targets)}, reverse=True
+        )
         names = [*((name, pid) for pid, (name, _) in named.items()), *((t, None) for t in self.alias_targets.values())]
         for name, pid in names:
             for stem, number, _ in series_in(name):
                 self.series.setdefault(stem, {}).setdefault(number, set()).update([pid] if pid else [])
-        self._series_patterns = [(stem, re.compile(_typed_loosely(stem) + r"[\s\-]?(\d+)(?![\d.])", re.I))
-                                 for stem in self.series]
+        self._series_patterns = [
+            (stem, re.compile(_typed_loosely(stem) + r"[\s\-]?(\d+)(?![\d.])", re.I)) for stem in self.series
+        ]
         return self
 
     def _name_parts(self, product: dict) -> tuple[str, list[tuple[str, list[str]]]]:
@@ -446,8 +512,9 @@ class EntityIndex:
         owners = self.keys.setdefault(key, {})
         owners[product_id] = owners.get(product_id, False) or strong
 
-    def _add_product(self, product: dict, name: str, segments: list[tuple[str, list[str]]],
-                     token_owners: dict[str, set[str]]) -> None:
+    def _add_product(
+        self, product: dict, name: str, segments: list[tuple[str, list[str]]], token_owners: dict[str, set[str]]
+    ) -> None:
         pid, brand = product["product_id"], (product.get("brand") or "").strip()
         if brand:
             self.products_of_brand.setdefault(brand, []).append(pid)
@@ -481,9 +548,10 @@ class EntityIndex:
         found = []
         for i in range(len(compact)):
             for size in self._lengths:
-                key = compact[i:i + size]
-                if len(key) < size or not (key in self.keys or key in self.brand_keys
-                                           or key in self.category_keys or key in self.alias_targets):
+                key = compact[i : i + size]
+                if len(key) < size or not (
+                    key in self.keys or key in self.brand_keys or key in self.category_keys or key in self.alias_targets
+                ):
                     continue
                 start, end = where[i], where[i + size - 1] + 1
                 if _is_ascii_alnum(key[0]) and start > 0 and _is_ascii_alnum(text[start - 1]):
@@ -501,16 +569,26 @@ class EntityIndex:
         spans = [_Span(s, e, *next(iter(self.keys[k].items()))) for s, e, k in hits if len(self.keys.get(k, ())) == 1]
         strong = [s for s in spans if s.strong]
         # A key inside a longer key of another product is not a mention of its own.
-        strong = [s for s in strong if not any(o.target != s.target and o.start <= s.start and s.end <= o.end
-                                               and (o.end - o.start) > (s.end - s.start) for o in strong)]
+        strong = [
+            s
+            for s in strong
+            if not any(
+                o.target != s.target and o.start <= s.start and s.end <= o.end and (o.end - o.start) > (s.end - s.start)
+                for o in strong
+            )
+        ]
         chosen = self._ordered(strong)
         if not chosen:
             weak = [s for s in spans if self.products[s.target].get("brand") in brands]
             chosen = self._ordered(weak)
         if not chosen:  # a brand with a single product names it
-            chosen = self._ordered([_Span(s, e, self.products_of_brand[self.brand_keys[k]][0])
-                                    for s, e, k in hits if k in self.brand_keys
-                                    and len(self.products_of_brand[self.brand_keys[k]]) == 1])
+            chosen = self._ordered(
+                [
+                    _Span(s, e, self.products_of_brand[self.brand_keys[k]][0])
+                    for s, e, k in hits
+                    if k in self.brand_keys and len(self.products_of_brand[self.brand_keys[k]]) == 1
+                ]
+            )
         shared = None
         if not chosen:  # a name several products share: one of them if another word fits only it
             shared = self._shared_name(text, hits)
@@ -534,8 +612,14 @@ class EntityIndex:
     def _shared_name(self, text: str, hits: list[tuple[int, int, str]]) -> tuple[int, int, str] | None:
         """The first (longest) hit of a strong key several products share, not a brand or category,
         nor followed by a model number of its own (Air Jordan 11 is another model; "AJ1 42码" is not)."""
-        shared = [(s, e, k) for s, e, k in hits if len(self.keys.get(k, ())) > 1 and all(self.keys[k].values())
-                  and k not in self.brand_keys and k not in self.category_keys]
+        shared = [
+            (s, e, k)
+            for s, e, k in hits
+            if len(self.keys.get(k, ())) > 1
+            and all(self.keys[k].values())
+            and k not in self.brand_keys
+            and k not in self.category_keys
+        ]
         longest: dict[int, tuple[int, int, str]] = {}
         for hit in shared:
             if hit[0] not in longest or hit[1] > longest[hit[0]][1]:
@@ -567,8 +651,13 @@ class EntityIndex:
     def names_anything(self, text: str) -> bool:
         """Whether alias-canonical text names a product (by a strong key, even one several products
         share), a brand or a category; descriptor words alone (防水, 跑鞋) name nothing."""
-        return any(k in self.brand_keys or k in self.category_keys or k in self.alias_targets
-                   or any(self.keys.get(k, {}).values()) for _, _, k in self._find(text))
+        return any(
+            k in self.brand_keys
+            or k in self.category_keys
+            or k in self.alias_targets
+            or any(self.keys.get(k, {}).values())
+            for _, _, k in self._find(text)
+        )
 
     @staticmethod
     def _ordered(spans: list[_Span]) -> dict[str, tuple[int, int]]:
@@ -579,9 +668,13 @@ class EntityIndex:
 
     def _entity(self, product_id: str, surface: str) -> Entity:
         product = self.products[product_id]
-        return Entity(name=product.get("name") or product_id, product_id=product_id,
-                      brand=product.get("brand") or None, category=product.get("category") or None,
-                      surface=surface)
+        return Entity(
+            name=product.get("name") or product_id,
+            product_id=product_id,
+            brand=product.get("brand") or None,
+            category=product.get("category") or None,
+            surface=surface,
+        )
 
 
 # --------------------------------------------------------------------------- analyzer
@@ -599,7 +692,7 @@ class QueryAnalyzer:
         self._source = None  # the product index the entity index was built from
         self._lock = threading.Lock()
 
-    def warm_up(self) -> "QueryAnalyzer":
+    def warm_up(self) -> QueryAnalyzer:
         self._entity_index()
         return self
 
@@ -616,9 +709,16 @@ class QueryAnalyzer:
         source = product_index(self.kb)  # the shared product table, cached per KB generation
         with self._lock:
             if self._index is None or source is not self._source:
-                products = [{"product_id": p.product_id, "name": p.name, "brand": p.brand,
-                             "category": p.category, "skus": [r["sku"] for r in p.skus]}
-                            for p in source.products.values()]
+                products = [
+                    {
+                        "product_id": p.product_id,
+                        "name": p.name,
+                        "brand": p.brand,
+                        "category": p.category,
+                        "skus": [r["sku"] for r in p.skus],
+                    }
+                    for p in source.products.values()
+                ]
                 self._index = EntityIndex(products, source.lexicon).warm_up()
                 self._source = source
             return self._index
@@ -631,8 +731,9 @@ class QueryAnalyzer:
         stem, number = re.fullmatch(r"(.*?)(\d+)", _compact(name)[0]).groups()  # iPhone14 and iPhone 14 alike
         return self.kb.mentions(re.compile(_typed_loosely(stem) + r"[\s\-]?" + number + r"(?!\d)", re.I), number)
 
-    def run(self, question: str, session_entity: Entity | None = None,
-            session_topic: str | None = None) -> QueryFeatures:
+    def run(
+        self, question: str, session_entity: Entity | None = None, session_topic: str | None = None
+    ) -> QueryFeatures:
         """session_entity: the product the conversation is about; session_topic: its opening
         question, carried into a follow-up when there is no product to carry."""
         index = self._entity_index()
@@ -649,20 +750,33 @@ class QueryAnalyzer:
         # only when the question names it with its own number (火焰7和火焰8)
         siblings = set().union(*others.values())
         products = [p for p in products if p.product_id not in siblings or series_in(p.surface)]
-        if (products and products[0].product_id is None and session_entity is not None
-                and session_entity.product_id in index.fitting(products[0].surface)):
+        if (
+            products
+            and products[0].product_id is None
+            and session_entity is not None
+            and session_entity.product_id in index.fitting(products[0].surface)
+        ):
             # "AJ1多少钱" in a conversation about the AJ1 Low: the name fits the product talked about
             products[0] = session_entity.model_copy(update={"surface": products[0].surface})
         model_codes = list(dict.fromkeys(m.upper() for m in MODEL_NUMBER.findall(canonical)))
         sizes = parse_sizes(canonical)
         features = QueryFeatures(
-            question=question, canonical=canonical, length=len(re.sub(r"\s+", "", text)),
+            question=question,
+            canonical=canonical,
+            length=len(re.sub(r"\s+", "", text)),
             question_words=[name for name, pattern in QUESTION_WORDS.items() if pattern.search(text)],
-            products=products, brands=brands, categories=categories, model_codes=model_codes, unknown_models=unknown,
-            sizes=sizes, size_label=sizes[0] if sizes else None,
+            products=products,
+            brands=brands,
+            categories=categories,
+            model_codes=model_codes,
+            unknown_models=unknown,
+            sizes=sizes,
+            size_label=sizes[0] if sizes else None,
             numbers=_free_numbers(canonical, [p.surface for p in products]),
-            height_cm=parse_height_cm(text), weight_kg=parse_weight_kg(text),
-            foot_length_cm=parse_foot_length_cm(text), price_limit=parse_price_limit(text),
+            height_cm=parse_height_cm(text),
+            weight_kg=parse_weight_kg(text),
+            foot_length_cm=parse_foot_length_cm(text),
+            price_limit=parse_price_limit(text),
             asks_price_stock=bool(_PRICE_STOCK.search(text)),
             asks_size=bool(sizes) or bool(_SIZE_WORDS.search(text)),
             colloquial=len(_COLLOQUIAL.findall(text)) >= 2,
@@ -670,7 +784,8 @@ class QueryAnalyzer:
         parts = compound_parts(question or "")
         features.parts = parts if len(parts) > 1 else []
         features.asks_size_advice = bool(_SIZE_ADVICE.search(text)) or (
-            features.height_cm is not None or features.weight_kg is not None or features.foot_length_cm is not None)
+            features.height_cm is not None or features.weight_kg is not None or features.foot_length_cm is not None
+        )
         if features.asks_size_advice and features.height_cm is None and features.weight_kg is not None:
             # "我172 68公斤选哪个码": beside a weight, a bare number a height could be is the height
             # (parse_body_reply's reading of a reply; the product's own numbers are no bare numbers)
@@ -679,18 +794,30 @@ class QueryAnalyzer:
         greeting = bool(_GREETING.match(text))
         if not greeting and not products and not model_codes and not unknown:  # a new model named is no follow-up
             marker = bool(_FOLLOWUP.search(text) or _CONTINUATION.search(text))
-            elliptic = (session_entity is not None and not brands and features.length <= 12
-                        and not _POLICY_STRONG.search(text) and not _UNRELATED.search(text))
+            elliptic = (
+                session_entity is not None
+                and not brands
+                and features.length <= 12
+                and not _POLICY_STRONG.search(text)
+                and not _UNRELATED.search(text)
+            )
             features.is_followup = marker or elliptic
             if features.is_followup and session_entity is not None:
                 features.carried_entity = session_entity
-            elif (session_topic and session_entity is None and not index.products and not brands
-                  and (marker or features.length <= _TOPIC_FOLLOWUP_CHARS)):  # a shop carries products instead
+            elif (
+                session_topic
+                and session_entity is None
+                and not index.products
+                and not brands
+                and (marker or features.length <= _TOPIC_FOLLOWUP_CHARS)
+            ):  # a shop carries products instead
                 features.is_followup, features.carried_topic = True, session_topic
         shop = bool(index.products) if self.kb is not None else None
         features.intent = _intent(features, text, greeting, shop)
         focus = features.focus_products
-        features.asks_overview = bool(focus) and asks_overview(canonical, [p.name for p in focus] + [p.surface for p in focus])
+        features.asks_overview = bool(focus) and asks_overview(
+            canonical, [p.name for p in focus] + [p.surface for p in focus]
+        )
         return features
 
 
@@ -731,10 +858,16 @@ def _intent(f: QueryFeatures, text: str, greeting: bool, shop: bool | None) -> s
     topic (天气, 股票) out of scope, and only a KB without one (news, encyclopedia, insurance
     FAQ) turns 会员/退款 words into plain facts: such a KB has no shop policy documents."""
     focus = f.focus_products
-    shop_words = (_POLICY_STRONG.search(text) or _POLICY_WEAK.search(text) or f.asks_price_stock
-                  or f.asks_size)
-    if greeting or (shop and not focus and not f.brands and not f.categories and not f.model_codes
-                    and not shop_words and _UNRELATED.search(text)):
+    shop_words = _POLICY_STRONG.search(text) or _POLICY_WEAK.search(text) or f.asks_price_stock or f.asks_size
+    if greeting or (
+        shop
+        and not focus
+        and not f.brands
+        and not f.categories
+        and not f.model_codes
+        and not shop_words
+        and _UNRELATED.search(text)
+    ):
         return "out_of_scope"
     if _COMPARE_WORDS.search(text) or (len(focus) > 1 and _MULTI_PRODUCT_LINK.search(text)):
         return "comparison"
@@ -747,7 +880,7 @@ def _intent(f: QueryFeatures, text: str, greeting: bool, shop: bool | None) -> s
     return "fact"
 
 
-_analyzers: "weakref.WeakKeyDictionary[KnowledgeBase, QueryAnalyzer]" = weakref.WeakKeyDictionary()
+_analyzers: weakref.WeakKeyDictionary[KnowledgeBase, QueryAnalyzer] = weakref.WeakKeyDictionary()
 _no_kb_analyzer = QueryAnalyzer(None)
 _analyzers_lock = threading.Lock()
 

@@ -16,6 +16,7 @@ long, its end is kept, from a clause boundary. The whole message stays the quest
 the session and the trace, and is what an LLM answerer reads. A message no longer than the limit
 (every question of the demo and dataset question sets: the longest has 139 characters) is read whole.
 """
+
 from __future__ import annotations
 
 import re
@@ -47,8 +48,7 @@ def retrieval_question(question: str, max_chars: int) -> str:
     return " ".join(sentences[i] for i in sorted(kept))
 
 
-def _fill(sentences: list[str], order: list[int], kept: set[int], used: int, max_chars: int
-          ) -> tuple[set[int], int]:
+def _fill(sentences: list[str], order: list[int], kept: set[int], used: int, max_chars: int) -> tuple[set[int], int]:
     """Sentences taken in `order` while each fits what is left of max_chars (a space joins two)."""
     for i in order:
         cost = len(sentences[i]) + (1 if kept else 0)
@@ -63,4 +63,4 @@ def _tail(sentence: str, max_chars: int) -> str:
     boundary among them when one falls in their first half (no clause cut in the middle)."""
     tail = sentence[-max_chars:]
     boundary = _CLAUSE_BREAK.search(tail, 0, max_chars // 2)
-    return (tail[boundary.end():] if boundary else tail).strip()
+    return (tail[boundary.end() :] if boundary else tail).strip()

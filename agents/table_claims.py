@@ -13,6 +13,7 @@ value first, so the answer states it, and the claim disclosed beside it, both ci
 Only untrusted text (workflows/injection.is_untrusted) is compared: the shop's own pages may
 state a former or a list price on purpose.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,20 +26,28 @@ PRICE, STOCK = "价格", "库存"
 TABLE_SECTIONS = ("SKU", SKU_OVERVIEW_SECTION)
 
 _AMOUNT = r"\d+(?:,\d{3})*(?:\.\d+)?"
-_PRICE_WORD = (r"价格|价钱|售价|现价|卖价|标价|定价|到手价?|活动价|特价|只卖|卖|只要|只需|仅需|仅售|仅要|才|"
-               r"\bcosts?\b|\bprice(?:d)?\b|\bsells? for\b|\bonly\b|\bjust\b")
+_PRICE_WORD = (
+    r"价格|价钱|售价|现价|卖价|标价|定价|到手价?|活动价|特价|只卖|卖|只要|只需|仅需|仅售|仅要|才|"
+    r"\bcosts?\b|\bprice(?:d)?\b|\bsells? for\b|\bonly\b|\bjust\b"
+)
 _PRICE_CLAIM = re.compile(
     rf"(?:{_PRICE_WORD})[^，。！？；,!?\n\d]{{0,6}}?(?P<value>[¥$]\s*{_AMOUNT}|{_AMOUNT}\s*(?:元|块钱|块|yuan|rmb)(?![a-z]))",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _STOCK_CLAIM = re.compile(
     rf"(?:库存|现货|还剩|仅剩|只剩|剩下|剩余)[^，。！？；,!?\n\d]{{0,4}}?(?P<value>{_AMOUNT})\s*(?:件|个|双|台|只|套)"
     rf"|(?P<en>{_AMOUNT})\s*(?:units?\s+|pieces\s+|pcs\s+)?(?:in stock|left in stock)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 # An amount that is something else's: shipping, a saving, a coupon, a deposit, a repair.
-_OTHER_AMOUNT_BEFORE = re.compile(r"运费|邮费|快递费|差价|便宜|省了|省下|优惠|立减|减|券|补贴|红包|返现|返|定金|订金|押金|维修"
-                                  r"|手续费|加价|贵了|涨|降|shipping|discount|coupon|\boff\b|save|deposit", re.IGNORECASE)
-_OTHER_AMOUNT_AFTER = re.compile(r"\s*(?:的)?(?:优惠|券|红包|补贴|运费|邮费|差价|定金|订金|off\b|coupon|discount)",
-                                 re.IGNORECASE)
+_OTHER_AMOUNT_BEFORE = re.compile(
+    r"运费|邮费|快递费|差价|便宜|省了|省下|优惠|立减|减|券|补贴|红包|返现|返|定金|订金|押金|维修"
+    r"|手续费|加价|贵了|涨|降|shipping|discount|coupon|\boff\b|save|deposit",
+    re.IGNORECASE,
+)
+_OTHER_AMOUNT_AFTER = re.compile(
+    r"\s*(?:的)?(?:优惠|券|红包|补贴|运费|邮费|差价|定金|订金|off\b|coupon|discount)", re.IGNORECASE
+)
 _CONTEXT = 8  # characters before a price word that can make its amount another thing's
 _ONE_SIZE = frozenset({"均码", "标准版", "one size"})
 
@@ -81,16 +90,30 @@ def claimed_numbers(text: str) -> list[Claim]:
     """The prices and stock counts a text states (module docstring), in order."""
     claims = []
     for match in _PRICE_CLAIM.finditer(text):
-        before = text[max(0, match.start() - _CONTEXT):match.start("value")]
+        before = text[max(0, match.start() - _CONTEXT) : match.start("value")]
         if _OTHER_AMOUNT_BEFORE.search(before) or _OTHER_AMOUNT_AFTER.match(text, match.end()):
             continue
         value = match.group("value")
-        claims.append(Claim(PRICE, value.strip(), _number(re.search(_AMOUNT, value).group(0)),
-                            match.start("value"), match.end("value")))
+        claims.append(
+            Claim(
+                PRICE,
+                value.strip(),
+                _number(re.search(_AMOUNT, value).group(0)),
+                match.start("value"),
+                match.end("value"),
+            )
+        )
     for match in _STOCK_CLAIM.finditer(text):
         group = "value" if match.group("value") else "en"
-        claims.append(Claim(STOCK, match.group(0)[match.start(group) - match.start():].strip(),
-                            _number(match.group(group)), match.start(group), match.end()))
+        claims.append(
+            Claim(
+                STOCK,
+                match.group(0)[match.start(group) - match.start() :].strip(),
+                _number(match.group(group)),
+                match.start(group),
+                match.end(),
+            )
+        )
     return sorted(claims, key=lambda claim: claim.start)
 
 

@@ -5,24 +5,27 @@ skill's own signature and docstring, with `ctx` bound as a preset (hidden) argum
 call goes through `registry.call` (argument validation, timeout, degradation), its hits land
 in the question's evidence pool, and `on_result` lets the pipeline trace and budget the call.
 """
+
 from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agentscope.message import TextBlock
 from agentscope.tool import Toolkit, ToolResponse
 
+from citescope.agents.evidence import cleaned_hit
 from citescope.tools.base import SkillContext, SkillResult
 from citescope.tools.registry import Skill, SkillRegistry
-from citescope.agents.evidence import cleaned_hit
 
 OnResult = Callable[[str, dict, SkillResult], None]
 
 
-def build_toolkit(registry: SkillRegistry, ctx: SkillContext, on_result: OnResult | None = None,
-                  only: list[str] | None = None) -> Toolkit:
+def build_toolkit(
+    registry: SkillRegistry, ctx: SkillContext, on_result: OnResult | None = None, only: list[str] | None = None
+) -> Toolkit:
     """A Toolkit offering the registry's healthy skills (or those of `only`, in that order).
 
     A name in `only` that the registry skipped as unhealthy or disabled is left out (it is in
@@ -31,21 +34,26 @@ def build_toolkit(registry: SkillRegistry, ctx: SkillContext, on_result: OnResul
     names = registry.names() if only is None else list(only)
     unknown = [n for n in names if n not in registry.skills and n not in registry.skipped]
     if unknown:
-        raise KeyError(f"unknown skill(s) {unknown}; skills declared in {registry.source}: "
-                       f"{registry.names() + sorted(registry.skipped)}")
+        raise KeyError(
+            f"unknown skill(s) {unknown}; skills declared in {registry.source}: "
+            f"{registry.names() + sorted(registry.skipped)}"
+        )
     toolkit = Toolkit()
     for name in names:
         skill = registry.skills.get(name)
         if skill is not None:
             toolkit.register_tool_function(
                 tool_function(registry, skill, ctx, on_result),
-                preset_kwargs={"ctx": ctx}, func_name=name, func_description=skill.description,
+                preset_kwargs={"ctx": ctx},
+                func_name=name,
+                func_description=skill.description,
             )
     return toolkit
 
 
-def tool_function(registry: SkillRegistry, skill: Skill, ctx: SkillContext,
-                  on_result: OnResult | None = None) -> Callable[..., Any]:
+def tool_function(
+    registry: SkillRegistry, skill: Skill, ctx: SkillContext, on_result: OnResult | None = None
+) -> Callable[..., Any]:
     """An async tool function that looks like the skill to AgentScope's schema extraction (same
     parameters and docstring, `ctx` annotated Any so the schema builds before the preset removes it)."""
 
@@ -67,7 +75,8 @@ def tool_function(registry: SkillRegistry, skill: Skill, ctx: SkillContext,
 
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Any)
     call_skill.__signature__ = skill.signature.replace(  # type: ignore[attr-defined]
-        parameters=[*skill.signature.parameters.values(), ctx_param], return_annotation=ToolResponse)
+        parameters=[*skill.signature.parameters.values(), ctx_param], return_annotation=ToolResponse
+    )
     call_skill.__name__ = call_skill.__qualname__ = skill.name
     call_skill.__doc__ = skill.function.__doc__
     return call_skill

@@ -6,6 +6,7 @@ contain its terms. Weights are computed with the same float64 operations in the 
 rank_bm25 (and idf with math.log, as it does), so scores match it bit for bit, which keeps
 ties -- e.g. duplicate chunks -- ranked identically.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,7 +44,7 @@ class BM25Index:
         k1: float = 1.5,
         b: float = 0.75,
         epsilon: float = 0.25,
-    ) -> "BM25Index":
+    ) -> BM25Index:
         index = cls(k1=k1, b=b, epsilon=epsilon)
         n_docs = len(corpus_tokens)
         # Ids in order of first occurrence: the order rank_bm25 sums idfs in for average_idf.
@@ -155,7 +156,7 @@ class BM25Index:
             raise
 
     @classmethod
-    def load(cls, path: Path) -> "BM25Index":
+    def load(cls, path: Path) -> BM25Index:
         path = Path(path)
         try:
             with np.load(path, allow_pickle=False) as stored:
@@ -168,7 +169,7 @@ class BM25Index:
         return index
 
     @classmethod
-    def _from_arrays(cls, arrays: dict[str, np.ndarray]) -> "BM25Index":
+    def _from_arrays(cls, arrays: dict[str, np.ndarray]) -> BM25Index:
         version = int(arrays["format_version"])
         if version != _FORMAT_VERSION:
             raise ValueError(f"format version {version}, expected {_FORMAT_VERSION}")
@@ -177,7 +178,7 @@ class BM25Index:
         index.avgdl, index.average_idf = avgdl, average_idf
         term_blob = arrays["term_bytes"].tobytes()
         offsets = arrays["term_offsets"].tolist()
-        terms = [term_blob[offsets[i]:offsets[i + 1]].decode("utf-8") for i in range(len(offsets) - 1)]
+        terms = [term_blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(len(offsets) - 1)]
         index.vocabulary = {term: term_id for term_id, term in enumerate(terms)}
         index.idf = arrays["idf"].astype(np.float64, copy=False)
         index.doc_lengths = arrays["doc_lengths"].astype(np.int64, copy=False)

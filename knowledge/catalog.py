@@ -2,13 +2,14 @@
 the SKU table. A document's chunks and SKU rows are replaced in one transaction, so after any
 crash each document is present in exactly its old or its new version.
 """
+
 from __future__ import annotations
 
 import json
 import sqlite3
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from citescope.knowledge.schema import Chunk, Document, SkuRow
@@ -83,7 +84,7 @@ class Catalog:
     def row_ids_of(self, doc_ids: list[str]) -> list[str]:
         out: list[str] = []
         for start in range(0, len(doc_ids), 500):
-            part = doc_ids[start:start + 500]
+            part = doc_ids[start : start + 500]
             marks = ",".join("?" * len(part))
             out += [r[0] for r in self._conn.execute(f"SELECT row_id FROM chunks WHERE doc_id IN ({marks})", part)]
         return out
@@ -93,7 +94,7 @@ class Catalog:
 
     def replace_documents(self, versions: list[DocumentVersion]) -> list[str]:
         """Swap in new versions atomically; returns the row ids no longer referenced."""
-        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        now = datetime.now(UTC).isoformat(timespec="seconds")
         with self._lock:
             old_rows = set(self.row_ids_of([v.doc.doc_id for v in versions]))
             cur = self._conn.cursor()
@@ -103,23 +104,54 @@ class Catalog:
                     self._delete_doc_rows(cur, v.doc.doc_id)
                     cur.execute(
                         "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?)",
-                        (v.doc.doc_id, v.content_hash, v.doc.title, v.doc.doc_type, v.doc.origin,
-                         v.doc.updated_at, v.doc.version, now, len(v.chunks)),
+                        (
+                            v.doc.doc_id,
+                            v.content_hash,
+                            v.doc.title,
+                            v.doc.doc_type,
+                            v.doc.origin,
+                            v.doc.updated_at,
+                            v.doc.version,
+                            now,
+                            len(v.chunks),
+                        ),
                     )
                     cur.executemany(
                         "INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?)",
-                        [(c.chunk.chunk_id, v.doc.doc_id, c.row_id, i, c.chunk.text,
-                          json.dumps(c.chunk.metadata(), ensure_ascii=False),
-                          _TOKEN_SEP.join(c.body_tokens), _TOKEN_SEP.join(c.title_tokens))
-                         for i, c in enumerate(v.chunks)],
+                        [
+                            (
+                                c.chunk.chunk_id,
+                                v.doc.doc_id,
+                                c.row_id,
+                                i,
+                                c.chunk.text,
+                                json.dumps(c.chunk.metadata(), ensure_ascii=False),
+                                _TOKEN_SEP.join(c.body_tokens),
+                                _TOKEN_SEP.join(c.title_tokens),
+                            )
+                            for i, c in enumerate(v.chunks)
+                        ],
                     )
                     sku_chunks = {c.chunk.chunk_id for c in v.chunks}
                     cur.executemany(
                         "INSERT OR REPLACE INTO skus VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                        [(s.sku, s.product_id, v.doc.doc_id,
-                          f"{v.doc.doc_id}#sku-{s.sku}" if f"{v.doc.doc_id}#sku-{s.sku}" in sku_chunks else None,
-                          s.name, s.brand, s.category, s.colour, s.size, s.price, s.stock, s.updated_at)
-                         for s in v.skus],
+                        [
+                            (
+                                s.sku,
+                                s.product_id,
+                                v.doc.doc_id,
+                                f"{v.doc.doc_id}#sku-{s.sku}" if f"{v.doc.doc_id}#sku-{s.sku}" in sku_chunks else None,
+                                s.name,
+                                s.brand,
+                                s.category,
+                                s.colour,
+                                s.size,
+                                s.price,
+                                s.stock,
+                                s.updated_at,
+                            )
+                            for s in v.skus
+                        ],
                     )
                 self._bump(cur)
                 cur.execute("COMMIT")
@@ -170,7 +202,7 @@ class Catalog:
     def skus(self, where: str = "", params: tuple = ()) -> list[dict]:
         cur = self._conn.execute(f"SELECT * FROM skus {where} ORDER BY product_id, sku", params)
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur.fetchall()]
+        return [dict(zip(names, row, strict=False)) for row in cur.fetchall()]
 
     def close(self) -> None:
         self._conn.close()

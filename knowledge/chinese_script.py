@@ -10,11 +10,12 @@ A knowledge base may be written in either script, or both: every text is matched
 `matching_form` (simplified), whatever script it is written in; what is stored, shown and cited
 stays as written.
 """
+
 from __future__ import annotations
 
 import re
 import threading
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import opencc
 
@@ -29,7 +30,7 @@ _lock = threading.Lock()
 MATCHING_FORM = 1
 
 
-@lru_cache(maxsize=None)
+@cache
 def _converter(config: str) -> opencc.OpenCC:
     with _lock:  # the tables load once, whichever thread asks first
         return opencc.OpenCC(config)
@@ -57,7 +58,7 @@ def written_in_traditional(text: str) -> bool:
     simplified = to_simplified(joined)
     if len(simplified) != len(joined):  # a phrase converted to another length: count character by character
         simplified = "".join(to_simplified(character) for character in chinese)
-    changed = sum(a != b for a, b in zip(joined, simplified))
+    changed = sum(a != b for a, b in zip(joined, simplified, strict=False))
     return changed >= _TRADITIONAL_SHARE * len(chinese)
 
 

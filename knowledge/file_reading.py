@@ -6,6 +6,7 @@ or, worse, reads its UTF-8 rows as GB18030 (which accepts almost any bytes) and 
 Each line is tried as UTF-8 first, then as GB18030 (GBK's superset); a file whose non-ASCII lines
 are all GB18030 is simply a GBK file, and only a file that mixes both is reported.
 """
+
 from __future__ import annotations
 
 import io
@@ -30,9 +31,10 @@ def size_issue(file: Path, max_bytes: int | None) -> LoadIssue | None:
     if size == 0:
         return LoadIssue(where=str(file), message=EMPTY_FILE)
     if max_bytes is not None and size > max_bytes:
-        return LoadIssue(where=str(file), message=(
-            f"{_size(size)} is over the limit of {_size(max_bytes)} per file ({SIZE_LIMIT_HINT}); skipped"
-        ))
+        return LoadIssue(
+            where=str(file),
+            message=(f"{_size(size)} is over the limit of {_size(max_bytes)} per file ({SIZE_LIMIT_HINT}); skipped"),
+        )
     return None
 
 
@@ -68,17 +70,22 @@ class LineDecoder:
         return text.removeprefix("\ufeff") if lineno == 1 else text
 
     def bad_line_issue(self, lineno: int, what: str = "record") -> LoadIssue:
-        return LoadIssue(where=f"{self.file}:{lineno}",
-                         message=f"not text in UTF-8 or {FALLBACK_ENCODING.upper()} encoding; {what} skipped")
+        return LoadIssue(
+            where=f"{self.file}:{lineno}",
+            message=f"not text in UTF-8 or {FALLBACK_ENCODING.upper()} encoding; {what} skipped",
+        )
 
     def mixed_encoding_issue(self) -> LoadIssue | None:
         """One issue listing the GB18030 lines of a file whose other lines are UTF-8, else None."""
         if not self.fallback_lines or not self._utf8_non_ascii:
             return None
-        return LoadIssue(where=str(self.file), message=(
-            f"mixes encodings: {_line_ranges(self.fallback_lines)} decoded as GB18030, the rest as UTF-8; "
-            "check those lines for garbled text"
-        ))
+        return LoadIssue(
+            where=str(self.file),
+            message=(
+                f"mixes encodings: {_line_ranges(self.fallback_lines)} decoded as GB18030, the rest as UTF-8; "
+                "check those lines for garbled text"
+            ),
+        )
 
 
 def decoded_lines(file: Path, decoder: LineDecoder) -> Iterator[str]:

@@ -3,6 +3,7 @@
 A filter is built from typed fields only; user text is never pasted into a Milvus expression:
 values are checked against a safe character set and quoted with json.dumps.
 """
+
 from __future__ import annotations
 
 import json

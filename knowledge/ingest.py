@@ -6,6 +6,7 @@ Order of writes per batch (why a SIGKILL anywhere leaves a usable KB):
   3. rows no longer referenced are deleted from Milvus.
 A crash between steps leaves only orphan rows, which search ignores and the next run removes.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,13 +20,13 @@ from citescope.knowledge.catalog import DocumentVersion, IndexedChunk
 from citescope.knowledge.chinese_script import MATCHING_FORM, written_in_traditional
 from citescope.knowledge.chunking import CHUNK_FORMAT, chunk_document
 from citescope.knowledge.file_reading import MB
+from citescope.knowledge.injection import FlaggedDocument, screen_documents
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.loaders import load_path
 from citescope.knowledge.prune_guard import ProtectedSources, PruneRefused, check_share, check_sources
 from citescope.knowledge.schema import Chunk, Document, LoadIssue, check_doc_type
 from citescope.knowledge.text import tokenize
-from citescope.knowledge.injection import FlaggedDocument, screen_documents
 
 
 @dataclass
@@ -78,8 +79,10 @@ class Ingestor:
 
     def _version_hash(self, doc: Document, lexicon: Lexicon) -> str:
         s = self.kb.settings
-        raw = (f"{doc.content_hash()}|{lexicon.fingerprint()}|{self.kb.embedder.name}|{s.chunk_size}|"
-               f"{s.chunk_overlap}|{CHUNK_FORMAT}")
+        raw = (
+            f"{doc.content_hash()}|{lexicon.fingerprint()}|{self.kb.embedder.name}|{s.chunk_size}|"
+            f"{s.chunk_overlap}|{CHUNK_FORMAT}"
+        )
         if written_in_traditional(f"{doc.title}\n{doc.text}"):
             # tokenised and embedded in simplified since matching form 1: older KBs re-read such a
             # document once; a simplified one, whose tokens and vectors did not change, keeps its key
@@ -106,14 +109,25 @@ class Ingestor:
                 if self.doc_type and "doc_type" not in doc.model_fields_set:
                     doc = doc.model_copy(update={"doc_type": self.doc_type})
                 if doc.doc_id in docs:
-                    issues.append(LoadIssue(where=doc.origin or str(path),
-                                            message=f"duplicate doc_id {doc.doc_id!r} (first in {docs[doc.doc_id].origin}); skipped"))
+                    issues.append(
+                        LoadIssue(
+                            where=doc.origin or str(path),
+                            message=f"duplicate doc_id {doc.doc_id!r} (first in {docs[doc.doc_id].origin}); skipped",
+                        )
+                    )
                     continue
                 docs[doc.doc_id] = doc
         return list(docs.values()), issues, lexicon, per_path
 
-    def run(self, paths: list[Path], prune: bool = False, *, dry_run: bool = False,
-            max_prune_share: float | None = None, allow_large_prune: bool = False) -> IngestSummary:
+    def run(
+        self,
+        paths: list[Path],
+        prune: bool = False,
+        *,
+        dry_run: bool = False,
+        max_prune_share: float | None = None,
+        allow_large_prune: bool = False,
+    ) -> IngestSummary:
         """Ingest `paths`; with prune, also remove the KB's documents they no longer hold.
 
         A prune is refused with PruneRefused, before anything is written, when a path yields no
@@ -165,15 +179,21 @@ class Ingestor:
         try:
             step = max(1, kb.settings.ingest_batch_docs)
             for start in range(0, len(planned), step):
-                batch = planned[start:start + step]
+                batch = planned[start : start + step]
                 versions, rows, batch_texts = [], [], []
                 for doc, version_hash, chunks in batch:
                     indexed = []
                     for chunk in chunks:
                         text = embedding_text(chunk, lexicon)
                         row_id = row_id_for(chunk, text, kb.embedder.name)
-                        indexed.append(IndexedChunk(chunk, row_id, tokenize(f"{chunk.section}\n{chunk.text}", lexicon),
-                                                    tokenize(chunk.title, lexicon)))
+                        indexed.append(
+                            IndexedChunk(
+                                chunk,
+                                row_id,
+                                tokenize(f"{chunk.section}\n{chunk.text}", lexicon),
+                                tokenize(chunk.title, lexicon),
+                            )
+                        )
                         rows.append({"row_id": row_id, **chunk.metadata()})
                         batch_texts.append(text)
                     versions.append(DocumentVersion(doc, version_hash, indexed, doc.skus or []))
@@ -200,8 +220,9 @@ class Ingestor:
         return summary
 
     @staticmethod
-    def _dry_run_summary(summary: IngestSummary, planned: list, known: dict[str, str], removals: list[str],
-                         to_embed: int, started: float) -> IngestSummary:
+    def _dry_run_summary(
+        summary: IngestSummary, planned: list, known: dict[str, str], removals: list[str], to_embed: int, started: float
+    ) -> IngestSummary:
         summary.plan = {"add": [], "change": [], "remove": sorted(removals)}
         for doc, _, chunks in planned:
             summary.plan["change" if doc.doc_id in known else "add"].append(doc.doc_id)
@@ -229,4 +250,3 @@ class Ingestor:
         # milvus-lite can replay a flushed WAL after a crash: rows stored twice get one copy back
         vectors.rewrite(sorted(r for r, n in copies.items() if n > 1 and r not in orphans))
         return len(orphans)
-

@@ -8,6 +8,7 @@ skills wrap. Layout of a KB folder:
   bm25/            BM25 snapshots, rebuilt from the catalog when its generation moves on
   dense/           the live vectors for in-memory exact search (Milvus Lite KBs), per generation
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,12 +26,12 @@ import numpy as np
 
 from citescope.knowledge.bm25 import BM25Index
 from citescope.knowledge.catalog import Catalog
+from citescope.knowledge.chinese_script import matching_form
 from citescope.knowledge.embedders import CachedEmbedder, make_embedder
 from citescope.knowledge.filters import SearchFilters, day_number
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.schema import Chunk
 from citescope.knowledge.settings import Settings, get_settings
-from citescope.knowledge.chinese_script import matching_form
 from citescope.knowledge.text import arabic_numerals, tokenize
 from citescope.knowledge.vector_store import VectorStore, drop_server_collection
 
@@ -59,7 +60,8 @@ class KnowledgeBase:
         self.catalog = Catalog(self.dir / "catalog.sqlite")
         self.manifest = self._read_manifest(manifest_path)
         self.embedder: CachedEmbedder = make_embedder(
-            self.manifest.get("embedder_spec", self.settings.embedder), self.settings.cache_dir,
+            self.manifest.get("embedder_spec", self.settings.embedder),
+            self.settings.cache_dir,
             self.settings.embed_batch,
         )
         self._check_embedder()
@@ -124,8 +126,12 @@ class KnowledgeBase:
                 )
             if recorded is None:
                 self._write_manifest()
-            self.vectors = VectorStore(self.milvus_uri, self.manifest.get("collection", "chunks"),
-                                       self.embedder.dim, token=self.settings.milvus_token)
+            self.vectors = VectorStore(
+                self.milvus_uri,
+                self.manifest.get("collection", "chunks"),
+                self.embedder.dim,
+                token=self.settings.milvus_token,
+            )
             self.vectors.warm_up()
         return self.vectors
 
@@ -134,7 +140,7 @@ class KnowledgeBase:
         raw = self.catalog.get_meta("lexicon")
         return Lexicon.model_validate_json(raw) if raw else Lexicon()
 
-    def warm_up(self) -> "KnowledgeBase":
+    def warm_up(self) -> KnowledgeBase:
         self.open_vectors()
         self._load_tables()
         return self
@@ -203,7 +209,7 @@ class KnowledgeBase:
             vectors = np.zeros((len(row_ids), self.embedder.dim), dtype=np.float32)
             known = [(i, self._dense_rows[r]) for i, r in enumerate(row_ids) if r in self._dense_rows]
             if known:
-                new_at, old_at = map(list, zip(*known))
+                new_at, old_at = map(list, zip(*known, strict=False))
                 vectors[new_at] = self._dense[old_at]
             missing = [i for i, r in enumerate(row_ids) if r not in self._dense_rows]
             if missing:
@@ -253,8 +259,12 @@ class KnowledgeBase:
         number), tested first (30 ms instead of 550 ms at 100k chunks); the pattern is matched against
         the text's matching form (simplified: the question's pattern finds a traditional page)."""
         self._load_tables()
-        return any(pattern.search(matching_form(text)) for c in self._chunks for text in (c.text, c.title or "")
-                   if hint in text)
+        return any(
+            pattern.search(matching_form(text))
+            for c in self._chunks
+            for text in (c.text, c.title or "")
+            if hint in text
+        )
 
     def skus(self, **equals: str) -> list[dict]:
         """SKU rows matching every given column (product_id, sku, brand, category...)."""
@@ -278,8 +288,9 @@ class KnowledgeBase:
         return tokens
 
     # -- search ---------------------------------------------------------------------------
-    def search_keyword(self, query: str, k: int = 10, filters: SearchFilters | None = None,
-                       title_weight: float = 0.5) -> list[Hit]:
+    def search_keyword(
+        self, query: str, k: int = 10, filters: SearchFilters | None = None, title_weight: float = 0.5
+    ) -> list[Hit]:
         """BM25 over chunk bodies plus a weighted BM25 over titles (FAQ questions, product names)."""
         scores = self._keyword_scores(self.search_tokens(query), title_weight)
         if scores is None:
@@ -341,7 +352,7 @@ class KnowledgeBase:
             best = [i for i in top_k(scores, k) if np.isfinite(scores[i])]
             found = best, scores[best]
         rows, scores = found
-        return [Hit(self._chunks[i].chunk_id, float(score)) for i, score in zip(rows, scores)]
+        return [Hit(self._chunks[i].chunk_id, float(score)) for i, score in zip(rows, scores, strict=False)]
 
     def close(self) -> None:
         if self.vectors is not None:
@@ -387,10 +398,10 @@ class Float16Prefilter:
         # ulp per component (2^-10 relative, 2^-24 when subnormal), plus the float32 rounding
         # (d * 2^-24 relative each) of four d-term sums: faiss' score of a row left out, the full
         # matmul's score of that row and of the k-th row, and our rescoring of the k-th row.
-        self._error_per_query_norm = max_norm * (2.0 ** -10 + 2 * dim * 2.0 ** -23) + math.sqrt(dim) * 2.0 ** -24
+        self._error_per_query_norm = max_norm * (2.0**-10 + 2 * dim * 2.0**-23) + math.sqrt(dim) * 2.0**-24
 
     @classmethod
-    def build(cls, vectors: np.ndarray) -> "Float16Prefilter | None":
+    def build(cls, vectors: np.ndarray) -> Float16Prefilter | None:
         try:
             import faiss  # installed with milvus-lite
         except ImportError:
@@ -398,8 +409,7 @@ class Float16Prefilter:
         peak = max(float(vectors.max(initial=0.0)), -float(vectors.min(initial=0.0)))
         if not peak < 65504:  # beyond float16's range (or not finite)
             return None
-        index = faiss.IndexScalarQuantizer(vectors.shape[1], faiss.ScalarQuantizer.QT_fp16,
-                                           faiss.METRIC_INNER_PRODUCT)
+        index = faiss.IndexScalarQuantizer(vectors.shape[1], faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
         index.add(vectors)
         return cls(vectors, index)
 

@@ -4,6 +4,7 @@ Aliases are applied to what is indexed and to queries, never to the text a user 
 citation snippet still shows the source's own words. Both are read in their matching form
 (simplified, knowledge/chinese_script.py): a traditional shop's alias 蘋果手機 matches 苹果手机.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,13 +24,13 @@ class Lexicon(BaseModel):
     terms: list[str] = Field(default_factory=list)
 
     @classmethod
-    def load(cls, path: Path) -> "Lexicon":
+    def load(cls, path: Path) -> Lexicon:
         try:
             return cls.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
         except (ValueError, OSError) as exc:
             raise ValueError(f"{path}: not a valid lexicon file ({exc})") from exc
 
-    def merged(self, other: "Lexicon") -> "Lexicon":
+    def merged(self, other: Lexicon) -> Lexicon:
         synonyms = {k: list(v) for k, v in self.synonyms.items()}
         for key, values in other.synonyms.items():
             synonyms[key] = sorted(set(synonyms.get(key, [])) | set(values))

@@ -4,6 +4,7 @@ Formats: JSONL, CSV (SKU tables, doc_id/text tables, anything else), Markdown wi
 plain text and PDF; `lexicon.json` files are merged into one Lexicon. Every malformed record
 becomes a LoadIssue naming `path:line` and is skipped, so one bad line never loses the load.
 """
+
 from __future__ import annotations
 
 import csv
@@ -26,6 +27,7 @@ from pypdf import PdfReader
 
 from citescope.knowledge.file_reading import EMPTY_FILE, MB, LineDecoder, decoded_lines, read_document_text, size_issue
 from citescope.knowledge.lexicon import Lexicon
+
 # Every field any loader reads goes through this one step: normalised text with HTML markup
 # removed (knowledge/markup.py), so no format can carry a <script> or a javascript: link in.
 from citescope.knowledge.markup import normalize_text as normalize
@@ -66,8 +68,10 @@ class RecordError(ValueError):
 # ----------------------------------------------------------------------------- entry point
 
 
-def load_path(path: Path, max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES,
-              ) -> tuple[list[Document], list[LoadIssue], Lexicon | None]:
+def load_path(
+    path: Path,
+    max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES,
+) -> tuple[list[Document], list[LoadIssue], Lexicon | None]:
     """Load a file or a folder (recursively, in sorted order) into documents.
 
     Returns the documents, the issues found (each already skipped), and the merged lexicon of
@@ -104,10 +108,12 @@ def load_path(path: Path, max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES,
                 issues.append(record)
             elif record.doc_id in first_seen:
                 first = first_seen[record.doc_id]
-                issues.append(LoadIssue(
-                    where=record.origin,
-                    message=f"duplicate doc_id '{record.doc_id}' (first loaded at {first}); skipped",
-                ))
+                issues.append(
+                    LoadIssue(
+                        where=record.origin,
+                        message=f"duplicate doc_id '{record.doc_id}' (first loaded at {first}); skipped",
+                    )
+                )
             else:
                 first_seen[record.doc_id] = record.origin
                 documents.append(record)
@@ -139,6 +145,7 @@ def _files_under(root: Path, issues: list[LoadIssue]) -> list[Path]:
     """Every file below root, hidden files and folders left out, in sorted order. A folder that
     cannot be listed is an issue (Path.rglob would skip it silently, and `--prune` would then
     take its documents for deleted ones)."""
+
     def unreadable(exc: OSError) -> None:
         issues.append(LoadIssue(where=str(exc.filename or root), message=f"cannot read folder ({exc.strerror or exc})"))
 
@@ -271,8 +278,10 @@ def _reject_lone_surrogates(record: Mapping[str, Any]) -> None:
             found = _SURROGATE.search(item) if isinstance(item, str) else None
             if found:
                 name = str(key).encode("utf-8", "backslashreplace").decode("utf-8")
-                raise RecordError(f"field '{name}': invalid Unicode (lone surrogate "
-                                  f"U+{ord(found.group()):04X} at character {found.start() + 1})")
+                raise RecordError(
+                    f"field '{name}': invalid Unicode (lone surrogate "
+                    f"U+{ord(found.group()):04X} at character {found.start() + 1})"
+                )
 
 
 def _string_field(record: Mapping[str, Any], name: str) -> str:
@@ -375,7 +384,7 @@ def _read_csv(file: Path) -> Iterator[Document | LoadIssue]:
 
 
 def _by_key(keys: list[str], values: list[str]) -> dict[str, str]:
-    return {key: value for key, value in zip(keys, values) if key}
+    return {key: value for key, value in zip(keys, values, strict=False) if key}
 
 
 CsvRow = tuple[str, int, list[str] | LoadIssue]
@@ -406,8 +415,10 @@ def _csv_rows(file: Path, reader, width: int, decoder: LineDecoder) -> Iterator[
             yield where, row_number, decoder.bad_line_issue(bad[0], what="row")
             continue
         if len(values) != width:
-            yield where, row_number, LoadIssue(
-                where=where, message=f"row has {len(values)} fields but the header has {width}; skipped"
+            yield (
+                where,
+                row_number,
+                LoadIssue(where=where, message=f"row has {len(values)} fields but the header has {width}; skipped"),
             )
             continue
         yield where, row_number, [normalize(value) for value in values]
@@ -499,7 +510,7 @@ def _generic_row_documents(file: Path, rows: Iterator[CsvRow], header: list[str]
         if isinstance(values, LoadIssue):
             yield values
             continue
-        lines = [f"{name}: {value}" for name, value in zip(header, values) if name and value]
+        lines = [f"{name}: {value}" for name, value in zip(header, values, strict=False) if name and value]
         yield _document_or_issue(
             {"doc_id": f"{file.stem}-{row_number}", "title": file.stem, "text": "\n".join(lines)}, where
         )
@@ -630,12 +641,14 @@ def _parse_table(
     while index < len(lines) and lines[index].strip() and "|" in lines[index]:
         cells = _table_cells(lines[index])
         if len(cells) != len(header):
-            issues.append(LoadIssue(
-                where=f"{file}:{first_line + index}",
-                message=f"table row has {len(cells)} cells but the header has {len(header)}; row skipped",
-            ))
+            issues.append(
+                LoadIssue(
+                    where=f"{file}:{first_line + index}",
+                    message=f"table row has {len(cells)} cells but the header has {len(header)}; row skipped",
+                )
+            )
         elif any(cells):
-            rows.append(dict(zip(header, cells)))
+            rows.append(dict(zip(header, cells, strict=False)))
         index += 1
     return index
 

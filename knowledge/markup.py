@@ -25,6 +25,7 @@ answer, citation snippets and titles of every result pass `strip_markup` again
 (workflows/result.py): defence in depth for a KB ingested before this existed, and for a model
 that writes HTML.
 """
+
 from __future__ import annotations
 
 import re
@@ -33,16 +34,56 @@ from html.parser import HTMLParser
 from citescope.knowledge.text import normalize
 
 # Elements whose contents are code or data, never text a shopper reads.
-_DROPPED_ELEMENTS = frozenset({"script", "style", "template", "noscript", "iframe", "object", "embed", "svg",
-                               "math", "head", "title", "textarea", "xmp", "noembed", "noframes"})
+_DROPPED_ELEMENTS = frozenset(
+    {
+        "script",
+        "style",
+        "template",
+        "noscript",
+        "iframe",
+        "object",
+        "embed",
+        "svg",
+        "math",
+        "head",
+        "title",
+        "textarea",
+        "xmp",
+        "noembed",
+        "noframes",
+    }
+)
 # Made-up elements that forge a chat turn (<system>…</system>, <instructions>). Not HTML and never
 # executed: at ingest they stay, because they are what tells knowledge/injection.py that the
 # paragraph around them is an attack (stripping the tag alone would leave its orders as plain
 # text); in output, they go with their contents.
 FORGED_CHAT_ELEMENTS = frozenset({"system", "sys", "assistant", "user", "instructions", "instruction", "prompt"})
 # Elements that end a line: their text must not run into the next element's.
-_LINE_ELEMENTS = frozenset({"br", "p", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section",
-                            "article", "blockquote", "pre", "table", "ul", "ol", "hr", "dt", "dd"})
+_LINE_ELEMENTS = frozenset(
+    {
+        "br",
+        "p",
+        "div",
+        "li",
+        "tr",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "section",
+        "article",
+        "blockquote",
+        "pre",
+        "table",
+        "ul",
+        "ol",
+        "hr",
+        "dt",
+        "dd",
+    }
+)
 _MAX_ROUNDS = 4  # layers of entity encoding undone; deeper nesting stays harmless entity text
 
 _CODE_URL_HINT = re.compile(r"(?:script|data)\s*:")  # searched in lower-cased text only

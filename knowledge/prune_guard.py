@@ -4,6 +4,7 @@ Prune removes every KB document its paths no longer hold, so a mistyped folder, 
 share or an export cut short would look like "everything was deleted" (one typo removed all 156
 documents of the demo KB). Refusing costs a rerun; a wrong prune costs the KB.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,10 @@ def check_sources(paths: list[Path], documents_per_path: dict[str, int], issues:
             continue
         own = [i.message for i in issues if i.where == str(path)]
         why = "; ".join(own) if own else "no documents in it"
-        raise PruneRefused(f"{path}: {why}", "Prune only with paths that hold the KB's documents "
-                           "(check the path), or ingest without --prune")
+        raise PruneRefused(
+            f"{path}: {why}",
+            "Prune only with paths that hold the KB's documents (check the path), or ingest without --prune",
+        )
 
 
 def check_share(removing: int, total: int, max_share: float, allow: bool) -> None:

@@ -1,4 +1,5 @@
 """Typed records that flow through ingestion: Document -> Chunk, plus SKU rows."""
+
 from __future__ import annotations
 
 import hashlib

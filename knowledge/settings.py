@@ -3,6 +3,7 @@
 The KB folder records what it was built with (kb.json); settings only say what to use for a
 new KB or at query time.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -2,6 +2,7 @@
 `cmrc-DEV_0`. It lives here, under the citation parser (agents/citations.py), because ingest's
 injection screen (knowledge/injection.py) must recognise a planted "citation" too.
 """
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """Text normalisation and the jieba tokenizer shared by indexing and queries."""
+
 from __future__ import annotations
 
 import logging
@@ -16,11 +17,7 @@ from citescope.knowledge.lexicon import Lexicon
 # Full-width letters, digits, space and a few symbols become half-width; Chinese punctuation
 # (，。！？；：（）) stays, because answers quote the text back to Chinese readers.
 _KEEP_FULLWIDTH = set("，。！？；：（）")
-_WIDTH_TABLE = {
-    cp: cp - 0xFEE0
-    for cp in range(0xFF01, 0xFF5F)
-    if chr(cp) not in _KEEP_FULLWIDTH
-}
+_WIDTH_TABLE = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F) if chr(cp) not in _KEEP_FULLWIDTH}
 _WIDTH_TABLE[0x3000] = 0x20
 _SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
 _BLANK_LINES = re.compile(r"\n\s*\n+")
@@ -58,7 +55,20 @@ def is_storable_text(text: object) -> bool:
     return True
 
 
-_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_CN_DIGITS = {
+    "零": 0,
+    "〇": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
 _CN_UNITS = {"十": 10, "百": 100, "千": 1000}
 
 
@@ -79,16 +89,20 @@ def chinese_int(text: str) -> int | None:
 def unit_alternatives(units) -> str:
     """A regex alternation of `units`, longest first; an ASCII unit only as a whole word (5 g, 5g网络,
     but not the g of "5 great")."""
-    return "|".join(re.escape(u) + ("(?![A-Za-z])" if u[-1].isascii() and u[-1].isalpha() else "")
-                    for u in sorted(units, key=len, reverse=True))
+    return "|".join(
+        re.escape(u) + ("(?![A-Za-z])" if u[-1].isascii() and u[-1].isalpha() else "")
+        for u in sorted(units, key=len, reverse=True)
+    )
 
 
 def numerals_before(units) -> re.Pattern:
     """A Chinese numeral before one of `units` (七天, 两年, 十五个工作日): not after a digit (120千米)
     nor in 哪一年 / 每一天 / 第一 / 统一, which are no amounts; not inside a longer numeral (第五十八条
     stays whole) nor a bare 百/千 (百年人寿, 千元机 are names)."""
-    return re.compile(rf"(?<![\d.哪每第这那同统唯之零〇一二两三四五六七八九十百千])(?![百千])"
-                      rf"[零〇一二两三四五六七八九十百千]+(?=\s*(?:{unit_alternatives(units)}))")
+    return re.compile(
+        rf"(?<![\d.哪每第这那同统唯之零〇一二两三四五六七八九十百千])(?![百千])"
+        rf"[零〇一二两三四五六七八九十百千]+(?=\s*(?:{unit_alternatives(units)}))"
+    )
 
 
 # Durations and money a customer writes in words (七天无理由, 保修两年, 抵一块钱) where a shop writes
@@ -98,6 +112,7 @@ QUANTITY_NUMERAL = numerals_before("天 日 周 星期 小时 分钟 个月 年 
 
 def arabic_numerals(text: str, numeral: re.Pattern = QUANTITY_NUMERAL) -> str:
     """七天 -> 7天, 十五个工作日 -> 15个工作日: each numeral `numeral` finds, in digits."""
+
     def replace(match: re.Match) -> str:
         value = chinese_int(match.group(0))
         return match.group(0) if value is None else str(value)
@@ -175,14 +190,19 @@ def tokenize(text: str, lexicon: Lexicon | None = None) -> list[str]:
         text = lexicon.canonicalize(text)
     words = _tokenizer_for(lexicon).cut_for_search(text.lower())
     english = () if CJK_CHAR.search(text) else ENGLISH_STOPWORDS
-    return [w for w in (w.strip() for w in words)
-            if w and w not in STOPWORDS and w not in english and not _PUNCT_OR_SPACE.match(w)]
+    return [
+        w
+        for w in (w.strip() for w in words)
+        if w and w not in STOPWORDS and w not in english and not _PUNCT_OR_SPACE.match(w)
+    ]
 
 
 # A title that is itself a customer question (an FAQ entry loaded without doc_type "faq"): long
 # enough not to be a name (哪吒), with a question mark or a question word (…的区别 and 长不长 ask too).
-_QUESTION_TITLE = re.compile(r"[？?]|吗|呢|什么|怎么|怎样|如何|哪|多少|多久|多长|是否|能否|可否|有没有|是不是|能不能|可不可以"
-                             r"|为什么|为何|有何|区别|(.)不\1|[么呀]$")  # (.)不\1: 要不要, 冲不冲突
+_QUESTION_TITLE = re.compile(
+    r"[？?]|吗|呢|什么|怎么|怎样|如何|哪|多少|多久|多长|是否|能否|可否|有没有|是不是|能不能|可不可以"
+    r"|为什么|为何|有何|区别|(.)不\1|[么呀]$"
+)  # (.)不\1: 要不要, 冲不冲突
 _MIN_QUESTION_TITLE_CHARS = 8
 
 
@@ -228,10 +248,13 @@ def series_names(title_a: str, title_b: str) -> tuple[str, str] | None:
     A name is up to 6 Chinese characters, no number or version, and the titles share most of the rest."""
     prefix = len(os.path.commonprefix([title_a, title_b]))
     suffix = len(os.path.commonprefix([title_a[prefix:][::-1], title_b[prefix:][::-1]]))
-    names = (title_a[prefix:len(title_a) - suffix], title_b[prefix:len(title_b) - suffix])
+    names = (title_a[prefix : len(title_a) - suffix], title_b[prefix : len(title_b) - suffix])
     shared = prefix + suffix
-    if shared >= 4 and shared >= 0.6 * min(len(title_a), len(title_b)) \
-            and all(len(name) <= 6 and CJK_RUN.fullmatch(name) for name in names):
+    if (
+        shared >= 4
+        and shared >= 0.6 * min(len(title_a), len(title_b))
+        and all(len(name) <= 6 and CJK_RUN.fullmatch(name) for name in names)
+    ):
         return names
     return None
 
@@ -239,9 +262,11 @@ def series_names(title_a: str, title_b: str) -> tuple[str, str] | None:
 def bigram_dice(a: str, b: str) -> float:
     """How alike two short texts are: Dice overlap of their character bigrams, punctuation and
     case ignored (word-cut free, so 保单贷款怎么办理 and 保单贷款能办吗 compare fairly)."""
+
     def grams(text: str) -> set[str]:
         text = re.sub(r"[\W_]+", "", text.lower())
-        return {text[i:i + 2] for i in range(len(text) - 1)} or ({text} if text else set())
+        return {text[i : i + 2] for i in range(len(text) - 1)} or ({text} if text else set())
+
     first, second = grams(a), grams(b)
     return 2 * len(first & second) / (len(first) + len(second)) if first and second else 0.0
 
@@ -252,5 +277,6 @@ def is_faq(item) -> bool:
     if item.doc_type == "faq":
         return True
     title = (item.title or "").strip()
-    return (item.doc_type == "doc" and len(title) >= _MIN_QUESTION_TITLE_CHARS
-            and _QUESTION_TITLE.search(title) is not None)
+    return (
+        item.doc_type == "doc" and len(title) >= _MIN_QUESTION_TITLE_CHARS and _QUESTION_TITLE.search(title) is not None
+    )

@@ -4,6 +4,7 @@ Rows are keyed by a row id that changes with the chunk's content, so a new versi
 document is written beside the old one and the catalog switches over atomically; rows the
 catalog no longer references are orphans, invisible to search and removed by `reconcile`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -84,7 +85,9 @@ def _torn_npy(path: Path) -> bool:
         handle.seek(0)
         try:
             version = np.lib.format.read_magic(handle)
-            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            read_header = (
+                np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            )
             shape, _, dtype = read_header(handle)
         except (ValueError, EOFError, SyntaxError):
             return True
@@ -124,12 +127,17 @@ class VectorStore:
                 log.warning("removed a half-written Milvus Lite index file (rebuilt on load): %s", path)
         # A Milvus Lite server runs in this process: keepalive pings are pointless, and its gRPC
         # server answers pymilvus's 10 s pings with GOAWAY "too_many_pings", failing a call in flight.
-        options = {"grpc_options": {"grpc.keepalive_time_ms": 300_000, "grpc.keepalive_permit_without_calls": 0}} if local else {}
+        options = (
+            {"grpc_options": {"grpc.keepalive_time_ms": 300_000, "grpc.keepalive_permit_without_calls": 0}}
+            if local
+            else {}
+        )
         if local and not _served_here(self.uri) and held_by_another_process(Path(self.uri)):
             # else milvus-lite logs a traceback and pymilvus says only "Open local milvus failed"
             raise StoreLockedError(
                 f"{self.uri}: this Milvus Lite store is open in another process (Milvus Lite allows one "
-                "process per store): wait for that run to finish, or serve the KB from a Milvus server by URI")
+                "process per store): wait for that run to finish, or serve the KB from a Milvus server by URI"
+            )
         self._client = _Retrying(MilvusClient(self.uri, token=self._token or "", **options))
         if not self._client.has_collection(self.collection):
             self._create()
@@ -181,15 +189,15 @@ class VectorStore:
                 "updated_day": day_number(r.get("updated_at")),
                 "vector": v.astype(np.float32).tolist(),
             }
-            for r, v in zip(rows, vectors)
+            for r, v in zip(rows, vectors, strict=False)
         ]
         for start in range(0, len(data), 500):
-            self.client.upsert(self.collection, data[start:start + 500])
+            self.client.upsert(self.collection, data[start : start + 500])
         self._flush()
 
     def delete(self, row_ids: list[str]) -> None:
         for start in range(0, len(row_ids), 500):
-            self.client.delete(self.collection, ids=row_ids[start:start + 500])
+            self.client.delete(self.collection, ids=row_ids[start : start + 500])
         if row_ids:
             self._flush()
 
@@ -213,8 +221,9 @@ class VectorStore:
 
     def row_copies(self) -> dict[str, int]:
         copies: dict[str, int] = {}
-        iterator = self.client.query_iterator(self.collection, batch_size=2000, filter='row_id != ""',
-                                              output_fields=["row_id"], **_STRONG)
+        iterator = self.client.query_iterator(
+            self.collection, batch_size=2000, filter='row_id != ""', output_fields=["row_id"], **_STRONG
+        )
         while batch := iterator.next():
             for row in batch:
                 copies[row["row_id"]] = copies.get(row["row_id"], 0) + 1
@@ -230,7 +239,7 @@ class VectorStore:
         out = np.zeros((len(row_ids), self.dim), dtype=np.float32)
         position = {row_id: i for i, row_id in enumerate(row_ids)}
         for start in range(0, len(row_ids), 1000):
-            batch = row_ids[start:start + 1000]
+            batch = row_ids[start : start + 1000]
             for row in self.client.query(self.collection, ids=batch, output_fields=["row_id", "vector"], **_STRONG):
                 out[position[row["row_id"]]] = row["vector"]
         return out
@@ -238,8 +247,13 @@ class VectorStore:
     def search(self, vector: np.ndarray, limit: int, expr: str = "") -> list[tuple[str, float]]:
         """(row_id, inner product) best first."""
         result = self.client.search(
-            self.collection, [vector.astype(np.float32).tolist()], limit=limit, filter=expr,
-            output_fields=["row_id"], search_params={"metric_type": "IP"}, **self._search_consistency(),
+            self.collection,
+            [vector.astype(np.float32).tolist()],
+            limit=limit,
+            filter=expr,
+            output_fields=["row_id"],
+            search_params={"metric_type": "IP"},
+            **self._search_consistency(),
         )
         return [(hit["entity"]["row_id"], float(hit["distance"])) for hit in result[0]]
 

@@ -1,4 +1,5 @@
 """Shared fixtures: one embedding cache and one demo KB per test run (embedding is slow)."""
+
 from __future__ import annotations
 
 from pathlib import Path

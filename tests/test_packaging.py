@@ -5,6 +5,7 @@ fresh virtual environment, and answers a demo question with the installed packag
 fresh environment borrows this one's dependencies through PYTHONPATH, which does not run .pth
 files, so this checkout's editable install cannot stand in for the wheel.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "build", "var", ".kb", "__pycache__", "*.egg-info", ".pytest_cache",
-                                    ".hypothesis", "tests", "docs")
+NOT_SOURCE = shutil.ignore_patterns(
+    ".git", ".venv", "build", "var", ".kb", "__pycache__", "*.egg-info", ".pytest_cache", ".hypothesis", "tests", "docs"
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +31,12 @@ def wheel(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
     source = work / "source"
     shutil.copytree(REPO, source, ignore=NOT_SOURCE)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(work / "dist"), str(source)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(work / "dist"), str(source)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (found,) = (work / "dist").glob("citescope-*.whl")
     return found
 
@@ -38,10 +44,18 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_holds_one_top_level_package_with_its_data(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert {name.split("/")[0] for name in names} == {"citescope", "-".join(wheel.name.split("-")[:2]) + ".dist-info"}
-    for needed in ("citescope/__init__.py", "citescope/run.py", "citescope/agents/planner.py",
-                   "citescope/workflows/evaluation/__init__.py", "citescope/prompts/answerer.md",
-                   "citescope/tools/skills.yaml", "citescope/agents/arms.yaml", "citescope/workflows/pipeline.yaml",
-                   "citescope/knowledge/demo/faq.jsonl", "citescope/knowledge/demo/skus.csv"):
+    for needed in (
+        "citescope/__init__.py",
+        "citescope/run.py",
+        "citescope/agents/planner.py",
+        "citescope/workflows/evaluation/__init__.py",
+        "citescope/prompts/answerer.md",
+        "citescope/tools/skills.yaml",
+        "citescope/agents/arms.yaml",
+        "citescope/workflows/pipeline.yaml",
+        "citescope/knowledge/demo/faq.jsonl",
+        "citescope/knowledge/demo/skus.csv",
+    ):
         assert needed in names, needed
     assert not [name for name in names if name.startswith("citescope/tests/")]
 
@@ -51,27 +65,57 @@ def test_an_installed_citescope_answers_from_site_packages(wheel, tmp_path):
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, capture_output=True, text=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     before = {path.name for path in site.iterdir()}
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     dist_info = "-".join(wheel.name.split("-")[:2]) + ".dist-info"
     assert {path.name for path in site.iterdir()} - before == {"citescope", dist_info}
 
     # Dependencies from this environment; run from tmp_path so no checkout is on the path.
     env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
-    where = subprocess.run([str(python), "-c", "import citescope.workflows.cli as c; print(c.__file__)"], env=env,
-                           cwd=tmp_path, check=True, capture_output=True, text=True, timeout=120)
+    where = subprocess.run(
+        [str(python), "-c", "import citescope.workflows.cli as c; print(c.__file__)"],
+        env=env,
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert Path(where.stdout.strip()).is_relative_to(site)
 
     script = env_dir / "bin" / "citescope"
     demo = site / "citescope" / "knowledge" / "demo"
     kb = tmp_path / "kb"
-    subprocess.run([str(script), "ingest", str(demo), "--kb", str(kb)], env=env, cwd=tmp_path, check=True,
-                   capture_output=True, timeout=600)
-    asked = subprocess.run([str(script), "ask", "退货多久到账？", "--kb", str(kb), "--json"], env=env, cwd=tmp_path,
-                           check=True, capture_output=True, text=True, timeout=300)
+    subprocess.run(
+        [str(script), "ingest", str(demo), "--kb", str(kb)],
+        env=env,
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    asked = subprocess.run(
+        [str(script), "ask", "退货多久到账？", "--kb", str(kb), "--json"],
+        env=env,
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     result = json.loads(asked.stdout)
     assert not result["refused"]
     assert "【" in result["answer"] and result["citations"]

@@ -3,6 +3,7 @@
 Skills are plain functions over the KB; agents/ wraps a SkillResult into an AgentScope
 ToolResponse (text for the model, the structured result as metadata).
 """
+
 from __future__ import annotations
 
 from datetime import date
@@ -37,11 +38,20 @@ class EvidenceHit(BaseModel):
     text: str = ""
 
     @classmethod
-    def from_chunk(cls, chunk: Chunk, score: float, legs: dict[str, LegScore] | None = None) -> "EvidenceHit":
+    def from_chunk(cls, chunk: Chunk, score: float, legs: dict[str, LegScore] | None = None) -> EvidenceHit:
         return cls(
-            chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, score=score, legs=legs or {}, title=chunk.title,
-            section=chunk.section, doc_type=chunk.doc_type, source=chunk.source, updated_at=chunk.updated_at,
-            authority=chunk.authority, product_id=chunk.product_id, text=chunk.text,
+            chunk_id=chunk.chunk_id,
+            doc_id=chunk.doc_id,
+            score=score,
+            legs=legs or {},
+            title=chunk.title,
+            section=chunk.section,
+            doc_type=chunk.doc_type,
+            source=chunk.source,
+            updated_at=chunk.updated_at,
+            authority=chunk.authority,
+            product_id=chunk.product_id,
+            text=chunk.text,
         )
 
     def line(self) -> str:

@@ -6,6 +6,7 @@ Returned hits keep what the pool already knows about a chunk (its score and legs
 
 No `from __future__ import annotations` here: AgentScope reads the skill's real annotations.
 """
+
 from citescope.knowledge.chunking import TABLE_ROW_ID
 from citescope.knowledge.schema import Chunk
 from citescope.tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
@@ -25,7 +26,9 @@ def expand_context(chunk_id: str, mode: str = "neighbours", window: int = 1, *, 
     """
     chunk = ctx.kb.get(chunk_id)
     if chunk is None:
-        return SkillResult(skill="expand_context", note=f"未知的证据 ID：{chunk_id[:80]}，请使用检索结果中【】里的 ID。")
+        return SkillResult(
+            skill="expand_context", note=f"未知的证据 ID：{chunk_id[:80]}，请使用检索结果中【】里的 ID。"
+        )
     if mode not in MODES:
         return SkillResult(skill="expand_context", note=f"未知的扩展方式 {mode[:20]}，可选 {', '.join(MODES)}。")
     document = ctx.kb.chunks_of(chunk.doc_id)  # in document order
@@ -41,8 +44,9 @@ def expand_context(chunk_id: str, mode: str = "neighbours", window: int = 1, *, 
             reach = max(0, min(int(window), MAX_WINDOW))
             is_row = TABLE_ROW_ID.search(chunk.chunk_id) is not None
             # A table row reads better with its whole table (kept for tables that fit a chunk).
-            chosen = [c for c in section
-                      if abs(c.position - chunk.position) <= reach or (is_row and "-table-" in c.chunk_id)]
+            chosen = [
+                c for c in section if abs(c.position - chunk.position) <= reach or (is_row and "-table-" in c.chunk_id)
+            ]
         note = f"{chunk.title} · {chunk.section or '正文'}：返回 {len(chosen)} 段。"
     return SkillResult(skill="expand_context", hits=_hits(ctx, chosen), note=note)
 

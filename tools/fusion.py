@@ -4,14 +4,16 @@ Each leg's list is best-first. The fused hit keeps every leg's own score and ran
 `hit.legs`, so an answer can say which leg found a piece of evidence. Ties are broken by
 chunk id, so the same inputs always give the same order.
 """
+
 from __future__ import annotations
 
 from citescope.knowledge.chunking import TABLE_ROW_ID
 from citescope.tools.base import EvidenceHit, LegScore
 
 
-def rrf_fuse(legs: dict[str, list[EvidenceHit]], weights: dict[str, float] | None = None, k: int = 60,
-             top_k: int = 8) -> list[EvidenceHit]:
+def rrf_fuse(
+    legs: dict[str, list[EvidenceHit]], weights: dict[str, float] | None = None, k: int = 60, top_k: int = 8
+) -> list[EvidenceHit]:
     """Weighted reciprocal rank fusion: score(d) = sum over legs of w_leg / (k + rank_leg(d))."""
     if k < 0:
         raise ValueError(f"rrf k must be >= 0, got {k}")
@@ -22,8 +24,9 @@ def rrf_fuse(legs: dict[str, list[EvidenceHit]], weights: dict[str, float] | Non
     return _combine(legs, contributions, weights, top_k)
 
 
-def weighted_fuse(legs: dict[str, list[EvidenceHit]], weights: dict[str, float] | None = None,
-                  top_k: int = 8) -> list[EvidenceHit]:
+def weighted_fuse(
+    legs: dict[str, list[EvidenceHit]], weights: dict[str, float] | None = None, top_k: int = 8
+) -> list[EvidenceHit]:
     """Weighted sum of per-leg min-max normalised scores (a hit a leg missed gets 0 from it).
 
     Normalising within each list puts BM25 (unbounded) and cosine (compressed near 0.9) on one
@@ -39,7 +42,7 @@ def weighted_fuse(legs: dict[str, list[EvidenceHit]], weights: dict[str, float] 
         span = high - low
         contributions[name] = {
             hit.chunk_id: (score - low) / span if span > 0 else 1.0
-            for (_, hit), score in zip(ranked, scores)
+            for (_, hit), score in zip(ranked, scores, strict=False)
         }
     return _combine(legs, contributions, weights, top_k)
 
@@ -62,8 +65,12 @@ def _leg_score(leg: str, hit: EvidenceHit) -> float:
     return own.score if own is not None else hit.score
 
 
-def _combine(legs: dict[str, list[EvidenceHit]], contributions: dict[str, dict[str, float]],
-             weights: dict[str, float] | None, top_k: int) -> list[EvidenceHit]:
+def _combine(
+    legs: dict[str, list[EvidenceHit]],
+    contributions: dict[str, dict[str, float]],
+    weights: dict[str, float] | None,
+    top_k: int,
+) -> list[EvidenceHit]:
     weights = weights or {}
     if any(w < 0 for w in weights.values()):
         raise ValueError(f"fusion weights must be >= 0, got {weights}")
@@ -78,13 +85,15 @@ def _combine(legs: dict[str, list[EvidenceHit]], contributions: dict[str, dict[s
                 merged = fused[hit.chunk_id] = hit.model_copy(deep=True)
                 merged.legs = {}
             merged.legs[name] = LegScore(score=_leg_score(name, hit), rank=rank)
-            totals[hit.chunk_id] = totals.get(hit.chunk_id, 0.0) + weight * contributions.get(name, {}).get(hit.chunk_id, 0.0)
+            totals[hit.chunk_id] = totals.get(hit.chunk_id, 0.0) + weight * contributions.get(name, {}).get(
+                hit.chunk_id, 0.0
+            )
             if weight > 0:
                 supported.add(hit.chunk_id)
     # A hit only zero-weight legs found is dropped: switching a leg off removes its hits.
     order = sorted(supported, key=lambda cid: (-totals[cid], cid))
     out = []
-    for chunk_id in order[:max(top_k, 0)]:
+    for chunk_id in order[: max(top_k, 0)]:
         hit = fused[chunk_id]
         hit.score = totals[chunk_id]
         out.append(hit)

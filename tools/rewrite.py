@@ -6,6 +6,7 @@ the offline queries down with it.
 
 No `from __future__ import annotations` here: AgentScope reads the skill's real annotations.
 """
+
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.text import tokenize
 from citescope.tools.base import SkillContext, SkillResult
@@ -26,7 +27,7 @@ def keyword_form(text: str, lexicon: Lexicon) -> str:
     out = []
     for word in words:  # give each word back its original case (tokens are lower-cased)
         at = lowered.find(word)
-        out.append(canonical[at:at + len(word)] if at >= 0 else word)
+        out.append(canonical[at : at + len(word)] if at >= 0 else word)
     return " ".join(out)
 
 
@@ -70,7 +71,7 @@ def expand_queries(query: str, lexicon: Lexicon, max_queries: int = DEFAULT_MAX_
         for term, alternatives in options:
             if depth < len(alternatives):
                 queries.append(canonical.replace(term, alternatives[depth], 1))
-    return _dedupe(queries)[:max(1, max_queries)]
+    return _dedupe(queries)[: max(1, max_queries)]
 
 
 def _dedupe(queries: list[str]) -> list[str]:
@@ -93,7 +94,7 @@ def rewrite_query(query: str, *, ctx: SkillContext) -> SkillResult:
             generated = [str(q) for q in llm_rewrite(query)]
             # The original and canonical question stay first; LLM rewrites come before the
             # lexicon variants, which are cheaper to lose.
-            queries = _dedupe(offline[:2] + generated + offline[2:])[:max(1, max_queries)]
+            queries = _dedupe(offline[:2] + generated + offline[2:])[: max(1, max_queries)]
         except Exception as exc:  # the offline rewrite still stands
             degraded.append(f"llm rewrite failed: {type(exc).__name__}")
     note = "改写后的查询：" + "；".join(f"{i}) {q}" for i, q in enumerate(queries, start=1))

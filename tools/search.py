@@ -4,6 +4,7 @@ No `from __future__ import annotations` here: AgentScope builds each tool's JSON
 the real annotation objects. Filters are validated by knowledge.filters.SearchFilters before any
 index sees them; an invalid value becomes a note for the model, never an exception.
 """
+
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +22,9 @@ _LIST_SEPARATORS = re.compile(r"[,，、;；\s]+")
 _VALUE_RULE = "不能含引号、运算符等特殊字符"
 _FIELD_RULES = {
     "doc_type": "只能是 product, review, policy, faq, post, doc（逗号分隔）",
-    "brand": _VALUE_RULE, "category": _VALUE_RULE, "product_id": _VALUE_RULE,
+    "brand": _VALUE_RULE,
+    "category": _VALUE_RULE,
+    "product_id": _VALUE_RULE,
     "updated_after": "须为日期 YYYY-MM-DD",
 }
 
@@ -30,15 +33,25 @@ class InvalidFilter(ValueError):
     """A filter argument the model gave that cannot be used; the message is for the model."""
 
 
-def build_filters(doc_type: str | None = None, brand: str | None = None, category: str | None = None,
-                  product_id: str | None = None, updated_after: str | None = None) -> SearchFilters | None:
+def build_filters(
+    doc_type: str | None = None,
+    brand: str | None = None,
+    category: str | None = None,
+    product_id: str | None = None,
+    updated_after: str | None = None,
+) -> SearchFilters | None:
     """Model arguments -> validated SearchFilters (None when no filter is set).
 
     Raises InvalidFilter naming the bad field(s); the offending value is not echoed back.
     """
     types = [t.lower() for t in _LIST_SEPARATORS.split(doc_type or "") if t]
-    raw = {"doc_type": types or None, "brand": brand or None, "category": category or None,
-           "product_id": product_id or None, "updated_after": updated_after or None}
+    raw = {
+        "doc_type": types or None,
+        "brand": brand or None,
+        "category": category or None,
+        "product_id": product_id or None,
+        "updated_after": updated_after or None,
+    }
     try:
         filters = SearchFilters(**raw)
     except ValidationError as exc:
@@ -75,8 +88,9 @@ def _dense_leg(ctx: SkillContext, query: str, k: int, filters: SearchFilters | N
     return hits_from_chunks(ctx.kb, [(h.chunk_id, h.score) for h in found], "dense")
 
 
-def _single_leg(skill: str, leg: str, run: Callable, query: str, top_k: int, filter_args: dict,
-                ctx: SkillContext) -> SkillResult:
+def _single_leg(
+    skill: str, leg: str, run: Callable, query: str, top_k: int, filter_args: dict, ctx: SkillContext
+) -> SkillResult:
     try:
         filters = build_filters(**filter_args)
     except InvalidFilter as exc:
@@ -85,14 +99,25 @@ def _single_leg(skill: str, leg: str, run: Callable, query: str, top_k: int, fil
     try:
         hits = _rows_after_sections(run(ctx, query, max(_candidates(ctx), top_k), filters), top_k)
     except Exception as exc:  # a broken index must not end the agent's turn
-        return SkillResult(skill=skill, degraded=[f"{leg} leg failed: {type(exc).__name__}"],
-                           note="检索暂时不可用，请换用其他检索技能。")
+        return SkillResult(
+            skill=skill,
+            degraded=[f"{leg} leg failed: {type(exc).__name__}"],
+            note="检索暂时不可用，请换用其他检索技能。",
+        )
     return SkillResult(skill=skill, hits=hits, note=f"找到 {len(hits)} 条。")
 
 
-def keyword_search(query: str, top_k: int = 8, doc_type: str | None = None, brand: str | None = None,
-                   category: str | None = None, product_id: str | None = None,
-                   updated_after: str | None = None, *, ctx: SkillContext) -> SkillResult:
+def keyword_search(
+    query: str,
+    top_k: int = 8,
+    doc_type: str | None = None,
+    brand: str | None = None,
+    category: str | None = None,
+    product_id: str | None = None,
+    updated_after: str | None = None,
+    *,
+    ctx: SkillContext,
+) -> SkillResult:
     """关键词检索（BM25）：适合型号、SKU、专有名词、精确数字等字面匹配的问题。
 
     Args:
@@ -104,14 +129,23 @@ def keyword_search(query: str, top_k: int = 8, doc_type: str | None = None, bran
         product_id: 只检索该商品 ID，例如“p-xz3000”。
         updated_after: 只检索该日期（含）之后更新的内容，格式 YYYY-MM-DD。
     """
-    filter_args = dict(doc_type=doc_type, brand=brand, category=category, product_id=product_id,
-                       updated_after=updated_after)
+    filter_args = dict(
+        doc_type=doc_type, brand=brand, category=category, product_id=product_id, updated_after=updated_after
+    )
     return _single_leg("keyword_search", "bm25", _keyword_leg, query, top_k, filter_args, ctx)
 
 
-def semantic_search(query: str, top_k: int = 8, doc_type: str | None = None, brand: str | None = None,
-                    category: str | None = None, product_id: str | None = None,
-                    updated_after: str | None = None, *, ctx: SkillContext) -> SkillResult:
+def semantic_search(
+    query: str,
+    top_k: int = 8,
+    doc_type: str | None = None,
+    brand: str | None = None,
+    category: str | None = None,
+    product_id: str | None = None,
+    updated_after: str | None = None,
+    *,
+    ctx: SkillContext,
+) -> SkillResult:
     """语义检索（向量）：适合口语化、同义改写、字面不完全一致的问题。
 
     Args:
@@ -123,14 +157,23 @@ def semantic_search(query: str, top_k: int = 8, doc_type: str | None = None, bra
         product_id: 只检索该商品 ID，例如“p-xz3000”。
         updated_after: 只检索该日期（含）之后更新的内容，格式 YYYY-MM-DD。
     """
-    filter_args = dict(doc_type=doc_type, brand=brand, category=category, product_id=product_id,
-                       updated_after=updated_after)
+    filter_args = dict(
+        doc_type=doc_type, brand=brand, category=category, product_id=product_id, updated_after=updated_after
+    )
     return _single_leg("semantic_search", "dense", _dense_leg, query, top_k, filter_args, ctx)
 
 
-def hybrid_search(query: str, top_k: int = 8, doc_type: str | None = None, brand: str | None = None,
-                  category: str | None = None, product_id: str | None = None,
-                  updated_after: str | None = None, *, ctx: SkillContext) -> SkillResult:
+def hybrid_search(
+    query: str,
+    top_k: int = 8,
+    doc_type: str | None = None,
+    brand: str | None = None,
+    category: str | None = None,
+    product_id: str | None = None,
+    updated_after: str | None = None,
+    *,
+    ctx: SkillContext,
+) -> SkillResult:
     """混合检索：关键词与语义两路并行检索后融合排序，是大多数问题的首选。
 
     Args:

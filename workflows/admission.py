@@ -8,6 +8,7 @@ arrival order (asyncio.Semaphore is first come, first served) and turns the rest
 A question's deadline counts from its arrival, so one that waited too long is refused quickly
 (pipeline: refusal_reason "deadline") instead of being computed for a client that has given up.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,8 +33,12 @@ class Admission:
         return self.running >= self.max_running and self.queued >= self.max_queued
 
     def counts(self) -> dict[str, int]:
-        return {"running": self.running, "queued": self.queued,
-                "max_running": self.max_running, "max_queued": self.max_queued}
+        return {
+            "running": self.running,
+            "queued": self.queued,
+            "max_running": self.max_running,
+            "max_queued": self.max_queued,
+        }
 
     async def enter(self) -> None:
         """Take one of the max_running slots, waiting in the queue for one if need be; Saturated
@@ -43,8 +48,10 @@ class Admission:
             self._slots = asyncio.Semaphore(self.max_running)
         # checked and counted without an await in between: two arrivals never both take the last place
         if self.full:
-            raise Saturated(f"{self.running} questions computing and {self.queued} waiting (the most this "
-                            f"service takes: {self.max_running} + {self.max_queued})")
+            raise Saturated(
+                f"{self.running} questions computing and {self.queued} waiting (the most this "
+                f"service takes: {self.max_running} + {self.max_queued})"
+            )
         self.queued += 1
         try:
             await self._slots.acquire()

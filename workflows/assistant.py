@@ -18,6 +18,7 @@ run one at a time, in the order they arrived (a reply to a clarifying question m
 before it); different sessions run concurrently. Every answer has its own trace id, also when it
 comes from the result cache: the cache shares the answer, never another request's identity.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,12 +27,14 @@ import time
 from collections.abc import AsyncIterator
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from citescope.agents.models import redact
 from citescope.agents.planner import ToolCallRecord
+from citescope.agents.policy import RulesPolicy
+from citescope.agents.query_analysis import Entity, QueryFeatures
 from citescope.knowledge.chinese_script import in_traditional, written_in_traditional
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.settings import get_settings
@@ -39,12 +42,17 @@ from citescope.knowledge.text import is_storable_text
 from citescope.workflows.experience import ExperienceLearner, ExperienceStore
 from citescope.workflows.pipeline import QAPipeline, parse_filters
 from citescope.workflows.pipeline_config import PipelineConfig
-from citescope.agents.policy import RulesPolicy
-from citescope.agents.query_analysis import Entity, QueryFeatures
 from citescope.workflows.result import QAResult, features_summary, new_trace_id
 from citescope.workflows.result_cache import ResultCache
-from citescope.workflows.sessions import (Clarification, Clarifier, PendingTask, SessionState, SessionStore, Turn,
-                                check_session_id)
+from citescope.workflows.sessions import (
+    Clarification,
+    Clarifier,
+    PendingTask,
+    SessionState,
+    SessionStore,
+    Turn,
+    check_session_id,
+)
 from citescope.workflows.tenants import DEFAULT_TENANT
 from citescope.workflows.traces import TraceStore, attach_outcome
 
@@ -52,8 +60,9 @@ POLICIES = ("bandit", "rules")
 
 
 class Assistant:
-    def __init__(self, kb_dir: Path | str, *, config: PipelineConfig | None = None, policy: str = "bandit",
-                 **overrides: Any):
+    def __init__(
+        self, kb_dir: Path | str, *, config: PipelineConfig | None = None, policy: str = "bandit", **overrides: Any
+    ):
         """overrides: PipelineConfig fields (e.g. planner="dashscope"), applied over `config` or
         over the layered config of this KB."""
         if policy not in POLICIES:
@@ -79,7 +88,7 @@ class Assistant:
         # (tenant, session id) -> [lock, callers holding or waiting]; dropped when nobody is
         self._session_turns: dict[tuple[str, str], list] = {}
 
-    def warm_up(self) -> "Assistant":
+    def warm_up(self) -> Assistant:
         if self.clarifier is None:
             self.pipeline.warm_up()
             self.learner.warm_up()
@@ -87,9 +96,15 @@ class Assistant:
         return self
 
     # -- questions ---------------------------------------------------------------------------
-    async def ask(self, question: str, session_id: str | None = None, filters: dict | None = None,
-                  tenant: str = DEFAULT_TENANT, arrived: float | None = None,
-                  deadline_s: float | None = None) -> QAResult:
+    async def ask(
+        self,
+        question: str,
+        session_id: str | None = None,
+        filters: dict | None = None,
+        tenant: str = DEFAULT_TENANT,
+        arrived: float | None = None,
+        deadline_s: float | None = None,
+    ) -> QAResult:
         """Answer (or ask back) one turn; with a session id the turn joins that conversation of
         `tenant` (created on first use) and result.session_id is set. Turns of one session wait
         for the ones that arrived before them. arrived / deadline_s: when the question arrived
@@ -120,8 +135,15 @@ class Assistant:
             if entry[1] == 0:
                 del self._session_turns[key]
 
-    async def _ask(self, question: str, session_id: str | None, filters: Any, tenant: str,
-                   arrived: float | None = None, deadline_s: float | None = None) -> QAResult:
+    async def _ask(
+        self,
+        question: str,
+        session_id: str | None,
+        filters: Any,
+        tenant: str,
+        arrived: float | None = None,
+        deadline_s: float | None = None,
+    ) -> QAResult:
         started = time.perf_counter()
         state = self.sessions.get(session_id, tenant) if session_id is not None else None
         entity = state.entity if state else None
@@ -151,8 +173,9 @@ class Assistant:
                 result.timings_ms["total"] = _ms_since(started)
                 self._record(result, features, tenant, learn=False)
             else:
-                result = await self.pipeline.arun(asked, asked_entity, filters, topic, features, arrived=arrived,
-                                                  deadline_s=deadline_s)
+                result = await self.pipeline.arun(
+                    asked, asked_entity, filters, topic, features, arrived=arrived, deadline_s=deadline_s
+                )
                 result.session_id = session_id
                 self._record(result, features, tenant)
                 if not result.degraded:  # a model outage must not be served again once it is over
@@ -161,15 +184,17 @@ class Assistant:
             self._remember(session_id, question, result, features, clarification, entity, tenant)
         return result
 
-    def ask_sync(self, question: str, session_id: str | None = None, filters: dict | None = None,
-                 tenant: str = DEFAULT_TENANT) -> QAResult:
+    def ask_sync(
+        self, question: str, session_id: str | None = None, filters: dict | None = None, tenant: str = DEFAULT_TENANT
+    ) -> QAResult:
         """ask() from synchronous code. Every call runs on this Assistant's own event loop (one
         background thread), so model clients bound to a loop keep working across calls."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            future: Future = asyncio.run_coroutine_threadsafe(self.ask(question, session_id, filters, tenant),
-                                                                    self._sync_loop())
+            future: Future = asyncio.run_coroutine_threadsafe(
+                self.ask(question, session_id, filters, tenant), self._sync_loop()
+            )
             return future.result()
         raise RuntimeError("Assistant.ask_sync was called inside an event loop; await Assistant.ask instead")
 
@@ -181,15 +206,28 @@ class Assistant:
                 self._loop_thread.start()
             return self._loop
 
-    def _ask_back(self, question: str, features: QueryFeatures, clarification: Clarification,
-                  started: float) -> QAResult:
+    def _ask_back(
+        self, question: str, features: QueryFeatures, clarification: Clarification, started: float
+    ) -> QAResult:
         """A reply that asks for the missing facts; nothing retrieved, nothing guessed."""
-        calls = [ToolCallRecord(name=clarification.skill, arguments=clarification.arguments,
-                                elapsed_ms=clarification.elapsed_ms)] if clarification.skill else []
+        calls = (
+            [
+                ToolCallRecord(
+                    name=clarification.skill, arguments=clarification.arguments, elapsed_ms=clarification.elapsed_ms
+                )
+            ]
+            if clarification.skill
+            else []
+        )
         text = in_traditional(clarification.text) if written_in_traditional(question) else clarification.text
-        return QAResult(question=question, answer=text, features=features_summary(features),
-                        tool_calls=calls, clarification=clarification.model_dump(mode="json"),
-                        timings_ms={"clarify": _ms_since(started), "total": _ms_since(started)})
+        return QAResult(
+            question=question,
+            answer=text,
+            features=features_summary(features),
+            tool_calls=calls,
+            clarification=clarification.model_dump(mode="json"),
+            timings_ms={"clarify": _ms_since(started), "total": _ms_since(started)},
+        )
 
     def _record(self, result: QAResult, features: QueryFeatures, tenant: str, learn: bool = True) -> None:
         """Store the decision trace and log the round (its implicit reward is learned at once;
@@ -197,18 +235,37 @@ class Assistant:
         self.traces.record(result, self.kb, tenant)
         self.learner.record(result, features, result.session_id, tenant, learn=learn)
 
-    def _remember(self, session_id: str, question: str, result: QAResult, features: QueryFeatures,
-                  clarification: Clarification | None, entity: Entity | None, tenant: str) -> None:
+    def _remember(
+        self,
+        session_id: str,
+        question: str,
+        result: QAResult,
+        features: QueryFeatures,
+        clarification: Clarification | None,
+        entity: Entity | None,
+        tenant: str,
+    ) -> None:
         pending = None
         if clarification is not None:
             entity = clarification.product or entity
-            pending = PendingTask(kind=clarification.kind, need=clarification.need, question=result.question,
-                                  entity=clarification.product, options=clarification.options,
-                                  trace_id=result.trace_id)
+            pending = PendingTask(
+                kind=clarification.kind,
+                need=clarification.need,
+                question=result.question,
+                entity=clarification.product,
+                options=clarification.options,
+                trace_id=result.trace_id,
+            )
         elif features.product is not None:
             entity = features.product
-        turn = Turn(question=redact(question), answer=redact(result.answer), trace_id=result.trace_id,
-                    refused=result.refused, at=datetime.now(timezone.utc), clarification=result.clarification)
+        turn = Turn(
+            question=redact(question),
+            answer=redact(result.answer),
+            trace_id=result.trace_id,
+            refused=result.refused,
+            at=datetime.now(UTC),
+            clarification=result.clarification,
+        )
         self.sessions.add_turn(session_id, turn, entity, pending, tenant)
 
     # -- feedback, sessions, traces ------------------------------------------------------------
@@ -243,7 +300,7 @@ class Assistant:
         self.experience.close()
         self.kb.close()
 
-    def __enter__(self) -> "Assistant":
+    def __enter__(self) -> Assistant:
         return self.warm_up()
 
     def __exit__(self, *exc: Any) -> None:

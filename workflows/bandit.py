@@ -14,6 +14,7 @@ exactly as the rules do. The prior fades as the arm's own experience in that con
 `update` needs only the vector, the arm and the reward, so delayed feedback can re-update a round
 (`update(x, arm, new - old, count=False)`: same observation, corrected reward).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -55,9 +56,16 @@ class ArmEstimate:
 class LinUCBPolicy:
     """LinUCB warm-started from the rules; `choose` has RulesPolicy's interface (source "bandit")."""
 
-    def __init__(self, arms: dict[str, Arm] | None = None, rules: RulesPolicy | None = None,
-                 alpha: float = DEFAULT_ALPHA, prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-                 ridge: float = DEFAULT_RIDGE, feature_names: tuple[str, ...] = FEATURE_NAMES, seed: int = 0):
+    def __init__(
+        self,
+        arms: dict[str, Arm] | None = None,
+        rules: RulesPolicy | None = None,
+        alpha: float = DEFAULT_ALPHA,
+        prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+        ridge: float = DEFAULT_RIDGE,
+        feature_names: tuple[str, ...] = FEATURE_NAMES,
+        seed: int = 0,
+    ):
         self.rules = rules or RulesPolicy(arms)
         self.arms = self.rules.arms
         if alpha < 0 or prior_weight <= 0 or ridge <= 0:
@@ -92,8 +100,10 @@ class LinUCBPolicy:
             width = float(np.sqrt(max(x @ np.linalg.solve(self.prior_weight * identity + gram, x), 0.0)))
             parts.append((name, prior, experience, learned, mean, width))
         bonuses = self._exploration(x, [width for *_, width in parts])
-        return {name: ArmEstimate(name, prior, experience, learned, mean, width, mean + bonus)
-                for (name, prior, experience, learned, mean, width), bonus in zip(parts, bonuses)}
+        return {
+            name: ArmEstimate(name, prior, experience, learned, mean, width, mean + bonus)
+            for (name, prior, experience, learned, mean, width), bonus in zip(parts, bonuses, strict=False)
+        }
 
     def _exploration(self, x: np.ndarray, widths: list[float]) -> list[float]:
         """The optimism added to each arm's mean (arms in file order): the confidence width."""
@@ -105,11 +115,13 @@ class LinUCBPolicy:
         estimates = self.estimates(features)
         rules_decision = self.rules.choose(features, budget)
         # Highest score first, ties in arms-file order; an arm with nothing to call gives way.
-        name, plan = first_runnable(self.arms, sorted(self.arms, key=lambda arm: -estimates[arm].score),
-                                    features, budget)
+        name, plan = first_runnable(
+            self.arms, sorted(self.arms, key=lambda arm: -estimates[arm].score), features, budget
+        )
         scores = {arm: round(e.score, 4) for arm, e in estimates.items()}
-        return PolicyDecision(arm=name, scores=scores, plan=plan, source="bandit",
-                              reason=explain(name, estimates, rules_decision))
+        return PolicyDecision(
+            arm=name, scores=scores, plan=plan, source="bandit", reason=explain(name, estimates, rules_decision)
+        )
 
     def update(self, vector: np.ndarray, arm: str, reward: float, count: bool = True) -> None:
         """Learn one round: arm `arm` earned `reward` for this feature vector. count=False adds a
@@ -128,10 +140,17 @@ class LinUCBPolicy:
     def state_dict(self) -> dict:
         """JSON-able learned state (hyper-parameters included)."""
         return {
-            "version": STATE_VERSION, "kind": type(self).__name__, "feature_names": list(self.feature_names),
-            "alpha": self.alpha, "prior_weight": self.prior_weight, "ridge": self.ridge, "seed": self.seed,
-            "arms": {name: {"count": self.count[name], "gram": self.gram[name].tolist(), "b": self.b[name].tolist()}
-                     for name in self.arms},
+            "version": STATE_VERSION,
+            "kind": type(self).__name__,
+            "feature_names": list(self.feature_names),
+            "alpha": self.alpha,
+            "prior_weight": self.prior_weight,
+            "ridge": self.ridge,
+            "seed": self.seed,
+            "arms": {
+                name: {"count": self.count[name], "gram": self.gram[name].tolist(), "b": self.b[name].tolist()}
+                for name in self.arms
+            },
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -162,7 +181,7 @@ class LinearThompsonPolicy(LinUCBPolicy):
     def _exploration(self, x: np.ndarray, widths: list[float]) -> list[float]:
         key = hashlib.sha256(f"{self.seed}|{self.rounds}|{np.round(x, 6).tobytes().hex()}".encode()).digest()
         draws = np.random.default_rng(int.from_bytes(key[:8], "little")).standard_normal(len(widths))
-        return [self.alpha * width * float(z) for width, z in zip(widths, draws)]
+        return [self.alpha * width * float(z) for width, z in zip(widths, draws, strict=False)]
 
 
 def explain(chosen: str, estimates: dict[str, ArmEstimate], rules: PolicyDecision) -> str:
@@ -171,14 +190,22 @@ def explain(chosen: str, estimates: dict[str, ArmEstimate], rules: PolicyDecisio
     if chosen == rules.arm and pick.experience < _LITTLE_EXPERIENCE:
         return f"同类问题的经验还很少（约 {pick.experience:.1f} 次），沿用规则先验：{rules.reason.rstrip('。')}。"
     if chosen == rules.arm:
-        return (f"规则首选「{chosen}」（先验 {pick.prior:.2f}），同类问题约 {pick.experience:.0f} 次经验的回报估计为 "
-                f"{pick.learned:.2f}，综合后仍是最佳，继续选用。")
+        return (
+            f"规则首选「{chosen}」（先验 {pick.prior:.2f}），同类问题约 {pick.experience:.0f} 次经验的回报估计为 "
+            f"{pick.learned:.2f}，综合后仍是最佳，继续选用。"
+        )
     if pick.mean < max(e.mean for e in estimates.values()):
-        return (f"「{chosen}」在同类问题上经验较少（约 {pick.experience:.1f} 次），加上探索项后得分 {pick.score:.2f} 最高，"
-                f"先试探它；规则首选「{rules.arm}」目前的估计为 {favourite.mean:.2f}。")
+        return (
+            f"「{chosen}」在同类问题上经验较少（约 {pick.experience:.1f} 次），加上探索项后得分 {pick.score:.2f} 最高，"
+            f"先试探它；规则首选「{rules.arm}」目前的估计为 {favourite.mean:.2f}。"
+        )
     if pick.experience >= _LITTLE_EXPERIENCE:
-        return (f"经验改变了选择：同类问题上「{chosen}」约 {pick.experience:.0f} 次经验的回报估计为 {pick.learned:.2f}，"
-                f"综合 {pick.mean:.2f} 高于规则首选「{rules.arm}」的 {favourite.mean:.2f}（先验 {favourite.prior:.2f}），因此改用前者。")
-    return (f"经验改变了选择：规则首选「{rules.arm}」在同类问题上约 {favourite.experience:.0f} 次经验的回报只有 "
-            f"{favourite.learned:.2f}（先验 {favourite.prior:.2f}），综合降到 {favourite.mean:.2f}，低于「{chosen}」的先验 "
-            f"{pick.prior:.2f}，因此改用后者。")
+        return (
+            f"经验改变了选择：同类问题上「{chosen}」约 {pick.experience:.0f} 次经验的回报估计为 {pick.learned:.2f}，"
+            f"综合 {pick.mean:.2f} 高于规则首选「{rules.arm}」的 {favourite.mean:.2f}（先验 {favourite.prior:.2f}），因此改用前者。"
+        )
+    return (
+        f"经验改变了选择：规则首选「{rules.arm}」在同类问题上约 {favourite.experience:.0f} 次经验的回报只有 "
+        f"{favourite.learned:.2f}（先验 {favourite.prior:.2f}），综合降到 {favourite.mean:.2f}，低于「{chosen}」的先验 "
+        f"{pick.prior:.2f}，因此改用后者。"
+    )

@@ -10,6 +10,7 @@ line, which the next run drops and redoes; ids already in the output are skipped
 same command finishes the job without duplicating a line. Customers' personal data in the
 questions and answers is redacted in the output (workflows.personal_data).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -58,10 +59,12 @@ class BatchSummary(BaseModel):
 
     def render(self) -> str:
         latency = "n/a" if self.p50_ms is None else f"p50 {self.p50_ms:.0f} ms, p95 {self.p95_ms:.0f} ms"
-        lines = [f"{self.output}: {self.items} items ({self.skipped} already done, {self.written} written now, "
-                 f"{self.seconds:.1f}s)",
-                 f"answered {self.answered}  refused {self.refused}  conflicts {self.conflicts}  "
-                 f"errors {self.errors}  latency {latency}"]
+        lines = [
+            f"{self.output}: {self.items} items ({self.skipped} already done, {self.written} written now, "
+            f"{self.seconds:.1f}s)",
+            f"answered {self.answered}  refused {self.refused}  conflicts {self.conflicts}  "
+            f"errors {self.errors}  latency {latency}",
+        ]
         if self.duplicate_ids:
             lines.append(f"duplicate ids asked once: {', '.join(self.duplicate_ids[:10])}")
         return "\n".join(lines)
@@ -212,9 +215,15 @@ class BatchRunner:
                     await self._answer_all(todo, log, advance)
         finally:
             log.close()
-        return summarize(log.records(), output=str(output_path), items=len(items),
-                         skipped=len(items) - len(todo), written=len(todo),
-                         seconds=time.perf_counter() - started, duplicate_ids=duplicates)
+        return summarize(
+            log.records(),
+            output=str(output_path),
+            items=len(items),
+            skipped=len(items) - len(todo),
+            written=len(todo),
+            seconds=time.perf_counter() - started,
+            duplicate_ids=duplicates,
+        )
 
     async def _answer_all(self, todo: list[BatchItem], log: AnswerLog, advance: Callable[[dict], None]) -> None:
         lanes: dict[str, list[BatchItem]] = {}  # one lane per session (in order), one per lone item
@@ -241,13 +250,21 @@ class BatchRunner:
             return {**base, "error": item.problem, "latency_ms": None}
         started = time.perf_counter()
         try:
-            result = await self.assistant.ask(item.question, session_id=item.session_id,
-                                              filters={"as_of": item.as_of} if item.as_of else None)
+            result = await self.assistant.ask(
+                item.question, session_id=item.session_id, filters={"as_of": item.as_of} if item.as_of else None
+            )
         except Exception as exc:  # the item's error, never the batch's
-            return {**base, "error": f"{type(exc).__name__}: {exc}",
-                    "latency_ms": round((time.perf_counter() - started) * 1000, 1)}
-        return {"id": item.id, **result.model_dump(mode="json"),
-                "latency_ms": round((time.perf_counter() - started) * 1000, 1), "error": None}
+            return {
+                **base,
+                "error": f"{type(exc).__name__}: {exc}",
+                "latency_ms": round((time.perf_counter() - started) * 1000, 1),
+            }
+        return {
+            "id": item.id,
+            **result.model_dump(mode="json"),
+            "latency_ms": round((time.perf_counter() - started) * 1000, 1),
+            "error": None,
+        }
 
 
 def _distinct(items: list[BatchItem]) -> tuple[list[BatchItem], list[str]]:
@@ -267,6 +284,12 @@ def summarize(records: list[dict], **fields: Any) -> BatchSummary:
     latencies = [r["latency_ms"] for r in ok if r.get("latency_ms") is not None]
     summary = latency_summary(latencies)
     p50, p95 = (round(summary["p50"], 1), round(summary["p95"], 1)) if latencies else (None, None)
-    return BatchSummary(answered=sum(not r.get("refused") for r in ok), refused=sum(bool(r.get("refused")) for r in ok),
-                        conflicts=sum(bool(r.get("conflicts")) for r in ok), errors=len(records) - len(ok),
-                        p50_ms=p50, p95_ms=p95, **{**fields, "seconds": round(fields["seconds"], 2)})
+    return BatchSummary(
+        answered=sum(not r.get("refused") for r in ok),
+        refused=sum(bool(r.get("refused")) for r in ok),
+        conflicts=sum(bool(r.get("conflicts")) for r in ok),
+        errors=len(records) - len(ok),
+        p50_ms=p50,
+        p95_ms=p95,
+        **{**fields, "seconds": round(fields["seconds"], 2)},
+    )

@@ -1,4 +1,5 @@
 """The `run.py` commands. Each command is a thin shell over a typed entry point elsewhere."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,12 @@ from rich.text import Text
 from citescope.knowledge.kb import KBError, KnowledgeBase
 from citescope.knowledge.settings import Settings, get_settings
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="citescope: cited answers from a shop's knowledge base")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="citescope: cited answers from a shop's knowledge base",
+)
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (reports go to docs/benchmarks.md)")
 app.add_typer(bench_app, name="bench")
 
@@ -99,19 +105,32 @@ def open_kb(kb_dir: Path, create: bool = False) -> KnowledgeBase:
 def ingest(
     paths: list[Path] = typer.Argument(..., help="files or folders (JSONL, CSV, Markdown, text, PDF)"),
     kb: Path = KbOption,
-    prune: bool = typer.Option(False, help="remove documents that are no longer in PATHS (refused when a path "
-                               "yields no documents or too large a share would go; see --max-prune-share)"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="show what would be added, changed and removed; write nothing"),
-    max_prune_share: float = typer.Option(None, "--max-prune-share",
-                                          help="the largest share of the KB's documents --prune may remove "
-                                          "without --yes (default 0.2, or CITESCOPE_MAX_PRUNE_SHARE)"),
+    prune: bool = typer.Option(
+        False,
+        help="remove documents that are no longer in PATHS (refused when a path "
+        "yields no documents or too large a share would go; see --max-prune-share)",
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="show what would be added, changed and removed; write nothing"
+    ),
+    max_prune_share: float = typer.Option(
+        None,
+        "--max-prune-share",
+        help="the largest share of the KB's documents --prune may remove "
+        "without --yes (default 0.2, or CITESCOPE_MAX_PRUNE_SHARE)",
+    ),
     yes: bool = typer.Option(False, "--yes", help="let --prune remove more than --max-prune-share"),
-    max_file_mb: float = typer.Option(None, "--max-file-mb",
-                                      help="skip files larger than this many MB (default 10, or CITESCOPE_MAX_FILE_MB)"),
+    max_file_mb: float = typer.Option(
+        None, "--max-file-mb", help="skip files larger than this many MB (default 10, or CITESCOPE_MAX_FILE_MB)"
+    ),
     reindex: bool = typer.Option(False, help="drop the KB and build it again (e.g. after changing embedder)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
-    doc_type: str = typer.Option(None, "--doc-type", help="the type of documents whose records name none "
-                                 "(product, review, policy, faq, post, doc), e.g. faq for an FAQ export"),
+    doc_type: str = typer.Option(
+        None,
+        "--doc-type",
+        help="the type of documents whose records name none "
+        "(product, review, policy, faq, post, doc), e.g. faq for an FAQ export",
+    ),
 ) -> None:
     """Ingest documents into a KB; unchanged documents are skipped, changed ones replaced."""
     from citescope.knowledge.ingest import Ingestor
@@ -141,8 +160,9 @@ def ingest(
         stages = lambda stage: print(f"stage {stage}", file=sys.stderr, flush=True)  # noqa: E731
     ingestor = Ingestor(base, show_progress=not as_json, on_stage=stages, doc_type=doc_type)
     try:
-        summary = ingestor.run(list(paths), prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
-                               allow_large_prune=yes)
+        summary = ingestor.run(
+            list(paths), prune=prune, dry_run=dry_run, max_prune_share=max_prune_share, allow_large_prune=yes
+        )
     except PruneRefused as exc:
         fail(exc)
     finally:
@@ -153,8 +173,10 @@ def ingest(
         for issue in summary.issues:
             err.print(f"[yellow]skipped[/yellow] {escape(str(issue))}", highlight=False)
         if summary.flagged:
-            err.print(f"[yellow]{len(summary.flagged)} records flagged as possible prompt injection[/yellow]:",
-                      highlight=False)
+            err.print(
+                f"[yellow]{len(summary.flagged)} records flagged as possible prompt injection[/yellow]:",
+                highlight=False,
+            )
             for flagged in summary.flagged:
                 err.print(f"  {escape(str(flagged))}", highlight=False)
         if dry_run:
@@ -218,8 +240,9 @@ def show_evidence(base: KnowledgeBase, query: str, k: int) -> None:
     for leg, hits in (("bm25", base.search_keyword(query, k)), ("dense", base.search_dense(query, k))):
         for hit in hits:
             chunk = base.get(hit.chunk_id)
-            table.add_row(leg, f"{hit.score:.3f}", escape(f"【{hit.chunk_id}】"),
-                          escape(chunk.text[:80].replace("\n", " ")))
+            table.add_row(
+                leg, f"{hit.score:.3f}", escape(f"【{hit.chunk_id}】"), escape(chunk.text[:80].replace("\n", " "))
+            )
     console.print(table)
 
 
@@ -242,8 +265,10 @@ def demo(kb: Path = KbOption) -> None:
 
     base = open_kb(kb, create=True)
     summary = Ingestor(base).run([DEMO_DIR])
-    console.print(f"[bold]demo KB[/bold] {kb}: {summary.documents} documents, {len(base)} chunks "
-                  f"({summary.added} added, {summary.skipped} unchanged, {summary.embedded} embedded, {summary.seconds}s)")
+    console.print(
+        f"[bold]demo KB[/bold] {kb}: {summary.documents} documents, {len(base)} chunks "
+        f"({summary.added} added, {summary.skipped} unchanged, {summary.embedded} embedded, {summary.seconds}s)"
+    )
     pipeline = QAPipeline(base, PipelineConfig.load(kb)).warm_up()
     for question in DEMO_QUESTIONS:
         result = pipeline.run(question)
@@ -258,13 +283,23 @@ def ask(
     question: str = typer.Argument(..., help="the customer's question"),
     kb: Path = KbOption,
     as_json: bool = typer.Option(False, "--json", help="print the whole QAResult as JSON"),
-    planner: str = typer.Option(None, "--planner", help="planner model: offline | dashscope:qwen-plus | "
-                                "openai:gpt-4o-mini | compatible:<model>@<base_url>"),
+    planner: str = typer.Option(
+        None,
+        "--planner",
+        help="planner model: offline | dashscope:qwen-plus | openai:gpt-4o-mini | compatible:<model>@<base_url>",
+    ),
     answerer: str = typer.Option(None, "--answerer", help="answerer model (same forms as --planner)"),
-    session: str = typer.Option(None, "--session", help="continue (or start) this conversation: follow-ups, "
-                                "clarifying questions and the carried product use its history"),
-    as_of: str = typer.Option(None, "--as-of", help="the time the question is about (YYYY, YYYY-MM or "
-                              "YYYY-MM-DD): documents dated near it rank first"),
+    session: str = typer.Option(
+        None,
+        "--session",
+        help="continue (or start) this conversation: follow-ups, "
+        "clarifying questions and the carried product use its history",
+    ),
+    as_of: str = typer.Option(
+        None,
+        "--as-of",
+        help="the time the question is about (YYYY, YYYY-MM or YYYY-MM-DD): documents dated near it rank first",
+    ),
 ) -> None:
     """Answer one question from a KB: the cited answer and its numbered sources."""
 
@@ -314,8 +349,10 @@ def open_assistant(kb_dir: Path, config, policy: str = "bandit"):
         fail(f"cannot open the assistant on {kb_dir}: {exc}")
 
 
-CHAT_HELP = ("/new 新会话 · /feedback up|down [意见] 评价上一条回答 · /trace 查看上一条回答的决策过程 · "
-             "/help 列出命令 · /quit 退出")
+CHAT_HELP = (
+    "/new 新会话 · /feedback up|down [意见] 评价上一条回答 · /trace 查看上一条回答的决策过程 · "
+    "/help 列出命令 · /quit 退出"
+)
 
 
 @app.command()
@@ -390,8 +427,10 @@ def chat(
             console.print(f"[dim]trace {result.trace_id}{cached}[/dim]")
     finally:
         assistant.close()
-    console.print(f"[dim]session {escape(session)} — resume: python run.py chat --kb {escape(str(kb))} "
-                  f"--session {escape(session)}[/dim]")
+    console.print(
+        f"[dim]session {escape(session)} — resume: python run.py chat --kb {escape(str(kb))} "
+        f"--session {escape(session)}[/dim]"
+    )
 
 
 @app.command()
@@ -438,7 +477,9 @@ def bench_bm25(as_json: bool = typer.Option(False, "--json"), queries: int = 200
 
 
 @bench_app.command("ingest")
-def bench_ingest(as_json: bool = typer.Option(False, "--json"), limit: int = typer.Option(400, help="documents")) -> None:
+def bench_ingest(
+    as_json: bool = typer.Option(False, "--json"), limit: int = typer.Option(400, help="documents")
+) -> None:
     """Ingest throughput (chunks/s with embeddings) on baoxianzhidao."""
     from citescope.workflows.evaluation.bench.ingest import format_ingest_report, run_ingest_bench
 
@@ -450,8 +491,10 @@ def bench_ingest(as_json: bool = typer.Option(False, "--json"), limit: int = typ
 def bench_crash(
     trials: int = typer.Option(30, help="SIGKILLs at random moments (ingest, ingest --prune, delete)"),
     seed: int = typer.Option(0),
-    window: str = typer.Option("run", help="run: kill moments uniform over the whole run (mostly start-up); "
-                               "writes: uniform over the write phase"),
+    window: str = typer.Option(
+        "run",
+        help="run: kill moments uniform over the whole run (mostly start-up); writes: uniform over the write phase",
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Crash safety: every document old or new in catalog, BM25 and Milvus after a kill; reruns converge."""
@@ -478,8 +521,9 @@ def bench_simulate(
     """Strategy learning on real retrieval outcomes: rules vs bandit vs per-intent oracle vs random."""
     from citescope.workflows.evaluation.bench.simulate_policy import format_policy_report, run_policy_simulation
 
-    result = run_policy_simulation(DATASETS, rounds=rounds, seed=seed, repeats=repeats, plot_path=plot,
-                                   with_sensitivity=sensitivity)
+    result = run_policy_simulation(
+        DATASETS, rounds=rounds, seed=seed, repeats=repeats, plot_path=plot, with_sensitivity=sensitivity
+    )
     if as_json:
         print(json.dumps({k: v for k, v in result.items() if k != "curves"}, ensure_ascii=False, indent=2))
     else:
@@ -494,10 +538,9 @@ def feedback(
     kb: Path = KbOption,
 ) -> None:
     """Record 👍/👎 on an answer; the strategy policy re-learns that round at once."""
+    from citescope.knowledge.text import is_storable_text
     from citescope.workflows.experience import FILE_NAME, ExperienceLearner, ExperienceStore
     from citescope.workflows.rewards import parse_rating
-
-    from citescope.knowledge.text import is_storable_text
 
     try:
         value = parse_rating(rating)
@@ -516,8 +559,9 @@ def feedback(
     finally:
         store.close()
     old = "none" if before.reward is None else f"{before.reward:.2f}"
-    console.print(f"{'👍' if value > 0 else '👎'} recorded for {trace_id}: arm {after.arm}, "
-                  f"reward {old} -> {after.reward:.2f}")
+    console.print(
+        f"{'👍' if value > 0 else '👎'} recorded for {trace_id}: arm {after.arm}, reward {old} -> {after.reward:.2f}"
+    )
 
 
 @bench_app.command("retrieval")
@@ -537,8 +581,14 @@ def bench_retrieval(
 
     chosen = [spec for spec in SETS if spec.key in {s.strip() for s in sets.split(",")}]
     result = run_retrieval_bench(
-        DATASETS, limit=limit, legs=[leg.strip() for leg in legs.split(",") if leg.strip()], seed=seed, sets=chosen,
-        max_docs=max_docs, ablation=ablation, history=history,
+        DATASETS,
+        limit=limit,
+        legs=[leg.strip() for leg in legs.split(",") if leg.strip()],
+        seed=seed,
+        sets=chosen,
+        max_docs=max_docs,
+        ablation=ablation,
+        history=history,
         scale_sizes=[int(size) for size in scale.split(",") if size.strip()],
     )
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_retrieval_report(result))
@@ -576,14 +626,17 @@ def serve(
     from citescope.workflows.service import serve as run_service
 
     config = pipeline_config_or_exit(kb, planner, answerer)
-    settings = valid_or_exit(ServiceSettings,
-                             {name: f"CITESCOPE_{name.upper()}" for name in ServiceSettings.model_fields})
+    settings = valid_or_exit(
+        ServiceSettings, {name: f"CITESCOPE_{name.upper()}" for name in ServiceSettings.model_fields}
+    )
     try:
         tenants = settings.tenants()
     except ValueError as exc:
         fail(exc)
     if tenants.open and host not in ("127.0.0.1", "localhost", "::1"):
-        err.print(f"[yellow]warning:[/yellow] no CITESCOPE_API_KEYS: anyone who reaches {host}:{port} can use the service")
+        err.print(
+            f"[yellow]warning:[/yellow] no CITESCOPE_API_KEYS: anyone who reaches {host}:{port} can use the service"
+        )
     try:  # not warmed here: the app warms it in the background while /healthz already answers
         assistant = Assistant(kb, config=config, policy=policy)
     except (KBError, ValueError) as exc:
@@ -631,8 +684,11 @@ def studio(
     studio_url: str = typer.Option("http://127.0.0.1:3000", help="AgentScope Studio (start it with `as_studio`)"),
     project: str = typer.Option("citescope", help="Studio project the run is listed under"),
     name: str = typer.Option(None, help="run name (default: time + random suffix)"),
-    question: str = typer.Option(None, "--question", help="ask this one question and exit; without it, "
-                                 "type questions in the Studio page until `/exit`"),
+    question: str = typer.Option(
+        None,
+        "--question",
+        help="ask this one question and exit; without it, type questions in the Studio page until `/exit`",
+    ),
     reconnect_attempts: int = typer.Option(10, min=0, help="reconnects tried when Studio drops"),
     reconnect_window: float = typer.Option(60.0, min=0, help="seconds Studio may stay away before the session ends"),
     policy: str = typer.Option("bandit", help="strategy policy: bandit | rules"),
@@ -650,14 +706,22 @@ def studio(
 
     assistant = open_assistant(kb, pipeline_config_or_exit(kb, planner, answerer), policy)
     reconnect = ReconnectPolicy(attempts=reconnect_attempts, window_s=reconnect_window)
-    session = StudioSession(assistant, studio_url, project=project, name=name, reconnect=reconnect,
-                            on_event=lambda text: err.print(escape(text), highlight=False))
+    session = StudioSession(
+        assistant,
+        studio_url,
+        project=project,
+        name=name,
+        reconnect=reconnect,
+        on_event=lambda text: err.print(escape(text), highlight=False),
+    )
     try:
         try:
             session.connect()
         except Exception as exc:  # httpx's and socket.io's connection errors, an HTTP error status
-            fail(f"cannot reach AgentScope Studio at {studio_url} ({exc}); "
-                 "start it with `as_studio` (npm install -g @agentscope/studio)")
+            fail(
+                f"cannot reach AgentScope Studio at {studio_url} ({exc}); "
+                "start it with `as_studio` (npm install -g @agentscope/studio)"
+            )
         console.print(f"Studio run: {session.run_url}", highlight=False, soft_wrap=True)
         if question is not None:
             try:  # the user's, answerer's and inspector's messages also print here, as in Studio
@@ -665,8 +729,11 @@ def studio(
             except QuestionError as exc:
                 fail(exc)
         else:
-            console.print(f"connected to {escape(studio_url)} (project {escape(project)}): type questions in "
-                          "Studio, `/exit` to finish", highlight=False)
+            console.print(
+                f"connected to {escape(studio_url)} (project {escape(project)}): type questions in "
+                "Studio, `/exit` to finish",
+                highlight=False,
+            )
             try:
                 turns = asyncio.run(session.chat())
             except KeyboardInterrupt:
@@ -679,8 +746,10 @@ def studio(
         assistant.close()
     stats = session.link.stats if session.link is not None else None
     if stats is not None and stats.undelivered:
-        err.print(f"{stats.undelivered} messages could not be delivered to Studio (they are in the console output "
-                  "above)", highlight=False)
+        err.print(
+            f"{stats.undelivered} messages could not be delivered to Studio (they are in the console output above)",
+            highlight=False,
+        )
     if stats is not None and stats.rejected:
         err.print(f"Studio refused {stats.rejected} messages (HTTP 4xx; see Studio's log)", highlight=False)
     if session.link is not None and session.link.gone:  # waiting for input, answering, or delivering at the end
@@ -724,30 +793,50 @@ def _names(values: list[str] | None) -> list[str]:
     return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
 
 
-EVAL_OPTIONS = {"dataset_dir": "--dataset", "questions_file": "--questions", "limit": "--limit",
-                "per_qtype": "--per-qtype", "mode": "--mode", "planner": "--planner", "answerer": "--answerer",
-                "strategies": "--strategy", "concurrency": "--concurrency", "seed": "--seed", "run_dir": "--run-dir",
-                "max_embed": "--max-embed", "root": "--root"}
+EVAL_OPTIONS = {
+    "dataset_dir": "--dataset",
+    "questions_file": "--questions",
+    "limit": "--limit",
+    "per_qtype": "--per-qtype",
+    "mode": "--mode",
+    "planner": "--planner",
+    "answerer": "--answerer",
+    "strategies": "--strategy",
+    "concurrency": "--concurrency",
+    "seed": "--seed",
+    "run_dir": "--run-dir",
+    "max_embed": "--max-embed",
+    "root": "--root",
+}
 
 
 @app.command("eval")
 def eval_command(
     dataset: Path = typer.Option(..., "--dataset", help="a dataset folder: ../shared/datasets/NAME or knowledge/demo"),
-    questions: str = typer.Option(None, "--questions", help="one question file of the set (default: every questions*.jsonl)"),
+    questions: str = typer.Option(
+        None, "--questions", help="one question file of the set (default: every questions*.jsonl)"
+    ),
     limit: int = typer.Option(None, "--limit", help="questions per file, stratified by qtype (seeded)"),
     per_qtype: int = typer.Option(None, "--per-qtype", help="or: this many questions of each qtype"),
     mode: str = typer.Option("offline", "--mode", help="offline | llm"),
     planner: str = typer.Option(None, "--planner", help="llm mode: planner model spec (e.g. dashscope:qwen-plus)"),
     answerer: str = typer.Option(None, "--answerer", help="llm mode: answerer model spec"),
-    strategy: list[str] = typer.Option(None, "--strategy", help="policy and/or arm names of agents/arms.yaml, "
-                                       "compared side by side (repeat or comma-separate; default: policy)"),
+    strategy: list[str] = typer.Option(
+        None,
+        "--strategy",
+        help="policy and/or arm names of agents/arms.yaml, "
+        "compared side by side (repeat or comma-separate; default: policy)",
+    ),
     baseline: bool = typer.Option(True, help="AgentScope SimpleKnowledge retrieval row"),
     as_json: bool = typer.Option(False, "--json", help="print the scores as JSON"),
     concurrency: int = typer.Option(1, "--concurrency", help="questions in flight (latency is measured under it)"),
     resume: bool = typer.Option(False, "--resume", help="continue the run: skip questions already in its results"),
     seed: int = typer.Option(0, "--seed"),
-    run_dir: Path = typer.Option(None, "--run-dir", help="where results.jsonl and summary.json go "
-                                 "(default: ~/.cache/citescope/eval/runs/<dataset>-<split>-<hash>)"),
+    run_dir: Path = typer.Option(
+        None,
+        "--run-dir",
+        help="where results.jsonl and summary.json go (default: ~/.cache/citescope/eval/runs/<dataset>-<split>-<hash>)",
+    ),
     max_embed: int = typer.Option(2000, "--max-embed", help="refuse KBs that would embed more texts than this"),
     root: Path = typer.Option(None, "--root", help="eval KBs and runs (default: ~/.cache/citescope/eval)"),
 ) -> None:
@@ -755,11 +844,26 @@ def eval_command(
     conflicts, tool calls and latency, by question type and strategy."""
     from citescope.workflows.evaluation.evaluate import EvalError, EvalRequest, format_eval_report, run_eval
 
-    request = valid_or_exit(EvalRequest, EVAL_OPTIONS, dataset_dir=dataset, questions_file=questions, limit=limit,
-                            per_qtype=per_qtype, mode=mode, planner=planner, answerer=answerer,
-                            strategies=_names(strategy) or ["policy"], baseline=baseline, concurrency=concurrency,
-                            resume=resume, seed=seed, run_dir=run_dir, max_embed=max_embed, progress=not as_json,
-                            **({"root": root} if root else {}))
+    request = valid_or_exit(
+        EvalRequest,
+        EVAL_OPTIONS,
+        dataset_dir=dataset,
+        questions_file=questions,
+        limit=limit,
+        per_qtype=per_qtype,
+        mode=mode,
+        planner=planner,
+        answerer=answerer,
+        strategies=_names(strategy) or ["policy"],
+        baseline=baseline,
+        concurrency=concurrency,
+        resume=resume,
+        seed=seed,
+        run_dir=run_dir,
+        max_embed=max_embed,
+        progress=not as_json,
+        **({"root": root} if root else {}),
+    )
     try:
         result = run_eval(request)
     except (EvalError, ValueError) as exc:
@@ -769,8 +873,11 @@ def eval_command(
 
 @app.command("calibrate")
 def calibrate_command(
-    dataset: list[Path] = typer.Option(None, "--dataset", help="dev sets (repeat; default: cmrc2018_dev, "
-                                       "baoxianzhidao, rgb_zh, domainrag and the demo, those embedded)"),
+    dataset: list[Path] = typer.Option(
+        None,
+        "--dataset",
+        help="dev sets (repeat; default: cmrc2018_dev, baoxianzhidao, rgb_zh, domainrag and the demo, those embedded)",
+    ),
     per_set: int = typer.Option(300, "--per-set", help="questions per set for the reranker fit and the threshold"),
     fit_reranker: bool = typer.Option(True, help="refit tools/rerank_weights.json (written only if it wins held out)"),
     threshold: bool = typer.Option(True, help="calibrate the refusal threshold"),
@@ -784,9 +891,18 @@ def calibrate_command(
     """Fit the offline reranker on dev data and choose the refusal threshold (≤ 5% false refusals)."""
     from citescope.workflows.evaluation.calibrate import CalibrationRequest, format_calibration_report, run_calibration
 
-    request = CalibrationRequest(datasets=list(dataset or []), per_set=per_set, fit_reranker=fit_reranker,
-                                 threshold=threshold, write_default=write_default, dry_run=dry_run, plot=plot, seed=seed,
-                                 max_embed=max_embed, progress=not as_json)
+    request = CalibrationRequest(
+        datasets=list(dataset or []),
+        per_set=per_set,
+        fit_reranker=fit_reranker,
+        threshold=threshold,
+        write_default=write_default,
+        dry_run=dry_run,
+        plot=plot,
+        seed=seed,
+        max_embed=max_embed,
+        progress=not as_json,
+    )
     result = run_calibration(request)
     print(json.dumps(result, ensure_ascii=False, indent=1) if as_json else format_calibration_report(result))
 

@@ -8,6 +8,7 @@ whitespace and zero-width characters ignored — so "最 低 价", "最\u200b低
 Citation markers 【chunk_id】 are barriers: never masked, never part of a match. A word of
 Latin letters or digits only matches at word boundaries of the original text ("ass" not in "class").
 """
+
 from __future__ import annotations
 
 import unicodedata
@@ -70,13 +71,13 @@ class SensitiveWordFilter:
         self._trie: dict | None = None
 
     @classmethod
-    def for_config(cls, config: "PipelineConfig", kb_dir: Path | str | None) -> "SensitiveWordFilter | None":
+    def for_config(cls, config: PipelineConfig, kb_dir: Path | str | None) -> SensitiveWordFilter | None:
         """The warmed filter a PipelineConfig asks for, or None when sensitive_words_file is empty."""
         if not config.sensitive_words_file.strip():
             return None
         return cls(resolve_word_list(config.sensitive_words_file.strip(), kb_dir), config.sensitive_action).warm_up()
 
-    def warm_up(self) -> "SensitiveWordFilter":
+    def warm_up(self) -> SensitiveWordFilter:
         if self._trie is not None:
             return self
         try:
@@ -141,7 +142,7 @@ class SensitiveWordFilter:
         while i < len(text):
             if text[i] == "【":
                 close = text.find("】", i + 1)
-                if close != -1 and "\n" not in text[i:close] and looks_like_id(text[i + 1:close].strip()):
+                if close != -1 and "\n" not in text[i:close] and looks_like_id(text[i + 1 : close].strip()):
                     out.append(_BARRIER)
                     origin.append(i)
                     i = close + 1

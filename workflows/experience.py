@@ -8,6 +8,7 @@ pipeline's policy (`choose`) and its experience log (`record`, `feedback`). Ever
 one write transaction that first reloads the state another process may have saved, so the
 service and the `feedback` command never overwrite each other's learning.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,11 +24,11 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from citescope.agents.arms import PlanBudget
-from citescope.workflows.bandit import LinUCBPolicy
 from citescope.agents.policy import PolicyDecision
 from citescope.agents.query_analysis import QueryFeatures
-from citescope.workflows.rewards import RewardSignals, RewardWeights, implicit_reward, missed_skill, reward
+from citescope.workflows.bandit import LinUCBPolicy
 from citescope.workflows.personal_data import redact_personal, redact_personal_in
+from citescope.workflows.rewards import RewardSignals, RewardWeights, implicit_reward, missed_skill, reward
 from citescope.workflows.sqlite_store import add_missing_column, open_sqlite
 from citescope.workflows.tenants import DEFAULT_TENANT
 
@@ -61,8 +62,16 @@ def _migrate(conn) -> None:
     add_missing_column(conn, "rounds", "tenant", f"TEXT NOT NULL DEFAULT '{DEFAULT_TENANT}'")
 
 
-_JSON_COLUMNS = ("features", "vector", "scores", "plan", "tool_calls", "evidence_ids", "inspection",
-                 "degradation_reasons")
+_JSON_COLUMNS = (
+    "features",
+    "vector",
+    "scores",
+    "plan",
+    "tool_calls",
+    "evidence_ids",
+    "inspection",
+    "degradation_reasons",
+)
 
 
 class ExperienceRound(BaseModel):
@@ -97,32 +106,43 @@ class ExperienceRound(BaseModel):
     feedback_at: float | None = None
 
     @classmethod
-    def from_result(cls, result: Any, features: QueryFeatures, session_id: str | None = None,
-                    tenant: str = DEFAULT_TENANT) -> "ExperienceRound":
+    def from_result(
+        cls, result: Any, features: QueryFeatures, session_id: str | None = None, tenant: str = DEFAULT_TENANT
+    ) -> ExperienceRound:
         """From a workflows.result.QAResult and the QueryFeatures the policy chose with."""
         policy = result.policy
         return cls(
-            trace_id=result.trace_id, session_id=session_id, tenant=tenant, question=result.question,
+            trace_id=result.trace_id,
+            session_id=session_id,
+            tenant=tenant,
+            question=result.question,
             features=features.model_dump(mode="json"),
-            vector=dict(zip(QueryFeatures.feature_names(), features.vector().tolist())),
-            arm=policy.arm if policy else "", policy_source=policy.source if policy else "",
-            scores=dict(policy.scores) if policy else {}, reason=policy.reason if policy else "",
+            vector=dict(zip(QueryFeatures.feature_names(), features.vector().tolist(), strict=False)),
+            arm=policy.arm if policy else "",
+            policy_source=policy.source if policy else "",
+            scores=dict(policy.scores) if policy else {},
+            reason=policy.reason if policy else "",
             plan=[call.model_dump(mode="json") for call in result.plan],
             tool_calls=[call.model_dump(mode="json") for call in result.tool_calls],
             evidence_ids=list(result.evidence_ids),
             inspection=result.inspection.model_dump(mode="json") if result.inspection else None,
-            refused=result.refused, refusal_reason=result.refusal_reason, degraded=result.degraded,
-            degradation_reasons=list(result.degradation_reasons), conflicts=len(result.conflicts),
+            refused=result.refused,
+            refusal_reason=result.refusal_reason,
+            degraded=result.degraded,
+            degradation_reasons=list(result.degradation_reasons),
+            conflicts=len(result.conflicts),
             latency_ms=result.timings_ms.get("total"),
         )
 
     def signals(self) -> RewardSignals:
         inspection = self.inspection or {}
         return RewardSignals(
-            passed=bool(inspection.get("passed", False)), coverage=float(inspection.get("coverage", 0.0)),
+            passed=bool(inspection.get("passed", False)),
+            coverage=float(inspection.get("coverage", 0.0)),
             refused=self.refused,
             refusal_expected=self.features.get("intent") == "out_of_scope" or self.refusal_reason == "unknown_model",
-            degraded=self.degraded, rating=self.rating,
+            degraded=self.degraded,
+            rating=self.rating,
             skill_missed=missed_skill(self.features, self.skills_called()) is not None,
         )
 
@@ -145,11 +165,11 @@ class ExperienceStore:
         self._depth = 0
 
     @classmethod
-    def for_kb(cls, kb_dir: Path | str) -> "ExperienceStore":
+    def for_kb(cls, kb_dir: Path | str) -> ExperienceStore:
         return cls(Path(kb_dir) / FILE_NAME)
 
     @contextmanager
-    def transaction(self) -> Iterator["ExperienceStore"]:
+    def transaction(self) -> Iterator[ExperienceStore]:
         """All-or-nothing; nested use joins the outer transaction."""
         with self._lock:
             if self._depth:
@@ -192,8 +212,13 @@ class ExperienceStore:
         found = self.rounds(trace_id=trace_id, tenant=tenant)
         return found[0] if found else None
 
-    def rounds(self, session_id: str | None = None, trace_id: str | None = None,
-               limit: int | None = None, tenant: str | None = None) -> list[ExperienceRound]:
+    def rounds(
+        self,
+        session_id: str | None = None,
+        trace_id: str | None = None,
+        limit: int | None = None,
+        tenant: str | None = None,
+    ) -> list[ExperienceRound]:
         """Rounds oldest first, each with its latest feedback (of one tenant, or of all: None)."""
         where, params = [], []
         if tenant is not None:
@@ -205,9 +230,12 @@ class ExperienceStore:
         if trace_id is not None:
             where.append("r.trace_id = ?")
             params.append(trace_id)
-        sql = ("SELECT r.*, f.rating, f.comment, f.created_at AS feedback_at FROM rounds r LEFT JOIN feedback f "
-               "ON f.id = (SELECT MAX(id) FROM feedback WHERE trace_id = r.trace_id)"
-               + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY r.created_at, r.rowid")
+        sql = (
+            "SELECT r.*, f.rating, f.comment, f.created_at AS feedback_at FROM rounds r LEFT JOIN feedback f "
+            "ON f.id = (SELECT MAX(id) FROM feedback WHERE trace_id = r.trace_id)"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " ORDER BY r.created_at, r.rowid"
+        )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         with self._lock:
@@ -225,17 +253,24 @@ class ExperienceStore:
         if rating not in (1, -1):
             raise ValueError(f"a rating is +1 (👍) or -1 (👎), got {rating!r}")
         with self.transaction():
-            if self._conn.execute("SELECT 1 FROM rounds WHERE trace_id = ? AND (? IS NULL OR tenant = ?)",
-                                  (trace_id, tenant, tenant)).fetchone() is None:
+            if (
+                self._conn.execute(
+                    "SELECT 1 FROM rounds WHERE trace_id = ? AND (? IS NULL OR tenant = ?)", (trace_id, tenant, tenant)
+                ).fetchone()
+                is None
+            ):
                 raise KeyError(f"no round with trace id {trace_id!r} in {self.path}")
-            self._conn.execute("INSERT INTO feedback (trace_id, rating, comment, created_at) VALUES (?, ?, ?, ?)",
-                               (trace_id, rating, redact_personal(comment or ""), time.time()))
+            self._conn.execute(
+                "INSERT INTO feedback (trace_id, rating, comment, created_at) VALUES (?, ?, ?, ?)",
+                (trace_id, rating, redact_personal(comment or ""), time.time()),
+            )
             return self.get(trace_id)
 
-    def set_rewards(self, trace_id: str, implicit: float | None, current: float | None,
-                    applied: float | None) -> None:
-        self._execute("UPDATE rounds SET implicit_reward = ?, reward = ?, applied_reward = ? WHERE trace_id = ?",
-                      (implicit, current, applied, trace_id))
+    def set_rewards(self, trace_id: str, implicit: float | None, current: float | None, applied: float | None) -> None:
+        self._execute(
+            "UPDATE rounds SET implicit_reward = ?, reward = ?, applied_reward = ? WHERE trace_id = ?",
+            (implicit, current, applied, trace_id),
+        )
 
     # -- policy state -----------------------------------------------------------------------
     def state_version(self, name: str = DEFAULT_POLICY_NAME) -> int:
@@ -256,7 +291,9 @@ class ExperienceStore:
             self._conn.execute(
                 "INSERT INTO policy_state (name, state, version, updated_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(name) DO UPDATE SET state = excluded.state, version = excluded.version, "
-                "updated_at = excluded.updated_at", (name, json.dumps(state), version, time.time()))
+                "updated_at = excluded.updated_at",
+                (name, json.dumps(state), version, time.time()),
+            )
             return version
 
     def close(self) -> None:
@@ -276,8 +313,13 @@ class ExperienceLearner:
     """The learning policy: chooses with the bandit, logs each round, learns its reward at once
     (implicit signals) and again when feedback arrives (a delta update of the same round)."""
 
-    def __init__(self, store: ExperienceStore, policy: LinUCBPolicy | None = None,
-                 weights: RewardWeights | None = None, name: str = DEFAULT_POLICY_NAME):
+    def __init__(
+        self,
+        store: ExperienceStore,
+        policy: LinUCBPolicy | None = None,
+        weights: RewardWeights | None = None,
+        name: str = DEFAULT_POLICY_NAME,
+    ):
         self.store = store
         self.policy = policy or LinUCBPolicy()
         self.weights = weights or RewardWeights()
@@ -286,11 +328,11 @@ class ExperienceLearner:
         self._lock = threading.RLock()
 
     @classmethod
-    def for_kb(cls, kb_dir: Path | str, policy: LinUCBPolicy | None = None) -> "ExperienceLearner":
+    def for_kb(cls, kb_dir: Path | str, policy: LinUCBPolicy | None = None) -> ExperienceLearner:
         """The learner of one KB: its store is `<kb_dir>/experience.sqlite`."""
         return cls(ExperienceStore.for_kb(kb_dir), policy)
 
-    def warm_up(self) -> "ExperienceLearner":
+    def warm_up(self) -> ExperienceLearner:
         """Load the learned state (the policy starts from the rules when there is none)."""
         self._sync()
         return self
@@ -310,8 +352,14 @@ class ExperienceLearner:
             self._sync()
             return self.policy.choose(features, budget)
 
-    def record(self, result: Any, features: QueryFeatures, session_id: str | None = None,
-               tenant: str = DEFAULT_TENANT, learn: bool = True) -> ExperienceRound:
+    def record(
+        self,
+        result: Any,
+        features: QueryFeatures,
+        session_id: str | None = None,
+        tenant: str = DEFAULT_TENANT,
+        learn: bool = True,
+    ) -> ExperienceRound:
         """Log a finished round (a QAResult) and learn its implicit reward. learn=False (an answer
         served again from the result cache) logs the round so it can be read and rated, but the
         policy learns nothing until it is rated: the same outcome counted twice would overstate it."""

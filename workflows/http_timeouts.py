@@ -9,6 +9,7 @@ connection `header_timeout_s` after it opened, or after the first bytes of a nex
 keep-alive connection, unless the request's headers are complete by then. A body that does not
 arrive is the ASGI app's to time out (service.BodySizeLimit answers 408).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -52,8 +53,9 @@ class HeaderTimeoutH11Protocol(H11Protocol):
         self._header_timer = None
         # no request to answer (h11 cannot send a response before one), so the connection just ends
         if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-            self.logger.info("closing a connection whose request headers did not arrive within %g s",
-                             self.header_timeout_s)
+            self.logger.info(
+                "closing a connection whose request headers did not arrive within %g s", self.header_timeout_s
+            )
             self.transport.close()
 
 

@@ -4,6 +4,7 @@ Retrieval is scored at document level: hits are chunks, so a ranked list is firs
 its distinct doc ids in rank order; a question counts as a hit at k when any gold doc is among
 the first k of them. Answer metrics score one pipeline outcome per question.
 """
+
 from __future__ import annotations
 
 import re
@@ -43,8 +44,9 @@ def reciprocal_rank(ranked_docs: Sequence[str], gold_doc_ids: Iterable[str], k: 
     return 0.0
 
 
-def retrieval_scores(runs: Iterable[tuple[Sequence[str], Iterable[str]]], ks: Sequence[int] = (1, 5, 10),
-                     mrr_k: int = 10) -> dict:
+def retrieval_scores(
+    runs: Iterable[tuple[Sequence[str], Iterable[str]]], ks: Sequence[int] = (1, 5, 10), mrr_k: int = 10
+) -> dict:
     """Mean Recall@k for each k and MRR@mrr_k over (ranked docs, gold doc ids) pairs."""
     runs = [(list(ranked), list(gold)) for ranked, gold in runs]
     out: dict = {f"recall@{k}": mean(recall_at_k(r, g, k) for r, g in runs) for k in ks}
@@ -82,7 +84,9 @@ def states_any(answer: str, phrases: Iterable[str]) -> bool:
     return any((squeezed := _squeeze(p)) and squeezed in text for p in phrases)
 
 
-def citation_scores(cited_ids: Sequence[str], gold_doc_ids: Iterable[str], evidence: Mapping[str, str]) -> tuple[float, float]:
+def citation_scores(
+    cited_ids: Sequence[str], gold_doc_ids: Iterable[str], evidence: Mapping[str, str]
+) -> tuple[float, float]:
     """(precision, recall) of one answer's citations on doc ids.
 
     evidence maps every id the answerer was shown (chunk ids, doc ids) to its doc id; a cited id
@@ -115,8 +119,13 @@ def latency_summary(milliseconds: Iterable[float]) -> dict:
     values = np.asarray(list(milliseconds), dtype=np.float64)
     if values.size == 0:
         return {"p50": float("nan"), "p95": float("nan"), "mean": float("nan"), "max": float("nan"), "n": 0}
-    return {"p50": float(np.percentile(values, 50)), "p95": float(np.percentile(values, 95)),
-            "mean": float(values.mean()), "max": float(values.max()), "n": int(values.size)}
+    return {
+        "p50": float(np.percentile(values, 50)),
+        "p95": float(np.percentile(values, 95)),
+        "mean": float(values.mean()),
+        "max": float(values.max()),
+        "n": int(values.size),
+    }
 
 
 def group_by(items: Iterable[T], key: Callable[[T], Hashable]) -> dict:
@@ -160,7 +169,8 @@ def answer_scores(questions: Sequence, outcomes: Mapping[str, Outcome]) -> dict:
         "n": len(pairs),
         "answer_hit": mean(1.0 if answer_hit(o.answer, q.answer_groups) else 0.0 for q, o in answered),
         "answer_hit_all_answerable": mean(
-            0.0 if o.refused else (1.0 if answer_hit(o.answer, q.answer_groups) else 0.0) for q, o in answerable),
+            0.0 if o.refused else (1.0 if answer_hit(o.answer, q.answer_groups) else 0.0) for q, o in answerable
+        ),
         "citation_precision": mean(p for p, _ in citations),
         "citation_recall": mean(r for _, r in citations),
         "refusal_recall": rate(o.refused for q, o in pairs if not q.answerable),
@@ -168,7 +178,8 @@ def answer_scores(questions: Sequence, outcomes: Mapping[str, Outcome]) -> dict:
         "conflict_flag_rate": rate(o.conflict_flagged for q, o in pairs if q.expect_conflict),
         "false_flag_rate": rate(o.conflict_flagged for q, o in pairs if not q.expect_conflict),
         "fake_answer_asserted": rate(
-            states_any(o.answer, q.fake_answers) and not o.conflict_flagged for q, o in with_fakes),
+            states_any(o.answer, q.fake_answers) and not o.conflict_flagged for q, o in with_fakes
+        ),
         "latency_ms": latency_summary(latencies),
     }
 

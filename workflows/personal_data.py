@@ -8,6 +8,7 @@ redaction off. Redaction is for stored copies only: the pipeline answers the que
 the session, trace, experience round, feedback comment, batch output line and log line hold the
 label (`[手机号]`) instead.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,7 +42,7 @@ def luhn_valid(digits: str) -> bool:
 def id_card_valid(number: str) -> bool:
     """The GB 11643 check character of an 18-character resident ID."""
     body, check = number[:17], number[17].upper()
-    return _ID_CARD_CHECK[sum(int(c) * w for c, w in zip(body, _ID_CARD_WEIGHTS)) % 11] == check
+    return _ID_CARD_CHECK[sum(int(c) * w for c, w in zip(body, _ID_CARD_WEIGHTS, strict=False)) % 11] == check
 
 
 _CHECKS = {"luhn": lambda text: luhn_valid(re.sub(r"\D", "", text)), "id_card": id_card_valid}
@@ -87,11 +88,11 @@ class PersonalDataRedactor:
         self._compiled = [(p, re.compile(p.regex)) for p in patterns]
 
     @classmethod
-    def load(cls, *files: Path, enabled: bool = True) -> "PersonalDataRedactor":
+    def load(cls, *files: Path, enabled: bool = True) -> PersonalDataRedactor:
         return cls([pattern for path in files for pattern in load_patterns(path)], enabled)
 
     @classmethod
-    def from_settings(cls, settings: PersonalDataSettings | None = None) -> "PersonalDataRedactor":
+    def from_settings(cls, settings: PersonalDataSettings | None = None) -> PersonalDataRedactor:
         settings = settings or PersonalDataSettings()
         extra = [settings.personal_data_file] if settings.personal_data_file else []
         return cls.load(PATTERNS_FILE, *extra, enabled=settings.redact_personal_data)
@@ -105,8 +106,11 @@ class PersonalDataRedactor:
 
     def found(self, text: str) -> list[str]:
         """The names of the patterns that match `text` (what a scan of stored data reports)."""
-        return [p.name for p, compiled in self._compiled
-                if any(p.check is None or _CHECKS[p.check](_value(m)) for m in compiled.finditer(text))]
+        return [
+            p.name
+            for p, compiled in self._compiled
+            if any(p.check is None or _CHECKS[p.check](_value(m)) for m in compiled.finditer(text))
+        ]
 
 
 def _value(match: re.Match) -> str:
@@ -121,7 +125,7 @@ def _replace(match: re.Match, pattern: PersonalDataPattern) -> str:
         return pattern.label
     start, end = match.span("value")
     whole = match.group(0)
-    return whole[:start - match.start()] + pattern.label + whole[end - match.start():]
+    return whole[: start - match.start()] + pattern.label + whole[end - match.start() :]
 
 
 def load_patterns(path: Path) -> list[PersonalDataPattern]:

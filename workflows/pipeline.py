@@ -11,6 +11,7 @@ Guarantees live here, whatever a model writes: only answers that pass the inspec
 returned (so never one with an invalid citation id); any model failure falls back to the
 offline engine for that stage and is reported (degraded + reason).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -20,14 +21,20 @@ from contextlib import nullcontext
 from datetime import date
 from typing import Any
 
+from citescope.agents import conflicts as conflict_check
 from citescope.agents.answerer import ExtractiveAnswerer, LLMAnswerer, generate
+from citescope.agents.arms import template_values
+from citescope.agents.budget import BudgetTracker, DeadlinePassed, ModelFailure
 from citescope.agents.citations import normalize_citations
+from citescope.agents.evidence import RERANK_LEG, EvidencePool
 from citescope.agents.inspector import InspectionReport, Inspector
 from citescope.agents.models import make_chat_model
 from citescope.agents.planner import RetrievalPlanner
-from citescope.agents.toolkit import build_toolkit
+from citescope.agents.policy import PolicyDecision, RulesPolicy
 from citescope.agents.prompts import load_prompt
+from citescope.agents.query_analysis import Entity, QueryAnalyzer, QueryFeatures
 from citescope.agents.question_cues import asking_clauses
+from citescope.agents.toolkit import build_toolkit
 from citescope.knowledge.chinese_script import in_simplified, in_traditional, to_simplified, written_in_traditional
 from citescope.knowledge.chinese_script import warm_up as warm_up_scripts
 from citescope.knowledge.chunking import SKU_OVERVIEW_SECTION
@@ -37,18 +44,12 @@ from citescope.knowledge.kb import KnowledgeBase, metadata_columns
 from citescope.knowledge.text import is_storable_text
 from citescope.tools.base import EvidenceHit, LegScore, SkillContext
 from citescope.tools.fusion import later_table_rows
-from citescope.tools.registry import SkillRegistry
 from citescope.tools.products import SizeAdvice
+from citescope.tools.registry import SkillRegistry
 from citescope.tools.rerank import make_reranker
-from citescope.agents import conflicts as conflict_check
-from citescope.agents.arms import template_values
-from citescope.agents.budget import BudgetTracker, DeadlinePassed, ModelFailure
 from citescope.workflows.compliance import SensitiveWordFilter
-from citescope.agents.evidence import RERANK_LEG, EvidencePool
 from citescope.workflows.pipeline_config import PipelineConfig
-from citescope.agents.policy import PolicyDecision, RulesPolicy
 from citescope.workflows.priority_gate import PriorityGate
-from citescope.agents.query_analysis import Entity, QueryAnalyzer, QueryFeatures
 from citescope.workflows.result import Citation, ConflictOut, PolicySummary, QAResult, features_summary
 
 
@@ -64,8 +65,9 @@ def validate_question(question: Any, max_chars: int) -> str:
     if not question:
         raise QuestionError("the question is empty: ask something, e.g. “XZ-3000 充电宝多少钱？”")
     if len(question) > max_chars:
-        raise QuestionError(f"the question is {len(question)} characters long; the limit is {max_chars} "
-                            "(max_question_chars)")
+        raise QuestionError(
+            f"the question is {len(question)} characters long; the limit is {max_chars} (max_question_chars)"
+        )
     if not is_storable_text(question):
         raise QuestionError("the question is not valid Unicode text (it contains an unpaired surrogate)")
     return question
@@ -86,8 +88,13 @@ class _Stopwatch:
 
 
 class QAPipeline:
-    def __init__(self, kb: KnowledgeBase, config: PipelineConfig | None = None,
-                 registry: SkillRegistry | None = None, policy: Any | None = None):
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        config: PipelineConfig | None = None,
+        registry: SkillRegistry | None = None,
+        policy: Any | None = None,
+    ):
         """policy: anything with `choose(features, plan_budget) -> PolicyDecision` (default rules)."""
         self.kb = kb
         self.config = config or PipelineConfig.load(kb.dir)
@@ -98,7 +105,7 @@ class QAPipeline:
         self._warm = False
 
     # -- setup -----------------------------------------------------------------------------
-    def warm_up(self) -> "QAPipeline":
+    def warm_up(self) -> QAPipeline:
         """Load everything heavy once: KB indexes, reranker, entity index, skills, models."""
         if self._warm:
             return self
@@ -122,12 +129,16 @@ class QAPipeline:
         # Said when the question's deadline passes before an answer (a busy service): try again later.
         self.deadline_text = load_prompt("refusal_deadline").strip()
         # an English question is refused in English (prompts/*_en.md)
-        self.english_refusals = {self.refusal_text: load_prompt("refusal_en").strip(),
-                                 self.conflict_refusal_text: load_prompt("refusal_conflict_en").strip(),
-                                 self.deadline_text: load_prompt("refusal_deadline_en").strip()}
+        self.english_refusals = {
+            self.refusal_text: load_prompt("refusal_en").strip(),
+            self.conflict_refusal_text: load_prompt("refusal_conflict_en").strip(),
+            self.deadline_text: load_prompt("refusal_deadline_en").strip(),
+        }
         # a question about a model of the shop's series that its catalogue lacks is refused by name
-        self.unknown_model_texts = {False: load_prompt("refusal_unknown_model").strip(),
-                                    True: load_prompt("refusal_unknown_model_en").strip()}
+        self.unknown_model_texts = {
+            False: load_prompt("refusal_unknown_model").strip(),
+            True: load_prompt("refusal_unknown_model_en").strip(),
+        }
         self.compliance = SensitiveWordFilter.for_config(config, self.kb.dir)  # None when off
         conflict_check.warm_up()
         self.planner_llm, self.planner_formatter = (None, None)
@@ -144,18 +155,29 @@ class QAPipeline:
         return validate_question(question, self.config.max_question_chars)
 
     # -- entry points ----------------------------------------------------------------------
-    def run(self, question: str, session_entity: Entity | None = None,
-            filters: SearchFilters | Mapping | None = None, session_topic: str | None = None) -> QAResult:
+    def run(
+        self,
+        question: str,
+        session_entity: Entity | None = None,
+        filters: SearchFilters | Mapping | None = None,
+        session_topic: str | None = None,
+    ) -> QAResult:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(self.arun(question, session_entity, filters, session_topic))
         raise RuntimeError("QAPipeline.run was called inside an event loop; await QAPipeline.arun instead")
 
-    async def arun(self, question: str, session_entity: Entity | None = None,
-                   filters: SearchFilters | Mapping | None = None, session_topic: str | None = None,
-                   features: QueryFeatures | None = None, arrived: float | None = None,
-                   deadline_s: float | None = None) -> QAResult:
+    async def arun(
+        self,
+        question: str,
+        session_entity: Entity | None = None,
+        filters: SearchFilters | Mapping | None = None,
+        session_topic: str | None = None,
+        features: QueryFeatures | None = None,
+        arrived: float | None = None,
+        deadline_s: float | None = None,
+    ) -> QAResult:
         """session_entity / session_topic: what a conversation carries into a follow-up (the
         product it is about; else its opening question), searched with it, never answered from.
         features: the analyzer's reading of this same question and context, when the caller
@@ -168,9 +190,16 @@ class QAPipeline:
         with nullcontext() if self._cut(to_simplified(typed)) else self.priority.usual():
             return await self._arun(typed, session_entity, filters, session_topic, features, arrived, deadline_s)
 
-    async def _arun(self, typed: str, session_entity: Entity | None, filters: SearchFilters | Mapping | None,
-                    session_topic: str | None, features: QueryFeatures | None, arrived: float | None,
-                    deadline_s: float | None) -> QAResult:
+    async def _arun(
+        self,
+        typed: str,
+        session_entity: Entity | None,
+        filters: SearchFilters | Mapping | None,
+        session_topic: str | None,
+        features: QueryFeatures | None,
+        arrived: float | None,
+        deadline_s: float | None,
+    ) -> QAResult:
         whole = to_simplified(typed)  # 退貨運費誰承擔 is read as the shop's pages write it, 退货运费
         search_filters = parse_filters(filters)
         self.warm_up()
@@ -190,17 +219,22 @@ class QAPipeline:
         clock.lap("policy")
 
         result = QAResult(
-            question=typed, answer=self.refusal_text, features=features_summary(features),
-            policy=PolicySummary(arm=decision.arm, scores=decision.scores, reason=decision.reason,
-                                 source=decision.source),
-            plan=decision.plan, models=self._model_names(),
+            question=typed,
+            answer=self.refusal_text,
+            features=features_summary(features),
+            policy=PolicySummary(
+                arm=decision.arm, scores=decision.scores, reason=decision.reason, source=decision.source
+            ),
+            plan=decision.plan,
+            models=self._model_names(),
             as_of=search_filters.as_of if search_filters else None,  # as the caller wrote it
         )
         degradations: list[str] = []
         evidence: list[EvidenceHit] = []
         try:
-            evidence = await self._retrieve_and_answer(result, question, whole, features, decision, search_filters,
-                                                       tracker, clock, degradations)
+            evidence = await self._retrieve_and_answer(
+                result, question, whole, features, decision, search_filters, tracker, clock, degradations
+            )
         except DeadlinePassed as passed:
             # Python cannot stop a stage midway: every stage starts only inside the deadline, and the
             # heavy ones read a bounded question, so the refusal comes at most one stage late.
@@ -232,10 +266,18 @@ class QAPipeline:
         result.timings_ms = clock.timings
         return result
 
-    async def _retrieve_and_answer(self, result: QAResult, question: str, whole: str, features: QueryFeatures,
-                                   decision: PolicyDecision, search_filters: SearchFilters | None,
-                                   tracker: BudgetTracker, clock: _Stopwatch, degradations: list[str]
-                                   ) -> list[EvidenceHit]:
+    async def _retrieve_and_answer(
+        self,
+        result: QAResult,
+        question: str,
+        whole: str,
+        features: QueryFeatures,
+        decision: PolicyDecision,
+        search_filters: SearchFilters | None,
+        tracker: BudgetTracker,
+        clock: _Stopwatch,
+        degradations: list[str],
+    ) -> list[EvidenceHit]:
         """Planner, final rerank, refusal gate, conflicts, answer and inspection, written into `result`;
         the evidence shown. Raises DeadlinePassed when the deadline passes before a stage."""
         long = self._cut(whole)
@@ -243,11 +285,19 @@ class QAPipeline:
         pool = EvidencePool()
         asked_time = result.as_of
         as_of = search_filters.reference_day() if search_filters else None
-        planner = RetrievalPlanner(self.registry, SkillContext(self.kb, reranker=self.reranker, as_of=as_of), pool, tracker,
-                                   decision, llm=self.planner_llm, formatter=self.planner_formatter,
-                                   retry=self.config.retry(), filters=search_filters,
-                                   toolkit_template=self.toolkit_template,
-                                   reserve_model_calls=self._answerer_model_calls())
+        planner = RetrievalPlanner(
+            self.registry,
+            SkillContext(self.kb, reranker=self.reranker, as_of=as_of),
+            pool,
+            tracker,
+            decision,
+            llm=self.planner_llm,
+            formatter=self.planner_formatter,
+            retry=self.config.retry(),
+            filters=search_filters,
+            toolkit_template=self.toolkit_template,
+            reserve_model_calls=self._answerer_model_calls(),
+        )
         outcome = await planner.run(with_asked_time(_planner_message(question, features), asked_time))
         clock.lap("planner")
         result.planner_source, result.tool_calls = outcome.source, planner.records
@@ -285,8 +335,17 @@ class QAPipeline:
         # On a worker thread, as the skills run: its query embeddings release the GIL, so the loop goes
         # on with other questions' stages meanwhile (a service computes several on one loop).
         evidence, ranked, best, rerank_problem = await asyncio.to_thread(
-            self._rank_evidence, pool, queries, search_filters, as_of, pinned=pinned, alternates=alternates,
-            compared=compared, tracker=tracker, long=long)
+            self._rank_evidence,
+            pool,
+            queries,
+            search_filters,
+            as_of,
+            pinned=pinned,
+            alternates=alternates,
+            compared=compared,
+            tracker=tracker,
+            long=long,
+        )
         if rerank_problem:
             degradations.append(rerank_problem)
         clock.lap("rerank")
@@ -302,7 +361,11 @@ class QAPipeline:
             result.refused, result.refusal_reason = True, "unknown_model"
             english = self.extractive.asked_in_english(question, evidence)
             result.answer = self.unknown_model_texts[english].format(models="、".join(features.unknown_models))
-        elif best is None or best < self.config.refusal_threshold and not _read_off_tables(features, planner.outputs, advice):
+        elif (
+            best is None
+            or best < self.config.refusal_threshold
+            and not _read_off_tables(features, planner.outputs, advice)
+        ):
             result.refused = True
             result.refusal_reason = "no_evidence" if best is None else "weak_evidence"
             if evidence:  # weak evidence that disagrees with itself is still worth saying so
@@ -314,16 +377,26 @@ class QAPipeline:
                 # the shop's phone cases, not what the question is about)
                 series = self.analyzer.index.other_models(features.canonical)
                 asked = {p.product_id for p in features.focus_products}
-                missing = [m for m in features.unknown_models if m not in result.answer and series.get(m, set()) & asked]
+                missing = [
+                    m for m in features.unknown_models if m not in result.answer and series.get(m, set()) & asked
+                ]
                 english = self.extractive.asked_in_english(question, evidence)
                 result.answer = self.extractive.with_parts_not_found(result.answer, missing, english)
         return evidence
 
     # -- stages ----------------------------------------------------------------------------
-    def _rank_evidence(self, pool: EvidencePool, queries: Sequence[str], filters: SearchFilters | None,
-                       as_of: date | None, pinned: Sequence[str] = (), alternates: Sequence[str] = (),
-                       compared: Sequence[str] = (), tracker: BudgetTracker | None = None, long: bool = False
-                       ) -> tuple[list[EvidenceHit], list[EvidenceHit], float | None, str]:
+    def _rank_evidence(
+        self,
+        pool: EvidencePool,
+        queries: Sequence[str],
+        filters: SearchFilters | None,
+        as_of: date | None,
+        pinned: Sequence[str] = (),
+        alternates: Sequence[str] = (),
+        compared: Sequence[str] = (),
+        tracker: BudgetTracker | None = None,
+        long: bool = False,
+    ) -> tuple[list[EvidenceHit], list[EvidenceHit], float | None, str]:
         """The pool re-scored by the calibrated reranker for the question (each chunk's best score
         over `queries`: the question, then the parts of a compound one), filtered, cut to the
         shown evidence; plus the whole pool in that order, the score the gate reads (the best for
@@ -334,11 +407,14 @@ class QAPipeline:
         products a question names two or more of, each shown the best chunk of its page. long: a long
         message, which gives way to the usual questions before each reading (workflows/priority_gate.py)."""
         # Score the text the answerer will see (hostile passages already cut), not the raw chunk.
-        pairs = [(hit, chunk.model_copy(update={"text": hit.text, "title": hit.title}))
-                 for hit in pool.hits() if (chunk := self.kb.get(hit.chunk_id)) is not None]
+        pairs = [
+            (hit, chunk.model_copy(update={"text": hit.text, "title": hit.title}))
+            for hit in pool.hits()
+            if (chunk := self.kb.get(hit.chunk_id)) is not None
+        ]
         if filters is not None and filters.restricts() and pairs:
             keep = filters.mask(metadata_columns([chunk for _, chunk in pairs]))
-            pairs = [pair for pair, kept in zip(pairs, keep) if kept]
+            pairs = [pair for pair, kept in zip(pairs, keep, strict=False) if kept]
         if not pairs:
             return [], [], None, ""
         problem = ""
@@ -354,8 +430,8 @@ class QAPipeline:
 
             per_query = [scored(q) for q in queries]
             for alternate in alternates:  # the whole question, worded otherwise: its best score counts
-                per_query[0] = [max(pair) for pair in zip(per_query[0], scored(alternate))]
-            scores = [max(column) for column in zip(*per_query)]
+                per_query[0] = [max(pair) for pair in zip(per_query[0], scored(alternate), strict=False)]
+            scores = [max(column) for column in zip(*per_query, strict=False)]
             # the gate: the question's best chunk or, if higher, the best chunk of a compound question's
             # weakest part (a short part alone, 地址在哪, matches a passage about something else too well)
             gate = max(max(per_query[0]), min((max(part) for part in per_query[1:]), default=0.0))
@@ -367,8 +443,10 @@ class QAPipeline:
             gate = max(scores)
         scores = _overviews_as_rows(pairs, scores)  # raises no score above the best, so not the gate
         # on a tie the overview goes first: it and its best row share the document's slots, not two rows
-        order = sorted(range(len(pairs)), key=lambda i: (-scores[i], pairs[i][0].section != SKU_OVERVIEW_SECTION,
-                                                          pairs[i][0].chunk_id))
+        order = sorted(
+            range(len(pairs)),
+            key=lambda i: (-scores[i], pairs[i][0].section != SKU_OVERVIEW_SECTION, pairs[i][0].chunk_id),
+        )
         ranked = []
         for rank, i in enumerate(order, start=1):
             hit = pairs[i][0].model_copy(deep=True)
@@ -379,7 +457,11 @@ class QAPipeline:
         # otherwise take its slots (轻羽Pro's 价格 row where 分别多重 asks its 材质 line's 198 克)
         best_page: dict[str, str] = {}
         for hit in ranked:
-            if hit.product_id in compared and hit.doc_type == "product" and hit.section not in ("SKU", SKU_OVERVIEW_SECTION):
+            if (
+                hit.product_id in compared
+                and hit.doc_type == "product"
+                and hit.section not in ("SKU", SKU_OVERVIEW_SECTION)
+            ):
                 best_page.setdefault(hit.product_id, hit.chunk_id)
         pinned = [*pinned, *best_page.values()]
         varied, spare = _at_most_per_doc(ranked, self.config.evidence_per_doc)
@@ -393,28 +475,46 @@ class QAPipeline:
             shown = EvidencePool.from_hits(tier).top(n, max_chars, after=shown)
         return _with_pinned(shown, ranked, pinned, n), ranked, float(gate), problem
 
-    def _with_conflicting(self, question: str, shown: list[EvidenceHit], ranked: list[EvidenceHit],
-                          pinned: Sequence[str], as_of: str | None) -> list[EvidenceHit]:
+    def _with_conflicting(
+        self,
+        question: str,
+        shown: list[EvidenceHit],
+        ranked: list[EvidenceHit],
+        pinned: Sequence[str],
+        as_of: str | None,
+    ) -> list[EvidenceHit]:
         """The shown evidence plus the sources of any conflict among everything the skills gathered:
         a disagreement between a shown chunk and one ranked just below the cut is disclosed, not
         hidden by the cut. Each source takes the place of the lowest-ranked unpinned chunk. Below
         the cut only sources about one subject count (one product, one document title): there,
         two articles written alike about two cities are more often what the skills found."""
-        scanned = ranked[:self.config.conflict_scan_top_n]
+        scanned = ranked[: self.config.conflict_scan_top_n]
         if len(scanned) <= len(shown):
             return shown  # nothing beyond what is shown: the check on the evidence sees it all
         by_id = {hit.chunk_id: hit for hit in scanned}
         found = conflict_check.detect_conflicts(question, scanned, self.lexicon, as_of=as_of)
-        sources = [value.chunk_id for conflict in found
-                   if conflict_check.one_subject([by_id[value.chunk_id] for value in conflict.values])
-                   for value in conflict.values]
+        sources = [
+            value.chunk_id
+            for conflict in found
+            if conflict_check.one_subject([by_id[value.chunk_id] for value in conflict.values])
+            for value in conflict.values
+        ]
         if not sources:
             return shown
         return _with_pinned(shown, ranked, [*pinned, *sources], self.config.evidence_top_n)
 
-    async def _answer(self, result: QAResult, question: str, whole: str, evidence: list[EvidenceHit],
-                      tracker: BudgetTracker, degradations: list[str], clock: _Stopwatch,
-                      advice: SizeAdvice | None = None, overview: Sequence[str] = ()) -> None:
+    async def _answer(
+        self,
+        result: QAResult,
+        question: str,
+        whole: str,
+        evidence: list[EvidenceHit],
+        tracker: BudgetTracker,
+        degradations: list[str],
+        clock: _Stopwatch,
+        advice: SizeAdvice | None = None,
+        overview: Sequence[str] = (),
+    ) -> None:
         """whole: the question as typed (simplified), which a model reads; the extractive answerer and
         the inspector read `question`, what retrieval read."""
         conflicts = self._conflicts(result, question, evidence, clock)
@@ -427,8 +527,9 @@ class QAPipeline:
             try:
                 # a model reads the asked time; the extractive answerer matches the question's own words
                 asked = with_asked_time(whole, result.as_of) if source == "llm" else question
-                text = await generate(answerer, asked, evidence, conflicts, feedback, budget=tracker, advice=advice,
-                                      overview=overview)
+                text = await generate(
+                    answerer, asked, evidence, conflicts, feedback, budget=tracker, advice=advice, overview=overview
+                )
             except ModelFailure as exc:
                 degradations.append(f"answerer model failed ({exc}); extractive answer used")
                 answerer, source = self.extractive, "extractive"
@@ -459,8 +560,9 @@ class QAPipeline:
         result.citations = [Citation.of(by_id[i]) for i in report.cited_ids]
         result.answer_source = source
 
-    def _conflicts(self, result: QAResult, question: str, evidence: list[EvidenceHit],
-                   clock: _Stopwatch) -> list[conflict_check.Conflict]:
+    def _conflicts(
+        self, result: QAResult, question: str, evidence: list[EvidenceHit], clock: _Stopwatch
+    ) -> list[conflict_check.Conflict]:
         """The conflict check over the shown evidence, recorded in the result."""
         conflicts = conflict_check.detect_conflicts(question, evidence, self.lexicon, as_of=result.as_of)
         result.conflicts = [ConflictOut.of(c) for c in conflicts]
@@ -473,7 +575,9 @@ class QAPipeline:
     def _openings(self, pool: EvidencePool, features: QueryFeatures) -> list[str]:
         """The opening chunk (商品简介) of each asked product's page, where the pool holds it."""
         gathered = {hit.chunk_id: hit for hit in pool.hits()}
-        pages = {hit.product_id: hit.doc_id for hit in gathered.values() if hit.doc_type == "product" and hit.product_id}
+        pages = {
+            hit.product_id: hit.doc_id for hit in gathered.values() if hit.doc_type == "product" and hit.product_id
+        }
         openings = []
         for product in features.focus_products:
             chunks = self.kb.chunks_of(pages[product.product_id]) if product.product_id in pages else []
@@ -497,9 +601,10 @@ class QAPipeline:
         return 2 * (1 + self.config.max_retries) if isinstance(self.answerer, LLMAnswerer) else 0
 
     def _is_refusal(self, text: str, report: InspectionReport) -> bool:
-        return not report.cited_ids and any(text.strip() == t or t in text
-                                            for t in (self.refusal_text, self.conflict_refusal_text,
-                                                      *self.english_refusals.values()))
+        return not report.cited_ids and any(
+            text.strip() == t or t in text
+            for t in (self.refusal_text, self.conflict_refusal_text, *self.english_refusals.values())
+        )
 
     def _model_names(self) -> dict[str, str]:
         return {
@@ -534,8 +639,9 @@ def parse_filters(filters: SearchFilters | Mapping | None) -> SearchFilters | No
     return None if parsed.is_empty() else parsed
 
 
-def _new_sections_first(spare: list[EvidenceHit], shown: list[EvidenceHit]
-                        ) -> tuple[list[EvidenceHit], list[EvidenceHit]]:
+def _new_sections_first(
+    spare: list[EvidenceHit], shown: list[EvidenceHit]
+) -> tuple[list[EvidenceHit], list[EvidenceHit]]:
     """(the best spare hit of each (document, section) not shown yet, the other spare hits),
     order kept."""
     seen = {_section_key(hit) for hit in shown}
@@ -547,8 +653,9 @@ def _new_sections_first(spare: list[EvidenceHit], shown: list[EvidenceHit]
     return fresh, rest
 
 
-def _with_pinned(shown: list[EvidenceHit], ranked: list[EvidenceHit], pinned: Sequence[str], n: int
-                 ) -> list[EvidenceHit]:
+def _with_pinned(
+    shown: list[EvidenceHit], ranked: list[EvidenceHit], pinned: Sequence[str], n: int
+) -> list[EvidenceHit]:
     """The shown evidence with every pinned hit of the ranking in it, each taking the place of the
     lowest-ranked unpinned one once all n slots are used; rank order kept."""
     missing = [hit for hit in ranked if hit.chunk_id in set(pinned) - {h.chunk_id for h in shown}]
@@ -570,11 +677,13 @@ def _overviews_as_rows(pairs: list[tuple[EvidenceHit, Any]], scores: list[float]
     """A product's SKU overview states every fact any of its SKU rows states, so it ranks with the
     best of them, not below rows it summarises."""
     best_row: dict[str, float] = {}
-    for (hit, _), score in zip(pairs, scores):
+    for (hit, _), score in zip(pairs, scores, strict=False):
         if hit.section == "SKU":
             best_row[hit.doc_id] = max(score, best_row.get(hit.doc_id, 0.0))
-    return [max(score, best_row.get(hit.doc_id, 0.0)) if hit.section == SKU_OVERVIEW_SECTION else score
-            for (hit, _), score in zip(pairs, scores)]
+    return [
+        max(score, best_row.get(hit.doc_id, 0.0)) if hit.section == SKU_OVERVIEW_SECTION else score
+        for (hit, _), score in zip(pairs, scores, strict=False)
+    ]
 
 
 def _section_key(hit: EvidenceHit) -> tuple[str, str]:

@@ -5,6 +5,7 @@ values such as refusal_threshold; keys this config does not know are left to oth
 that file) < environment CITESCOPE_<FIELD> (e.g. CITESCOPE_REFUSAL_THRESHOLD=0.35) < explicit
 overrides (CLI flags, tests).
 """
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from citescope.agents.models import ModelConfig
 from citescope.agents.budget import Budget, RetryPolicy
+from citescope.agents.models import ModelConfig
 from citescope.workflows.validation import describe_validation_error
 
 DEFAULTS_PATH = Path(__file__).with_name("pipeline.yaml")
@@ -62,12 +63,18 @@ class PipelineConfig(BaseModel):
     def _reranker_spec(cls, spec: str) -> str:
         kind, _, arg = spec.strip().partition(":")
         if not (kind == "offline" or (kind == "bge" and arg)):
-            raise ValueError(f"unknown reranker spec {spec!r} (use 'offline', 'offline:<weights.json>' or 'bge:<path or name>')")
+            raise ValueError(
+                f"unknown reranker spec {spec!r} (use 'offline', 'offline:<weights.json>' or 'bge:<path or name>')"
+            )
         return spec.strip()
 
     def budget(self) -> Budget:
-        return Budget(max_tool_calls=self.max_tool_calls, max_calls_per_tool=self.max_calls_per_tool,
-                      max_model_calls=self.max_model_calls, deadline_s=self.deadline_s)
+        return Budget(
+            max_tool_calls=self.max_tool_calls,
+            max_calls_per_tool=self.max_calls_per_tool,
+            max_model_calls=self.max_model_calls,
+            deadline_s=self.deadline_s,
+        )
 
     def retry(self) -> RetryPolicy:
         return RetryPolicy(max_retries=self.max_retries, backoff_s=self.backoff_s, call_timeout_s=self.model_timeout_s)
@@ -77,8 +84,13 @@ class PipelineConfig(BaseModel):
         return ModelConfig.parse(spec, timeout_s=self.model_timeout_s, max_retries=0)
 
     @classmethod
-    def load(cls, kb_dir: Path | str | None = None, environ: Mapping[str, str] | None = None,
-             defaults_path: Path | str = DEFAULTS_PATH, **overrides: Any) -> "PipelineConfig":
+    def load(
+        cls,
+        kb_dir: Path | str | None = None,
+        environ: Mapping[str, str] | None = None,
+        defaults_path: Path | str = DEFAULTS_PATH,
+        **overrides: Any,
+    ) -> PipelineConfig:
         """Defaults < <kb_dir>/config.yaml < CITESCOPE_* environment < overrides (None = not set)."""
         values = _read_yaml(Path(defaults_path), strict=True)
         if kb_dir is not None and (Path(kb_dir) / KB_CONFIG_NAME).exists():

@@ -15,13 +15,14 @@ The gate is shared by every question of a pipeline: usual questions mark themsel
 a long message waits on the loop (`await give_way(...)`, no thread held) or on the worker thread
 that scores its readings (`wait_for_usual(...)`).
 """
+
 from __future__ import annotations
 
 import asyncio
 import itertools
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 class PriorityGate:

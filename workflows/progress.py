@@ -1,4 +1,5 @@
 """The progress bar of the record-by-record runners (batch, eval): rich, on stderr, with ETA."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -20,11 +21,25 @@ class RecordProgress:
         if not self.enabled:
             return lambda record: None
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
-        self.bar = Progress(TextColumn(f"[bold]{self.label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.description}"),
-                            console=Console(stderr=True))
+        self.bar = Progress(
+            TextColumn(f"[bold]{self.label}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            TextColumn("{task.description}"),
+            console=Console(stderr=True),
+        )
         self.task = self.bar.add_task("", total=self.total)
         self.bar.start()
         return self.advance

@@ -1,5 +1,6 @@
 """QAResult: everything one question produced — the answer and its sources, the flags, and the
 decision trace (features, policy, plan, tool calls, budgets, timings) that explains it."""
+
 from __future__ import annotations
 
 import uuid
@@ -7,14 +8,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from citescope.agents.inspector import InspectionReport
-from citescope.agents.planner import ToolCallRecord
-from citescope.knowledge.markup import strip_markup
-from citescope.tools.base import SNIPPET_CHARS, EvidenceHit
 from citescope.agents.arms import PlannedCall
 from citescope.agents.budget import BudgetUsage
 from citescope.agents.conflicts import Conflict
+from citescope.agents.inspector import InspectionReport
+from citescope.agents.planner import ToolCallRecord
 from citescope.agents.query_analysis import QueryFeatures
+from citescope.knowledge.markup import strip_markup
+from citescope.tools.base import SNIPPET_CHARS, EvidenceHit
 
 
 def new_trace_id() -> str:
@@ -38,11 +39,18 @@ class Citation(BaseModel):
         return strip_markup(value)
 
     @classmethod
-    def of(cls, hit: EvidenceHit) -> "Citation":
+    def of(cls, hit: EvidenceHit) -> Citation:
         text = " ".join(strip_markup(hit.text).split())  # before the cut: a tag cut in half is no tag
         snippet = text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS] + "…"
-        return cls(id=hit.chunk_id, doc_id=hit.doc_id, title=hit.title, source=hit.source, doc_type=hit.doc_type,
-                   updated_at=hit.updated_at, snippet=snippet)
+        return cls(
+            id=hit.chunk_id,
+            doc_id=hit.doc_id,
+            title=hit.title,
+            source=hit.source,
+            doc_type=hit.doc_type,
+            updated_at=hit.updated_at,
+            snippet=snippet,
+        )
 
 
 class ConflictValueOut(BaseModel):
@@ -57,9 +65,14 @@ class ConflictOut(BaseModel):
     values: list[ConflictValueOut]
 
     @classmethod
-    def of(cls, conflict: Conflict) -> "ConflictOut":
-        return cls(attribute=conflict.attribute, entity=conflict.entity, values=[
-            ConflictValueOut(value=v.value, chunk_id=v.chunk_id, updated_at=v.updated_at) for v in conflict.values])
+    def of(cls, conflict: Conflict) -> ConflictOut:
+        return cls(
+            attribute=conflict.attribute,
+            entity=conflict.entity,
+            values=[
+                ConflictValueOut(value=v.value, chunk_id=v.chunk_id, updated_at=v.updated_at) for v in conflict.values
+            ],
+        )
 
 
 class PolicySummary(BaseModel):
@@ -76,12 +89,18 @@ def features_summary(features: QueryFeatures) -> dict[str, Any]:
         "products": [{"name": e.name, "product_id": e.product_id} for e in features.products],
         "carried_entity": features.carried_entity.name if features.carried_entity else None,
         "carried_topic": features.carried_topic,
-        "brands": features.brands, "categories": features.categories, "model_codes": features.model_codes,
+        "brands": features.brands,
+        "categories": features.categories,
+        "model_codes": features.model_codes,
         "unknown_models": features.unknown_models,
-        "sizes": features.sizes, "numbers": features.numbers, "is_followup": features.is_followup,
-        "asks_price_stock": features.asks_price_stock, "asks_size_advice": features.asks_size_advice,
+        "sizes": features.sizes,
+        "numbers": features.numbers,
+        "is_followup": features.is_followup,
+        "asks_price_stock": features.asks_price_stock,
+        "asks_size_advice": features.asks_size_advice,
         "asks_overview": features.asks_overview,
-        "colloquial": features.colloquial, "length": features.length,
+        "colloquial": features.colloquial,
+        "length": features.length,
     }
 
 

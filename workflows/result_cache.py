@@ -9,6 +9,7 @@ catalog generation). Any ingest moves the generation on and empties the cache. A
 original trace id (its decision trace and experience round stay the ones to look at and rate)
 and says where it came from: timings_ms {"cached": 1.0, "original_total": ..., "total": ...}.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,8 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from citescope.knowledge.text import normalize
 from citescope.agents.query_analysis import Entity
+from citescope.knowledge.text import normalize
 from citescope.workflows.result import QAResult
 
 DEFAULT_MAX_ENTRIES = 512
@@ -63,8 +64,12 @@ class ResultCache:
 
     @staticmethod
     def key(question: str, entity: Entity | None = None, filters: Any = None, topic: str | None = None) -> CacheKey:
-        return (normalized_question(question), _entity_key(entity), normalized_question(topic) if topic else "",
-                _filters_key(filters))
+        return (
+            normalized_question(question),
+            _entity_key(entity),
+            normalized_question(topic) if topic else "",
+            _filters_key(filters),
+        )
 
     def _at_version(self, kb_version: int) -> None:
         """Forget everything answered against another KB generation (caller holds the lock)."""
@@ -72,8 +77,9 @@ class ResultCache:
             self._entries.clear()
             self._kb_version = kb_version
 
-    def get(self, question: str, entity: Entity | None, kb_version: int, filters: Any = None,
-            topic: str | None = None) -> QAResult | None:
+    def get(
+        self, question: str, entity: Entity | None, kb_version: int, filters: Any = None, topic: str | None = None
+    ) -> QAResult | None:
         with self._lock:
             self._at_version(kb_version)
             key = self.key(question, entity, filters, topic)
@@ -85,8 +91,15 @@ class ResultCache:
         hit.timings_ms = {"cached": 1.0, "original_total": stored.timings_ms.get("total", 0.0)}
         return hit
 
-    def put(self, question: str, entity: Entity | None, kb_version: int, result: QAResult, filters: Any = None,
-            topic: str | None = None) -> None:
+    def put(
+        self,
+        question: str,
+        entity: Entity | None,
+        kb_version: int,
+        result: QAResult,
+        filters: Any = None,
+        topic: str | None = None,
+    ) -> None:
         with self._lock:
             self._at_version(kb_version)
             key = self.key(question, entity, filters, topic)

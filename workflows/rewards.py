@@ -15,6 +15,7 @@ Some questions ask for a finding only one skill works out: which size to pick co
 size_recommend, and a size-table row quoted instead passes the inspector just as well. Without
 the penalty the learned policy drifts such questions to any arm whose quote passes.
 """
+
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
@@ -51,9 +52,13 @@ class RewardSignals(BaseModel):
 
 def implicit_reward(signals: RewardSignals, weights: RewardWeights | None = None) -> float:
     w = weights or RewardWeights()
-    value = (w.passed * signals.passed + w.coverage * signals.coverage
-             + w.not_refused * (not signals.refused or signals.refusal_expected)
-             - w.degraded_penalty * signals.degraded - w.skill_missed_penalty * signals.skill_missed)
+    value = (
+        w.passed * signals.passed
+        + w.coverage * signals.coverage
+        + w.not_refused * (not signals.refused or signals.refusal_expected)
+        - w.degraded_penalty * signals.degraded
+        - w.skill_missed_penalty * signals.skill_missed
+    )
     return min(1.0, max(0.0, value))
 
 

@@ -21,6 +21,7 @@ At most max_running_questions compute at once and max_queued_questions wait (bey
 Retry-After; workflows/admission.py), each answering or refusing within request_deadline_s of
 its arrival; connections without whole headers or body in time are dropped (workflows/http_timeouts.py).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,7 +33,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -170,8 +171,13 @@ class AssistantLoop:
     ones) takes a slot of `long_lane` before that, so long messages never hold every slot and a
     usual question arriving behind them is computed at once."""
 
-    def __init__(self, assistant: Any, admission: Admission | None = None, long_lane: Admission | None = None,
-                 long_chars: int | None = None):
+    def __init__(
+        self,
+        assistant: Any,
+        admission: Admission | None = None,
+        long_lane: Admission | None = None,
+        long_chars: int | None = None,
+    ):
         self.assistant = assistant
         self.admission = admission or Admission(max_running=4, max_queued=64)
         self.long_lane, self.long_chars = long_lane, long_chars
@@ -181,7 +187,7 @@ class AssistantLoop:
         self._warmed: Future = Future()
         self._thread = threading.Thread(target=self._run, name="assistant-loop", daemon=True)
 
-    def start(self) -> "AssistantLoop":
+    def start(self) -> AssistantLoop:
         self._thread.start()
         return self
 
@@ -202,9 +208,15 @@ class AssistantLoop:
         if self.error is not None:
             raise HTTPException(503, f"the assistant could not start: {self.error}")
 
-    async def ask(self, question: str, session_id: str | None, filters: dict | None,
-                  tenant: str = DEFAULT_TENANT, arrived: float | None = None,
-                  deadline_s: float | None = None) -> QAResult:
+    async def ask(
+        self,
+        question: str,
+        session_id: str | None,
+        filters: dict | None,
+        tenant: str = DEFAULT_TENANT,
+        arrived: float | None = None,
+        deadline_s: float | None = None,
+    ) -> QAResult:
         """arrived: time.monotonic() when the request came in; the question's deadline (deadline_s,
         or the pipeline's if shorter) counts from then, time spent waiting for a slot included.
         Saturated when no slot is free and the queue is full."""
@@ -216,8 +228,9 @@ class AssistantLoop:
                 await lane.enter()
                 entered.append(lane)
             await self._ready()
-            coroutine = self.assistant.ask(question, session_id=session_id, filters=filters, tenant=tenant,
-                                           arrived=arrived, deadline_s=deadline_s)
+            coroutine = self.assistant.ask(
+                question, session_id=session_id, filters=filters, tenant=tenant, arrived=arrived, deadline_s=deadline_s
+            )
             running = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
         except BaseException:
             for lane in entered:
@@ -279,7 +292,7 @@ class BodySizeLimit:
         while True:
             try:
                 message = await asyncio.wait_for(receive(), max(deadline - time.monotonic(), 0.0))
-            except (asyncio.TimeoutError, TimeoutError):
+            except TimeoutError:
                 return await self._reject(send, 408, f"request body not received within {self.read_timeout_s:g} s")
             buffered.append(message)
             if message["type"] != "http.request":
@@ -299,9 +312,17 @@ class BodySizeLimit:
     async def _reject(send: Callable, status: int, message: str) -> None:
         body = json.dumps(_error_body(status, message)).encode()
         # the rest of the body is never read, so the connection cannot carry another request
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 
@@ -328,18 +349,30 @@ class AccessLog:
         try:
             await self.app(scope, receive, watch)
         finally:
-            access_log.info("request", extra={"fields": {
-                "method": scope["method"], "path": scope["path"], "status": status,
-                "latency_ms": round((time.perf_counter() - started) * 1000, 1), "trace_id": state.get("trace_id"),
-            }})
+            access_log.info(
+                "request",
+                extra={
+                    "fields": {
+                        "method": scope["method"],
+                        "path": scope["path"],
+                        "status": status,
+                        "latency_ms": round((time.perf_counter() - started) * 1000, 1),
+                        "trace_id": state.get("trace_id"),
+                    }
+                },
+            )
 
 
 class JsonLogFormatter(logging.Formatter):
     """Each record as one JSON object; `extra={"fields": {...}}` adds fields."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = {"ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
-                "level": record.levelname, "logger": record.name, "msg": record.getMessage()}
+        line = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
         line.update(getattr(record, "fields", {}))
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
@@ -358,8 +391,13 @@ def configure_json_logging(level: int = logging.INFO) -> None:
 # -- the app ------------------------------------------------------------------------------------
 def _error_body(status: int, message: str) -> dict:
     """OpenAI's error shape; every client error (4xx) is the client's, never a `server_error`."""
-    kind = {401: "authentication_error", 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
-            503: "service_unavailable"}.get(status, "invalid_request_error" if 400 <= status < 500 else "server_error")
+    kind = {
+        401: "authentication_error",
+        404: "not_found_error",
+        413: "request_too_large",
+        429: "rate_limit_error",
+        503: "service_unavailable",
+    }.get(status, "invalid_request_error" if 400 <= status < 500 else "server_error")
     return {"error": {"message": message, "type": kind, "code": status}}
 
 
@@ -374,8 +412,10 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
     settings = settings or ServiceSettings()
     directory = settings.tenants()  # ValueError naming the setting or file that is wrong
     if directory.open:
-        log.warning("no API key configured (CITESCOPE_API_KEYS, CITESCOPE_TENANTS_FILE): the API is open to "
-                    "anyone who can reach it, as the default tenant")
+        log.warning(
+            "no API key configured (CITESCOPE_API_KEYS, CITESCOPE_TENANTS_FILE): the API is open to "
+            "anyone who can reach it, as the default tenant"
+        )
     limiter = RateLimiter()
     admission = Admission(settings.max_running_questions, settings.max_queued_questions)
     long_lane = Admission(settings.max_running_long_questions, settings.max_queued_questions)
@@ -388,27 +428,37 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
         yield
         await asyncio.to_thread(runner.stop)
 
-    app = FastAPI(title="citescope", version="0.1.0", lifespan=lifespan,
-                  description="Cited answers (【来源ID】) for e-commerce customer service; see docs/usage.md.")
+    app = FastAPI(
+        title="citescope",
+        version="0.1.0",
+        lifespan=lifespan,
+        description="Cited answers (【来源ID】) for e-commerce customer service; see docs/usage.md.",
+    )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes, read_timeout_s=settings.body_timeout_s)
     app.add_middleware(AccessLog)  # outermost: logs 413s too
     app.state.runner = runner
     app.state.settings = settings  # serve() and BackgroundServer read its connection timeouts
     busy_headers = {"Retry-After": str(settings.retry_after_s)}
-    bearer = HTTPBearer(auto_error=False, description="a key of CITESCOPE_API_KEYS or CITESCOPE_TENANTS_FILE; "
-                                                      "open when none are configured")
+    bearer = HTTPBearer(
+        auto_error=False,
+        description="a key of CITESCOPE_API_KEYS or CITESCOPE_TENANTS_FILE; open when none are configured",
+    )
 
     def authenticate(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Tenant:
         """The caller's tenant (401 without a valid key), within its requests per minute (else 429)."""
         tenant = directory.tenant_for(credentials.credentials if credentials is not None else None)
         if tenant is None:
-            raise HTTPException(401, "missing or invalid API key (Authorization: Bearer <key>)",
-                                headers={"WWW-Authenticate": "Bearer"})
+            raise HTTPException(
+                401, "missing or invalid API key (Authorization: Bearer <key>)", headers={"WWW-Authenticate": "Bearer"}
+            )
         wait_s = limiter.acquire(tenant)
         if wait_s > 0:
-            raise HTTPException(429, f"rate limit of {tenant.requests_per_minute} requests per minute reached; "
-                                     f"retry after {retry_after_header(wait_s)} s",
-                                headers={"Retry-After": retry_after_header(wait_s)})
+            raise HTTPException(
+                429,
+                f"rate limit of {tenant.requests_per_minute} requests per minute reached; "
+                f"retry after {retry_after_header(wait_s)} s",
+                headers={"Retry-After": retry_after_header(wait_s)},
+            )
         return tenant
 
     @app.exception_handler(StarletteHTTPException)  # also the router's own 404 and 405
@@ -420,8 +470,11 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
         # FastAPI parses the body before it runs dependencies: a body that is not JSON would tell a
         # caller without a key about the API before the key is checked
         if request.url.path.startswith("/v1/") and directory.tenant_for(_bearer_key(request)) is None:
-            return JSONResponse(_error_body(401, "missing or invalid API key (Authorization: Bearer <key>)"), 401,
-                                headers={"WWW-Authenticate": "Bearer"})
+            return JSONResponse(
+                _error_body(401, "missing or invalid API key (Authorization: Bearer <key>)"),
+                401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         return JSONResponse(_error_body(422, _describe_request_errors(exc.errors())), 422)
 
     @app.exception_handler(QuestionError)
@@ -434,18 +487,26 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
         except ValueError as exc:
             raise QuestionError(str(exc)) from None
 
-    async def answer(request: Request, tenant: Tenant, question: str, session_id: str | None,
-                     filters: Filters | None) -> QAResult:
+    async def answer(
+        request: Request, tenant: Tenant, question: str, session_id: str | None, filters: Filters | None
+    ) -> QAResult:
         arrived = time.monotonic()  # the question's deadline counts from here, its wait for a slot included
         # 422 before queueing behind other questions
         question = validate_question(question, max_question_chars)
         session_id = checked_session(session_id)
         try:
-            result = await runner.ask(question, session_id, filters and filters.given(), tenant.name, arrived=arrived,
-                                      deadline_s=settings.request_deadline_s)
+            result = await runner.ask(
+                question,
+                session_id,
+                filters and filters.given(),
+                tenant.name,
+                arrived=arrived,
+                deadline_s=settings.request_deadline_s,
+            )
         except Saturated as exc:
-            raise HTTPException(503, f"the service is busy: {exc}; retry after {settings.retry_after_s} s",
-                                headers=busy_headers) from None
+            raise HTTPException(
+                503, f"the service is busy: {exc}; retry after {settings.retry_after_s} s", headers=busy_headers
+            ) from None
         request.state.trace_id = result.trace_id
         return result
 
@@ -477,8 +538,9 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
         return await answer(request, tenant, body.question, body.session_id, body.filters)
 
     @app.post("/v1/feedback", response_model=FeedbackResponse, tags=["qa"])
-    async def feedback(body: FeedbackRequest, request: Request,
-                       tenant: Tenant = Depends(authenticate)) -> FeedbackResponse:
+    async def feedback(
+        body: FeedbackRequest, request: Request, tenant: Tenant = Depends(authenticate)
+    ) -> FeedbackResponse:
         """👍/👎 on an answer by its trace id; the strategy policy learns from it at once."""
         try:
             rating = parse_rating(body.rating)
@@ -509,7 +571,10 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
     # -- OpenAI-compatible ---------------------------------------------------------------------
     @app.get("/v1/models", dependencies=v1, tags=["openai"])
     async def models() -> dict:
-        return {"object": "list", "data": [{"id": MODEL_NAME, "object": "model", "created": 0, "owned_by": "citescope"}]}
+        return {
+            "object": "list",
+            "data": [{"id": MODEL_NAME, "object": "model", "created": 0, "owned_by": "citescope"}],
+        }
 
     @app.post("/v1/chat/completions", tags=["openai"])
     async def chat_completions(body: ChatRequest, request: Request, tenant: Tenant = Depends(authenticate)) -> Any:
@@ -519,18 +584,30 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
         checked_session(body.session())  # a streamed request gets the 422 /v1/ask would, before the stream starts
         if body.stream:
             if admission.full:  # before the stream's 200: a client told to retry is told so in the status
-                raise HTTPException(503, f"the service is busy; retry after {settings.retry_after_s} s",
-                                    headers=busy_headers)
-            return StreamingResponse(_stream_chat(request, tenant, body, question), media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+                raise HTTPException(
+                    503, f"the service is busy; retry after {settings.retry_after_s} s", headers=busy_headers
+                )
+            return StreamingResponse(
+                _stream_chat(request, tenant, body, question),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
         result = await answer(request, tenant, question, body.session(), body.filters)
         citations = [c.model_dump(mode="json") for c in result.citations]
         return {
-            "id": f"chatcmpl-{result.trace_id}", "object": "chat.completion", "created": int(time.time()),
+            "id": f"chatcmpl-{result.trace_id}",
+            "object": "chat.completion",
+            "created": int(time.time()),
             "model": body.model,
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": result.answer, "citations": citations}}],
-            "citations": citations, "x_citescope": _extension(result),
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": result.answer, "citations": citations},
+                }
+            ],
+            "citations": citations,
+            "x_citescope": _extension(result),
         }
 
     async def _stream_chat(request: Request, tenant: Tenant, body: ChatRequest, question: str) -> AsyncIterator[str]:
@@ -538,9 +615,14 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
 
         def chunk(delta: dict, finish_reason: str | None = None, **extra: Any) -> str:
             # the id of the non-streamed reply: chatcmpl-<trace id>, the same on every chunk
-            data = {"id": f"chatcmpl-{result.trace_id}", "object": "chat.completion.chunk", "created": created,
-                    "model": body.model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-                    **extra}
+            data = {
+                "id": f"chatcmpl-{result.trace_id}",
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": body.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+                **extra,
+            }
             return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
         # The trace id exists once the answer does, so the first chunk waits for it; an SSE comment
@@ -584,9 +666,14 @@ def _describe_request_errors(errors: list[dict]) -> str:
 
 
 def _extension(result: QAResult) -> dict:
-    return {"trace_id": result.trace_id, "session_id": result.session_id,
-            "refused": result.refused, "refusal_reason": result.refusal_reason, "degraded": result.degraded,
-            "conflicts": [c.model_dump(mode="json") for c in result.conflicts]}
+    return {
+        "trace_id": result.trace_id,
+        "session_id": result.session_id,
+        "refused": result.refused,
+        "refusal_reason": result.refusal_reason,
+        "degraded": result.degraded,
+        "conflicts": [c.model_dump(mode="json") for c in result.conflicts],
+    }
 
 
 # -- running it ---------------------------------------------------------------------------------
@@ -602,8 +689,11 @@ def uvicorn_options(app: Any) -> dict[str, Any]:
     app gets the defaults)."""
     settings = getattr(getattr(app, "state", None), "settings", None)
     settings = settings if isinstance(settings, ServiceSettings) else ServiceSettings()
-    return {"access_log": False, "http": h11_with_header_timeout(settings.header_timeout_s),
-            "timeout_keep_alive": settings.keep_alive_timeout_s}
+    return {
+        "access_log": False,
+        "http": h11_with_header_timeout(settings.header_timeout_s),
+        "timeout_keep_alive": settings.keep_alive_timeout_s,
+    }
 
 
 class BackgroundServer:
@@ -611,11 +701,12 @@ class BackgroundServer:
 
     def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0):
         self.host = host
-        self._server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", ws="wsproto",
-                                                     **uvicorn_options(app)))
+        self._server = uvicorn.Server(
+            uvicorn.Config(app, host=host, port=port, log_level="warning", ws="wsproto", **uvicorn_options(app))
+        )
         self._thread = threading.Thread(target=self._server.run, name="uvicorn", daemon=True)
 
-    def start(self, timeout_s: float = 30.0) -> "BackgroundServer":
+    def start(self, timeout_s: float = 30.0) -> BackgroundServer:
         self._thread.start()
         deadline = time.monotonic() + timeout_s
         while not self._server.started:
@@ -636,7 +727,7 @@ class BackgroundServer:
         self._server.should_exit = True
         self._thread.join(timeout=15)
 
-    def __enter__(self) -> "BackgroundServer":
+    def __enter__(self) -> BackgroundServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

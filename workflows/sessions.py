@@ -12,6 +12,7 @@ given, a name several products fit ("AJ1", "轻羽"), or a question about a prod
 turn that supplies what was asked completes the pending task (the facts are merged into the
 earlier question; bare numbers are read as the measures asked for: "175，72公斤").
 """
+
 from __future__ import annotations
 
 import json
@@ -19,19 +20,26 @@ import re
 import threading
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from citescope.agents.query_analysis import (
+    Entity,
+    QueryAnalyzer,
+    QueryFeatures,
+    describe_body_facts,
+    parse_body_reply,
+    parse_sizes,
+    without_product_asks,
+)
 from citescope.knowledge.crosslingual import with_document_words
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.text import CJK_RUN, is_storable_text, normalize
 from citescope.tools.base import SkillContext
 from citescope.tools.products import product_index, size_recommend
-from citescope.agents.query_analysis import (Entity, QueryAnalyzer, QueryFeatures, describe_body_facts, parse_body_reply,
-                                      parse_sizes, without_product_asks)
 from citescope.workflows.personal_data import redact_personal, redact_personal_in
 from citescope.workflows.sqlite_store import columns_of, open_sqlite
 from citescope.workflows.tenants import DEFAULT_TENANT
@@ -52,8 +60,10 @@ _UNNAMED_SUBJECT_CHARS = 12
 _ORDINAL = re.compile(r"^\s*(?:第\s*)?([1-9一二三四五六七八九])\s*(?:个|款|种|项|号)?\s*[。.！!]?\s*$")
 _CHINESE_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九", start=1)}
 # Words that point at a product the question does not name.
-_PRODUCT_REFERENCE = re.compile(r"它|这款|那款|这件|那件|这双|那双|这只|那只|这台|那台|这条|那条|这个|那个|"
-                                r"该款|该商品|此款|同款")
+_PRODUCT_REFERENCE = re.compile(
+    r"它|这款|那款|这件|那件|这双|那双|这只|那只|这台|那台|这条|那条|这个|那个|"
+    r"该款|该商品|此款|同款"
+)
 _NO_PRODUCT_INTENTS = ("policy", "out_of_scope", "comparison")
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
 # Words that point or fill in, never a product's own word when a reply picks an option.
@@ -63,8 +73,9 @@ _FILLER = re.compile(r"这款|那款|这个|那个|这件|那件|这双|那双|�
 def _words(text: str) -> set[str]:
     """CJK character pairs and ASCII words of lower-cased text, pointing and filler words left out."""
     text = _FILLER.sub(" ", text.lower())
-    pairs = {run[i:i + 2] for run in CJK_RUN.findall(text) for i in range(len(run) - 1)}
+    pairs = {run[i : i + 2] for run in CJK_RUN.findall(text) for i in range(len(run) - 1)}
     return pairs | set(_ASCII_WORD.findall(text))
+
 
 # Sessions are owned by a tenant: two tenants' "s1" are two conversations. Files written before
 # tenants existed are rebuilt once with their rows in the default tenant (_migrate).
@@ -87,10 +98,15 @@ def _migrate(conn) -> None:
     conn.execute("ALTER TABLE turns RENAME TO turns_before_tenants")
     for statement in _TABLES:
         conn.execute(statement)
-    conn.execute("INSERT INTO sessions SELECT ?, id, created_at, updated_at, entity, pending "
-                 "FROM sessions_before_tenants", (DEFAULT_TENANT,))
-    conn.execute("INSERT INTO turns SELECT ?, session_id, number, question, answer, trace_id, refused, "
-                 "clarification, at FROM turns_before_tenants", (DEFAULT_TENANT,))
+    conn.execute(
+        "INSERT INTO sessions SELECT ?, id, created_at, updated_at, entity, pending FROM sessions_before_tenants",
+        (DEFAULT_TENANT,),
+    )
+    conn.execute(
+        "INSERT INTO turns SELECT ?, session_id, number, question, answer, trace_id, refused, "
+        "clarification, at FROM turns_before_tenants",
+        (DEFAULT_TENANT,),
+    )
     conn.execute("DROP TABLE turns_before_tenants")
     conn.execute("DROP TABLE sessions_before_tenants")
 
@@ -103,15 +119,21 @@ _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def check_session_id(session_id: str) -> str:
-    if (not is_storable_text(session_id) or not session_id.strip() or _CONTROL_CHARS.search(session_id)
-            or len(session_id) > MAX_SESSION_ID_CHARS):
-        raise ValueError(f"a session id is non-empty text of at most {MAX_SESSION_ID_CHARS} characters "
-                         "(valid Unicode, no control characters such as NUL)")
+    if (
+        not is_storable_text(session_id)
+        or not session_id.strip()
+        or _CONTROL_CHARS.search(session_id)
+        or len(session_id) > MAX_SESSION_ID_CHARS
+    ):
+        raise ValueError(
+            f"a session id is non-empty text of at most {MAX_SESSION_ID_CHARS} characters "
+            "(valid Unicode, no control characters such as NUL)"
+        )
     return session_id.strip()
 
 
 def _when(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc)
+    return datetime.fromtimestamp(epoch, tz=UTC)
 
 
 class Clarification(BaseModel):
@@ -165,52 +187,99 @@ class SessionStore:
         self._lock = threading.Lock()
 
     @classmethod
-    def for_kb(cls, kb_dir: Path | str) -> "SessionStore":
+    def for_kb(cls, kb_dir: Path | str) -> SessionStore:
         return cls(Path(kb_dir) / FILE_NAME)
 
     def get(self, session_id: str, tenant: str = DEFAULT_TENANT) -> SessionState | None:
         """The tenant's session (None for an unknown id, and for another tenant's)."""
         with self._lock:
-            row = self._conn.execute("SELECT id, created_at, updated_at, entity, pending FROM sessions "
-                                     "WHERE tenant = ? AND id = ?", (tenant, session_id)).fetchone()
+            row = self._conn.execute(
+                "SELECT id, created_at, updated_at, entity, pending FROM sessions WHERE tenant = ? AND id = ?",
+                (tenant, session_id),
+            ).fetchone()
             if row is None:
                 return None
-            turns = self._conn.execute("SELECT question, answer, trace_id, refused, clarification, at FROM turns "
-                                       "WHERE tenant = ? AND session_id = ? ORDER BY number",
-                                       (tenant, session_id)).fetchall()
+            turns = self._conn.execute(
+                "SELECT question, answer, trace_id, refused, clarification, at FROM turns "
+                "WHERE tenant = ? AND session_id = ? ORDER BY number",
+                (tenant, session_id),
+            ).fetchall()
         return SessionState(
-            id=row[0], created_at=_when(row[1]), updated_at=_when(row[2]),
+            id=row[0],
+            created_at=_when(row[1]),
+            updated_at=_when(row[2]),
             entity=Entity.model_validate_json(row[3]) if row[3] else None,
             pending=PendingTask.model_validate_json(row[4]) if row[4] else None,
-            turns=[Turn(question=q, answer=a, trace_id=t, refused=bool(r),
-                        clarification=json.loads(c) if c else None, at=_when(at)) for q, a, t, r, c, at in turns])
+            turns=[
+                Turn(
+                    question=q,
+                    answer=a,
+                    trace_id=t,
+                    refused=bool(r),
+                    clarification=json.loads(c) if c else None,
+                    at=_when(at),
+                )
+                for q, a, t, r, c, at in turns
+            ],
+        )
 
-    def add_turn(self, session_id: str, turn: Turn, entity: Entity | None, pending: PendingTask | None,
-                 tenant: str = DEFAULT_TENANT) -> None:
+    def add_turn(
+        self,
+        session_id: str,
+        turn: Turn,
+        entity: Entity | None,
+        pending: PendingTask | None,
+        tenant: str = DEFAULT_TENANT,
+    ) -> None:
         """Append a turn and set the session's carried product and pending task (one transaction;
         the session is created on its first turn). Personal data is redacted from what is stored."""
         session_id = check_session_id(session_id)
         now = turn.at.timestamp()
-        turn = turn.model_copy(update={"question": redact_personal(turn.question), "answer": redact_personal(turn.answer),
-                                       "clarification": redact_personal_in(turn.clarification)})
+        turn = turn.model_copy(
+            update={
+                "question": redact_personal(turn.question),
+                "answer": redact_personal(turn.answer),
+                "clarification": redact_personal_in(turn.clarification),
+            }
+        )
         if pending is not None:
             pending = pending.model_copy(update={"question": redact_personal(pending.question)})
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.execute("INSERT OR IGNORE INTO sessions (tenant, id, created_at, updated_at) "
-                                   "VALUES (?, ?, ?, ?)", (tenant, session_id, now, now))
-                number = self._conn.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM turns "
-                                            "WHERE tenant = ? AND session_id = ?", (tenant, session_id)).fetchone()[0]
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO sessions (tenant, id, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                    (tenant, session_id, now, now),
+                )
+                number = self._conn.execute(
+                    "SELECT COALESCE(MAX(number), 0) + 1 FROM turns WHERE tenant = ? AND session_id = ?",
+                    (tenant, session_id),
+                ).fetchone()[0]
                 self._conn.execute(
                     "INSERT INTO turns (tenant, session_id, number, question, answer, trace_id, refused, "
                     "clarification, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (tenant, session_id, number, turn.question, turn.answer, turn.trace_id, int(turn.refused),
-                     json.dumps(turn.clarification, ensure_ascii=False) if turn.clarification else None, now))
-                self._conn.execute("UPDATE sessions SET updated_at = ?, entity = ?, pending = ? "
-                                   "WHERE tenant = ? AND id = ?",
-                                   (now, entity.model_dump_json() if entity else None,
-                                    pending.model_dump_json() if pending else None, tenant, session_id))
+                    (
+                        tenant,
+                        session_id,
+                        number,
+                        turn.question,
+                        turn.answer,
+                        turn.trace_id,
+                        int(turn.refused),
+                        json.dumps(turn.clarification, ensure_ascii=False) if turn.clarification else None,
+                        now,
+                    ),
+                )
+                self._conn.execute(
+                    "UPDATE sessions SET updated_at = ?, entity = ?, pending = ? WHERE tenant = ? AND id = ?",
+                    (
+                        now,
+                        entity.model_dump_json() if entity else None,
+                        pending.model_dump_json() if pending else None,
+                        tenant,
+                        session_id,
+                    ),
+                )
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
@@ -243,16 +312,19 @@ class Clarifier:
         reference = _PRODUCT_REFERENCE.search(features.canonical)
         if reference is None and features.categories:
             return None  # "外套尺码怎么选": a question about a kind of product, not one of them
-        refers = reference or (
-            features.is_followup and (features.sizes or features.asks_price_stock or features.asks_size)
-        ) or self._about_an_unnamed_product(features)
+        refers = (
+            reference
+            or (features.is_followup and (features.sizes or features.asks_price_stock or features.asks_size))
+            or self._about_an_unnamed_product(features)
+        )
         if not refers:
             return None
         kind, options = self._of_kind(features, reference)
         if kind and 0 < len(options) <= MAX_LISTED:
             listed = "；".join(f"{i}. {o.name}" for i, o in enumerate(options, start=1))
-            return Clarification(kind="product", need=["product"], text=ASK_WHICH_KIND.format(kind=kind, options=listed),
-                                 options=options)
+            return Clarification(
+                kind="product", need=["product"], text=ASK_WHICH_KIND.format(kind=kind, options=listed), options=options
+            )
         return Clarification(kind="product", need=["product"], text=ASK_PRODUCT)
 
     def _about_an_unnamed_product(self, features: QueryFeatures) -> bool:
@@ -260,8 +332,11 @@ class Clarifier:
         its price, stock or size ("多少钱？有货吗？"), or something whose best keyword match is tied to a
         product (its page, a review, a post), not an FAQ entry or a policy ("适合新手吗？" yes,
         "支持哪些付款方式？" and "鞋子尺码怎么选？" no)."""
-        if (features.length > _UNNAMED_SUBJECT_CHARS or not (features.question_words or features.asks_price_stock)
-                or self.analyzer.index.names_anything(features.canonical)):
+        if (
+            features.length > _UNNAMED_SUBJECT_CHARS
+            or not (features.question_words or features.asks_price_stock)
+            or self.analyzer.index.names_anything(features.canonical)
+        ):
             return False
         if not self.kb.query_tokens(without_product_asks(features.canonical)):
             return True  # nothing but a price, stock or size ask: "多少钱？有货吗？"
@@ -274,8 +349,13 @@ class Clarifier:
         """The kind of product a reference names ("这双鞋" -> 鞋, "这款充电宝" -> 充电宝, or a category
         the question names) and the shop's products of that kind; ("", []) when it names none."""
         index = product_index(self.kb)
-        canon = {pid: (index.lexicon.canonicalize(normalize(p.category or "")),
-                       index.lexicon.canonicalize(normalize(p.name or ""))) for pid, p in index.products.items()}
+        canon = {
+            pid: (
+                index.lexicon.canonicalize(normalize(p.category or "")),
+                index.lexicon.canonicalize(normalize(p.name or "")),
+            )
+            for pid, p in index.products.items()
+        }
 
         def of(word: str) -> list[str]:
             if len(word) == 1:  # a bare head noun names a category it ends (鞋: 运动鞋, 包: 箱包)
@@ -295,8 +375,12 @@ class Clarifier:
 
     @staticmethod
     def _option(product) -> Entity:
-        return Entity(name=product.name, product_id=product.product_id, brand=product.brand or None,
-                      category=product.category or None)
+        return Entity(
+            name=product.name,
+            product_id=product.product_id,
+            brand=product.brand or None,
+            category=product.category or None,
+        )
 
     def _which_product(self, product: Entity) -> Clarification | None:
         """Which of the products a name fits equally well (product_lookup would list the same
@@ -310,13 +394,19 @@ class Clarifier:
             return None
         options = [self._option(p) for p in candidates]
         listed = "；".join(f"{i}. {o.name}" for i, o in enumerate(options, start=1))
-        return Clarification(kind="product", need=["product"], text=ASK_WHICH.format(asked=product.surface or product.name,
-                                                                                    options=listed),
-                             options=options)
+        return Clarification(
+            kind="product",
+            need=["product"],
+            text=ASK_WHICH.format(asked=product.surface or product.name, options=listed),
+            options=options,
+        )
 
     def _missing_facts(self, features: QueryFeatures, product: Entity) -> Clarification | None:
-        given = {"height_cm": features.height_cm, "weight_kg": features.weight_kg,
-                 "foot_length_cm": features.foot_length_cm}
+        given = {
+            "height_cm": features.height_cm,
+            "weight_kg": features.weight_kg,
+            "foot_length_cm": features.foot_length_cm,
+        }
         arguments = {"product": product.product_id, **{k: v for k, v in given.items() if v is not None}}
         started = time.perf_counter()
         need = size_recommend(**arguments, ctx=SkillContext(self.kb)).data.get("need")
@@ -325,8 +415,15 @@ class Clarifier:
             return None
         labels = [FACT_LABELS.get(name, name) for name in need]
         facts = labels[0] if len(labels) == 1 else "、".join(labels[:-1]) + "和" + labels[-1]
-        return Clarification(kind="facts", need=list(need), text=ASK_FACTS.format(facts=facts), product=product,
-                             skill="size_recommend", arguments=arguments, elapsed_ms=elapsed_ms)
+        return Clarification(
+            kind="facts",
+            need=list(need),
+            text=ASK_FACTS.format(facts=facts),
+            product=product,
+            skill="size_recommend",
+            arguments=arguments,
+            elapsed_ms=elapsed_ms,
+        )
 
     def complete(self, pending: PendingTask, reply: str) -> tuple[str, Entity | None] | None:
         """(question, product) to answer when `reply` gives what `pending` waits for; None when
@@ -334,12 +431,20 @@ class Clarifier:
         turn = self.analyzer.run(reply)
         if pending.kind == "facts":
             facts = parse_body_reply(reply, pending.need)  # "175，72公斤": the bare 175 is the height asked for
-            same_product = all(p.product_id == (pending.entity.product_id if pending.entity else None)
-                               for p in turn.products)
+            same_product = all(
+                p.product_id == (pending.entity.product_id if pending.entity else None) for p in turn.products
+            )
             if not facts or not same_product:
                 return None
-            read_alone = {name: value for name, value in (("height_cm", turn.height_cm), ("weight_kg", turn.weight_kg),
-                                                          ("foot_length_cm", turn.foot_length_cm)) if value is not None}
+            read_alone = {
+                name: value
+                for name, value in (
+                    ("height_cm", turn.height_cm),
+                    ("weight_kg", turn.weight_kg),
+                    ("foot_length_cm", turn.foot_length_cm),
+                )
+                if value is not None
+            }
             # what the reply says only in context is spelt out, so the completed question reads alone
             added = reply if facts == read_alone else f"{reply}（{describe_body_facts(facts)}）"
             return f"{pending.question} {added}", pending.entity
@@ -353,7 +458,7 @@ class Clarifier:
             return f"{reply} {pending.question}", named if named.product_id else None
         return None
 
-    def carry_variant(self, state: "SessionState", question: str) -> str:
+    def carry_variant(self, state: SessionState, question: str) -> str:
         """A follow-up naming one variant dimension of the conversation's product asks about the
         other as the last turn named it: "那M码呢？" after "雪山白L码还有吗？" is 雪山白 M, "那黑色呢？"
         after it is black L. Returns the question with that colour or size put in front, or as is."""
@@ -366,8 +471,7 @@ class Clarifier:
 
         def named(text: str) -> tuple[list[str], list[str]]:
             canonical = normalize(text)
-            return ([c for c in colours if c in canonical],
-                    [z for z in parse_sizes(canonical.upper()) if z in sizes])
+            return ([c for c in colours if c in canonical], [z for z in parse_sizes(canonical.upper()) if z in sizes])
 
         before_colours, before_sizes = named(state.turns[-1].question)
         now_colours, now_sizes = named(question)

@@ -1,4 +1,5 @@
 """The one way the workflow stores (sessions, traces, experience) open their SQLite file."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -6,8 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def open_sqlite(path: Path, schema: str, foreign_keys: bool = False,
-                migrate: Callable[[sqlite3.Connection], None] | None = None) -> sqlite3.Connection:
+def open_sqlite(
+    path: Path, schema: str, foreign_keys: bool = False, migrate: Callable[[sqlite3.Connection], None] | None = None
+) -> sqlite3.Connection:
     """An autocommit, WAL-mode connection usable from any thread (the store serialises it with
     its own lock), with `schema` applied; the folder is created first. `migrate` runs before the
     schema, so it can bring a file written by an older version up to the columns the schema's

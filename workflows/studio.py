@@ -10,11 +10,13 @@ those stages produced as agents' replies, after the planner's messages, in the c
 
 Start the real Studio first: `npm install -g @agentscope/studio`, then `as_studio` (docs/usage.md).
 """
+
 from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agentscope.agent import AgentBase, UserAgent
 from agentscope.message import Msg
@@ -23,8 +25,14 @@ from citescope.workflows.pipeline import QuestionError
 from citescope.workflows.result import QAResult
 from citescope.workflows.sessions import new_session_id
 from citescope.workflows.studio_link import ReconnectPolicy, StudioGone, StudioLink, registration
-from citescope.workflows.studio_texts import (Language, answer_markdown, language_of, markdown_tool_results_hook,
-                                    studio_texts, verdict_markdown)
+from citescope.workflows.studio_texts import (
+    Language,
+    answer_markdown,
+    language_of,
+    markdown_tool_results_hook,
+    studio_texts,
+    verdict_markdown,
+)
 
 EXIT_WORDS = {"/exit", "/quit", "exit", "quit", "q", "/退出", "退出", "结束", "結束"}
 FORWARD_HOOK = "citescope_studio_forward"
@@ -63,12 +71,21 @@ class AnswererAgent(PipelineStageAgent):
         super().__init__("answerer")
 
     def render(self, result: QAResult, language: Language) -> Msg:
-        return Msg(self.name, answer_markdown(result, language), "assistant", metadata={
-            "trace_id": result.trace_id, "session_id": result.session_id, "language": language,
-            "refused": result.refused, "refusal_reason": result.refusal_reason, "degraded": result.degraded,
-            "citations": [c.model_dump(mode="json") for c in result.citations],
-            "conflicts": [c.model_dump(mode="json") for c in result.conflicts],
-        })
+        return Msg(
+            self.name,
+            answer_markdown(result, language),
+            "assistant",
+            metadata={
+                "trace_id": result.trace_id,
+                "session_id": result.session_id,
+                "language": language,
+                "refused": result.refused,
+                "refusal_reason": result.refusal_reason,
+                "degraded": result.degraded,
+                "citations": [c.model_dump(mode="json") for c in result.citations],
+                "conflicts": [c.model_dump(mode="json") for c in result.conflicts],
+            },
+        )
 
 
 class InspectorAgent(PipelineStageAgent):
@@ -77,10 +94,16 @@ class InspectorAgent(PipelineStageAgent):
 
     def render(self, result: QAResult, language: Language) -> Msg:
         report = result.inspection
-        return Msg(self.name, verdict_markdown(result, language), "assistant", metadata={
-            "trace_id": result.trace_id, "passed": None if report is None else report.passed,
-            "report": None if report is None else report.model_dump(mode="json"),
-        })
+        return Msg(
+            self.name,
+            verdict_markdown(result, language),
+            "assistant",
+            metadata={
+                "trace_id": result.trace_id,
+                "passed": None if report is None else report.passed,
+                "report": None if report is None else report.model_dump(mode="json"),
+            },
+        )
 
 
 class StudioSession:
@@ -88,9 +111,16 @@ class StudioSession:
     typed in Studio until the user types /exit or Studio stays gone. All turns share one
     conversation session."""
 
-    def __init__(self, assistant: Any, studio_url: str, project: str = "citescope", name: str | None = None,
-                 session_id: str | None = None, reconnect: ReconnectPolicy = ReconnectPolicy(),
-                 on_event: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        assistant: Any,
+        studio_url: str,
+        project: str = "citescope",
+        name: str | None = None,
+        session_id: str | None = None,
+        reconnect: ReconnectPolicy = ReconnectPolicy(),
+        on_event: Callable[[str], None] | None = None,
+    ):
         """assistant: a workflows.assistant.Assistant (warmed in connect()); on_event receives the
         link's connection news (lost, reconnected, gone) for the console."""
         self.assistant = assistant
@@ -105,16 +135,19 @@ class StudioSession:
         self.studio_gone: StudioGone | None = None  # set when chat() ended because Studio stayed away
         self.link: StudioLink | None = None
 
-    def connect(self) -> "StudioSession":
+    def connect(self) -> StudioSession:
         """Register the run with Studio (raises if Studio is unreachable) and warm the Assistant."""
         import agentscope
         from agentscope import _config
         from agentscope.tracing import setup_tracing
 
         agentscope.init(project=self.project, name=self.name)
-        self.link = StudioLink(self.studio_url, registration(_config.run_id, _config.project, _config.name,
-                                                               _config.created_at),
-                               self.reconnect, self._on_link_event).open()
+        self.link = StudioLink(
+            self.studio_url,
+            registration(_config.run_id, _config.project, _config.name, _config.created_at),
+            self.reconnect,
+            self._on_link_event,
+        ).open()
         UserAgent.override_class_input_method(self.link.input_method())
         # registered in this order, so Studio receives the Markdown copy of a tool result
         AgentBase.register_class_hook("pre_print", MARKDOWN_HOOK, markdown_tool_results_hook)

@@ -18,6 +18,7 @@ after four failures. Here:
   session ends with its summary instead of hanging;
 - every HTTP call has a timeout; a message that cannot be delivered waits in a bounded outbox.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,8 +27,9 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -57,8 +59,10 @@ class ReconnectPolicy:
 
     def __post_init__(self) -> None:
         if self.attempts < 0 or self.window_s < 0 or self.first_delay_s <= 0 or self.max_delay_s < self.first_delay_s:
-            raise ValueError(f"invalid reconnect policy {self}: attempts and window_s must be >= 0, "
-                             "first_delay_s > 0 and max_delay_s >= first_delay_s")
+            raise ValueError(
+                f"invalid reconnect policy {self}: attempts and window_s must be >= 0, "
+                "first_delay_s > 0 and max_delay_s >= first_delay_s"
+            )
 
 
 def run_url(studio_url: str, project: str, run_id: str) -> str:
@@ -76,12 +80,14 @@ class _InputRequest:
 
     def settle(self, result: Any = None, error: BaseException | None = None) -> None:
         """From any thread: resolve (or fail) the awaiting coroutine once."""
+
         def apply() -> None:
             if not self.future.done():
                 if error is not None:
                     self.future.set_exception(error)
                 else:
                     self.future.set_result(result)
+
         self.loop.call_soon_threadsafe(apply)
 
 
@@ -97,8 +103,13 @@ class StudioLink:
     """One run's connection to Studio. open() registers the run and connects; input() is the
     UserAgent input method; forward_hook() the pre_print hook; close() ends the run's link."""
 
-    def __init__(self, studio_url: str, run: dict, policy: ReconnectPolicy = ReconnectPolicy(),
-                 on_event: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        studio_url: str,
+        run: dict,
+        policy: ReconnectPolicy = ReconnectPolicy(),
+        on_event: Callable[[str], None] | None = None,
+    ):
         """run: the registerRun body (id, project, name, timestamp, pid, status)."""
         self.studio_url = studio_url.rstrip("/")
         self.run = run
@@ -128,7 +139,7 @@ class StudioLink:
         return run_url(self.studio_url, self.run["project"], self.run_id)
 
     # -- lifecycle ------------------------------------------------------------------------------
-    def open(self) -> "StudioLink":
+    def open(self) -> StudioLink:
         """Register the run and connect its socket; raises (httpx / socketio errors) when Studio
         is not reachable now: a session does not start without it."""
         httpx.post(f"{self.studio_url}/trpc/registerRun", json=self.run, timeout=HTTP_TIMEOUT_S).raise_for_status()
@@ -139,7 +150,9 @@ class StudioLink:
         """End the link. An outage still being recovered from is waited for (at most drain_s,
         default the policy's window) so that messages printed during it still reach Studio."""
         with self._state:
-            self._state.wait_for(lambda: not self._recovering, timeout=self.policy.window_s if drain_s is None else drain_s)
+            self._state.wait_for(
+                lambda: not self._recovering, timeout=self.policy.window_s if drain_s is None else drain_s
+            )
             self._closing = True
         self._stop.set()
         if self._connected:
@@ -157,15 +170,22 @@ class StudioLink:
         return self._gone
 
     # -- input (the UserAgent input method) ---------------------------------------------------
-    def input_method(self) -> "StudioInput":
+    def input_method(self) -> StudioInput:
         return StudioInput(self)
 
     async def request_input(self, agent_id: str, agent_name: str, structured_input: dict | None) -> UserInputData:
         """Ask Studio for the user's next input and wait for it; StudioGone when Studio stays away."""
         request = _InputRequest(
-            body={"requestId": uuid.uuid4().hex, "runId": self.run_id, "agentId": agent_id, "agentName": agent_name,
-                  "structuredInput": structured_input},
-            loop=asyncio.get_running_loop(), future=asyncio.get_running_loop().create_future())
+            body={
+                "requestId": uuid.uuid4().hex,
+                "runId": self.run_id,
+                "agentId": agent_id,
+                "agentName": agent_name,
+                "structuredInput": structured_input,
+            },
+            loop=asyncio.get_running_loop(),
+            future=asyncio.get_running_loop().create_future(),
+        )
         with self._state:
             if self._gone:
                 raise StudioGone(self._gone_message())
@@ -185,8 +205,7 @@ class StudioLink:
 
     def _post_input_request(self, body: dict) -> bool:
         try:
-            httpx.post(f"{self.studio_url}/trpc/requestUserInput", json=body,
-                       timeout=HTTP_TIMEOUT_S).raise_for_status()
+            httpx.post(f"{self.studio_url}/trpc/requestUserInput", json=body, timeout=HTTP_TIMEOUT_S).raise_for_status()
             return True
         except httpx.HTTPError:
             return False
@@ -202,9 +221,13 @@ class StudioLink:
     def forward_hook(self, agent: Any, kwargs: dict[str, Any]) -> None:
         """AgentBase pre_print hook: the message goes to Studio now, or waits in the outbox."""
         msg = kwargs["msg"]
-        body = {"runId": self.run_id, "replyId": getattr(agent, "_reply_id", None) or uuid.uuid4().hex,
-                "replyName": getattr(agent, "name", msg.name),
-                "replyRole": "user" if isinstance(agent, UserAgent) else "assistant", "msg": msg.to_dict()}
+        body = {
+            "runId": self.run_id,
+            "replyId": getattr(agent, "_reply_id", None) or uuid.uuid4().hex,
+            "replyName": getattr(agent, "name", msg.name),
+            "replyRole": "user" if isinstance(agent, UserAgent) else "assistant",
+            "msg": msg.to_dict(),
+        }
         with self._send_lock:
             self._outbox.append(body)
             if len(self._outbox) > OUTBOX_LIMIT:
@@ -219,8 +242,9 @@ class StudioLink:
         with self._send_lock:
             while self._outbox:
                 try:
-                    response = httpx.post(f"{self.studio_url}/trpc/pushMessage", json=self._outbox[0],
-                                          timeout=HTTP_TIMEOUT_S)
+                    response = httpx.post(
+                        f"{self.studio_url}/trpc/pushMessage", json=self._outbox[0], timeout=HTTP_TIMEOUT_S
+                    )
                 except httpx.HTTPError:
                     return False
                 if response.status_code >= 500:
@@ -232,8 +256,9 @@ class StudioLink:
 
     # -- connection and recovery --------------------------------------------------------------
     def _connect(self) -> None:
-        self._sio.connect(self.studio_url, namespaces=[NAMESPACE], auth={"run_id": self.run_id},
-                          wait_timeout=HTTP_TIMEOUT_S)
+        self._sio.connect(
+            self.studio_url, namespaces=[NAMESPACE], auth={"run_id": self.run_id}, wait_timeout=HTTP_TIMEOUT_S
+        )
 
     def _on_connect(self) -> None:
         with self._state:
@@ -253,8 +278,10 @@ class StudioLink:
             if self._recovering or self._gone or self._closing:
                 return
             self._recovering = True
-        self._event(f"lost AgentScope Studio at {self.studio_url} ({why}); reconnecting "
-                    f"(up to {self.policy.attempts} attempts within {self.policy.window_s:g}s)")
+        self._event(
+            f"lost AgentScope Studio at {self.studio_url} ({why}); reconnecting "
+            f"(up to {self.policy.attempts} attempts within {self.policy.window_s:g}s)"
+        )
         threading.Thread(target=self._recover, name="studio-reconnect", daemon=True).start()
 
     def _recover(self) -> None:
@@ -297,8 +324,10 @@ class StudioLink:
         return all(self._post_input_request(body) for body in bodies) and self._flush()
 
     def _gone_message(self) -> str:
-        return (f"AgentScope Studio at {self.studio_url} did not come back within {self.policy.window_s:g}s "
-                f"({self.policy.attempts} attempts)")
+        return (
+            f"AgentScope Studio at {self.studio_url} did not come back within {self.policy.window_s:g}s "
+            f"({self.policy.attempts} attempts)"
+        )
 
     def _event(self, text: str) -> None:
         self.stats.events.append(text)
@@ -312,13 +341,21 @@ class StudioInput(UserInputBase):
     def __init__(self, link: StudioLink):
         self.link = link
 
-    async def __call__(self, agent_id: str, agent_name: str, *args: Any,
-                       structured_model: type[BaseModel] | None = None, **kwargs: Any) -> UserInputData:
+    async def __call__(
+        self, agent_id: str, agent_name: str, *args: Any, structured_model: type[BaseModel] | None = None, **kwargs: Any
+    ) -> UserInputData:
         schema = None if structured_model is None else structured_model.model_json_schema()
         return await self.link.request_input(agent_id, agent_name, schema)
 
 
 def registration(run_id: str, project: str, name: str, created_at: str) -> dict:
     """The registerRun body AgentScope 1.0.21 sends (run_dir is deprecated but still expected)."""
-    return {"id": run_id, "project": project, "name": name, "timestamp": created_at, "pid": os.getpid(),
-            "status": "running", "run_dir": ""}
+    return {
+        "id": run_id,
+        "project": project,
+        "name": name,
+        "timestamp": created_at,
+        "pid": os.getpid(),
+        "status": "running",
+        "run_dir": "",
+    }

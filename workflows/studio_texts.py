@@ -5,6 +5,7 @@ one paragraph; so the sources are a list (one `- 【id】 title (updated_at)` pe
 result is one list item per hit. The words come from prompts/studio_texts.yaml (Chinese first);
 a refusal reason is a code in QAResult (`weak_evidence`), never shown as such: the file words it.
 """
+
 from __future__ import annotations
 
 import re
@@ -45,7 +46,7 @@ class StudioTexts:
         self.reasons = reasons
 
     @classmethod
-    def load(cls, path: Path = TEXTS_PATH) -> "StudioTexts":
+    def load(cls, path: Path = TEXTS_PATH) -> StudioTexts:
         """The file, checked: every entry needs a zh and an en text (ValueError naming the entry)."""
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         if not isinstance(raw, dict):
@@ -93,7 +94,9 @@ def answer_markdown(result: QAResult, language: Language) -> str:
     if result.citations:
         items = [f"- 【{c.id}】 {c.title}" + (f" ({c.updated_at})" if c.updated_at else "") for c in result.citations]
         sources = "\n".join(items)
-        blocks.append(texts.say("sources", language) + "\n\n" + (in_traditional(sources) if language == "zh-Hant" else sources))
+        blocks.append(
+            texts.say("sources", language) + "\n\n" + (in_traditional(sources) if language == "zh-Hant" else sources)
+        )
     if result.degraded:
         blocks.append(texts.say("degraded", language, reasons=joined(result.degradation_reasons, language)))
     return "\n\n".join(blocks)
@@ -113,10 +116,21 @@ def verdict_markdown(result: QAResult, language: Language) -> str:
     report = result.inspection
     if report is None:
         return say("verdict_refused_before_answer", reason=texts.refusal_reason(result.refusal_reason, language))
-    head = (say("verdict_passed") if report.passed and not result.refused
-            else say("verdict_failed_refused") if result.refused else say("verdict_failed"))
-    line = say("verdict_line", head=head, factual=report.factual_sentences, coverage=f"{report.coverage:.0%}",
-               cited_count=len(report.cited_ids), cited=joined(report.cited_ids, language) or say("verdict_none_cited"))
+    head = (
+        say("verdict_passed")
+        if report.passed and not result.refused
+        else say("verdict_failed_refused")
+        if result.refused
+        else say("verdict_failed")
+    )
+    line = say(
+        "verdict_line",
+        head=head,
+        factual=report.factual_sentences,
+        coverage=f"{report.coverage:.0%}",
+        cited_count=len(report.cited_ids),
+        cited=joined(report.cited_ids, language) or say("verdict_none_cited"),
+    )
     if result.regenerated:
         line += say("verdict_regenerated")
     if result.conflicts:
@@ -136,11 +150,14 @@ def _findings(result: QAResult, language: Language) -> list[str]:
     if report.invalid_ids:
         lines.append(texts.say("finding_invalid_ids", language, ids=joined(report.invalid_ids, language)))
     lines += [texts.say("finding_uncited", language, sentence=s) for s in report.uncited]
-    lines += [texts.say("finding_unsupported", language, missing=joined(u.missing, language), sentence=u.sentence)
-              for u in report.unsupported]
+    lines += [
+        texts.say("finding_unsupported", language, missing=joined(u.missing, language), sentence=u.sentence)
+        for u in report.unsupported
+    ]
     if report.missing_conflicts:
-        lines.append(texts.say("finding_missing_conflicts", language,
-                               attributes=joined(report.missing_conflicts, language)))
+        lines.append(
+            texts.say("finding_missing_conflicts", language, attributes=joined(report.missing_conflicts, language))
+        )
     if report.judge and not report.judge.get("supported", True):
         lines += [texts.say("finding_judge", language, problem=p) for p in report.judge.get("problems", [])]
     return lines

@@ -21,6 +21,7 @@ Rate limits are a token bucket per tenant (capacity = the per-minute limit, refi
 memory: a few lines instead of a dependency, since one process serves the API and nothing needs
 sharing across hosts.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,8 +44,9 @@ _TENANT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 def check_tenant_name(name: str) -> str:
     if not _TENANT_NAME.match(name):
-        raise ValueError(f"a tenant name is 1-64 letters, digits, '_', '.' or '-' (starting with a letter or "
-                         f"digit), got {name!r}")
+        raise ValueError(
+            f"a tenant name is 1-64 letters, digits, '_', '.' or '-' (starting with a letter or digit), got {name!r}"
+        )
     return name
 
 
@@ -102,8 +104,9 @@ class TenantDirectory:
         return found
 
     @classmethod
-    def load(cls, api_keys: str = "", tenants_file: Path | None = None,
-             requests_per_minute: int = 0) -> "TenantDirectory":
+    def load(
+        cls, api_keys: str = "", tenants_file: Path | None = None, requests_per_minute: int = 0
+    ) -> TenantDirectory:
         """From the CITESCOPE_API_KEYS text and the tenants file; ValueError naming what is wrong."""
         keys: dict[str, Tenant] = {}
 
@@ -126,8 +129,10 @@ class TenantDirectory:
                     raise ValueError(f"CITESCOPE_API_KEYS: {exc}") from None
                 add(key, name, None, "CITESCOPE_API_KEYS")
         elif api_keys:
-            raise ValueError("CITESCOPE_API_KEYS is set but names no key (only spaces and commas): set keys, "
-                             "or unset it to run the API open")
+            raise ValueError(
+                "CITESCOPE_API_KEYS is set but names no key (only spaces and commas): set keys, "
+                "or unset it to run the API open"
+            )
         if tenants_file is not None:
             for name, entry in _read_tenants_file(Path(tenants_file)).tenants.items():
                 for key in entry.keys:

@@ -9,12 +9,13 @@ redaction first, so neither an API key that reached an error message nor a custo
 number lands on disk. Each trace is owned by the tenant whose request made it. The reward and feedback of a round live in
 the experience store; a reader joins them in (Assistant.trace).
 """
+
 from __future__ import annotations
 
 import json
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,8 @@ from citescope.agents.models import redact
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.tools.base import EvidenceHit
 from citescope.workflows.experience import ExperienceStore
-from citescope.workflows.result import Citation, QAResult
 from citescope.workflows.personal_data import map_strings, redact_personal
+from citescope.workflows.result import Citation, QAResult
 from citescope.workflows.sqlite_store import add_missing_column, columns_of, open_sqlite
 from citescope.workflows.tenants import DEFAULT_TENANT
 
@@ -67,7 +68,7 @@ def build_trace(result: QAResult, kb: KnowledgeBase | None = None) -> dict:
         evidence.append({**shown, "cited": chunk_id in cited})
     trace["evidence"] = evidence
     trace["kb_version"] = kb.version if kb is not None else None
-    trace["created_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    trace["created_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     return redacted(trace)
 
 
@@ -75,8 +76,12 @@ def attach_outcome(trace: dict, experience: ExperienceStore, tenant: str | None 
     """The trace with its round's reward and latest feedback ("outcome"), when the round was logged."""
     round_ = experience.get(trace["trace_id"], tenant)
     if round_ is not None:
-        trace["outcome"] = {"implicit_reward": round_.implicit_reward, "reward": round_.reward,
-                            "rating": round_.rating, "comment": redact(round_.comment)}
+        trace["outcome"] = {
+            "implicit_reward": round_.implicit_reward,
+            "reward": round_.reward,
+            "rating": round_.rating,
+            "comment": redact(round_.comment),
+        }
     return trace
 
 
@@ -89,7 +94,7 @@ class TraceStore:
         self._lock = threading.Lock()
 
     @classmethod
-    def for_kb(cls, kb_dir: Path | str) -> "TraceStore":
+    def for_kb(cls, kb_dir: Path | str) -> TraceStore:
         return cls(Path(kb_dir) / FILE_NAME)
 
     def record(self, result: QAResult, kb: KnowledgeBase | None = None, tenant: str = DEFAULT_TENANT) -> dict:
@@ -98,16 +103,24 @@ class TraceStore:
             self._conn.execute(
                 "INSERT OR REPLACE INTO traces (trace_id, session_id, created_at, question, trace, tenant) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (result.trace_id, result.session_id, time.time(), trace["question"],
-                 json.dumps(trace, ensure_ascii=False), tenant))
+                (
+                    result.trace_id,
+                    result.session_id,
+                    time.time(),
+                    trace["question"],
+                    json.dumps(trace, ensure_ascii=False),
+                    tenant,
+                ),
+            )
         return trace
 
     def get(self, trace_id: str, tenant: str | None = None) -> dict | None:
         """The trace; with `tenant`, only when that tenant owns it (None: any owner, the operator's view
         in the CLI)."""
         with self._lock:
-            row = self._conn.execute("SELECT trace FROM traces WHERE trace_id = ? AND (? IS NULL OR tenant = ?)",
-                                     (trace_id, tenant, tenant)).fetchone()
+            row = self._conn.execute(
+                "SELECT trace FROM traces WHERE trace_id = ? AND (? IS NULL OR tenant = ?)", (trace_id, tenant, tenant)
+            ).fetchone()
         return json.loads(row[0]) if row else None
 
     def close(self) -> None:
@@ -159,15 +172,20 @@ def render_trace(trace: dict) -> RenderableType:
         f"[bold]answer[/bold] ({escape(source)}) {escape(trace.get('answer', ''))}\n"
         f"{_flags(trace)}\n"
         f"[dim]trace {trace.get('trace_id')} · session {trace.get('session_id') or '-'} · "
-        f"KB version {trace.get('kb_version')} · {trace.get('created_at', '')}[/dim]")
+        f"KB version {trace.get('kb_version')} · {trace.get('created_at', '')}[/dim]"
+    )
     parts.append(Panel(head, title="decision trace", title_align="left"))
 
     clarification = trace.get("clarification")
     if clarification:
         table = _table("clarification", "asked", "need", "product", "skill arguments")
         product = (clarification.get("product") or {}).get("name", "")
-        table.add_row(_short(clarification.get("text", ""), 120), ", ".join(clarification.get("need", [])),
-                      escape(product), _short(clarification.get("arguments", {})))
+        table.add_row(
+            _short(clarification.get("text", ""), 120),
+            ", ".join(clarification.get("need", [])),
+            escape(product),
+            _short(clarification.get("arguments", {})),
+        )
         parts.append(table)
 
     features = trace.get("features") or {}
@@ -180,8 +198,12 @@ def render_trace(trace: dict) -> RenderableType:
 
     policy = trace.get("policy")
     if policy:
-        parts.append(Text.from_markup(f"[bold]policy[/bold] ({escape(policy.get('source', ''))}) chose "
-                                      f"[bold]{escape(policy.get('arm', ''))}[/bold]: {escape(policy.get('reason', ''))}"))
+        parts.append(
+            Text.from_markup(
+                f"[bold]policy[/bold] ({escape(policy.get('source', ''))}) chose "
+                f"[bold]{escape(policy.get('arm', ''))}[/bold]: {escape(policy.get('reason', ''))}"
+            )
+        )
         table = _table("arm scores", "arm", "score", "chosen")
         for arm, score in sorted((policy.get("scores") or {}).items(), key=lambda item: -item[1]):
             table.add_row(arm, f"{score:.3f}", "✔" if arm == policy.get("arm") else "")
@@ -198,24 +220,35 @@ def render_trace(trace: dict) -> RenderableType:
         for number, call in enumerate(trace["tool_calls"], start=1):
             hits = call.get("hit_ids") or []
             outcome = call.get("outcome", "") + (" (degraded)" if call.get("degraded") else "")
-            table.add_row(str(number), call.get("name", ""), _short(call.get("arguments", {}), 100), outcome,
-                          f"{len(hits)}" + (": " + _short(", ".join(hits[:4]) + (" …" if len(hits) > 4 else ""), 90)
-                                            if hits else ""),
-                          f"{call.get('elapsed_ms', 0):.1f}")
+            table.add_row(
+                str(number),
+                call.get("name", ""),
+                _short(call.get("arguments", {}), 100),
+                outcome,
+                f"{len(hits)}"
+                + (": " + _short(", ".join(hits[:4]) + (" …" if len(hits) > 4 else ""), 90) if hits else ""),
+                f"{call.get('elapsed_ms', 0):.1f}",
+            )
         parts.append(table)
 
     if trace.get("evidence"):
         best = trace.get("best_score")
         table = _table(f"evidence shown (best score {best})", "#", "chunk", "title", "cited")
         for number, item in enumerate(trace["evidence"], start=1):
-            table.add_row(str(number), escape(f"【{item['id']}】"), _short(item.get("title", ""), 50),
-                          "✔" if item.get("cited") else "")
+            table.add_row(
+                str(number),
+                escape(f"【{item['id']}】"),
+                _short(item.get("title", ""), 50),
+                "✔" if item.get("cited") else "",
+            )
         parts.append(table)
 
     if trace.get("conflicts"):
         table = _table("conflicts", "attribute", "entity", "values")
         for conflict in trace["conflicts"]:
-            values = "; ".join(f"{v['value']} 【{v['chunk_id']}】 {v.get('updated_at') or ''}" for v in conflict["values"])
+            values = "; ".join(
+                f"{v['value']} 【{v['chunk_id']}】 {v.get('updated_at') or ''}" for v in conflict["values"]
+            )
             table.add_row(escape(conflict.get("attribute", "")), escape(conflict.get("entity", "")), escape(values))
         parts.append(table)
 
@@ -223,8 +256,10 @@ def render_trace(trace: dict) -> RenderableType:
     if inspection:
         table = _table("inspector", "check", "result")
         table.add_row("passed", "✔" if inspection.get("passed") else "✘")
-        table.add_row("coverage", f"{inspection.get('coverage', 0):.2f} of {inspection.get('factual_sentences', 0)} "
-                                  "factual sentences")
+        table.add_row(
+            "coverage",
+            f"{inspection.get('coverage', 0):.2f} of {inspection.get('factual_sentences', 0)} factual sentences",
+        )
         for name in ("invalid_ids", "uncited", "unsupported", "missing_conflicts"):
             if inspection.get(name):
                 table.add_row(name, _short(inspection[name], 160))
@@ -235,8 +270,11 @@ def render_trace(trace: dict) -> RenderableType:
         costs.add_row(f"time {stage}", f"{ms:.1f} ms")
     budget = trace.get("budget")
     if budget:
-        costs.add_row("tool calls", f"{budget['tool_calls']} (cached {budget['cached_calls']}, refused "
-                                    f"{budget['refused_calls']}) of {budget['limits']['max_tool_calls']}")
+        costs.add_row(
+            "tool calls",
+            f"{budget['tool_calls']} (cached {budget['cached_calls']}, refused "
+            f"{budget['refused_calls']}) of {budget['limits']['max_tool_calls']}",
+        )
         costs.add_row("model calls", f"{budget['model_calls']} of {budget['limits']['max_model_calls']}")
     for stage, model in (trace.get("models") or {}).items():
         costs.add_row(f"model {stage}", escape(model))
@@ -249,6 +287,10 @@ def render_trace(trace: dict) -> RenderableType:
         if not policy:  # e.g. a clarifying question: no arm was played, the policy learned nothing
             outcome = {**outcome, "reward": None, "implicit_reward": None}
         rating = {1: "👍", -1: "👎"}.get(outcome.get("rating"), "none")
-        parts.append(Text(f"outcome: reward {_number(outcome.get('reward'))} (implicit "
-                          f"{_number(outcome.get('implicit_reward'))}) · feedback {rating} {outcome.get('comment') or ''}".rstrip()))
+        parts.append(
+            Text(
+                f"outcome: reward {_number(outcome.get('reward'))} (implicit "
+                f"{_number(outcome.get('implicit_reward'))}) · feedback {rating} {outcome.get('comment') or ''}".rstrip()
+            )
+        )
     return Group(*parts)

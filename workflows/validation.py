@@ -1,6 +1,7 @@
 """A pydantic ValidationError as one line for people: each bad field by the name they gave it
 (a CLI option, an input column), the value they gave and what is wrong with it; never pydantic's
 type codes, "Value error, " prefixes or documentation URLs."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -41,4 +42,4 @@ def _problem(error: Mapping[str, Any], names: Mapping[str, str]) -> str:
 
 def _shown(value: Any) -> str:
     shown = repr(value)
-    return shown if len(shown) <= _SHOWN_VALUE_CHARS else shown[:_SHOWN_VALUE_CHARS - 1] + "…"
+    return shown if len(shown) <= _SHOWN_VALUE_CHARS else shown[: _SHOWN_VALUE_CHARS - 1] + "…"

@@ -1,25 +1,39 @@
 """Answerers: the LLM answerer's prompts, budget and failures; one call shape for both kinds."""
+
 from __future__ import annotations
 
 import asyncio
 
 import pytest
-
 from agentscope.formatter import OpenAIChatFormatter
 
 from citescope.agents.answerer import ExtractiveAnswerer, LLMAnswerer, answer_prompt, generate
+from citescope.agents.budget import Budget, BudgetTracker, ModelFailure, RetryPolicy
 from citescope.agents.inspector import Inspector
 from citescope.agents.offline_models import ScriptedModel
 from citescope.tools.base import EvidenceHit
-from citescope.agents.budget import Budget, BudgetTracker, ModelFailure, RetryPolicy
 
 EVIDENCE = [
-    EvidenceHit(chunk_id="policy-returns-2026#无理由退换-0", doc_id="policy-returns-2026", score=0.9,
-                title="退换货政策（2026版）", doc_type="policy", source="店铺公告", updated_at="2026-06-01",
-                text="无理由退换：自签收次日起 15天无理由退换。"),
-    EvidenceHit(chunk_id="faq-015#body-0", doc_id="faq-015", score=0.5, title="可以无理由退货吗？",
-                doc_type="faq", source="常见问题", updated_at="2026-06-01",
-                text="自签收次日起 15天无理由退换，需保持商品原包装、吊牌完整。"),
+    EvidenceHit(
+        chunk_id="policy-returns-2026#无理由退换-0",
+        doc_id="policy-returns-2026",
+        score=0.9,
+        title="退换货政策（2026版）",
+        doc_type="policy",
+        source="店铺公告",
+        updated_at="2026-06-01",
+        text="无理由退换：自签收次日起 15天无理由退换。",
+    ),
+    EvidenceHit(
+        chunk_id="faq-015#body-0",
+        doc_id="faq-015",
+        score=0.5,
+        title="可以无理由退货吗？",
+        doc_type="faq",
+        source="常见问题",
+        updated_at="2026-06-01",
+        text="自签收次日起 15天无理由退换，需保持商品原包装、吊牌完整。",
+    ),
 ]
 QUESTION = "现在退货政策是几天？"
 RETRY = RetryPolicy(max_retries=1, backoff_s=0)
@@ -50,12 +64,19 @@ def test_llm_answerer_sends_the_filled_prompt_and_returns_the_text():
 def test_a_size_a_skill_worked_out_reaches_the_model_with_its_ids():
     from citescope.tools.products import SizeAdvice
 
-    advice = SizeAdvice(product="山野 峰刃 GTX 冲锋衣", size="L", reason="身高 176cm 在 L 码的适合身高 175-180cm 内",
-                        rows_used=["prod-sy-fengren#尺码表-r2-0"], sku_rows=["sku-p-sy-fengren#sku-SYFR-BLK-L"])
+    advice = SizeAdvice(
+        product="山野 峰刃 GTX 冲锋衣",
+        size="L",
+        reason="身高 176cm 在 L 码的适合身高 175-180cm 内",
+        rows_used=["prod-sy-fengren#尺码表-r2-0"],
+        sku_rows=["sku-p-sy-fengren#sku-SYFR-BLK-L"],
+    )
     answerer, model = llm(["山野 峰刃 GTX 冲锋衣建议选 L 码【prod-sy-fengren#尺码表-r2-0】。"])
     asyncio.run(answerer.run("身高176体重72穿什么码？", EVIDENCE, advice=advice))
     findings = prompt_text(model).split("\n【工具结论】", 1)[1].split("【用户问题】", 1)[0]
-    assert "建议选 L 码；理由：身高 176cm 在 L 码的适合身高 175-180cm 内；依据【prod-sy-fengren#尺码表-r2-0】" in findings
+    assert (
+        "建议选 L 码；理由：身高 176cm 在 L 码的适合身高 175-180cm 内；依据【prod-sy-fengren#尺码表-r2-0】" in findings
+    )
     assert "【sku-p-sy-fengren#sku-SYFR-BLK-L】" in findings
     # without a finding the section says so, in the first prompt and in the retry prompt alike
     assert answer_prompt(QUESTION, EVIDENCE).split("\n【工具结论】", 1)[1].split("\n")[1] == "无"
@@ -116,9 +137,14 @@ def test_both_prompts_give_the_not_found_sentence_the_inspector_reads_as_no_clai
     report = Inspector().run("退货期是 30 天【policy-returns-2026#无理由退换-0】。", EVIDENCE)
     for prompt in (answer_prompt(QUESTION, EVIDENCE), answer_prompt(QUESTION, EVIDENCE, feedback=report)):
         assert "关于“未查到的部分”，资料中暂未找到可靠信息。" in prompt and "{part_not_found" not in prompt
-    answer = ("自签收次日起 15 天内可无理由退换【policy-returns-2026#无理由退换-0】。"
-              "关于“退货运费谁承担”，资料中暂未找到可靠信息。")
+    answer = (
+        "自签收次日起 15 天内可无理由退换【policy-returns-2026#无理由退换-0】。"
+        "关于“退货运费谁承担”，资料中暂未找到可靠信息。"
+    )
     assert Inspector().run(answer, EVIDENCE, question="退货期几天？运费谁出？").passed
     # written otherwise, the same admission is a claim without a citation
-    assert not Inspector().run("自签收次日起 15 天内可无理由退换【policy-returns-2026#无理由退换-0】。运费由卖家承担。",
-                               EVIDENCE).passed
+    assert (
+        not Inspector()
+        .run("自签收次日起 15 天内可无理由退换【policy-returns-2026#无理由退换-0】。运费由卖家承担。", EVIDENCE)
+        .passed
+    )

@@ -1,5 +1,6 @@
 """Budget and BudgetTracker: checked before every call; repeats are free; model calls retried
 inside the deadline and counted."""
+
 from __future__ import annotations
 
 import asyncio
@@ -7,7 +8,6 @@ import asyncio
 import pytest
 from agentscope.model import ChatModelBase
 
-from citescope.agents.offline_models import FunctionModel, ScriptedModel, text_response
 from citescope.agents.budget import (
     Budget,
     BudgetTracker,
@@ -16,6 +16,7 @@ from citescope.agents.budget import (
     budgeted_model_call,
     normalise_args,
 )
+from citescope.agents.offline_models import FunctionModel, ScriptedModel, text_response
 
 MESSAGES = [{"role": "user", "content": "你好"}]
 
@@ -102,16 +103,20 @@ def test_failed_attempts_are_retried_then_reported():
         return "好了"
 
     tracker = BudgetTracker()
-    response = asyncio.run(budgeted_model_call(FunctionModel(flaky), MESSAGES, tracker,
-                                               RetryPolicy(max_retries=1, backoff_s=0)))
+    response = asyncio.run(
+        budgeted_model_call(FunctionModel(flaky), MESSAGES, tracker, RetryPolicy(max_retries=1, backoff_s=0))
+    )
     assert response.content[0]["text"] == "好了" and tracker.model_calls == 2
 
     def broken(messages, tools):
         raise ConnectionError("still down")
 
     with pytest.raises(ModelFailure, match=r"^ConnectionError: still down \(x2\)$"):
-        asyncio.run(budgeted_model_call(FunctionModel(broken), MESSAGES, BudgetTracker(),
-                                        RetryPolicy(max_retries=1, backoff_s=0)))
+        asyncio.run(
+            budgeted_model_call(
+                FunctionModel(broken), MESSAGES, BudgetTracker(), RetryPolicy(max_retries=1, backoff_s=0)
+            )
+        )
 
 
 def test_a_reply_that_fails_validation_is_retried():
@@ -121,8 +126,9 @@ def test_a_reply_that_fails_validation_is_retried():
         if not response.content[0]["text"]:
             raise ModelFailure("empty reply")
 
-    response = asyncio.run(budgeted_model_call(model, MESSAGES, BudgetTracker(), RetryPolicy(backoff_s=0),
-                                               validate=needs_text))
+    response = asyncio.run(
+        budgeted_model_call(model, MESSAGES, BudgetTracker(), RetryPolicy(backoff_s=0), validate=needs_text)
+    )
     assert response.content[0]["text"] == "有内容"
 
 
@@ -141,8 +147,11 @@ class SlowModel(ChatModelBase):
 def test_an_attempt_is_cut_at_its_timeout_and_the_budget_stops_retries():
     tracker = BudgetTracker(Budget(max_model_calls=2))
     with pytest.raises(ModelFailure) as failure:
-        asyncio.run(budgeted_model_call(SlowModel(5), MESSAGES, tracker,
-                                        RetryPolicy(max_retries=3, backoff_s=0, call_timeout_s=0.05)))
+        asyncio.run(
+            budgeted_model_call(
+                SlowModel(5), MESSAGES, tracker, RetryPolicy(max_retries=3, backoff_s=0, call_timeout_s=0.05)
+            )
+        )
     reasons = str(failure.value)
     assert reasons == "timed out after 0.05s (x2); model-call budget used up (2 calls)"
     assert tracker.model_calls == 2

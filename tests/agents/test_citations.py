@@ -1,4 +1,5 @@
 """Citation parsing: every variant a model writes, and answers split into cited sentences."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,10 +25,16 @@ RET = "policy-returns-2026#无理由退换-0"
         (f"15天【来源ID: {RET}】。", [RET], f"15天【{RET}】。"),
         (f"15天【来源：{RET}】", [RET], f"15天【{RET}】"),
         (f"15天【来源ID：{RET}】", [RET], f"15天【{RET}】"),
-        ("价格299元[sku-p-xz3000#sku-XZ3000-GRY]", ["sku-p-xz3000#sku-XZ3000-GRY"],
-         "价格299元【sku-p-xz3000#sku-XZ3000-GRY】"),
-        ("价格299元［sku-p-xz3000#sku-XZ3000-GRY］", ["sku-p-xz3000#sku-XZ3000-GRY"],
-         "价格299元【sku-p-xz3000#sku-XZ3000-GRY】"),
+        (
+            "价格299元[sku-p-xz3000#sku-XZ3000-GRY]",
+            ["sku-p-xz3000#sku-XZ3000-GRY"],
+            "价格299元【sku-p-xz3000#sku-XZ3000-GRY】",
+        ),
+        (
+            "价格299元［sku-p-xz3000#sku-XZ3000-GRY］",
+            ["sku-p-xz3000#sku-XZ3000-GRY"],
+            "价格299元【sku-p-xz3000#sku-XZ3000-GRY】",
+        ),
         ("见【a#b-0】【c#d-1】", ["a#b-0", "c#d-1"], "见【a#b-0】【c#d-1】"),
         ("见【a#b-0】 【c#d-1】", ["a#b-0", "c#d-1"], "见【a#b-0】【c#d-1】"),
         ("见【a#b-0, c#d-1】", ["a#b-0", "c#d-1"], "见【a#b-0】【c#d-1】"),
@@ -90,7 +97,10 @@ def test_strip_citations_keeps_other_brackets():
     [
         ("《战国无双3》（）是由光荣和ω-force开发的。", "《战国无双3》是由光荣和ω-force开发的"),
         ("伊维卡·奥利奇（，；），克罗地亚足球运动员", "伊维卡·奥利奇，克罗地亚足球运动员"),
-        ("莱昂德罗·内托（Leandro Netto de Macedo,），巴西足球运动员", "莱昂德罗·内托（Leandro Netto de Macedo），巴西足球运动员"),
+        (
+            "莱昂德罗·内托（Leandro Netto de Macedo,），巴西足球运动员",
+            "莱昂德罗·内托（Leandro Netto de Macedo），巴西足球运动员",
+        ),
         ("中国零点场票房第一（ ...", "中国零点场票房第一"),  # a snippet cut after its bracket opened
         # a snippet cut: the clause it cut goes (a number cut short, a clause without its verb) ...
         ("2021年，塔里木油田产量突破3000万吨之后，又 ...", "2021年，塔里木油田产量突破3000万吨之后"),

@@ -1,16 +1,21 @@
 """EvidencePool: dedup by chunk id, best score and all legs kept, bounded top, exact rendering."""
+
 from __future__ import annotations
 
 import pytest
 
-from citescope.tools.base import EvidenceHit, LegScore, SkillContext
 from citescope.agents.evidence import EvidencePool, render_conflicts, render_line
+from citescope.tools.base import EvidenceHit, LegScore, SkillContext
 
 
 def hit(chunk_id: str, score: float, legs: dict[str, float] | None = None, text: str = "正文", **fields) -> EvidenceHit:
     return EvidenceHit(
-        chunk_id=chunk_id, doc_id=chunk_id.partition("#")[0], score=score, text=text,
-        legs={leg: LegScore(score=value, rank=1) for leg, value in (legs or {}).items()}, **fields,
+        chunk_id=chunk_id,
+        doc_id=chunk_id.partition("#")[0],
+        score=score,
+        text=text,
+        legs={leg: LegScore(score=value, rank=1) for leg, value in (legs or {}).items()},
+        **fields,
     )
 
 
@@ -45,23 +50,27 @@ def test_from_hits_wraps_a_skill_context_pool():
 
 
 def test_top_orders_reranked_hits_first_by_calibrated_score():
-    pool = EvidencePool.from_hits([
-        hit("bm25-only#x-0", 12.0, {"bm25": 12.0}),
-        hit("low#x-0", 0.3, {"rerank": 0.3}),
-        hit("high#x-0", 0.2, {"bm25": 9.0, "rerank": 0.9}),
-        hit("dense-only#x-0", 0.93, {"dense": 0.93}),
-    ])
+    pool = EvidencePool.from_hits(
+        [
+            hit("bm25-only#x-0", 12.0, {"bm25": 12.0}),
+            hit("low#x-0", 0.3, {"rerank": 0.3}),
+            hit("high#x-0", 0.2, {"bm25": 9.0, "rerank": 0.9}),
+            hit("dense-only#x-0", 0.93, {"dense": 0.93}),
+        ]
+    )
     assert [h.chunk_id for h in pool.top(10)] == ["high#x-0", "low#x-0", "bm25-only#x-0", "dense-only#x-0"]
     assert [h.chunk_id for h in pool.top(2)] == ["high#x-0", "low#x-0"]
 
 
 def test_top_is_bounded_by_characters_and_skips_what_does_not_fit():
     long_text, short_text = "长" * 300, "短" * 20
-    pool = EvidencePool.from_hits([
-        hit("a#x-0", 0.9, {"rerank": 0.9}, text=long_text),
-        hit("b#x-0", 0.8, {"rerank": 0.8}, text=long_text),
-        hit("c#x-0", 0.7, {"rerank": 0.7}, text=short_text),
-    ])
+    pool = EvidencePool.from_hits(
+        [
+            hit("a#x-0", 0.9, {"rerank": 0.9}, text=long_text),
+            hit("b#x-0", 0.8, {"rerank": 0.8}, text=long_text),
+            hit("c#x-0", 0.7, {"rerank": 0.7}, text=short_text),
+        ]
+    )
     budget = len(render_line(pool.get("a#x-0"))) + len(render_line(pool.get("c#x-0")))
     chosen = pool.top(10, max_chars=budget)
     assert [h.chunk_id for h in chosen] == ["a#x-0", "c#x-0"]
@@ -77,8 +86,15 @@ def test_top_is_bounded_by_characters_and_skips_what_does_not_fit():
 
 def test_render_is_one_line_per_hit_in_the_exact_format():
     hits = [
-        hit("policy-returns-2026#无理由退换-0", 1.0, text="无理由退换：自签收次日起 15天无理由退换。\n- 保持包装完整；",
-            doc_type="policy", updated_at="2026-06-01", source="店铺政策", title="退换货政策（2026版）"),
+        hit(
+            "policy-returns-2026#无理由退换-0",
+            1.0,
+            text="无理由退换：自签收次日起 15天无理由退换。\n- 保持包装完整；",
+            doc_type="policy",
+            updated_at="2026-06-01",
+            source="店铺政策",
+            title="退换货政策（2026版）",
+        ),
         hit("faq-001#body-0", 1.0, text="当天发货。", doc_type="faq", title="当天发货"),
     ]
     assert EvidencePool.render(hits) == (
@@ -90,12 +106,22 @@ def test_render_is_one_line_per_hit_in_the_exact_format():
 
 def test_render_conflicts_lists_every_value_with_date_authority_and_id():
     conflicts = pytest.importorskip("citescope.agents.conflicts")
-    conflict = conflicts.Conflict(attribute="无理由退换期限", entity="退换货政策", values=[
-        conflicts.ConflictValue(value="15天", chunk_id="p26#a-0", updated_at="2026-06-01", authority="official",
-                                sentence="15天无理由退换"),
-        conflicts.ConflictValue(value="人造革", chunk_id="rev-1#body-0", updated_at=None, authority="community",
-                                sentence="感觉是人造革"),
-    ])
+    conflict = conflicts.Conflict(
+        attribute="无理由退换期限",
+        entity="退换货政策",
+        values=[
+            conflicts.ConflictValue(
+                value="15天",
+                chunk_id="p26#a-0",
+                updated_at="2026-06-01",
+                authority="official",
+                sentence="15天无理由退换",
+            ),
+            conflicts.ConflictValue(
+                value="人造革", chunk_id="rev-1#body-0", updated_at=None, authority="community", sentence="感觉是人造革"
+            ),
+        ],
+    )
     assert render_conflicts([conflict]) == (
         "- 退换货政策 的 无理由退换期限：15天（2026-06-01，官方）【p26#a-0】；人造革（日期未知，用户）【rev-1#body-0】"
     )

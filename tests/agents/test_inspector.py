@@ -3,6 +3,7 @@
 Evidence is made of real chunks of the demo documents (loaded and chunked, not embedded), so
 ids and texts are exactly what the answerer would see.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,8 @@ from citescope.agents.inspector import Inspector, cited_doc_ids, facts_of, make_
 from citescope.agents.prompts import load_prompt
 from citescope.knowledge.chunking import chunk_document
 from citescope.knowledge.loaders import load_path
-from tests.conftest import DEMO_DIR
 from citescope.tools.base import EvidenceHit
+from tests.conftest import DEMO_DIR
 
 RET26 = "policy-returns-2026#无理由退换-0"
 RET24 = "policy-returns-2024#无理由退换-0"
@@ -77,7 +78,9 @@ def test_a_wrong_number_is_unsupported(inspector, evidence):
 
 def test_a_number_written_in_chinese_numerals_supports_the_same_number():
     inspector = Inspector()
-    news = [EvidenceHit(chunk_id="n-1#body-0", doc_id="n-1", text="在队两年多，孔卡率领球队夺得三次中超冠军。", score=1.0)]
+    news = [
+        EvidenceHit(chunk_id="n-1#body-0", doc_id="n-1", text="在队两年多，孔卡率领球队夺得三次中超冠军。", score=1.0)
+    ]
     assert inspector.run("在队2年多，孔卡率领球队夺得3次中超冠军【n-1#body-0】。", news).passed
     assert not inspector.run("在队3年多，孔卡率领球队夺得3次中超冠军【n-1#body-0】。", news).passed
 
@@ -146,12 +149,26 @@ def test_a_value_is_mentioned_only_with_its_numbers_whole(inspector):
 
 def test_conflict_must_be_disclosed_with_both_values_cited(inspector, evidence):
     conflicts = pytest.importorskip("citescope.agents.conflicts")
-    conflict = conflicts.Conflict(attribute="无理由退换期限", entity="退换货政策", values=[
-        conflicts.ConflictValue(value="15天", chunk_id=RET26, updated_at="2026-06-01", authority="official",
-                                sentence="自签收次日起 15天无理由退换"),
-        conflicts.ConflictValue(value="7天", chunk_id=RET24, updated_at="2024-05-01", authority="official",
-                                sentence="自签收之日起 7天无理由退换"),
-    ])
+    conflict = conflicts.Conflict(
+        attribute="无理由退换期限",
+        entity="退换货政策",
+        values=[
+            conflicts.ConflictValue(
+                value="15天",
+                chunk_id=RET26,
+                updated_at="2026-06-01",
+                authority="official",
+                sentence="自签收次日起 15天无理由退换",
+            ),
+            conflicts.ConflictValue(
+                value="7天",
+                chunk_id=RET24,
+                updated_at="2024-05-01",
+                authority="official",
+                sentence="自签收之日起 7天无理由退换",
+            ),
+        ],
+    )
     one_sided = f"自签收次日起 15 天内可以无理由退换【{RET26}】。"
     report = inspector.run(one_sided, evidence, [conflict])
     assert not report.passed and report.missing_conflicts == ["无理由退换期限"]
@@ -159,8 +176,10 @@ def test_conflict_must_be_disclosed_with_both_values_cited(inspector, evidence):
     wrong_citation = f"新版政策为15天，旧版为7天【{RET26}】。"
     assert inspector.run(wrong_citation, evidence, [conflict]).missing_conflicts == ["无理由退换期限"]
 
-    disclosed = (f"不同来源说法不一致：2026-06-01 的新版政策为自签收次日起 15 天无理由退换【{RET26}】；"
-                 f"2024-05-01 的旧版政策为 7 天【{RET24}】，以最新政策为准。")
+    disclosed = (
+        f"不同来源说法不一致：2026-06-01 的新版政策为自签收次日起 15 天无理由退换【{RET26}】；"
+        f"2024-05-01 的旧版政策为 7 天【{RET24}】，以最新政策为准。"
+    )
     report = inspector.run(disclosed, evidence, [conflict])
     assert report.passed, report
 
@@ -210,7 +229,9 @@ def test_a_broken_judge_never_blocks_a_good_answer(evidence):
 
 
 def test_deterministic_failures_stand_whatever_the_judge_says(evidence):
-    report = Inspector(judge=lambda a, e: {"supported": True, "problems": []}).run(f"退货期限为30天【{RET26}】。", evidence)
+    report = Inspector(judge=lambda a, e: {"supported": True, "problems": []}).run(
+        f"退货期限为30天【{RET26}】。", evidence
+    )
     assert not report.passed and report.judge["supported"]
 
 

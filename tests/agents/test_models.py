@@ -1,4 +1,5 @@
 """Model factory and offline models, against real AgentScope agents and a real local HTTP server."""
+
 from __future__ import annotations
 
 import asyncio
@@ -50,6 +51,7 @@ async def final(response):
 def ask(model, messages=USER, tools=None):
     async def call():
         return await final(await model(messages, tools=tools))
+
     return run(call())
 
 
@@ -74,32 +76,42 @@ def order_toolkit(calls: list[str]) -> Toolkit:
 
 
 def quiet_agent(model, formatter, toolkit) -> ReActAgent:
-    agent = ReActAgent(name="planner", sys_prompt="你是电商客服。", model=model, formatter=formatter,
-                       toolkit=toolkit, max_iters=4)
+    agent = ReActAgent(
+        name="planner", sys_prompt="你是电商客服。", model=model, formatter=formatter, toolkit=toolkit, max_iters=4
+    )
     agent.set_console_output_enabled(False)
     return agent
 
 
 # -- ModelConfig ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("spec, provider, model, base_url", [
-    ("offline", "offline", "offline", None),
-    ("dashscope", "dashscope", "qwen-plus", None),
-    ("dashscope:qwen-max", "dashscope", "qwen-max", None),
-    ("openai:gpt-4o-mini", "openai", "gpt-4o-mini", None),
-    ("openai:gpt-4o@https://proxy.example/v1", "openai", "gpt-4o", "https://proxy.example/v1"),
-    ("compatible:qwen2.5-7b-instruct@http://127.0.0.1:8000/v1", "compatible", "qwen2.5-7b-instruct",
-     "http://127.0.0.1:8000/v1"),
-    ("compatible:llama3:8b@http://127.0.0.1:11434/v1", "compatible", "llama3:8b", "http://127.0.0.1:11434/v1"),
-])
+
+@pytest.mark.parametrize(
+    "spec, provider, model, base_url",
+    [
+        ("offline", "offline", "offline", None),
+        ("dashscope", "dashscope", "qwen-plus", None),
+        ("dashscope:qwen-max", "dashscope", "qwen-max", None),
+        ("openai:gpt-4o-mini", "openai", "gpt-4o-mini", None),
+        ("openai:gpt-4o@https://proxy.example/v1", "openai", "gpt-4o", "https://proxy.example/v1"),
+        (
+            "compatible:qwen2.5-7b-instruct@http://127.0.0.1:8000/v1",
+            "compatible",
+            "qwen2.5-7b-instruct",
+            "http://127.0.0.1:8000/v1",
+        ),
+        ("compatible:llama3:8b@http://127.0.0.1:11434/v1", "compatible", "llama3:8b", "http://127.0.0.1:11434/v1"),
+    ],
+)
 def test_parse_specs(spec, provider, model, base_url):
     config = ModelConfig.parse(spec)
     assert (config.provider, config.model, config.base_url) == (provider, model, base_url)
     assert config.timeout_s == 30 and config.stream is True
 
 
-@pytest.mark.parametrize("spec", ["claude:x", "compatible:m", "compatible:@http://h/v1", "offline:x",
-                                  "openai:m@ftp://host"])
+@pytest.mark.parametrize(
+    "spec", ["claude:x", "compatible:m", "compatible:@http://h/v1", "offline:x", "openai:m@ftp://host"]
+)
 def test_parse_rejects_bad_specs(spec):
     with pytest.raises(ValueError):
         ModelConfig.parse(spec)
@@ -123,8 +135,9 @@ def test_offline_returns_no_client_and_openai_formatter():
     assert model is None and isinstance(formatter, OpenAIChatFormatter)
 
 
-@pytest.mark.parametrize("spec, env", [("openai:gpt-4o-mini", "OPENAI_API_KEY"),
-                                       ("dashscope:qwen-plus", "DASHSCOPE_API_KEY")])
+@pytest.mark.parametrize(
+    "spec, env", [("openai:gpt-4o-mini", "OPENAI_API_KEY"), ("dashscope:qwen-plus", "DASHSCOPE_API_KEY")]
+)
 def test_missing_key_names_the_env_var(spec, env):
     with pytest.raises(RuntimeError, match=env):
         make_chat_model(spec)
@@ -148,8 +161,10 @@ def test_dashscope_builds_agentscope_client_with_env_key(monkeypatch):
 
 def test_redact_removes_key_lookalikes_and_configured_keys(monkeypatch):
     monkeypatch.setenv("DASHSCOPE_API_KEY", "ds-custom-key-without-prefix")
-    text = ("调用失败 key=sk-abcdefgh12345678 header Authorization: Bearer tok_live_9876543210 "
-            "env ds-custom-key-without-prefix extra my-own-secret-value 订单A1001")
+    text = (
+        "调用失败 key=sk-abcdefgh12345678 header Authorization: Bearer tok_live_9876543210 "
+        "env ds-custom-key-without-prefix extra my-own-secret-value 订单A1001"
+    )
     cleaned = redact(text, secrets=["my-own-secret-value"])
     for secret in ("sk-abcdefgh12345678", "tok_live_9876543210", "ds-custom-key-without-prefix", "my-own-secret-value"):
         assert secret not in cleaned
@@ -157,6 +172,7 @@ def test_redact_removes_key_lookalikes_and_configured_keys(monkeypatch):
 
 
 # -- OpenAI-compatible client against the replay server -------------------------------------
+
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_text_reply(monkeypatch, stream):
@@ -209,9 +225,11 @@ def test_max_retries_is_wired_to_the_sdk():
 
 def test_malformed_tool_arguments_become_empty_input():
     """AgentScope repairs what it can (json_repair) and otherwise hands the tool `{}`."""
-    script = [{"malformed_tool_args": True, "name": "lookup_order"},
-              {"malformed_tool_args": True, "name": "lookup_order"},
-              {"malformed_tool_args": '{"order_id": "A10', "name": "lookup_order"}]
+    script = [
+        {"malformed_tool_args": True, "name": "lookup_order"},
+        {"malformed_tool_args": True, "name": "lookup_order"},
+        {"malformed_tool_args": '{"order_id": "A10', "name": "lookup_order"},
+    ]
     with ReplayServer(script) as server:
         plain = ask(compatible(server, stream=False))
         streamed = ask(compatible(server, stream=True))
@@ -256,8 +274,10 @@ def test_react_agent_runs_tool_then_answers_over_http(monkeypatch, caplog, strea
     agentscope_logger.addHandler(caplog.handler)
     caplog.set_level(logging.DEBUG)
     calls: list[str] = []
-    script = [{"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A1001"}}]},
-              {"content": "订单A1001已由顺丰发出。"}]
+    script = [
+        {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A1001"}}]},
+        {"content": "订单A1001已由顺丰发出。"},
+    ]
     try:
         with ReplayServer(script) as server:
             config = ModelConfig.parse(f"compatible:test-model@{server.base_url}", stream=stream)
@@ -284,13 +304,16 @@ def test_react_agent_runs_tool_then_answers_over_http(monkeypatch, caplog, strea
 def test_dashscope_client_against_local_server(monkeypatch, stream):
     """DashScope's SDK takes a per-request base_address, so its native format is tested here too."""
     monkeypatch.setenv("DASHSCOPE_API_KEY", LLM_KEY)
-    script = [{"content": "您好，这是通义的回答。"},
-              {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A1001"}}]},
-              {"status": 429}]
+    script = [
+        {"content": "您好，这是通义的回答。"},
+        {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A1001"}}]},
+        {"status": 429},
+    ]
     with ReplayServer(script) as server:
         base_url_before = dashscope.base_http_api_url
-        model, _ = make_chat_model(ModelConfig(provider="dashscope", model="qwen-plus",
-                                               base_url=server.dashscope_base_url, stream=stream))
+        model, _ = make_chat_model(
+            ModelConfig(provider="dashscope", model="qwen-plus", base_url=server.dashscope_base_url, stream=stream)
+        )
 
         async def three_calls():
             try:
@@ -314,10 +337,10 @@ def test_dashscope_client_against_local_server(monkeypatch, stream):
 
 # -- offline models ------------------------------------------------------------------------
 
+
 def test_scripted_model_drives_a_react_agent():
     calls: list[str] = []
-    model = ScriptedModel([tool_call_response("lookup_order", {"order_id": "B2002"}),
-                           "订单B2002已发货。"])
+    model = ScriptedModel([tool_call_response("lookup_order", {"order_id": "B2002"}), "订单B2002已发货。"])
     agent = quiet_agent(model, OpenAIChatFormatter(), order_toolkit(calls))
     reply = run(agent(Msg("user", "订单B2002呢？", "user")))
     assert calls == ["B2002"]
@@ -334,8 +357,12 @@ def test_scripted_model_final_text_after_script_and_streaming():
 
 
 def test_scripted_tool_call_ids_are_unique():
-    model = ScriptedModel([[{"name": "lookup_order", "arguments": {"order_id": "A"}}],
-                           [{"name": "lookup_order", "arguments": '{"order_id": "B"}'}]])
+    model = ScriptedModel(
+        [
+            [{"name": "lookup_order", "arguments": {"order_id": "A"}}],
+            [{"name": "lookup_order", "arguments": '{"order_id": "B"}'}],
+        ]
+    )
     first, second = ask(model), ask(model)
     assert first.content[0]["id"] != second.content[0]["id"]
     assert second.content[0]["input"] == {"order_id": "B"}

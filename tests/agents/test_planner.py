@@ -1,24 +1,24 @@
 """The retrieval planner: a real ReActAgent over the real skills of the demo KB, driven by the
 policy's plan (offline) or by a model that misbehaves; budgets hold whatever the model does."""
+
 from __future__ import annotations
 
 import asyncio
 import itertools
 
-import pytest
 from agentscope.message import ToolUseBlock
 from agentscope.model import ChatResponse
 
-from citescope.agents.offline_models import FunctionModel
-from citescope.agents.planner import BUDGET_EXHAUSTED_TEXT, RetrievalPlanner, render_plan
-from citescope.agents.policy_planner_model import DONE_TEXT, PolicyPlannerModel, tool_results_seen
-from citescope.knowledge.filters import SearchFilters
-from citescope.tools.base import SkillContext
 from citescope.agents.arms import PlannedCall, load_arms
 from citescope.agents.budget import Budget, BudgetTracker, RetryPolicy
 from citescope.agents.evidence import EvidencePool
+from citescope.agents.offline_models import FunctionModel
+from citescope.agents.planner import BUDGET_EXHAUSTED_TEXT, RetrievalPlanner, render_plan
 from citescope.agents.policy import PolicyDecision, RulesPolicy
+from citescope.agents.policy_planner_model import DONE_TEXT, PolicyPlannerModel, tool_results_seen
 from citescope.agents.query_analysis import analyze
+from citescope.knowledge.filters import SearchFilters
+from citescope.tools.base import SkillContext
 
 NO_RETRY = RetryPolicy(max_retries=0, backoff_s=0)
 
@@ -27,8 +27,17 @@ def make_planner(registry, kb, question, llm=None, budget=None, filters=None, de
     budget = budget or Budget()
     tracker = BudgetTracker(budget)
     decision = decision or RulesPolicy().choose(analyze(question, kb), budget.plan_budget())
-    planner = RetrievalPlanner(registry, SkillContext(kb), EvidencePool(), tracker, decision, llm=llm,
-                               retry=NO_RETRY, filters=filters, reserve_model_calls=reserve)
+    planner = RetrievalPlanner(
+        registry,
+        SkillContext(kb),
+        EvidencePool(),
+        tracker,
+        decision,
+        llm=llm,
+        retry=NO_RETRY,
+        filters=filters,
+        reserve_model_calls=reserve,
+    )
     return planner, tracker
 
 
@@ -96,9 +105,12 @@ def test_a_model_that_never_stops_calling_tools_stays_inside_every_budget(regist
 
 def test_the_planner_leaves_the_reserved_model_calls_to_the_answerer(registry, demo_kb):
     counter = itertools.count()
-    model = FunctionModel(lambda messages, tools: [{"name": "keyword_search", "arguments": {"query": f"发票 {next(counter)}"}}])
-    planner, tracker = make_planner(registry, demo_kb, "发票怎么开？", llm=model, budget=Budget(max_model_calls=3),
-                                    reserve=1)
+    model = FunctionModel(
+        lambda messages, tools: [{"name": "keyword_search", "arguments": {"query": f"发票 {next(counter)}"}}]
+    )
+    planner, tracker = make_planner(
+        registry, demo_kb, "发票怎么开？", llm=model, budget=Budget(max_model_calls=3), reserve=1
+    )
 
     outcome = run(planner, "发票怎么开？")
 
@@ -132,8 +144,9 @@ def test_an_unknown_tool_falls_back_to_the_offline_plan(registry, demo_kb):
 
 def test_a_malformed_tool_call_falls_back_to_the_offline_plan(registry, demo_kb):
     # What AgentScope makes of arguments that are not JSON: the raw text, and {} as input.
-    broken = ChatResponse(content=[ToolUseBlock(type="tool_use", id="bad-1", name="hybrid_search", input={},
-                                                raw_input="这不是JSON {")])
+    broken = ChatResponse(
+        content=[ToolUseBlock(type="tool_use", id="bad-1", name="hybrid_search", input={}, raw_input="这不是JSON {")]
+    )
     model = FunctionModel(lambda messages, tools: broken)
     planner, tracker = make_planner(registry, demo_kb, "退货政策是什么？", llm=model)
 
@@ -151,16 +164,19 @@ def test_a_model_that_gathers_nothing_is_backed_by_the_offline_plan(registry, de
     outcome = run(planner, "发票怎么开？")
 
     assert outcome.source == "offline" and outcome.degradations == [
-        "planner model gathered no evidence; offline plan used"]
+        "planner model gathered no evidence; offline plan used"
+    ]
     assert len(model.calls) == 1 and len(planner.pool) > 0
 
 
 def test_caller_filters_override_the_models_arguments(registry, demo_kb):
-    replies = iter([[{"name": "keyword_search", "arguments": {"query": "退货 运费", "doc_type": "review"}}],
-                    "检索完成"])
+    replies = iter(
+        [[{"name": "keyword_search", "arguments": {"query": "退货 运费", "doc_type": "review"}}], "检索完成"]
+    )
     model = FunctionModel(lambda messages, tools: next(replies))
-    planner, _ = make_planner(registry, demo_kb, "退货运费谁出？", llm=model,
-                              filters=SearchFilters(doc_type=["policy"]))
+    planner, _ = make_planner(
+        registry, demo_kb, "退货运费谁出？", llm=model, filters=SearchFilters(doc_type=["policy"])
+    )
 
     run(planner, "退货运费谁出？")
 
@@ -170,11 +186,16 @@ def test_caller_filters_override_the_models_arguments(registry, demo_kb):
 
 
 def test_policy_model_counts_tool_results_and_stops_with_text():
-    plan = [PlannedCall(skill="rewrite_query", args={"query": "q"}),
-            PlannedCall(skill="hybrid_search", args={"query": "q"}, bind={"query": "rewrite_query.queries[0]"})]
+    plan = [
+        PlannedCall(skill="rewrite_query", args={"query": "q"}),
+        PlannedCall(skill="hybrid_search", args={"query": "q"}, bind={"query": "rewrite_query.queries[0]"}),
+    ]
     outputs: dict = {}
     model = PolicyPlannerModel(plan, outputs)
-    tools = [{"type": "function", "function": {"name": name, "parameters": {}}} for name in ("rewrite_query", "hybrid_search")]
+    tools = [
+        {"type": "function", "function": {"name": name, "parameters": {}}}
+        for name in ("rewrite_query", "hybrid_search")
+    ]
     user = {"role": "user", "content": "q"}
     tool_result = {"role": "tool", "tool_call_id": "x", "content": "…"}
 
@@ -192,6 +213,13 @@ def test_policy_model_counts_tool_results_and_stops_with_text():
 
 
 def test_the_plan_is_rendered_for_the_llm_prompt():
-    text = render_plan([PlannedCall(skill="hybrid_search", args={"query": "XZ-3000", "top_k": 10},
-                                    bind={"query": "rewrite_query.queries[0]"})])
+    text = render_plan(
+        [
+            PlannedCall(
+                skill="hybrid_search",
+                args={"query": "XZ-3000", "top_k": 10},
+                bind={"query": "rewrite_query.queries[0]"},
+            )
+        ]
+    )
     assert text == "1. hybrid_search(query='XZ-3000', top_k=10)  # query 取自 rewrite_query.queries[0]"

@@ -1,4 +1,5 @@
 """Strategy arms (config, templates, budgets) and the rules policy over real query features."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -7,18 +8,30 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO
 from citescope.agents.arms import Arm, ArmsConfigError, PlanBudget, PlannedCall, Step, load_arms
 from citescope.agents.policy import PolicyDecision, Rule, RulesPolicy
 from citescope.agents.query_analysis import Entity, analyze
+from tests.conftest import REPO
 
-ARM_NAMES = {"keyword_filter", "dense_rerank", "hybrid_rerank", "product_lookup_hybrid",
-             "rewrite_hybrid_rerank", "size_advice"}
+ARM_NAMES = {
+    "keyword_filter",
+    "dense_rerank",
+    "hybrid_rerank",
+    "product_lookup_hybrid",
+    "rewrite_hybrid_rerank",
+    "size_advice",
+}
 JIGUANG700 = Entity(name="北极驿 极光700 连帽羽绒服", product_id="p-bjy-jiguang700", brand="北极驿", category="外套")
 QUESTIONS = [
-    "XZ-3000 多少钱", "XZ-2000和XZ-3000两款充电宝各卖多少钱？", "身高175cm体重70kg，峰刃冲锋衣穿什么码",
-    "积分怎么抵现？", "北极驿极光700穿着体验怎么样？", "风驰轻羽3跑鞋的跟差是多少？", "你好",
-    "我想问一下就是我买的东西到了以后发现有点问题但是已经拆了还能不能弄", "星择充电宝多少钱",
+    "XZ-3000 多少钱",
+    "XZ-2000和XZ-3000两款充电宝各卖多少钱？",
+    "身高175cm体重70kg，峰刃冲锋衣穿什么码",
+    "积分怎么抵现？",
+    "北极驿极光700穿着体验怎么样？",
+    "风驰轻羽3跑鞋的跟差是多少？",
+    "你好",
+    "我想问一下就是我买的东西到了以后发现有点问题但是已经拆了还能不能弄",
+    "星择充电宝多少钱",
     "风驰轻羽3和跃动轻羽Pro哪双更轻？",
 ]
 
@@ -78,8 +91,11 @@ def test_templates_fill_typed_values_and_drop_missing_optional_args(demo_kb, arm
         ("product_lookup", {"product": "p-sy-fengren"}),
         ("size_recommend", {"product": "p-sy-fengren", "height_cm": 175.0, "weight_kg": 70.0}),
     ]
-    assert plan[2].args == {"query": "身高175cm体重70kg，峰刃冲锋衣穿什么码 尺码表", "top_k": 8,
-                            "product_id": "p-sy-fengren"}
+    assert plan[2].args == {
+        "query": "身高175cm体重70kg，峰刃冲锋衣穿什么码 尺码表",
+        "top_k": 8,
+        "product_id": "p-sy-fengren",
+    }
     # No body facts: size_recommend is still called, so the skill can ask for them.
     plan = size.plan(analyze("峰刃冲锋衣选哪个码", demo_kb))
     assert ("size_recommend", {"product": "p-sy-fengren"}) in calls(plan)
@@ -92,20 +108,27 @@ def test_templates_fill_typed_values_and_drop_missing_optional_args(demo_kb, arm
 def test_for_each_product_searches_each_product(demo_kb, arms):
     plan = arms["hybrid_rerank"].plan(analyze("风驰轻羽3和跃动轻羽Pro哪双更轻？", demo_kb))
     assert [(c.skill, c.args.get("product_id")) for c in plan] == [
-        ("hybrid_search", "p-fc-qingyu3"), ("hybrid_search", "p-yd-qingyu-pro"), ("rerank", None)]
+        ("hybrid_search", "p-fc-qingyu3"),
+        ("hybrid_search", "p-yd-qingyu-pro"),
+        ("rerank", None),
+    ]
 
 
 def test_for_each_part_searches_each_part_of_a_compound_question(demo_kb, arms):
     question = "北京冬奥会和冬残奥会的开幕日期分别是什么时候？"
     plan = arms["hybrid_rerank"].plan(analyze(question, demo_kb))
     assert [(c.skill, c.args["query"]) for c in plan] == [
-        ("hybrid_search", "北京冬奥会的开幕日期是什么时候？"), ("hybrid_search", "北京冬残奥会的开幕日期是什么时候？"),
-        ("rerank", question)]  # the evidence of both parts is ranked against the whole question
+        ("hybrid_search", "北京冬奥会的开幕日期是什么时候？"),
+        ("hybrid_search", "北京冬残奥会的开幕日期是什么时候？"),
+        ("rerank", question),
+    ]  # the evidence of both parts is ranked against the whole question
     # two products: one search each, whatever else the question is made of
     assert len(arms["hybrid_rerank"].plan(analyze("风驰轻羽3和跃动轻羽Pro哪双更轻？", demo_kb))) == 3
     # one question asked: one search
     assert [c.skill for c in arms["hybrid_rerank"].plan(analyze("北京冬奥会的开幕日期", demo_kb))] == [
-        "hybrid_search", "rerank"]
+        "hybrid_search",
+        "rerank",
+    ]
 
 
 def test_follow_up_query_names_the_carried_product(demo_kb, arms):
@@ -122,8 +145,9 @@ def test_policy_questions_filter_by_document_type_not_by_product(demo_kb, arms):
 
 
 def test_bindings_take_earlier_results_or_keep_the_template():
-    call = PlannedCall(skill="hybrid_search", args={"query": "原问题", "top_k": 10},
-                       bind={"query": "rewrite_query.queries[1]"})
+    call = PlannedCall(
+        skill="hybrid_search", args={"query": "原问题", "top_k": 10}, bind={"query": "rewrite_query.queries[1]"}
+    )
     assert call.resolve({"rewrite_query": {"queries": ["改写一", "改写二"]}}).args == {"query": "改写二", "top_k": 10}
     assert call.resolve({"rewrite_query": {"queries": ["改写一"]}}).args["query"] == "原问题"
     assert call.resolve({}).args["query"] == "原问题"
@@ -136,21 +160,31 @@ def write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("body, words", [
-    ("arms:\n  bad_arm:\n    steps:\n      - skill: hybrid_search\n        args: {query: '{nope}'}\n",
-     ["bad_arm", "step 1", "nope"]),
-    ("arms:\n  bad_arm:\n    steps:\n      - skill: hybrid_search\n        colour: red\n", ["bad_arm", "colour"]),
-    ("arms:\n  bad_arm:\n    steps: []\n", ["bad_arm", "steps"]),
-    ("arms:\n  bad_arm:\n    steps:\n      - skill: teleport\n", ["bad_arm", "teleport", "unknown skill"]),
-    ("arms:\n  bad_arm:\n    steps:\n      - skill: hybrid_search\n        bind: {query: 'rewrite_query.queries[0]'}\n",
-     ["bad_arm", "rewrite_query", "earlier step"]),
-    ("arms:\n  bad_arm:\n    steps:\n      - skill: rewrite_query\n      - skill: hybrid_search\n"
-     "        bind: {query: 'queries'}\n", ["bad_arm", "step 2", "queries"]),
-    ("arms:\n  bad_arm: [1, 2]\n", ["bad_arm"]),
-    ("arms: {}\n", ["arms"]),
-    ("arms:\n  a: {steps: [{skill: rerank}]}\nextra: 1\n", ["extra"]),
-    ("arms: [unclosed\n", ["YAML"]),
-])
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        (
+            "arms:\n  bad_arm:\n    steps:\n      - skill: hybrid_search\n        args: {query: '{nope}'}\n",
+            ["bad_arm", "step 1", "nope"],
+        ),
+        ("arms:\n  bad_arm:\n    steps:\n      - skill: hybrid_search\n        colour: red\n", ["bad_arm", "colour"]),
+        ("arms:\n  bad_arm:\n    steps: []\n", ["bad_arm", "steps"]),
+        ("arms:\n  bad_arm:\n    steps:\n      - skill: teleport\n", ["bad_arm", "teleport", "unknown skill"]),
+        (
+            "arms:\n  bad_arm:\n    steps:\n      - skill: hybrid_search\n        bind: {query: 'rewrite_query.queries[0]'}\n",
+            ["bad_arm", "rewrite_query", "earlier step"],
+        ),
+        (
+            "arms:\n  bad_arm:\n    steps:\n      - skill: rewrite_query\n      - skill: hybrid_search\n"
+            "        bind: {query: 'queries'}\n",
+            ["bad_arm", "step 2", "queries"],
+        ),
+        ("arms:\n  bad_arm: [1, 2]\n", ["bad_arm"]),
+        ("arms: {}\n", ["arms"]),
+        ("arms:\n  a: {steps: [{skill: rerank}]}\nextra: 1\n", ["extra"]),
+        ("arms: [unclosed\n", ["YAML"]),
+    ],
+)
 def test_config_errors_name_the_file_and_the_arm(tmp_path, body, words):
     path = write(tmp_path, body)
     with pytest.raises(ArmsConfigError) as caught:
@@ -169,26 +203,41 @@ def test_missing_arms_file_names_the_file(tmp_path):
 # --------------------------------------------------------------------------- rules policy
 
 
-@pytest.mark.parametrize("question, session, arm, first_call", [
-    ("XZ-3000 多少钱", None, "product_lookup_hybrid", ("product_lookup", {"product": "p-xz3000"})),
-    ("星择XZ-3000充电宝多少钱？", None, "product_lookup_hybrid", ("product_lookup", {"product": "p-xz3000"})),
-    ("AJ1L-WR-42 还有货吗", None, "product_lookup_hybrid", ("product_lookup", {"product": "p-aj1-low"})),
-    ("身高170厘米、体重62公斤，北极驿极光700应该选哪个码？", None, "size_advice",
-     ("product_lookup", {"product": "p-bjy-jiguang700"})),
-    ("风驰轻羽3和跃动轻羽Pro哪双更轻？", None, "hybrid_rerank", None),
-    ("XZ-2000和XZ-3000两款充电宝各卖多少钱？", None, "product_lookup_hybrid",
-     ("product_lookup", {"product": "p-xz2000"})),
-    ("积分怎么抵现？多少积分抵1块钱？", None, "keyword_filter", None),
-    ("北极驿极光700穿着体验怎么样？", None, "dense_rerank", None),
-    ("风驰轻羽3跑鞋的跟差是多少？", None, "hybrid_rerank", None),
-    ("我想问一下就是我买的东西到了以后发现有点问题但是已经拆了还能不能弄", None, "rewrite_hybrid_rerank", None),
-    ("星择XZ-4000充电宝什么时候上市？", None, "keyword_filter", None),
-    ("它多少钱？", JIGUANG700, "product_lookup_hybrid", ("product_lookup", {"product": "p-bjy-jiguang700"})),
-    # the sizes a question names go to product_lookup, which returns their size-table rows first
-    ("那M码适合多高的人？", JIGUANG700, "product_lookup_hybrid",
-     ("product_lookup", {"product": "p-bjy-jiguang700", "sizes": ["M"]})),
-    ("你好", None, "keyword_filter", None),
-])
+@pytest.mark.parametrize(
+    "question, session, arm, first_call",
+    [
+        ("XZ-3000 多少钱", None, "product_lookup_hybrid", ("product_lookup", {"product": "p-xz3000"})),
+        ("星择XZ-3000充电宝多少钱？", None, "product_lookup_hybrid", ("product_lookup", {"product": "p-xz3000"})),
+        ("AJ1L-WR-42 还有货吗", None, "product_lookup_hybrid", ("product_lookup", {"product": "p-aj1-low"})),
+        (
+            "身高170厘米、体重62公斤，北极驿极光700应该选哪个码？",
+            None,
+            "size_advice",
+            ("product_lookup", {"product": "p-bjy-jiguang700"}),
+        ),
+        ("风驰轻羽3和跃动轻羽Pro哪双更轻？", None, "hybrid_rerank", None),
+        (
+            "XZ-2000和XZ-3000两款充电宝各卖多少钱？",
+            None,
+            "product_lookup_hybrid",
+            ("product_lookup", {"product": "p-xz2000"}),
+        ),
+        ("积分怎么抵现？多少积分抵1块钱？", None, "keyword_filter", None),
+        ("北极驿极光700穿着体验怎么样？", None, "dense_rerank", None),
+        ("风驰轻羽3跑鞋的跟差是多少？", None, "hybrid_rerank", None),
+        ("我想问一下就是我买的东西到了以后发现有点问题但是已经拆了还能不能弄", None, "rewrite_hybrid_rerank", None),
+        ("星择XZ-4000充电宝什么时候上市？", None, "keyword_filter", None),
+        ("它多少钱？", JIGUANG700, "product_lookup_hybrid", ("product_lookup", {"product": "p-bjy-jiguang700"})),
+        # the sizes a question names go to product_lookup, which returns their size-table rows first
+        (
+            "那M码适合多高的人？",
+            JIGUANG700,
+            "product_lookup_hybrid",
+            ("product_lookup", {"product": "p-bjy-jiguang700", "sizes": ["M"]}),
+        ),
+        ("你好", None, "keyword_filter", None),
+    ],
+)
 def test_rules_choose_the_expected_arm(demo_kb, policy, question, session, arm, first_call):
     decision = policy.choose(analyze(question, demo_kb, session))
     assert decision.arm == arm, decision.reason
@@ -238,8 +287,9 @@ def test_budget_is_passed_to_the_plan(demo_kb, policy):
 
 def test_an_arm_with_nothing_to_call_gives_way(demo_kb):
     needs_product = Arm(name="lookup_only", steps=[Step(skill="product_lookup", args={"product": "{product_ref}"})])
-    fallback = Arm(name="hybrid_rerank", description="混合检索。",
-                   steps=[Step(skill="hybrid_search", args={"query": "{query}"})])
+    fallback = Arm(
+        name="hybrid_rerank", description="混合检索。", steps=[Step(skill="hybrid_search", args={"query": "{query}"})]
+    )
     always = Rule("lookup_only", 0.99, lambda f: True, lambda f: "总是先查商品表")
     policy = RulesPolicy({"lookup_only": needs_product, "hybrid_rerank": fallback}, rules=(always,))
     assert policy.choose(analyze("XZ-3000 多少钱", demo_kb)).arm == "lookup_only"

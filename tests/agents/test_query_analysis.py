@@ -1,4 +1,5 @@
 """Query analysis on the demo shop: intent, entities, numbers, follow-ups, out-of-scope."""
+
 from __future__ import annotations
 
 import json
@@ -6,15 +7,21 @@ import json
 import numpy as np
 import pytest
 
+from citescope.agents.query_analysis import INTENTS, Entity, EntityIndex, QueryFeatures, analyze, parse_body_reply
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.settings import get_settings
 from tests.conftest import DEMO_DIR
-from citescope.agents.query_analysis import INTENTS, Entity, EntityIndex, QueryFeatures, analyze, parse_body_reply
 
 # Demo question types whose expected intent is unambiguous.
-EXPECTED_INTENT = {"factual": "fact", "alias": "fact", "comparison": "comparison", "policy": "policy",
-                   "table": "numeric", "numeric": "numeric"}
+EXPECTED_INTENT = {
+    "factual": "fact",
+    "alias": "fact",
+    "comparison": "comparison",
+    "policy": "policy",
+    "table": "numeric",
+    "numeric": "numeric",
+}
 JIGUANG700 = Entity(name="北极驿 极光700 连帽羽绒服", product_id="p-bjy-jiguang700", brand="北极驿", category="外套")
 
 
@@ -87,17 +94,20 @@ def test_policy_and_comparison_questions_are_all_recognised(demo_kb):
 # --------------------------------------------------------------------------- entities
 
 
-@pytest.mark.parametrize("question, product_id", [
-    ("AJ1 Low有哪些配色？", "p-aj1-low"),
-    ("aj1 low 多少钱", "p-aj1-low"),
-    ("乔丹一代低帮的鞋舌上是什么标？", "p-aj1-low"),
-    ("AJ1芝加哥的鞋盒里附带什么配件？", "p-aj1-retro"),
-    ("山野那件硬壳外套峰刃的防水指数是多少？", "p-sy-fengren"),
-    ("暖岩抓绒衣的面料克重是多少？", "p-sy-nuanyan"),
-    ("星择GaN充电器C65单口最大多少瓦？", "p-xz-c65"),
-    ("AJ1L-WR-42 还有货吗", "p-aj1-low"),  # SKU code
-    ("p-xl-t20 的尺寸", "p-xl-t20"),  # product id
-])
+@pytest.mark.parametrize(
+    "question, product_id",
+    [
+        ("AJ1 Low有哪些配色？", "p-aj1-low"),
+        ("aj1 low 多少钱", "p-aj1-low"),
+        ("乔丹一代低帮的鞋舌上是什么标？", "p-aj1-low"),
+        ("AJ1芝加哥的鞋盒里附带什么配件？", "p-aj1-retro"),
+        ("山野那件硬壳外套峰刃的防水指数是多少？", "p-sy-fengren"),
+        ("暖岩抓绒衣的面料克重是多少？", "p-sy-nuanyan"),
+        ("星择GaN充电器C65单口最大多少瓦？", "p-xz-c65"),
+        ("AJ1L-WR-42 还有货吗", "p-aj1-low"),  # SKU code
+        ("p-xl-t20 的尺寸", "p-xl-t20"),  # product id
+    ],
+)
 def test_aliases_sku_codes_and_ids_resolve_to_one_product(demo_kb, question, product_id):
     assert ids(analyze(question, demo_kb)) == [product_id]
 
@@ -108,11 +118,14 @@ def test_ambiguous_alias_is_named_but_not_resolved(demo_kb):
     assert features.brands == ["Jordan"]
 
 
-@pytest.mark.parametrize("question, surface", [
-    ("轻羽多少钱", "轻羽"),  # the series name of 风驰 轻羽3 and 跃动 轻羽Pro, no lexicon alias
-    ("极光羽绒服有货吗", "极光"),  # 北极驿 极光700 and 雪域 极光Pro
-    ("iPhone 15 的有哪些", "iPhone 15"),  # the model segment of the 果壳 case and film
-])
+@pytest.mark.parametrize(
+    "question, surface",
+    [
+        ("轻羽多少钱", "轻羽"),  # the series name of 风驰 轻羽3 and 跃动 轻羽Pro, no lexicon alias
+        ("极光羽绒服有货吗", "极光"),  # 北极驿 极光700 and 雪域 极光Pro
+        ("iPhone 15 的有哪些", "iPhone 15"),  # the model segment of the 果壳 case and film
+    ],
+)
 def test_a_name_several_products_share_is_named_but_not_resolved(demo_kb, question, surface):
     assert [(e.surface, e.product_id) for e in analyze(question, demo_kb).products] == [(surface, None)]
 
@@ -135,25 +148,46 @@ def test_model_number_spellings_resolve_exactly(demo_kb, spelling):
     assert ids(analyze(f"{three}多少钱", demo_kb)) == ["p-xz3000"]
 
 
-@pytest.mark.parametrize("question", ["XZ-20000多少钱", "XZ-200多少钱", "XZ-4000充电宝什么时候上市？",
-                                      "你们店有卖Air Jordan 11吗？", "T200 有多重"])
+@pytest.mark.parametrize(
+    "question",
+    ["XZ-20000多少钱", "XZ-200多少钱", "XZ-4000充电宝什么时候上市？", "你们店有卖Air Jordan 11吗？", "T200 有多重"],
+)
 def test_near_miss_model_numbers_match_no_product(demo_kb, question):
     assert analyze(question, demo_kb).products == []
 
 
-@pytest.mark.parametrize("question, model", [("火焰8篮球鞋多少钱", "火焰8"), ("XZ-4000充电宝什么时候上市？", "XZ-4000"),
-                                             ("你们店有卖Air Jordan 11吗？", "Air Jordan 11"), ("xz c100充电器几瓦", "xz c100"),
-                                             ("攀越50登山包能装多少", "攀越50"), ("极光800羽绒服保暖吗", "极光800"),
-                                             ("iPhone16能用的钢化膜有吗", "iPhone16")])
+@pytest.mark.parametrize(
+    "question, model",
+    [
+        ("火焰8篮球鞋多少钱", "火焰8"),
+        ("XZ-4000充电宝什么时候上市？", "XZ-4000"),
+        ("你们店有卖Air Jordan 11吗？", "Air Jordan 11"),
+        ("xz c100充电器几瓦", "xz c100"),
+        ("攀越50登山包能装多少", "攀越50"),
+        ("极光800羽绒服保暖吗", "极光800"),
+        ("iPhone16能用的钢化膜有吗", "iPhone16"),
+    ],
+)
 def test_a_model_of_a_series_the_shop_sells_but_not_of_its_catalogue_is_unknown(demo_kb, question, model):
     features = analyze(question, demo_kb)
     # 攀越50登山包: 登山包 names the 攀越40 too, but the question is about the 50
     assert features.unknown_models == [model] and features.products == []
 
 
-@pytest.mark.parametrize("question", ["火焰7 42有货吗", "T20 20寸能登机吗", "XZ-3000 20000毫安能带上飞机吗",
-                                      "轻羽3 2024款和去年有区别吗", "Air Jordan 1 42码多少钱", "XZ-2000和XZ-3000哪个重",
-                                      "攀越40L够用吗", "IPX4防水吗", "身高175体重70穿什么码"])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "火焰7 42有货吗",
+        "T20 20寸能登机吗",
+        "XZ-3000 20000毫安能带上飞机吗",
+        "轻羽3 2024款和去年有区别吗",
+        "Air Jordan 1 42码多少钱",
+        "XZ-2000和XZ-3000哪个重",
+        "攀越40L够用吗",
+        "IPX4防水吗",
+        "身高175体重70穿什么码",
+    ],
+)
 def test_sizes_quantities_specs_and_models_the_shop_has_are_no_unknown_models(demo_kb, question):
     assert analyze(question, demo_kb).unknown_models == []
 
@@ -203,25 +237,28 @@ def test_without_kb_only_model_codes_and_numbers_are_found():
 # --------------------------------------------------------------------------- numbers and units
 
 
-@pytest.mark.parametrize("question, expected", [
-    ("身高175cm，体重70kg，穿什么码？", {"height_cm": 175, "weight_kg": 70, "asks_size_advice": True}),
-    ("身高170厘米、体重62公斤，北极驿极光700应该选哪个码？", {"height_cm": 170, "weight_kg": 62}),
-    ("我1米75，140斤", {"height_cm": 175, "weight_kg": 70}),
-    ("一米七五，65千克", {"height_cm": 175, "weight_kg": 65}),
-    ("身高1.68米", {"height_cm": 168}),
-    # beside a weight, a bare number a height could be is the height; a product's own digits are not
-    ("城屿风衣 我172 68公斤选哪个码", {"height_cm": 172, "weight_kg": 68, "asks_size_advice": True}),
-    ("175 70公斤 极光700羽绒服选啥码", {"height_cm": 175, "weight_kg": 70}),
-    ("极光700 70公斤选啥码", {"height_cm": None, "weight_kg": 70}),
-    ("脚长26.5，穿多大", {"foot_length_cm": 26.5, "asks_size_advice": True}),
-    ("脚长 265mm", {"foot_length_cm": 26.5}),
-    ("42码还有货吗", {"size_label": "42", "sizes": ["42"], "asks_price_stock": True}),
-    ("那M码呢？", {"size_label": "M"}),
-    ("L码和XL码哪个大", {"sizes": ["L", "XL"]}),
-    ("价格 300 元以内的跑鞋", {"price_limit": 300}),
-    ("预算500，推荐一双跑鞋", {"price_limit": 500}),
-    ("不超过1000块的羽绒服", {"price_limit": 1000}),
-])
+@pytest.mark.parametrize(
+    "question, expected",
+    [
+        ("身高175cm，体重70kg，穿什么码？", {"height_cm": 175, "weight_kg": 70, "asks_size_advice": True}),
+        ("身高170厘米、体重62公斤，北极驿极光700应该选哪个码？", {"height_cm": 170, "weight_kg": 62}),
+        ("我1米75，140斤", {"height_cm": 175, "weight_kg": 70}),
+        ("一米七五，65千克", {"height_cm": 175, "weight_kg": 65}),
+        ("身高1.68米", {"height_cm": 168}),
+        # beside a weight, a bare number a height could be is the height; a product's own digits are not
+        ("城屿风衣 我172 68公斤选哪个码", {"height_cm": 172, "weight_kg": 68, "asks_size_advice": True}),
+        ("175 70公斤 极光700羽绒服选啥码", {"height_cm": 175, "weight_kg": 70}),
+        ("极光700 70公斤选啥码", {"height_cm": None, "weight_kg": 70}),
+        ("脚长26.5，穿多大", {"foot_length_cm": 26.5, "asks_size_advice": True}),
+        ("脚长 265mm", {"foot_length_cm": 26.5}),
+        ("42码还有货吗", {"size_label": "42", "sizes": ["42"], "asks_price_stock": True}),
+        ("那M码呢？", {"size_label": "M"}),
+        ("L码和XL码哪个大", {"sizes": ["L", "XL"]}),
+        ("价格 300 元以内的跑鞋", {"price_limit": 300}),
+        ("预算500，推荐一双跑鞋", {"price_limit": 500}),
+        ("不超过1000块的羽绒服", {"price_limit": 1000}),
+    ],
+)
 def test_numbers_and_units_become_typed_fields(question, expected):
     features = analyze(question)
     for field, value in expected.items():
@@ -231,26 +268,29 @@ def test_numbers_and_units_become_typed_fields(question, expected):
 HEIGHT_WEIGHT, FOOT = ["height_cm", "weight_kg"], ["foot_length_cm"]
 
 
-@pytest.mark.parametrize("reply, need, expected", [
-    ("175，72公斤", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 72}),  # a bare height
-    ("175/72", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 72}),  # a bare weight after the height
-    ("72 175", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 72}),
-    ("1.75 70", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 70}),
-    ("25岁，175，70", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 70}),  # an age is no measure
-    ("175 140斤", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 70}),  # 斤 is half a kg, read once
-    ("我1米75，140斤", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 70}),  # the 75 of 1米75 is no weight
-    ("身高175，体重72", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 72}),
-    ("72", HEIGHT_WEIGHT, {}),  # a bare weight only once the height is known
-    ("72", ["weight_kg"], {"weight_kg": 72}),  # the height was given before
-    ("175", ["weight_kg"], {}),  # out of the weight range: not read
-    ("26", FOOT, {"foot_length_cm": 26}),
-    ("255", FOOT, {"foot_length_cm": 25.5}),  # mm
-    ("26cm", FOOT, {"foot_length_cm": 26}),
-    ("175", FOOT, {}),  # a height, not a foot
-    ("42码", FOOT, {}),  # a shoe size is no foot length
-    ("XZ-3000 多少钱？", HEIGHT_WEIGHT, {}),
-    ("200块以内的呢", HEIGHT_WEIGHT, {}),
-])
+@pytest.mark.parametrize(
+    "reply, need, expected",
+    [
+        ("175，72公斤", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 72}),  # a bare height
+        ("175/72", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 72}),  # a bare weight after the height
+        ("72 175", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 72}),
+        ("1.75 70", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 70}),
+        ("25岁，175，70", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 70}),  # an age is no measure
+        ("175 140斤", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 70}),  # 斤 is half a kg, read once
+        ("我1米75，140斤", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 70}),  # the 75 of 1米75 is no weight
+        ("身高175，体重72", HEIGHT_WEIGHT, {"height_cm": 175, "weight_kg": 72}),
+        ("72", HEIGHT_WEIGHT, {}),  # a bare weight only once the height is known
+        ("72", ["weight_kg"], {"weight_kg": 72}),  # the height was given before
+        ("175", ["weight_kg"], {}),  # out of the weight range: not read
+        ("26", FOOT, {"foot_length_cm": 26}),
+        ("255", FOOT, {"foot_length_cm": 25.5}),  # mm
+        ("26cm", FOOT, {"foot_length_cm": 26}),
+        ("175", FOOT, {}),  # a height, not a foot
+        ("42码", FOOT, {}),  # a shoe size is no foot length
+        ("XZ-3000 多少钱？", HEIGHT_WEIGHT, {}),
+        ("200块以内的呢", HEIGHT_WEIGHT, {}),
+    ],
+)
 def test_a_reply_s_bare_numbers_are_read_as_the_measures_asked_for(reply, need, expected):
     assert parse_body_reply(reply, need) == expected
 
@@ -268,13 +308,16 @@ def test_numbers_inside_product_names_are_not_free_numbers(demo_kb):
 # --------------------------------------------------------------------------- follow-ups
 
 
-@pytest.mark.parametrize("question, intent", [
-    ("它多少钱？", "numeric"),
-    ("那M码呢？", "numeric"),
-    ("这款可以放洗衣机洗吗？", "fact"),
-    ("还有别的颜色吗？", "fact"),
-    ("有货吗", "numeric"),  # ellipsis: short, no entity
-])
+@pytest.mark.parametrize(
+    "question, intent",
+    [
+        ("它多少钱？", "numeric"),
+        ("那M码呢？", "numeric"),
+        ("这款可以放洗衣机洗吗？", "fact"),
+        ("还有别的颜色吗？", "fact"),
+        ("有货吗", "numeric"),  # ellipsis: short, no entity
+    ],
+)
 def test_follow_up_carries_the_session_entity(demo_kb, question, intent):
     features = analyze(question, demo_kb, JIGUANG700)
     assert features.is_followup
@@ -311,7 +354,10 @@ def test_a_conversation_about_no_product_carries_its_opening_question_into_follo
     # a shop's conversations carry their product instead, never a topic
     shop = analyze("有货吗", demo_kb)
     assert shop.carried_topic is None
-    assert demo_kb is not None and QueryAnalyzer(demo_kb).run("有货吗", session_topic="退货政策是什么").carried_topic is None
+    assert (
+        demo_kb is not None
+        and QueryAnalyzer(demo_kb).run("有货吗", session_topic="退货政策是什么").carried_topic is None
+    )
 
 
 def test_long_question_without_entity_is_not_elliptic(demo_kb):
@@ -327,18 +373,21 @@ def test_out_of_scope(demo_kb, question):
     assert analyze(question, demo_kb).intent == "out_of_scope"
 
 
-@pytest.mark.parametrize("question, intent", [
-    ("山野峰刃冲锋衣下雨天会渗水吗？", "fact"),
-    ("天气冷了，北极驿极光700够保暖吗？", "fact"),
-    ("北极驿极光700穿着体验怎么样？", "open"),
-    ("XZ-3000能无理由退货吗？", "policy"),
-    ("这款箱体保修几年？", "fact"),  # 保修 with a (carried) product is the product's own fact
-    ("保修期内寄修的运费谁来出？", "policy"),
-    ("轻羽3跑鞋下单后几天能发货", "policy"),  # shipping is the shop's, whatever product it ships
-    ("这个小方包可以开专票吗", "policy"),
-    ("AJ1高帮芝加哥和AJ1 Low差价多少？", "comparison"),
-    ("星择XZ-3000充电宝多少钱？", "numeric"),
-])
+@pytest.mark.parametrize(
+    "question, intent",
+    [
+        ("山野峰刃冲锋衣下雨天会渗水吗？", "fact"),
+        ("天气冷了，北极驿极光700够保暖吗？", "fact"),
+        ("北极驿极光700穿着体验怎么样？", "open"),
+        ("XZ-3000能无理由退货吗？", "policy"),
+        ("这款箱体保修几年？", "fact"),  # 保修 with a (carried) product is the product's own fact
+        ("保修期内寄修的运费谁来出？", "policy"),
+        ("轻羽3跑鞋下单后几天能发货", "policy"),  # shipping is the shop's, whatever product it ships
+        ("这个小方包可以开专票吗", "policy"),
+        ("AJ1高帮芝加哥和AJ1 Low差价多少？", "comparison"),
+        ("星择XZ-3000充电宝多少钱？", "numeric"),
+    ],
+)
 def test_intents(demo_kb, question, intent):
     assert analyze(question, demo_kb, JIGUANG700).intent == intent
 
@@ -362,8 +411,12 @@ def test_vector_is_fixed_length_with_one_hot_intent(demo_kb):
     names = QueryFeatures.feature_names()
     assert len(names) == len(set(names))
     intent_slots = [names.index(f"intent_{name}") for name in INTENTS]
-    for question, session in (("XZ-3000多少钱", None), ("它多少钱？", JIGUANG700), ("你好", None),
-                              ("XZ-2000和XZ-3000有什么区别", None)):
+    for question, session in (
+        ("XZ-3000多少钱", None),
+        ("它多少钱？", JIGUANG700),
+        ("你好", None),
+        ("XZ-2000和XZ-3000有什么区别", None),
+    ):
         features = analyze(question, demo_kb, session)
         vector = features.vector()
         assert vector.shape == (len(names),) and vector.dtype == np.float64

@@ -1,14 +1,20 @@
 """What retrieval reads of a long message: its last sentence and its asking sentences within
 retrieval_max_chars, in the message's order; a usual question whole."""
+
 from __future__ import annotations
 
-from citescope.workflows.evaluation.bench.cost import long_question
 from citescope.agents.query_analysis import QueryAnalyzer
 from citescope.agents.retrieval_question import retrieval_question
+from citescope.workflows.evaluation.bench.cost import long_question
 
-STORY = ("你好，我上个月买了一件山野暖岩摇粒绒夹克，颜色是深灰色。" "快递很快，包装也很好，这一点要表扬。" * 6
-         + "另外我想问一下积分会不会退回来？" + "我老公平时穿L码，身高178厘米。" * 4
-         + "这件夹克按身高178体重76公斤穿L码还是XL码？")
+STORY = (
+    "你好，我上个月买了一件山野暖岩摇粒绒夹克，颜色是深灰色。"
+    "快递很快，包装也很好，这一点要表扬。"
+    * 6
+    + "另外我想问一下积分会不会退回来？"
+    + "我老公平时穿L码，身高178厘米。" * 4
+    + "这件夹克按身高178体重76公斤穿L码还是XL码？"
+)
 
 
 def test_a_question_within_the_limit_is_read_whole():

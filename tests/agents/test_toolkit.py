@@ -1,10 +1,10 @@
 """The AgentScope Toolkit over the skill registry: schemas the model sees, and a real
 ReActAgent driven by a scripted offline model that calls every registered skill."""
+
 from __future__ import annotations
 
 import asyncio
 
-import pytest
 import yaml
 from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
@@ -28,14 +28,19 @@ class ScriptedModel(ChatModelBase):
         self.offered: list[list[str]] = []  # tool names in each request
         self.requests: list[list[dict]] = []  # formatted messages of each request
 
-    async def __call__(self, messages: list[dict], tools: list[dict] | None = None, tool_choice=None,
-                       **kwargs) -> ChatResponse:
+    async def __call__(
+        self, messages: list[dict], tools: list[dict] | None = None, tool_choice=None, **kwargs
+    ) -> ChatResponse:
         self.offered.append([t["function"]["name"] for t in tools or []])
         self.requests.append(messages)
         if not self.turns:
             return ChatResponse(content=[TextBlock(type="text", text="证据已收集完毕。")])
-        return ChatResponse(content=[ToolUseBlock(type="tool_use", id=f"call-{name}", name=name, input=args)
-                                     for name, args in self.turns.pop(0)])
+        return ChatResponse(
+            content=[
+                ToolUseBlock(type="tool_use", id=f"call-{name}", name=name, input=args)
+                for name, args in self.turns.pop(0)
+            ]
+        )
 
 
 def test_schemas_hide_ctx_and_describe_every_visible_argument(registry, demo_kb):
@@ -56,9 +61,21 @@ def test_schemas_hide_ctx_and_describe_every_visible_argument(registry, demo_kb)
 
 def test_config_description_overrides_the_docstring_summary(tmp_path, demo_kb):
     config = tmp_path / "skills.yaml"
-    config.write_text(yaml.safe_dump({"skills": [{
-        "name": "product_lookup", "import": "citescope.tools.products:product_lookup", "description": "查商品表。"}]},
-        allow_unicode=True), encoding="utf-8")
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "skills": [
+                    {
+                        "name": "product_lookup",
+                        "import": "citescope.tools.products:product_lookup",
+                        "description": "查商品表。",
+                    }
+                ]
+            },
+            allow_unicode=True,
+        ),
+        encoding="utf-8",
+    )
     toolkit = build_toolkit(SkillRegistry.from_config(config, plugins=False), SkillContext(demo_kb))
     assert toolkit.get_json_schemas()[0]["function"]["description"] == "查商品表。"
 
@@ -68,8 +85,9 @@ def test_a_model_supplied_ctx_cannot_replace_the_question_context(registry, demo
     toolkit = build_toolkit(registry, ctx, only=["product_lookup"])
 
     async def call():
-        responses = await toolkit.call_tool_function(ToolUseBlock(
-            type="tool_use", id="1", name="product_lookup", input={"product": "XZ-3000", "ctx": "forged"}))
+        responses = await toolkit.call_tool_function(
+            ToolUseBlock(type="tool_use", id="1", name="product_lookup", input={"product": "XZ-3000", "ctx": "forged"})
+        )
         return [chunk async for chunk in responses]
 
     [response] = asyncio.run(call())
@@ -82,20 +100,30 @@ def test_react_agent_calls_every_skill_and_keeps_every_result(registry, demo_kb)
     calls = []
     toolkit = build_toolkit(registry, ctx, on_result=lambda name, kwargs, result: calls.append((name, kwargs, result)))
     turns = [
-        [("rewrite_query", {"query": QUESTION}),
-         ("keyword_search", {"query": "XZ-3000 笔记本 充电"}),
-         ("semantic_search", {"query": "这个充电宝可以给笔记本电脑供电吗", "doc_type": "product"}),
-         ("hybrid_search", {"query": QUESTION, "top_k": 5})],
-        [("product_lookup", {"product": "XZ-3000"}),
-         ("size_recommend", {"product": "峰刃冲锋衣", "height_cm": 176, "weight_kg": 72})],
-        [("rerank", {"query": QUESTION, "top_k": 5}),
-         ("expand_context", {"chunk_id": "prod-xz3000#尺码表-r0-0"})],
+        [
+            ("rewrite_query", {"query": QUESTION}),
+            ("keyword_search", {"query": "XZ-3000 笔记本 充电"}),
+            ("semantic_search", {"query": "这个充电宝可以给笔记本电脑供电吗", "doc_type": "product"}),
+            ("hybrid_search", {"query": QUESTION, "top_k": 5}),
+        ],
+        [
+            ("product_lookup", {"product": "XZ-3000"}),
+            ("size_recommend", {"product": "峰刃冲锋衣", "height_cm": 176, "weight_kg": 72}),
+        ],
+        [("rerank", {"query": QUESTION, "top_k": 5}), ("expand_context", {"chunk_id": "prod-xz3000#尺码表-r0-0"})],
     ]
     script = [name for turn in turns for name, _ in turn]
     assert sorted(script) == sorted(registry.names())  # the script covers every registered skill
     model = ScriptedModel(turns)
-    agent = ReActAgent(name="planner", sys_prompt="你是检索规划员。", model=model, formatter=OpenAIChatFormatter(),
-                       toolkit=toolkit, memory=InMemoryMemory(), max_iters=6)
+    agent = ReActAgent(
+        name="planner",
+        sys_prompt="你是检索规划员。",
+        model=model,
+        formatter=OpenAIChatFormatter(),
+        toolkit=toolkit,
+        memory=InMemoryMemory(),
+        max_iters=6,
+    )
     agent.set_console_output_enabled(False)
 
     async def run():

@@ -1,4 +1,5 @@
 """A Milvus server for the knowledge tests that run against both stores (see milvus_server.py)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -13,8 +14,10 @@ from tests.knowledge.milvus_server import MilvusServerProcess
 def milvus_server_uri(tmp_path_factory):
     """The URI of a Milvus 2.3.5 server started for this run, on free ports, stopped at its end."""
     if importlib.util.find_spec("milvus") is None:
-        pytest.skip("the `milvus` package is not installed: pip install -e '.[dev,milvus-server]' "
-                    "(make install does) to run the Milvus server tests")
+        pytest.skip(
+            "the `milvus` package is not installed: pip install -e '.[dev,milvus-server]' "
+            "(make install does) to run the Milvus server tests"
+        )
     server = MilvusServerProcess(tmp_path_factory.mktemp("milvus-server"))
     uri = server.start(timeout_s=120)
     yield uri

@@ -13,6 +13,7 @@ config file, as etcd's peer port (2380) is not in the template. Milvus 2.3.5 lis
 on every interface, and has no setting to narrow that; its components are told to advertise
 127.0.0.1 so they reach each other over loopback.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,18 @@ from contextlib import ExitStack
 from pathlib import Path
 
 # The wrapper's configurable ports (milvus/data/config.yaml.template, keys ending in _port).
-TEMPLATE_PORTS = ("etcd_port", "root_coord_port", "proxy_port", "proxy_internal_port", "query_coord_port",
-                  "query_node_port", "index_coord_port", "index_node_port", "data_coord_port", "data_node_port")
+TEMPLATE_PORTS = (
+    "etcd_port",
+    "root_coord_port",
+    "proxy_port",
+    "proxy_internal_port",
+    "query_coord_port",
+    "query_node_port",
+    "index_coord_port",
+    "index_node_port",
+    "data_coord_port",
+    "data_node_port",
+)
 # Components whose advertised address defaults to the machine's first non-loopback address.
 COMPONENTS = ("ROOTCOORD", "PROXY", "QUERYCOORD", "QUERYNODE", "INDEXCOORD", "INDEXNODE", "DATACOORD", "DATANODE")
 
@@ -58,7 +69,7 @@ class MilvusServerProcess:
 
     def start(self, timeout_s: float = 120) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        ports = dict(zip(TEMPLATE_PORTS, free_ports(len(TEMPLATE_PORTS) + 1)))
+        ports = dict(zip(TEMPLATE_PORTS, free_ports(len(TEMPLATE_PORTS) + 1), strict=False))
         etcd_peer = free_ports(1)[0]
         while etcd_peer in ports.values():
             etcd_peer = free_ports(1)[0]
@@ -67,17 +78,28 @@ class MilvusServerProcess:
         etcd_config.write_text(
             f"listen-client-urls: {client_url}\nadvertise-client-urls: {client_url}\n"
             f"listen-peer-urls: {peer_url}\ninitial-advertise-peer-urls: {peer_url}\n"
-            f"initial-cluster: default={peer_url}\n", encoding="utf-8")
+            f"initial-cluster: default={peer_url}\n",
+            encoding="utf-8",
+        )
         # Milvus reads any setting from the environment too (etcd.config.path <- ETCD_CONFIG_PATH).
-        env = {**os.environ, "ETCD_CONFIG_PATH": str(etcd_config), "PYTHONUNBUFFERED": "1",
-               **{f"{component}_IP": "127.0.0.1" for component in COMPONENTS}}
+        env = {
+            **os.environ,
+            "ETCD_CONFIG_PATH": str(etcd_config),
+            "PYTHONUNBUFFERED": "1",
+            **{f"{component}_IP": "127.0.0.1" for component in COMPONENTS},
+        }
         args = [f"--{key.replace('_', '-')}={port}" for key, port in ports.items()]
         log = open(self.data_dir / "milvus-server.log", "w", encoding="utf-8")
         started = time.monotonic()
         # Its own session: stop() signals the wrapper and the milvus binary it started as one group.
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "import milvus; milvus.main()", "--data", str(self.data_dir), *args],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
         log.close()
         try:
             self.uri = f"http://127.0.0.1:{self._proxy_port(started + timeout_s)}"
@@ -172,7 +194,7 @@ def group_members(group: int) -> list[int]:
         except OSError:
             continue
         # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so split after its last ")"
-        fields = text[text.rindex(")") + 2:].split()
+        fields = text[text.rindex(")") + 2 :].split()
         if int(fields[2]) == group and fields[0] != "Z":
             members.append(int(stat.parent.name))
     return members

@@ -2,6 +2,7 @@
 milvus_server.py): searches at the timestamp taken when the KB loaded its catalog generation
 (VectorStore.catch_up, what the KB does) against searches at "Strong". Not a test; run from the
 repository root:  PYTHONPATH=. python tests/knowledge/milvus_server_search_latency.py"""
+
 from __future__ import annotations
 
 import shutil

@@ -1,4 +1,5 @@
 """BM25Index must score exactly like rank_bm25.BM25Okapi, on real text and on edge cases."""
+
 from __future__ import annotations
 
 import json

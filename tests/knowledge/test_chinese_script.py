@@ -1,4 +1,5 @@
 """Traditional and simplified Chinese (knowledge/chinese_script.py), with OpenCC's real tables."""
+
 from __future__ import annotations
 
 import json
@@ -28,12 +29,18 @@ def test_a_question_is_traditional_when_a_tenth_of_its_chinese_is():
 
 
 def test_no_simplified_question_of_the_demo_reads_as_traditional():
-    questions = [json.loads(line)["question"] for path in sorted((REPO / "knowledge" / "demo").glob("questions*.jsonl"))
-                 for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    questions = [
+        json.loads(line)["question"]
+        for path in sorted((REPO / "knowledge" / "demo").glob("questions*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     assert len(questions) > 400 and not [q for q in questions if written_in_traditional(q)]
 
 
 def test_an_answer_is_given_in_traditional_characters_with_its_citation_ids_untouched():
     answer = "根据现有资料，摩擦系数为 0.52，湿滑岩石面也防滑【prod-sy-yantu#功能特点-0】。关于“发票”，资料中暂未找到可靠信息。"
-    assert in_traditional(answer) == ("根據現有資料，摩擦係數為 0.52，溼滑岩石面也防滑【prod-sy-yantu#功能特点-0】。"
-                                      "關於“發票”，資料中暫未找到可靠信息。")  # characters, not Taiwan words (資訊)
+    assert in_traditional(answer) == (
+        "根據現有資料，摩擦係數為 0.52，溼滑岩石面也防滑【prod-sy-yantu#功能特点-0】。"
+        "關於“發票”，資料中暫未找到可靠信息。"
+    )  # characters, not Taiwan words (資訊)

@@ -1,4 +1,5 @@
 """split_recursive sizes, boundaries and overlap; chunk_document ids, rows and metadata."""
+
 from __future__ import annotations
 
 import re
@@ -53,14 +54,17 @@ def test_short_text_is_one_stripped_chunk_and_blank_text_none() -> None:
     assert split_recursive(" \n\n ", SIZE, OVERLAP) == []
 
 
-@pytest.mark.parametrize("text", [
-    _long_text(),
-    _sentences(30),  # no newlines at all
-    "，".join(f"分句内容第{i}段比较长" for i in range(120)),  # clauses only
-    "".join(f"无标点长文本{i}" for i in range(200)),  # hard cuts only
-    " ".join(f"word{i}" for i in range(400)),  # space-separated
-    "".join(f"短{i}。\n" for i in range(300)),
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        _long_text(),
+        _sentences(30),  # no newlines at all
+        "，".join(f"分句内容第{i}段比较长" for i in range(120)),  # clauses only
+        "".join(f"无标点长文本{i}" for i in range(200)),  # hard cuts only
+        " ".join(f"word{i}" for i in range(400)),  # space-separated
+        "".join(f"短{i}。\n" for i in range(300)),
+    ],
+)
 def test_chunks_fit_overlap_cover_the_text_and_are_never_empty(text: str) -> None:
     chunks = split_recursive(text, SIZE, OVERLAP)
     assert len(chunks) > 1
@@ -74,13 +78,13 @@ def test_chunks_fit_overlap_cover_the_text_and_are_never_empty(text: str) -> Non
         cursor = found + len(chunk)
     assert cursor == len(text.rstrip())
     # Consecutive chunks share about `overlap` characters: 10-20% of the chunk size.
-    for previous, following in zip(chunks, chunks[1:]):
+    for previous, following in zip(chunks, chunks[1:], strict=False):
         assert 0.10 * SIZE <= _overlap_length(previous, following) <= 0.20 * SIZE
 
 
 def test_overlap_is_made_of_whole_sentences_when_possible() -> None:
     chunks = split_recursive(_sentences(24), SIZE, OVERLAP)
-    for previous, following in zip(chunks, chunks[1:]):
+    for previous, following in zip(chunks, chunks[1:], strict=False):
         shared = following[: _overlap_length(previous, following)]
         start = len(previous) - len(shared)
         assert previous[start - 1] in "。，", f"overlap starts mid-clause: {shared!r}"
@@ -127,9 +131,19 @@ SAFE_ID = re.compile(r"^[^\s【】\[\]]{1,200}$")
 
 
 def _doc(**fields) -> Document:
-    base = dict(doc_id="d1", title="标题", source="测试", doc_type="policy", brand="Nike",
-                category="鞋", product_id="P1", updated_at="2026-03-05", version=3,
-                authority="official", tags=["a", "b"])
+    base = dict(
+        doc_id="d1",
+        title="标题",
+        source="测试",
+        doc_type="policy",
+        brand="Nike",
+        category="鞋",
+        product_id="P1",
+        updated_at="2026-03-05",
+        version=3,
+        authority="official",
+        tags=["a", "b"],
+    )
     return Document(**{**base, **fields})
 
 
@@ -144,10 +158,15 @@ def test_sku_document_gives_one_chunk_per_row_and_an_overview() -> None:
     assert chunks[0].text == "商品: Air Jordan 1；SKU: AJ1-RED-42；颜色: 红；尺码: 42；价格: 899.00元；库存: 12件"
     assert "价格: 899.50元；库存: 0件" in chunks[1].text
     # the price differs by size alone, so the overview gives each size its price
-    assert chunks[2].text == ("商品: Air Jordan 1；规格数: 2；颜色: 红；尺码: 42、43；价格: 42 899.00元、43 899.50元；"
-                              "有货: 红 42；缺货: 红 43")
+    assert chunks[2].text == (
+        "商品: Air Jordan 1；规格数: 2；颜色: 红；尺码: 42、43；价格: 42 899.00元、43 899.50元；"
+        "有货: 红 42；缺货: 红 43"
+    )
     assert [(c.section, c.position, c.doc_type) for c in chunks] == [
-        ("SKU", 0, "product"), ("SKU", 1, "product"), (SKU_OVERVIEW_SECTION, 0, "product")]
+        ("SKU", 0, "product"),
+        ("SKU", 1, "product"),
+        (SKU_OVERVIEW_SECTION, 0, "product"),
+    ]
 
 
 def test_a_single_sku_has_no_overview() -> None:
@@ -162,11 +181,14 @@ def test_sku_overview_lists_colours_sizes_prices_and_stock() -> None:
 
     # sizes in size order whatever the table order; one-size products list colours alone
     cable = [row("B2", "黑色", "2m", 59, 4), row("B1", "黑色", "1m", 49, 0), row("W1", "白色", "1m", 49, 7)]
-    assert render_sku_overview(cable) == ("商品: 数据线；规格数: 3；颜色: 黑色、白色；尺码: 1m、2m；"
-                                          "价格: 2m 59.00元、1m 49.00元；有货: 黑色 2m，白色 1m；缺货: 黑色 1m")
+    assert render_sku_overview(cable) == (
+        "商品: 数据线；规格数: 3；颜色: 黑色、白色；尺码: 1m、2m；"
+        "价格: 2m 59.00元、1m 49.00元；有货: 黑色 2m，白色 1m；缺货: 黑色 1m"
+    )
     bag = [row("A", "原色", "均码", 129, 5), row("B", "墨绿", "均码", 129, 0)]
-    assert render_sku_overview(bag) == ("商品: 数据线；规格数: 2；颜色: 原色、墨绿；尺码: 均码；价格: 129.00元；"
-                                        "有货: 原色；缺货: 墨绿")
+    assert render_sku_overview(bag) == (
+        "商品: 数据线；规格数: 2；颜色: 原色、墨绿；尺码: 均码；价格: 129.00元；有货: 原色；缺货: 墨绿"
+    )
     # price set by neither colour nor size alone: each variant's
     mixed = [row("A", "红", "S", 10, 1), row("B", "红", "M", 12, 1), row("C", "蓝", "S", 12, 1)]
     assert "价格: 红 S 10.00元、红 M 12.00元、蓝 S 12.00元" in render_sku_overview(mixed)
@@ -185,10 +207,35 @@ def test_plain_document_chunks_copy_metadata_and_have_body_ids() -> None:
     assert [c.chunk_id for c in chunks] == [f"d1#body-{i}" for i in range(len(chunks))]
     assert [c.position for c in chunks] == list(range(len(chunks)))
     for chunk in chunks:
-        assert chunk.model_dump(include={"doc_id", "title", "source", "doc_type", "product_id", "brand", "category",
-                                         "updated_at", "version", "authority", "tags"}) == doc.model_dump(
-            include={"doc_id", "title", "source", "doc_type", "product_id", "brand", "category",
-                     "updated_at", "version", "authority", "tags"})
+        assert chunk.model_dump(
+            include={
+                "doc_id",
+                "title",
+                "source",
+                "doc_type",
+                "product_id",
+                "brand",
+                "category",
+                "updated_at",
+                "version",
+                "authority",
+                "tags",
+            }
+        ) == doc.model_dump(
+            include={
+                "doc_id",
+                "title",
+                "source",
+                "doc_type",
+                "product_id",
+                "brand",
+                "category",
+                "updated_at",
+                "version",
+                "authority",
+                "tags",
+            }
+        )
         assert chunk.section == ""
 
 
@@ -247,8 +294,7 @@ def test_chunk_ids_are_stable_unique_and_safe(tmp_path: Path) -> None:
         Section(heading="body", text="名为 body 的小节。"),
         Section(heading="注意事项", text="第一处。"),
         Section(heading="注意事项", text="同名的第二处。"),
-        Section(heading="Air Jordan 1 【官方】尺码 [EU]", text="有空格和括号的标题。",
-                table=[{"尺码": "42"}]),
+        Section(heading="Air Jordan 1 【官方】尺码 [EU]", text="有空格和括号的标题。", table=[{"尺码": "42"}]),
         Section(heading="退换-规则", text="带连字符的标题。"),
         Section(heading="很长的标题" * 20, text="长标题。"),
     ]
@@ -270,4 +316,4 @@ def test_chunk_ids_do_not_depend_on_other_documents(tmp_path: Path) -> None:
     a, b = _doc(doc_id="a", text="甲。"), _doc(doc_id="b", text="乙。")
     alone = [c.chunk_id for c in chunk_document(b)]
     in_corpus = [c.chunk_id for d in (a, b) for c in chunk_document(d)]
-    assert in_corpus[-len(alone):] == alone == ["b#body-0"]
+    assert in_corpus[-len(alone) :] == alone == ["b#body-0"]

@@ -3,6 +3,7 @@ catalog, BM25 and Milvus; nothing is duplicated; the rerun converges.
 
 Kills land right after chosen durable writes here; workflows/evaluation/bench/crash.py (same helpers) kills
 at random moments, and tests/workflows/evaluation/test_bench_crash.py runs a few of those trials."""
+
 from __future__ import annotations
 
 import random
@@ -10,7 +11,14 @@ import shutil
 
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.settings import get_settings
-from citescope.workflows.evaluation.bench.crash import check_consistent, corpus, ingest_in_process, run_cli, versions_by_doc, write_jsonl
+from citescope.workflows.evaluation.bench.crash import (
+    check_consistent,
+    corpus,
+    ingest_in_process,
+    run_cli,
+    versions_by_doc,
+    write_jsonl,
+)
 
 
 def test_sigkill_during_ingest_leaves_old_or_new_and_rerun_converges(tmp_path):
@@ -25,8 +33,9 @@ def test_sigkill_during_ingest_leaves_old_or_new_and_rerun_converges(tmp_path):
     for trial, stage in enumerate((1, 2, 3, 5, 7, 9, 11, 14)):
         kb_dir = tmp_path / f"kb-{trial}"
         shutil.copytree(base, kb_dir)
-        run = run_cli(["ingest", str(v2), "--kb", str(kb_dir), "--json"], kill_after_stage=stage,
-                      jitter=rng.uniform(0, 0.03))
+        run = run_cli(
+            ["ingest", str(v2), "--kb", str(kb_dir), "--json"], kill_after_stage=stage, jitter=rng.uniform(0, 0.03)
+        )
         assert run.killed, f"trial {trial}: ingest finished before stage {stage}"
         after_kill = check_consistent(kb_dir, old, new)
         assert not after_kill.violations, after_kill.violations

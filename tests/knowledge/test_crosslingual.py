@@ -1,12 +1,19 @@
 """The documents' words for English questions and everyday Chinese ones (knowledge/crosslingual.py,
 knowledge/glossary_en.json, knowledge/glossary_zh.json)."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from citescope.knowledge.crosslingual import chinese_words, document_query, document_words, everyday_words, with_document_words
+from citescope.knowledge.crosslingual import (
+    chinese_words,
+    document_query,
+    document_words,
+    everyday_words,
+    with_document_words,
+)
 
 
 def test_phrases_before_their_words_whole_words_and_plurals():
@@ -54,7 +61,11 @@ def test_regions_and_delivery_times_only_in_a_question_about_delivery():
     assert everyday_words("寄到上海一般几天能到") == ["江浙沪", "送达", "配送时效"]
     assert everyday_words("上海东方明珠的母公司是什么") == []  # 上海 is in 江浙沪 only for a parcel
     assert everyday_words("退款一般几天能到账") == []  # 几天能到 is a parcel's, not a refund's
-    assert everyday_words("我在上海几天能到") == ["江浙沪", "送达", "配送时效"]  # a part of 发顺丰要加多少钱 我在上海几天能到
+    assert everyday_words("我在上海几天能到") == [
+        "江浙沪",
+        "送达",
+        "配送时效",
+    ]  # a part of 发顺丰要加多少钱 我在上海几天能到
     assert everyday_words("我在北京 几天能到") == ["其他地区", "送达", "配送时效"]  # neither 江浙沪 nor remote
     assert everyday_words("能发到广州吗") == ["其他地区"]
     assert everyday_words("黑龙江龙属化石被发现的地点是哪里") == []  # 发现 sends nothing

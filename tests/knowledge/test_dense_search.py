@@ -1,6 +1,7 @@
 """In-memory exact dense search (the default for Milvus Lite KBs) returns what Milvus returns,
 filters included, and keeps its per-generation vector snapshot consistent with the catalog; its
 float16 prefilter (large KBs) returns exactly what the full search returns, or defers to it."""
+
 from __future__ import annotations
 
 import shutil
@@ -17,8 +18,13 @@ from citescope.knowledge.settings import get_settings
 from tests.knowledge.test_ingest import DOCS, write_jsonl
 
 QUERIES = ["AJ1 鞋面什么材质", "充电宝能带上飞机吗", "退货运费谁出", "羽绒服洗了会不会跑绒", "XZ-3000 多少钱"]
-FILTERS = [None, SearchFilters(doc_type=["review"]), SearchFilters(brand="星择"),
-           SearchFilters(updated_after="2026-03-01"), SearchFilters(doc_type=["policy", "faq"], updated_before="2026-06-30")]
+FILTERS = [
+    None,
+    SearchFilters(doc_type=["review"]),
+    SearchFilters(brand="星择"),
+    SearchFilters(updated_after="2026-03-01"),
+    SearchFilters(doc_type=["policy", "faq"], updated_before="2026-06-30"),
+]
 
 
 @pytest.fixture(scope="module", params=["milvus-lite", "milvus-server"])
@@ -35,7 +41,9 @@ def two_modes(request, demo_kb, tmp_path_factory):
     in_milvus.close()
 
 
-@pytest.mark.parametrize("filters", FILTERS, ids=lambda f: "none" if f is None else str(f.model_dump(exclude_none=True)))
+@pytest.mark.parametrize(
+    "filters", FILTERS, ids=lambda f: "none" if f is None else str(f.model_dump(exclude_none=True))
+)
 def test_memory_and_milvus_agree(two_modes, filters):
     in_memory, in_milvus = two_modes
     assert in_memory._dense is not None and in_milvus._dense is None and in_milvus._dense_prefilter is None
@@ -76,8 +84,12 @@ def test_the_prefilter_returns_what_the_full_search_returns(demo_kb, prefiltered
         assert prefiltered._dense_prefilter.search(vector, k, None) is not None
 
 
-@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.sampled_from([None, 0.5, 0.05]),
-       st.sampled_from(["spread", "copies", "cluster"]))
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 40),
+    st.sampled_from([None, 0.5, 0.05]),
+    st.sampled_from(["spread", "copies", "cluster"]),
+)
 @settings(max_examples=200, derandomize=True, deadline=None)
 def test_the_prefilter_answers_only_with_the_exact_top_k(seed, k, keep, layout):
     rng = np.random.default_rng(seed)

@@ -1,4 +1,5 @@
 """SearchFilters.as_of: the time a question is about, which ranks documents and excludes none."""
+
 from __future__ import annotations
 
 from datetime import date
@@ -10,10 +11,15 @@ from pydantic import ValidationError
 from citescope.knowledge.filters import SearchFilters, as_of_day
 
 
-@pytest.mark.parametrize("period, day", [
-    ("2023", date(2023, 7, 1)), ("2023-05", date(2023, 5, 15)), ("2023-05-04", date(2023, 5, 4)),
-    (" 2016 ", date(2016, 7, 1)),
-])
+@pytest.mark.parametrize(
+    "period, day",
+    [
+        ("2023", date(2023, 7, 1)),
+        ("2023-05", date(2023, 5, 15)),
+        ("2023-05-04", date(2023, 5, 4)),
+        (" 2016 ", date(2016, 7, 1)),
+    ],
+)
 def test_as_of_stands_for_the_middle_of_its_period(period, day):
     filters = SearchFilters(as_of=period)
     assert filters.reference_day() == day == as_of_day(period.strip())
@@ -27,8 +33,13 @@ def test_a_bad_as_of_names_the_field(period):
 
 
 def test_as_of_alone_excludes_nothing():
-    columns = {"doc_type": np.array(["faq", "doc"]), "brand": np.array(["", ""]), "category": np.array(["", ""]),
-               "product_id": np.array(["", ""]), "updated_day": np.array([0, 19000])}
+    columns = {
+        "doc_type": np.array(["faq", "doc"]),
+        "brand": np.array(["", ""]),
+        "category": np.array(["", ""]),
+        "product_id": np.array(["", ""]),
+        "updated_day": np.array([0, 19000]),
+    }
     alone = SearchFilters(as_of="2016")
     assert not alone.is_empty() and not alone.restricts()
     assert alone.mask(columns) is None and alone.milvus_expr() == ""

@@ -3,15 +3,43 @@ from citescope.knowledge.flat_tables import FALLBACK_CAPTION, flat_table_section
 from citescope.knowledge.schema import Document, Section
 
 # A crawled size page: the table's markup is gone, one cell per line, each header cell over two lines.
-SIZE_PAGE = "\n".join([
-    "羽绒服尺码表", "首页", "/", "尺码对照",
-    "尺码", "胸围", "最小", "胸围", "最大", "衣长", "最小", "衣长", "最大",
-    "S", "100", "104", "66", "68",
-    "M", "104", "108", "68", "70",
-    "L", "108", "112", "70", "72",
-    "XL", "112", "116",  # two values under four columns: which two, the page does not say
-    "2024年", "2023年",
-])
+SIZE_PAGE = "\n".join(
+    [
+        "羽绒服尺码表",
+        "首页",
+        "/",
+        "尺码对照",
+        "尺码",
+        "胸围",
+        "最小",
+        "胸围",
+        "最大",
+        "衣长",
+        "最小",
+        "衣长",
+        "最大",
+        "S",
+        "100",
+        "104",
+        "66",
+        "68",
+        "M",
+        "104",
+        "108",
+        "68",
+        "70",
+        "L",
+        "108",
+        "112",
+        "70",
+        "72",
+        "XL",
+        "112",
+        "116",  # two values under four columns: which two, the page does not say
+        "2024年",
+        "2023年",
+    ]
+)
 
 
 def test_a_table_written_one_cell_per_line_is_read_back_as_named_rows():
@@ -43,7 +71,8 @@ def test_a_row_chunk_names_the_columns_of_its_values():
     doc = Document(doc_id="size-page", title="羽绒服尺码表", text=SIZE_PAGE)
     chunks = {c.chunk_id: c.text for c in chunk_document(doc)}
     assert chunks["size-page#尺码对照-r1-0"] == (
-        "羽绒服尺码表 尺码对照 — 尺码: M；胸围最小: 104；胸围最大: 108；衣长最小: 68；衣长最大: 70")
+        "羽绒服尺码表 尺码对照 — 尺码: M；胸围最小: 104；胸围最大: 108；衣长最小: 68；衣长最大: 70"
+    )
     assert "XL：112、116" in chunks["size-page#尺码对照-0"]
     # a document that has sections of its own is chunked by them, as before
     sectioned = Document(doc_id="p", title="t", text=SIZE_PAGE, sections=[Section(heading="说明", text="正文")])

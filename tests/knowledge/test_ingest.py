@@ -1,6 +1,7 @@
 """Ingestion into a real Milvus Lite store (and, where marked, a real Milvus server) and catalog
 in a temp dir: incremental updates, deletes, prune, filters, bad input, and a KB that refuses
 vectors of another embedding model."""
+
 from __future__ import annotations
 
 import json
@@ -17,13 +18,39 @@ from citescope.knowledge.settings import get_settings
 from tests.conftest import REPO
 
 DOCS = [
-    {"doc_id": "shoe-1", "title": "云栈跑鞋 R1", "text": "鞋底采用橡胶大底，湿地防滑。鞋面为透气网布。", "doc_type": "product",
-     "brand": "云栈", "category": "运动鞋", "updated_at": "2026-01-10"},
-    {"doc_id": "shoe-2", "title": "山野徒步鞋 H2", "text": "防水膜达到 10000mm，适合雨天徒步。", "doc_type": "product",
-     "brand": "山野", "category": "运动鞋", "updated_at": "2025-05-01"},
-    {"doc_id": "faq-1", "title": "多久发货？", "text": "付款后48小时内发货，节假日顺延。", "doc_type": "faq", "updated_at": "2026-02-01"},
-    {"doc_id": "rev-1", "title": "雨天好穿", "text": "下雨天穿了一周，没有打滑。", "doc_type": "review",
-     "authority": "community", "updated_at": "2026-03-01"},
+    {
+        "doc_id": "shoe-1",
+        "title": "云栈跑鞋 R1",
+        "text": "鞋底采用橡胶大底，湿地防滑。鞋面为透气网布。",
+        "doc_type": "product",
+        "brand": "云栈",
+        "category": "运动鞋",
+        "updated_at": "2026-01-10",
+    },
+    {
+        "doc_id": "shoe-2",
+        "title": "山野徒步鞋 H2",
+        "text": "防水膜达到 10000mm，适合雨天徒步。",
+        "doc_type": "product",
+        "brand": "山野",
+        "category": "运动鞋",
+        "updated_at": "2025-05-01",
+    },
+    {
+        "doc_id": "faq-1",
+        "title": "多久发货？",
+        "text": "付款后48小时内发货，节假日顺延。",
+        "doc_type": "faq",
+        "updated_at": "2026-02-01",
+    },
+    {
+        "doc_id": "rev-1",
+        "title": "雨天好穿",
+        "text": "下雨天穿了一周，没有打滑。",
+        "doc_type": "review",
+        "authority": "community",
+        "updated_at": "2026-03-01",
+    },
 ]
 
 
@@ -96,7 +123,10 @@ def test_malformed_line_is_reported_and_the_rest_ingested(tmp_path):
     corpus = write_jsonl(tmp_path / "docs.jsonl", DOCS[:2], extra_lines=["{not json", json.dumps({"doc_id": "x"})])
     result = subprocess.run(
         [sys.executable, "run.py", "ingest", str(corpus), "--kb", str(tmp_path / "kb"), "--json"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 1, result.stderr
     summary = json.loads(result.stdout.strip().splitlines()[-1])
@@ -137,7 +167,10 @@ def test_unknown_doc_type_option_is_refused_before_anything_is_written(tmp_path)
     corpus = write_jsonl(tmp_path / "docs.jsonl", DOCS[:1])
     result = subprocess.run(
         [sys.executable, "run.py", "ingest", str(corpus), "--kb", str(tmp_path / "kb"), "--doc-type", "manual"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 2 and "--doc-type: unknown doc_type 'manual'" in result.stderr
     assert not (tmp_path / "kb").exists()

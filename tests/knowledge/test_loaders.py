@@ -1,4 +1,5 @@
 """load_path on real files of every format: good records load, bad ones are reported and skipped."""
+
 from __future__ import annotations
 
 import json
@@ -55,26 +56,43 @@ def _minimal_pdf(text: str) -> bytes:
 
 
 def test_jsonl_loads_fields_and_reports_bad_lines_with_path_and_line(tmp_path: Path) -> None:
-    file = _write(tmp_path / "kb.jsonl", _jsonl(
-        {"doc_id": "faq-1", "title": "能退货吗？", "text": "七天无理由退货。", "doc_type": "faq",
-         "source": "客服FAQ", "tags": ["退货"], "version": 2, "is_best": True},
-        "{not json",
-        "",  # blank lines are not records
-        "[1, 2]",
-        {"title": "no id", "text": "x"},
-        {"doc_id": "faq-2", "text": "   "},
-        {"doc_id": "faq-3", "text": "ok", "doc_type": "manual"},
-        {"doc_id": "faq-1", "text": "again"},
-        {"doc_id": "faq-4", "text": "ok", "updated_at": "last week"},
-        {"doc_id": "faq-5", "text": "ok", "authority": "rumour"},
-        {"doc_id": "faq-6", "text": "尾行照常加载", "product_id": 1001, "updated_at": "2026/3/5"},
-    ))
+    file = _write(
+        tmp_path / "kb.jsonl",
+        _jsonl(
+            {
+                "doc_id": "faq-1",
+                "title": "能退货吗？",
+                "text": "七天无理由退货。",
+                "doc_type": "faq",
+                "source": "客服FAQ",
+                "tags": ["退货"],
+                "version": 2,
+                "is_best": True,
+            },
+            "{not json",
+            "",  # blank lines are not records
+            "[1, 2]",
+            {"title": "no id", "text": "x"},
+            {"doc_id": "faq-2", "text": "   "},
+            {"doc_id": "faq-3", "text": "ok", "doc_type": "manual"},
+            {"doc_id": "faq-1", "text": "again"},
+            {"doc_id": "faq-4", "text": "ok", "updated_at": "last week"},
+            {"doc_id": "faq-5", "text": "ok", "authority": "rumour"},
+            {"doc_id": "faq-6", "text": "尾行照常加载", "product_id": 1001, "updated_at": "2026/3/5"},
+        ),
+    )
     docs, issues, lexicon = load_path(file)
 
     assert [d.doc_id for d in docs] == ["faq-1", "faq-6"]
     faq = docs[0]
     assert (faq.title, faq.text, faq.doc_type, faq.source, faq.tags, faq.version) == (
-        "能退货吗？", "七天无理由退货。", "faq", "客服FAQ", ["退货"], 2)
+        "能退货吗？",
+        "七天无理由退货。",
+        "faq",
+        "客服FAQ",
+        ["退货"],
+        2,
+    )
     assert faq.origin == f"{file}:1"
     assert docs[1].product_id == "1001" and docs[1].updated_at == "2026-03-05"
     assert lexicon is None
@@ -93,29 +111,54 @@ def test_jsonl_loads_fields_and_reports_bad_lines_with_path_and_line(tmp_path: P
 
 def test_date_is_read_as_updated_at_unless_updated_at_is_given(tmp_path: Path) -> None:
     # Site crawls and news sets (DomainRAG) name the publication day `date`.
-    file = _write(tmp_path / "kb.jsonl", _jsonl(
-        {"doc_id": "page-1", "text": "招生简章", "date": "2023-12-20"},
-        {"doc_id": "page-2", "text": "旧简章", "date": "2014-06-07", "updated_at": "2015-01-01"},
-        {"doc_id": "page-3", "text": "坏日期", "date": "去年"},
-    ))
+    file = _write(
+        tmp_path / "kb.jsonl",
+        _jsonl(
+            {"doc_id": "page-1", "text": "招生简章", "date": "2023-12-20"},
+            {"doc_id": "page-2", "text": "旧简章", "date": "2014-06-07", "updated_at": "2015-01-01"},
+            {"doc_id": "page-3", "text": "坏日期", "date": "去年"},
+        ),
+    )
     docs, issues, _ = load_path(file)
 
     assert not issues  # a `date` that is no day (去年, a bare year) is left unread, the page still loads
     assert [(d.doc_id, d.updated_at) for d in docs] == [
-        ("page-1", "2023-12-20"), ("page-2", "2015-01-01"), ("page-3", None)]
+        ("page-1", "2023-12-20"),
+        ("page-2", "2015-01-01"),
+        ("page-3", None),
+    ]
 
 
 def test_every_text_field_is_normalised(tmp_path: Path) -> None:
-    file = _write(tmp_path / "kb.jsonl", _jsonl(
-        {"doc_id": " ｄｏｃ１ ", "title": "ＡＪ１\u3000尺码", "text": "第一行  \n\n\n\n第二行\u200b", "brand": "Ｎｉｋｅ"}
-    ))
+    file = _write(
+        tmp_path / "kb.jsonl",
+        _jsonl(
+            {
+                "doc_id": " ｄｏｃ１ ",
+                "title": "ＡＪ１\u3000尺码",
+                "text": "第一行  \n\n\n\n第二行\u200b",
+                "brand": "Ｎｉｋｅ",
+            }
+        ),
+    )
     (doc,), issues, _ = load_path(file)
     assert not issues
     assert (doc.doc_id, doc.title, doc.text, doc.brand) == ("doc1", "AJ1 尺码", "第一行\n\n第二行", "Nike")
 
 
-@pytest.mark.parametrize("raw", ["2026-03-05", "2026/3/5", "2026-03-05T10:00", "2026-03-05 10:00:00",
-                                 "2026年3月5日", "2026.3.5", "20260305", "２０２６-０３-０５"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "2026-03-05",
+        "2026/3/5",
+        "2026-03-05T10:00",
+        "2026-03-05 10:00:00",
+        "2026年3月5日",
+        "2026.3.5",
+        "20260305",
+        "２０２６-０３-０５",
+    ],
+)
 def test_dates_are_normalised_to_iso(raw: str) -> None:
     assert normalize_date(raw) == "2026-03-05"
 
@@ -128,10 +171,13 @@ def test_unparseable_dates_are_rejected(raw: str) -> None:
 
 def test_shared_dataset_format_loads(tmp_path: Path) -> None:
     # The shape of ../shared/datasets/*/corpus.jsonl: extra keys, empty titles.
-    file = _write(tmp_path / "corpus.jsonl", _jsonl(
-        {"doc_id": "rgb-1", "title": "", "text": "新闻正文。", "source": "RGB", "url": "http://x", "date": "2014"},
-        {"doc_id": "bx-1", "title": "问题？", "text": "回答。", "source": "baoxianzhidao", "is_best": True},
-    ))
+    file = _write(
+        tmp_path / "corpus.jsonl",
+        _jsonl(
+            {"doc_id": "rgb-1", "title": "", "text": "新闻正文。", "source": "RGB", "url": "http://x", "date": "2014"},
+            {"doc_id": "bx-1", "title": "问题？", "text": "回答。", "source": "baoxianzhidao", "is_best": True},
+        ),
+    )
     docs, issues, _ = load_path(file)
     assert not issues
     assert [(d.doc_id, d.title, d.source) for d in docs] == [("rgb-1", "", "RGB"), ("bx-1", "问题？", "baoxianzhidao")]
@@ -202,10 +248,19 @@ def test_sku_csv_groups_rows_into_one_product_document(tmp_path: Path) -> None:
     assert [d.doc_id for d in docs] == ["sku-P100", "sku-P200"]
     shoe = docs[0]
     assert (shoe.doc_type, shoe.title, shoe.source, shoe.brand, shoe.category, shoe.product_id, shoe.text) == (
-        "product", "Air Jordan 1", "商品SKU表", "Nike", "篮球鞋", "P100", "")
+        "product",
+        "Air Jordan 1",
+        "商品SKU表",
+        "Nike",
+        "篮球鞋",
+        "P100",
+        "",
+    )
     assert shoe.updated_at == "2026-03-07"  # the newest row
     assert [(s.sku, s.size, s.price, s.stock) for s in shoe.skus] == [
-        ("AJ1-RED-42", "42", 899.0, 12), ("AJ1-RED-43", "43", 899.0, 0)]
+        ("AJ1-RED-42", "42", 899.0, 12),
+        ("AJ1-RED-43", "43", 899.0, 0),
+    ]
     assert [s.sku for s in docs[1].skus] == ["TEE-W-L"]
 
     price_issue = _issue_at(issues, f"{file}:4")
@@ -224,10 +279,14 @@ def test_sku_csv_reports_short_rows_and_duplicate_skus(tmp_path: Path) -> None:
 
 
 def test_csv_with_doc_id_and_text_is_read_like_jsonl(tmp_path: Path) -> None:
-    file = _write(tmp_path / "faq.csv", 'doc_id,title,text,doc_type,tags\nf1,运费?,"满99包邮，\n偏远地区除外。",faq,"运费,包邮"\nf2,,,faq,\n')
+    file = _write(
+        tmp_path / "faq.csv",
+        'doc_id,title,text,doc_type,tags\nf1,运费?,"满99包邮，\n偏远地区除外。",faq,"运费,包邮"\nf2,,,faq,\n',
+    )
     docs, issues, _ = load_path(file)
     assert [(d.doc_id, d.text, d.doc_type, d.tags) for d in docs] == [
-        ("f1", "满99包邮，\n偏远地区除外。", "faq", ["运费", "包邮"])]
+        ("f1", "满99包邮，\n偏远地区除外。", "faq", ["运费", "包邮"])
+    ]
     assert "'text'" in _issue_at(issues, f"{file}:4").message  # the multi-line row above ends on line 3
 
 
@@ -303,7 +362,12 @@ def test_markdown_front_matter_sections_and_tables(tmp_path: Path) -> None:
     (doc,), issues, _ = load_path(file)
 
     assert (doc.doc_id, doc.title, doc.doc_type, doc.brand, doc.product_id) == (
-        "aj1", "Air Jordan 1", "product", "Nike", "P100")
+        "aj1",
+        "Air Jordan 1",
+        "product",
+        "Nike",
+        "P100",
+    )
     assert doc.tags == ["篮球鞋", "高帮"] and doc.updated_at == "2026-03-05"
     assert doc.text.startswith("# Air Jordan 1") and "避免暴晒。" in doc.text
 
@@ -323,7 +387,10 @@ def test_markdown_front_matter_sections_and_tables(tmp_path: Path) -> None:
 
 def test_markdown_defaults_and_front_matter_overrides(tmp_path: Path) -> None:
     _write(tmp_path / "plain.md", "没有标题的说明。\n\n第二段。")
-    _write(tmp_path / "named.md", "---\ndoc_id: policy-return\ntitle: 退货政策\ntags: [退货, 售后]\n---\n# 旧标题\n\n正文。")
+    _write(
+        tmp_path / "named.md",
+        "---\ndoc_id: policy-return\ntitle: 退货政策\ntags: [退货, 售后]\n---\n# 旧标题\n\n正文。",
+    )
     docs, issues, _ = load_path(tmp_path)
     assert not issues
     named, plain = docs

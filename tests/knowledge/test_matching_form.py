@@ -1,5 +1,6 @@
 """One matching form (#43): a KB written in traditional characters is tokenised, scored and compared
 in simplified, while what is stored, quoted and cited stays as written."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,15 +10,19 @@ from citescope.knowledge.chinese_script import in_simplified, matching_form, to_
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.schema import Chunk
 from citescope.knowledge.text import tokenize
+from citescope.tools.rerank import OfflineReranker
 from tests.conftest import ingested_kb
 from tests.support.traditional_shop import FAQ, write_traditional_shop
-from citescope.tools.rerank import OfflineReranker
 
 
 def test_traditional_text_is_matched_in_simplified_and_simplified_text_as_it_is():
     assert matching_form("退貨運費由誰負擔？") == "退货运费由谁负担？"
     # OpenCC's t2s changes a few characters of simplified text (店舖, 於是, 綝 of a name); it keeps them
-    for simplified in ("卓綝是三国时期东吴的一位将军", "这家老字号的美食店舖开在南京路上", "於是他把这本书还给了图书馆"):
+    for simplified in (
+        "卓綝是三国时期东吴的一位将军",
+        "这家老字号的美食店舖开在南京路上",
+        "於是他把这本书还给了图书馆",
+    ):
         assert to_simplified(simplified) != simplified and matching_form(simplified) == simplified
     assert tokenize("退貨運費由誰負擔") == tokenize("退货运费由谁负担")
 
@@ -55,7 +60,9 @@ def test_the_stored_chunks_keep_their_traditional_text_and_ids(traditional_kb):
 def test_reranker_features_are_the_same_for_a_chunk_in_either_script(traditional_kb):
     reranker = OfflineReranker(traditional_kb)
     written = traditional_kb.chunks_of("tw-faq-1")[0]
-    converted = Chunk(**{**written.model_dump(), "text": to_simplified(written.text), "title": to_simplified(written.title)})
+    converted = Chunk(
+        **{**written.model_dump(), "text": to_simplified(written.text), "title": to_simplified(written.title)}
+    )
     for question in ("退货运费由谁负担？", "退貨運費由誰負擔？"):
         features = reranker.features(question, [written, converted])
         assert np.allclose(features[0], features[1]), features

@@ -3,6 +3,7 @@ server of conftest.py): it reopens with what it stored, sees another process's w
 keeps to its own collection, recovers from a SIGKILLed ingest, and answers the demo questions as a
 Milvus Lite KB does. Ingest, delete, prune, filters and dense search run on both stores in
 test_ingest.py and test_dense_search.py; test_crash_safety.py kills on Milvus Lite."""
+
 from __future__ import annotations
 
 import json
@@ -15,11 +16,17 @@ from typer.testing import CliRunner
 from citescope.knowledge.ingest import Ingestor
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.settings import get_settings
+from citescope.workflows.cli import DEMO_QUESTIONS, app
+from citescope.workflows.evaluation.bench.crash import (
+    check_consistent,
+    corpus,
+    ingest_in_process,
+    run_cli,
+    versions_by_doc,
+)
 from tests.conftest import REPO
 from tests.knowledge.test_ingest import DOCS, write_jsonl
 from tests.support.hostile import copy_kb
-from citescope.workflows.evaluation.bench.crash import check_consistent, corpus, ingest_in_process, run_cli, versions_by_doc
-from citescope.workflows.cli import DEMO_QUESTIONS, app
 
 
 def server_kb(kb_dir, uri: str, **settings) -> KnowledgeBase:
@@ -52,8 +59,21 @@ def test_a_search_right_after_another_process_ingests_sees_its_vectors(tmp_path,
     kb.warm_up()
     assert kb.search_dense("多久发货", k=1)  # this process has searched: its read timestamp is set
     changed = [*DOCS[:2], {**DOCS[2], "text": "付款后24小时内发货，预售商品按页面时间发货。"}, DOCS[3]]
-    other = subprocess.run([sys.executable, "run.py", "ingest", str(write_jsonl(tmp_path / "v2.jsonl", changed)),
-                            "--kb", str(kb.dir), "--json"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    other = subprocess.run(
+        [
+            sys.executable,
+            "run.py",
+            "ingest",
+            str(write_jsonl(tmp_path / "v2.jsonl", changed)),
+            "--kb",
+            str(kb.dir),
+            "--json",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert other.returncode == 0, other.stderr
     assert json.loads(other.stdout.strip().splitlines()[-1])["replaced"] == 1
     try:
@@ -91,7 +111,8 @@ def test_reindex_drops_the_kbs_collection_from_the_server(tmp_path, milvus_serve
     kb.close()
     # --reindex builds the KB anew from the settings of now, so the URI is given again
     rebuilt = CliRunner(env={"CITESCOPE_MILVUS_URI": milvus_server_uri}).invoke(
-        app, ["ingest", str(corpus), "--kb", str(tmp_path / "kb"), "--reindex", "--json"])
+        app, ["ingest", str(corpus), "--kb", str(tmp_path / "kb"), "--reindex", "--json"]
+    )
     assert rebuilt.exit_code == 0, rebuilt.output
     kb = KnowledgeBase(tmp_path / "kb", get_settings(kb_dir=tmp_path / "kb")).warm_up()
     client = MilvusClient(milvus_server_uri)
@@ -153,8 +174,13 @@ def test_the_demo_answers_through_the_server_as_through_milvus_lite(demo_kb, dem
             answers.append((result["answer"], result["refused"], result["evidence_ids"]))
         assert answers[0] == answers[1], question
     # and a fresh process that knows the server only from the KB's kb.json
-    asked = subprocess.run([sys.executable, "run.py", "ask", DEMO_QUESTIONS[2], "--kb", str(demo_kb_on_server.dir),
-                            "--json"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    asked = subprocess.run(
+        [sys.executable, "run.py", "ask", DEMO_QUESTIONS[2], "--kb", str(demo_kb_on_server.dir), "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert asked.returncode == 0, asked.stderr
     answer = json.loads(asked.stdout)["answer"]
     assert "15天" in answer and "7天" in answer and "【" in answer

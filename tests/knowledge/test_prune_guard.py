@@ -1,6 +1,7 @@
 """`Ingestor.run(..., prune=True)` never removes documents by accident (issue #41): a path that is
 missing, unreadable or empty, or a removal of more than the allowed share of the KB, is refused
 before anything is written; a dry run writes nothing. Real catalog and Milvus Lite in a temp dir."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,9 @@ from citescope.knowledge.prune_guard import ProtectedSources, PruneRefused
 from citescope.knowledge.schema import LoadIssue
 from citescope.knowledge.settings import get_settings
 
-DOCS = [{"doc_id": f"policy-{i}", "title": f"第{i}条", "text": f"第{i}条：签收后{i + 7}天内可申请退货。"} for i in range(10)]
+DOCS = [
+    {"doc_id": f"policy-{i}", "title": f"第{i}条", "text": f"第{i}条：签收后{i + 7}天内可申请退货。"} for i in range(10)
+]
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -51,8 +54,9 @@ def test_a_mistyped_path_is_refused_and_nothing_is_removed(kb, tmp_path):
     assert state(kb) == before
 
 
-@pytest.mark.parametrize("make", ["empty folder", "only unsupported files", "empty jsonl", "broken link",
-                                  "every line bad"])
+@pytest.mark.parametrize(
+    "make", ["empty folder", "only unsupported files", "empty jsonl", "broken link", "every line bad"]
+)
 def test_a_path_that_yields_no_documents_is_refused(kb, tmp_path, make):
     path = tmp_path / "other"
     if make == "empty folder":
@@ -107,8 +111,11 @@ def test_a_dry_run_writes_nothing_and_says_what_would_change(kb, tmp_path):
     before = state(kb)
     lexicon_before = kb.catalog.get_meta("lexicon")
     plan = Ingestor(kb, show_progress=False).run([corpus], prune=True, dry_run=True)
-    assert plan.dry_run and plan.plan == {"add": ["faq-new"], "change": ["policy-0"],
-                                          "remove": ["policy-7", "policy-8", "policy-9"]}
+    assert plan.dry_run and plan.plan == {
+        "add": ["faq-new"],
+        "change": ["policy-0"],
+        "remove": ["policy-7", "policy-8", "policy-9"],
+    }
     assert (plan.added, plan.replaced, plan.removed, plan.skipped) == (1, 1, 3, 6)
     assert "remove 3 of 10 documents" in plan.refused  # the real run would be refused: 30%
     assert state(kb) == before and kb.catalog.get_meta("lexicon") == lexicon_before

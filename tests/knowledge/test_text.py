@@ -1,4 +1,5 @@
 """The shared tokenizer's helpers."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,11 +7,14 @@ import pytest
 from citescope.knowledge.text import arabic_numerals, chinese_int, has_term, is_english, tokenize, unglued
 
 
-@pytest.mark.parametrize(("question", "name"), [
-    ("潘淑是怎么死的？", "潘淑"),
-    ("尚恩有什么爱好？", "尚恩"),
-    ("钟惺在万历四十四年和谁一起登泰山？", "钟惺"),
-])
+@pytest.mark.parametrize(
+    ("question", "name"),
+    [
+        ("潘淑是怎么死的？", "潘淑"),
+        ("尚恩有什么爱好？", "尚恩"),
+        ("钟惺在万历四十四年和谁一起登泰山？", "钟惺"),
+    ],
+)
 def test_a_name_jieba_glued_to_the_verb_after_it_is_read_alone(question, name):
     tokens = tokenize(question)
     assert name not in tokens  # jieba's new-word guess: 潘淑是, 尚恩有, 钟惺在
@@ -34,11 +38,16 @@ def test_english_function_words_are_not_search_terms_of_english_text():
     assert "a" in tokenize("她又要买什么哆啦A保")
 
 
-@pytest.mark.parametrize("question, english", [
-    ("How long is the warranty?", True), ("XZ-3000 price please", True), ("I want a refund", True),
-    ("AJ1 Retro", False),  # a product name typed alone
-    ("XZ-3000 多少钱", False),
-])
+@pytest.mark.parametrize(
+    "question, english",
+    [
+        ("How long is the warranty?", True),
+        ("XZ-3000 price please", True),
+        ("I want a refund", True),
+        ("AJ1 Retro", False),  # a product name typed alone
+        ("XZ-3000 多少钱", False),
+    ],
+)
 def test_a_question_is_english_when_it_has_no_chinese_and_an_english_function_word(question, english):
     assert is_english(question) is english
 
@@ -61,16 +70,19 @@ def test_titles_of_one_series_differ_in_a_name():
     assert series_names("沼鹿", "泽鹿") is None  # too little shared to be one series
 
 
-@pytest.mark.parametrize(("text", "term", "found"), [
-    ("emnlp 2022会议在阿布扎比举办", "emnlp2022", True),  # typed glued, written apart
-    ("gpt-4发布于3月", "gpt4", True),
-    ("xz_3000", "xz3000", True),
-    ("l码偏大", "l", True),
-    ("led灯", "l", False),  # an ASCII word stands alone
-    ("emnlp2022", "emnlp", False),
-    ("emnlp 2023会议", "emnlp2022", False),
-    ("abc2022", "abc 2022", False),  # only the term's glued joints may be apart, not the other way
-])
+@pytest.mark.parametrize(
+    ("text", "term", "found"),
+    [
+        ("emnlp 2022会议在阿布扎比举办", "emnlp2022", True),  # typed glued, written apart
+        ("gpt-4发布于3月", "gpt4", True),
+        ("xz_3000", "xz3000", True),
+        ("l码偏大", "l", True),
+        ("led灯", "l", False),  # an ASCII word stands alone
+        ("emnlp2022", "emnlp", False),
+        ("emnlp 2023会议", "emnlp2022", False),
+        ("abc2022", "abc 2022", False),  # only the term's glued joints may be apart, not the other way
+    ],
+)
 def test_an_ascii_term_stands_alone_and_may_be_written_apart_where_letters_meet_digits(text, term, found):
     assert has_term(text, term) is found
 
@@ -80,13 +92,22 @@ def test_a_chinese_numeral_is_read_as_its_number():
     assert chinese_int("第七") is None and chinese_int("七届") is None  # a plain numeral only
 
 
-@pytest.mark.parametrize("text, digits", [
-    ("可以七天无理由退货吗", "可以7天无理由退货吗"), ("保修两年吗", "保修2年吗"), ("十五个工作日", "15个工作日"),
-    ("积分多少个能抵一块钱", "积分多少个能抵1块钱"),
-    # no amounts: names, ordinals, 哪一年 / 每一天, and a numeral whose unit is not one of amounts
-    ("百年人寿", "百年人寿"), ("第七届", "第七届"), ("哪一年开业", "哪一年开业"), ("每一天", "每一天"), ("统一", "统一"),
-    ("三体", "三体"),
-])
+@pytest.mark.parametrize(
+    "text, digits",
+    [
+        ("可以七天无理由退货吗", "可以7天无理由退货吗"),
+        ("保修两年吗", "保修2年吗"),
+        ("十五个工作日", "15个工作日"),
+        ("积分多少个能抵一块钱", "积分多少个能抵1块钱"),
+        # no amounts: names, ordinals, 哪一年 / 每一天, and a numeral whose unit is not one of amounts
+        ("百年人寿", "百年人寿"),
+        ("第七届", "第七届"),
+        ("哪一年开业", "哪一年开业"),
+        ("每一天", "每一天"),
+        ("统一", "统一"),
+        ("三体", "三体"),
+    ],
+)
 def test_a_chinese_numeral_before_a_unit_is_written_in_digits(text, digits):
     assert arabic_numerals(text) == digits
 

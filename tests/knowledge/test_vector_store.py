@@ -1,5 +1,6 @@
 """Milvus Lite repair: a vector index sidecar a kill left half written is dropped and rebuilt,
 so the knowledge base opens again with every vector (the SIGKILL trials found this)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -57,15 +58,26 @@ def test_a_store_another_process_holds_is_a_one_line_error(tmp_path):
     store = kb_dir / "milvus.db"
     assert not held_by_another_process(store)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pymilvus import MilvusClient; "
-         f"MilvusClient({str(store)!r}); print('open', flush=True); time.sleep(120)"],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pymilvus import MilvusClient; "
+            f"MilvusClient({str(store)!r}); print('open', flush=True); time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "open"
         assert held_by_another_process(store)
         root = Path(__file__).resolve().parents[2]
-        asked = subprocess.run([sys.executable, str(root / "run.py"), "ask", "退货多久到账？", "--kb", str(kb_dir)],
-                               capture_output=True, text=True, cwd=root, timeout=300)
+        asked = subprocess.run(
+            [sys.executable, str(root / "run.py"), "ask", "退货多久到账？", "--kb", str(kb_dir)],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            timeout=300,
+        )
     finally:
         holder.kill()
         holder.wait()

@@ -1,5 +1,6 @@
 """A logging handler that keeps every record as the service's JSON log line, so a test can read
 what `run.py serve` would have written (and check that it holds no key or personal data)."""
+
 from __future__ import annotations
 
 import logging

@@ -17,6 +17,7 @@ replays the same steps in DashScope's response format.
         server.base_url      # "http://127.0.0.1:PORT/v1"
         server.requests      # every request, Authorization kept only as a hash
 """
+
 from __future__ import annotations
 
 import base64
@@ -27,14 +28,17 @@ import math
 import struct
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 Step = Union[dict, Callable[[Any], dict]]
 
-EXHAUSTED_STEP: dict = {"status": 500, "body": {"error": {"message": "replay script exhausted",
-                                                          "type": "replay_exhausted"}}}
+EXHAUSTED_STEP: dict = {
+    "status": 500,
+    "body": {"error": {"message": "replay script exhausted", "type": "replay_exhausted"}},
+}
 MALFORMED_ARGUMENTS = "这不是JSON {"
 OPENAI_CHAT = "/v1/chat/completions"
 OPENAI_EMBEDDINGS = "/v1/embeddings"
@@ -77,12 +81,13 @@ def _sha256(text: str) -> str:
 def _pieces(text: str, parts: int = 3) -> list[str]:
     """Split text into a few chunks so clients must accumulate streamed deltas."""
     size = max(1, math.ceil(len(text) / parts))
-    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 class ReplayServer:
-    def __init__(self, script: list[Step] | tuple = (), default_step: Step | None = None,
-                 embedding_dim: int = 8) -> None:
+    def __init__(
+        self, script: list[Step] | tuple = (), default_step: Step | None = None, embedding_dim: int = 8
+    ) -> None:
         self._steps: collections.deque[Step] = collections.deque(script)
         self.default_step: Step = default_step if default_step is not None else EXHAUSTED_STEP
         self.embedding_dim = embedding_dim
@@ -94,13 +99,14 @@ class ReplayServer:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> "ReplayServer":
+    def start(self) -> ReplayServer:
         handler = type("ReplayHandler", (_Handler,), {"replay": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)  # port 0: a free port
         self._httpd.daemon_threads = True
         # a short poll interval keeps close() fast (shutdown waits for one poll)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="replay-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="replay-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -112,7 +118,7 @@ class ReplayServer:
             self._thread.join(timeout=5)
             self._httpd = None
 
-    def __enter__(self) -> "ReplayServer":
+    def __enter__(self) -> ReplayServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -190,8 +196,13 @@ def _tool_calls(step: dict, serial: int) -> list[dict]:
         arguments = call.get("arguments", {})
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False)
-        out.append({"id": call.get("id") or f"call_{serial}_{position}", "type": "function",
-                    "function": {"name": call["name"], "arguments": arguments}})
+        out.append(
+            {
+                "id": call.get("id") or f"call_{serial}_{position}",
+                "type": "function",
+                "function": {"name": call["name"], "arguments": arguments},
+            }
+        )
     return out
 
 
@@ -211,8 +222,9 @@ class _Handler(BaseHTTPRequestHandler):
         authorization = self.headers.get("Authorization")
         headers = {k.lower(): v for k, v in self.headers.items() if k.lower() != "authorization"}
         path = self.path.split("?", 1)[0]
-        serial = self.replay._record(RecordedRequest(path, headers, body,
-                                                     _sha256(authorization) if authorization else None))
+        serial = self.replay._record(
+            RecordedRequest(path, headers, body, _sha256(authorization) if authorization else None)
+        )
         try:
             if path == OPENAI_CHAT:
                 self._openai_chat(body if isinstance(body, dict) else {}, serial)
@@ -249,22 +261,46 @@ class _Handler(BaseHTTPRequestHandler):
             message: dict = {"role": "assistant", "content": content}
             if tool_calls:
                 message["tool_calls"] = tool_calls
-            self._send_json(200, {**base, "object": "chat.completion", "usage": usage,
-                                  "choices": [{"index": 0, "message": message, "finish_reason": finish}]})
+            self._send_json(
+                200,
+                {
+                    **base,
+                    "object": "chat.completion",
+                    "usage": usage,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                },
+            )
             return
 
         def chunk(delta: dict, finish_reason: str | None = None) -> str:
-            data = {**base, "object": "chat.completion.chunk",
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+            data = {
+                **base,
+                "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+            }
             return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
         events = [chunk({"role": "assistant", "content": ""})]
         events += [chunk({"content": piece}) for piece in _pieces(content)] if content else []
         for index, call in enumerate(tool_calls):
-            events.append(chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                                 "function": {"name": call["function"]["name"], "arguments": ""}}]}))
-            events += [chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-                       for piece in _pieces(call["function"]["arguments"])]
+            events.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": call["id"],
+                                "type": "function",
+                                "function": {"name": call["function"]["name"], "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            )
+            events += [
+                chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+                for piece in _pieces(call["function"]["arguments"])
+            ]
         events.append(chunk({}, finish))
         if (body.get("stream_options") or {}).get("include_usage"):
             usage_chunk = {**base, "object": "chat.completion.chunk", "choices": [], "usage": usage}
@@ -283,8 +319,15 @@ class _Handler(BaseHTTPRequestHandler):
                 vector = base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode()
             data.append({"object": "embedding", "index": index, "embedding": vector})
         tokens = sum(len(str(t)) for t in texts)
-        self._send_json(200, {"object": "list", "data": data, "model": body.get("model", "replay"),
-                              "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        self._send_json(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "replay"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
     # -- DashScope native ------------------------------------------------------------------
     def _dashscope_chat(self, body: dict, serial: int) -> None:
@@ -308,8 +351,11 @@ class _Handler(BaseHTTPRequestHandler):
         usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
 
         def payload(message: dict, finish_reason: str) -> dict:
-            return {"request_id": request_id, "usage": usage,
-                    "output": {"choices": [{"finish_reason": finish_reason, "message": message}]}}
+            return {
+                "request_id": request_id,
+                "usage": usage,
+                "output": {"choices": [{"finish_reason": finish_reason, "message": message}]},
+            }
 
         if not stream:
             message: dict = {"role": "assistant", "content": content}
@@ -319,12 +365,16 @@ class _Handler(BaseHTTPRequestHandler):
             return
         # agentscope asks for incremental_output: each event carries only the new delta.
         deltas = [{"role": "assistant", "content": piece} for piece in _pieces(content)] if content else []
-        deltas += [{"role": "assistant", "content": "",
-                    "tool_calls": [{"index": index, **call}]} for index, call in enumerate(tool_calls)]
+        deltas += [
+            {"role": "assistant", "content": "", "tool_calls": [{"index": index, **call}]}
+            for index, call in enumerate(tool_calls)
+        ]
         deltas = deltas or [{"role": "assistant", "content": ""}]
-        events = [f"id:{n}\nevent:result\n:HTTP_STATUS/200\ndata:"
-                  f"{json.dumps(payload(delta, finish if n == len(deltas) else 'null'), ensure_ascii=False)}\n\n"
-                  for n, delta in enumerate(deltas, start=1)]
+        events = [
+            f"id:{n}\nevent:result\n:HTTP_STATUS/200\ndata:"
+            f"{json.dumps(payload(delta, finish if n == len(deltas) else 'null'), ensure_ascii=False)}\n\n"
+            for n, delta in enumerate(deltas, start=1)
+        ]
         self._send_sse(events)
 
     # -- wire helpers ----------------------------------------------------------------------

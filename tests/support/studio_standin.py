@@ -23,12 +23,14 @@ middle of an answer" happens at a chosen message rather than at a racing moment.
         studio.runs         # registerRun bodies
         studio.messages     # pushMessage bodies, in arrival order
 """
+
 from __future__ import annotations
 
 import collections
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import socketio
 from fastapi import FastAPI, HTTPException, Request
@@ -56,7 +58,7 @@ class StudioStandIn:
         self._server: BackgroundServer | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> "StudioStandIn":
+    def start(self) -> StudioStandIn:
         """Serve (again): the first start takes a free port, a restart the same one."""
         sio = socketio.AsyncServer(async_mode="asgi", cors_allowed_origins="*")
         sio.on("connect", self._on_connect, namespace=NAMESPACE)
@@ -83,7 +85,7 @@ class StudioStandIn:
         and every later one fail, as they would against a Studio that has just ended."""
         self._go_away = predicate
 
-    def __enter__(self) -> "StudioStandIn":
+    def __enter__(self) -> StudioStandIn:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -97,7 +99,7 @@ class StudioStandIn:
         with self._lock:
             self._inputs.extend(texts)
 
-    def wait_for(self, condition: Callable[["StudioStandIn"], bool], timeout_s: float = 180) -> None:
+    def wait_for(self, condition: Callable[[StudioStandIn], bool], timeout_s: float = 180) -> None:
         """Block until condition(self) holds (polled), or fail after timeout_s."""
         deadline = time.monotonic() + timeout_s
         while not condition(self):
@@ -142,8 +144,9 @@ class StudioStandIn:
                     self._open_requests[body["requestId"]] = body
                     return {"result": {"data": None}}
             # what Studio does when the person presses enter: to every python socket
-            await self._sio.emit("forwardUserInput", (body["requestId"], [{"type": "text", "text": text}], None),
-                                 namespace=NAMESPACE)
+            await self._sio.emit(
+                "forwardUserInput", (body["requestId"], [{"type": "text", "text": text}], None), namespace=NAMESPACE
+            )
             return {"result": {"data": None}}
 
         @app.get("/dashboard/projects/{project}/runs/{run_id}")

@@ -1,4 +1,5 @@
 """The replay server itself, spoken to with the real openai SDK and plain httpx."""
+
 from __future__ import annotations
 
 import socket
@@ -15,8 +16,7 @@ def client(server: ReplayServer, key: str = "sk-test-0123456789") -> openai.Open
 
 
 def chat(server: ReplayServer, **kwargs):
-    return client(server).chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "你好"}], **kwargs)
+    return client(server).chat.completions.create(model="m", messages=[{"role": "user", "content": "你好"}], **kwargs)
 
 
 def test_serves_only_loopback_on_a_free_port():
@@ -43,8 +43,12 @@ def test_configurable_default_step_and_push():
 
 
 def test_tool_calls_in_plain_and_streamed_replies():
-    step = {"tool_calls": [{"name": "search", "arguments": {"query": "退货政策"}},
-                           {"name": "sku_lookup", "arguments": '{"sku": "X-1"}', "id": "call_fixed"}]}
+    step = {
+        "tool_calls": [
+            {"name": "search", "arguments": {"query": "退货政策"}},
+            {"name": "sku_lookup", "arguments": '{"sku": "X-1"}', "id": "call_fixed"},
+        ]
+    }
     with ReplayServer([step, step]) as server:
         message = chat(server).choices[0].message
         assert [c.function.name for c in message.tool_calls] == ["search", "sku_lookup"]
@@ -63,9 +67,16 @@ def test_tool_calls_in_plain_and_streamed_replies():
 
 def test_stream_sends_text_in_pieces_usage_and_done():
     with ReplayServer([{"content": "这是一段被分块发送的回答"}]) as server:
-        with httpx.stream("POST", server.base_url + "/chat/completions", json={
-            "model": "m", "messages": [], "stream": True, "stream_options": {"include_usage": True},
-        }) as response:
+        with httpx.stream(
+            "POST",
+            server.base_url + "/chat/completions",
+            json={
+                "model": "m",
+                "messages": [],
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+        ) as response:
             assert response.headers["content-type"] == "text/event-stream"
             events = [line for line in response.iter_lines() if line.startswith("data: ")]
     assert events[-1] == "data: [DONE]"
@@ -84,7 +95,9 @@ def test_dynamic_steps_see_the_request():
 
 
 def test_error_steps_carry_status_body_and_headers():
-    with ReplayServer([{"status": 429, "body": {"error": {"message": "慢一点"}}, "headers": {"retry-after": "7"}}]) as server:
+    with ReplayServer(
+        [{"status": 429, "body": {"error": {"message": "慢一点"}}, "headers": {"retry-after": "7"}}]
+    ) as server:
         response = httpx.post(server.base_url + "/chat/completions", json={"model": "m", "messages": []})
     assert response.status_code == 429 and response.json()["error"]["message"] == "慢一点"
     assert response.headers["retry-after"] == "7"
@@ -105,7 +118,8 @@ def test_unknown_step_and_route_are_loud():
 def test_records_headers_without_authorization():
     with ReplayServer([{"content": "ok"}]) as server:
         client(server, key="sk-recorded-0123456789").chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "hi"}], extra_headers={"X-Trace": "t-1"})
+            model="m", messages=[{"role": "user", "content": "hi"}], extra_headers={"X-Trace": "t-1"}
+        )
         httpx.post(server.base_url + "/embeddings", json={"input": "x"})
         with_key, without_key = server.requests
     assert with_key.headers["x-trace"] == "t-1" and "authorization" not in with_key.headers
@@ -117,8 +131,9 @@ def test_records_headers_without_authorization():
 def test_embeddings_are_deterministic_and_consume_no_step():
     with ReplayServer([{"content": "still here"}], embedding_dim=16) as server:
         vectors = client(server).embeddings.create(model="e", input=["退货", "换货", "退货"])  # SDK asks base64
-        plain = httpx.post(server.base_url + "/embeddings",
-                           json={"input": "退货", "encoding_format": "float", "dimensions": 4}).json()
+        plain = httpx.post(
+            server.base_url + "/embeddings", json={"input": "退货", "encoding_format": "float", "dimensions": 4}
+        ).json()
         assert server.remaining == 1
     first, second, third = (item.embedding for item in vectors.data)
     assert first == pytest.approx(hash_embedding("退货", 16)) and first == pytest.approx(third)
@@ -135,4 +150,3 @@ def test_close_releases_the_port_while_a_request_is_delayed():
     server.close()  # must not wait for the 60 s delay
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0
-

@@ -1,16 +1,32 @@
 """A tiny shop written in traditional characters (#43): three FAQ entries, one product page and its SKUs."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 FAQ = [
-    {"doc_id": "tw-faq-1", "title": "退貨運費由誰負擔？", "doc_type": "faq", "authority": "official",
-     "text": "商品有瑕疵時，退貨運費由本店負擔；個人因素退貨的運費由顧客自付，約新台幣 80 元。"},
-    {"doc_id": "tw-faq-2", "title": "多久可以收到包裹？", "doc_type": "faq", "authority": "official",
-     "text": "台灣本島下單後 2 個工作天內送達，離島約需 5 個工作天。"},
-    {"doc_id": "tw-faq-3", "title": "可以開立統一編號發票嗎？", "doc_type": "faq", "authority": "official",
-     "text": "可以，結帳時請在備註欄填寫統一編號與公司抬頭，發票會隨貨寄出。"},
+    {
+        "doc_id": "tw-faq-1",
+        "title": "退貨運費由誰負擔？",
+        "doc_type": "faq",
+        "authority": "official",
+        "text": "商品有瑕疵時，退貨運費由本店負擔；個人因素退貨的運費由顧客自付，約新台幣 80 元。",
+    },
+    {
+        "doc_id": "tw-faq-2",
+        "title": "多久可以收到包裹？",
+        "doc_type": "faq",
+        "authority": "official",
+        "text": "台灣本島下單後 2 個工作天內送達，離島約需 5 個工作天。",
+    },
+    {
+        "doc_id": "tw-faq-3",
+        "title": "可以開立統一編號發票嗎？",
+        "doc_type": "faq",
+        "authority": "official",
+        "text": "可以，結帳時請在備註欄填寫統一編號與公司抬頭，發票會隨貨寄出。",
+    },
 ]
 PRODUCT = """---
 doc_id: tw-prod-kettle

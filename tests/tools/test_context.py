@@ -1,4 +1,5 @@
 """Context expansion over the real demo KB: neighbours, tables, sections, bounded documents."""
+
 from __future__ import annotations
 
 import inspect
@@ -20,8 +21,11 @@ def sections(kb) -> dict[tuple[str, str], list]:
 
 def test_neighbours_are_the_chunks_before_and_after_in_the_same_section(demo_kb):
     # Every section of three or more plain chunks (no table) in the demo data.
-    plain = [chunks for chunks in sections(demo_kb).values()
-             if len(chunks) >= 3 and not any("-table-" in c.chunk_id for c in chunks)]
+    plain = [
+        chunks
+        for chunks in sections(demo_kb).values()
+        if len(chunks) >= 3 and not any("-table-" in c.chunk_id for c in chunks)
+    ]
     assert plain
     for chunks in plain[:10]:
         middle = chunks[1]
@@ -36,7 +40,10 @@ def test_neighbours_are_the_chunks_before_and_after_in_the_same_section(demo_kb)
 def test_table_row_brings_its_whole_table(demo_kb):
     result = expand_context("prod-xz3000#尺码表-r2-0", ctx=SkillContext(demo_kb))
     assert [h.chunk_id for h in result.hits] == [
-        "prod-xz3000#尺码表-table-0", "prod-xz3000#尺码表-r1-0", "prod-xz3000#尺码表-r2-0"]
+        "prod-xz3000#尺码表-table-0",
+        "prod-xz3000#尺码表-r1-0",
+        "prod-xz3000#尺码表-r2-0",
+    ]
     assert all(h.section == "尺码表" for h in result.hits)
 
 
@@ -57,7 +64,7 @@ def test_document_mode_is_bounded_and_centred_on_the_chunk(demo_kb):
     assert sum(len(h.text) for h in small.hits) <= 400
     order = [c.chunk_id for c in document]
     start = order.index(ids[0])
-    assert order[start:start + len(ids)] == ids  # one contiguous passage in document order
+    assert order[start : start + len(ids)] == ids  # one contiguous passage in document order
 
 
 def test_pool_hits_keep_their_score_and_legs(demo_kb):

@@ -1,4 +1,5 @@
 """Fusion math on hand-computed examples: weighted RRF, weighted min-max, ties, attribution."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,8 +9,10 @@ from citescope.tools.fusion import rrf_fuse, weighted_fuse
 
 
 def leg(name: str, scored: list[tuple[str, float]]) -> list[EvidenceHit]:
-    return [EvidenceHit(chunk_id=cid, doc_id=cid.split("#")[0], score=s, legs={name: LegScore(score=s, rank=r)})
-            for r, (cid, s) in enumerate(scored, start=1)]
+    return [
+        EvidenceHit(chunk_id=cid, doc_id=cid.split("#")[0], score=s, legs={name: LegScore(score=s, rank=r)})
+        for r, (cid, s) in enumerate(scored, start=1)
+    ]
 
 
 BM25 = leg("bm25", [("a#0", 12.0), ("b#0", 9.0), ("c#0", 3.0)])

@@ -1,5 +1,6 @@
 """Product skills on the demo KB: look-up by alias, model number and SKU code; ambiguity and
 misses; size recommendation for outerwear (height/weight) and shoes (foot length)."""
+
 from __future__ import annotations
 
 import pytest
@@ -43,7 +44,8 @@ def test_alias_resolves_to_the_low_top(ctx, demo_kb, asked):
     assert result.data["product_id"] == "p-aj1-low"
     rows = table_rows(demo_kb, "p-aj1-low")
     assert {s["sku"]: (s["price"], s["stock"]) for s in result.data["skus"]} == {
-        sku: (row["price"], row["stock"]) for sku, row in rows.items()}
+        sku: (row["price"], row["stock"]) for sku, row in rows.items()
+    }
     assert result.data["price_range"] == [899.0, 899.0]
     assert result.data["in_stock_sizes"] == ["40", "41", "42", "43"]
     assert result.data["out_of_stock"] == ["AJ1L-PANDA-43"]
@@ -62,11 +64,18 @@ def test_bare_alias_matching_two_products_lists_candidates_without_guessing(ctx)
     assert "Air Jordan 1 Low" in result.note and "Retro" in result.note
 
 
-@pytest.mark.parametrize("asked, product_id, price", [
-    ("XZ-2000", "p-xz2000", 149.0), ("xz2000", "p-xz2000", 149.0), ("XZ 2000", "p-xz2000", 149.0),
-    ("星择 XZ-2000 充电宝", "p-xz2000", 149.0), ("XZ-3000", "p-xz3000", 299.0),
-    ("xz-3000 笔记本充电宝", "p-xz3000", 299.0), ("星择 20000mAh 充电宝", "p-xz3000", 299.0),
-])
+@pytest.mark.parametrize(
+    "asked, product_id, price",
+    [
+        ("XZ-2000", "p-xz2000", 149.0),
+        ("xz2000", "p-xz2000", 149.0),
+        ("XZ 2000", "p-xz2000", 149.0),
+        ("星择 XZ-2000 充电宝", "p-xz2000", 149.0),
+        ("XZ-3000", "p-xz3000", 299.0),
+        ("xz-3000 笔记本充电宝", "p-xz3000", 299.0),
+        ("星择 20000mAh 充电宝", "p-xz3000", 299.0),
+    ],
+)
 def test_model_numbers_are_never_confused(ctx, asked, product_id, price):
     result = product_lookup(asked, ctx=ctx)
     assert result.data["product_id"] == product_id
@@ -97,11 +106,14 @@ def test_product_id_lookup(ctx):
     assert result.data["out_of_stock"] == ["SYFR-BLU-L"]
 
 
-@pytest.mark.parametrize("asked, expected", [
-    ("充电宝", ["p-xz2000", "p-xz3000"]),
-    ("轻羽", ["p-fc-qingyu3", "p-yd-qingyu-pro"]),
-    ("羽绒服", ["p-bjy-jiguang700", "p-xy-jiguangpro"]),
-])
+@pytest.mark.parametrize(
+    "asked, expected",
+    [
+        ("充电宝", ["p-xz2000", "p-xz3000"]),
+        ("轻羽", ["p-fc-qingyu3", "p-yd-qingyu-pro"]),
+        ("羽绒服", ["p-bjy-jiguang700", "p-xy-jiguangpro"]),
+    ],
+)
 def test_ambiguous_names_give_candidates(ctx, asked, expected):
     result = product_lookup(asked, ctx=ctx)
     assert [c["product_id"] for c in result.data["candidates"]] == expected
@@ -179,8 +191,11 @@ def test_a_foot_between_two_sizes_follows_the_size_tables_note(ctx):
     between = size_recommend("白帆帆布鞋", foot_length_cm=24.3, ctx=ctx)
     assert between.data["size"] == "38", between.note
     assert "本款鞋码偏大，脚长介于两个尺码之间时建议选小一码" in between.data["reason"]
-    assert between.data["rows_used"] == ["prod-bf-classic#尺码表-r3-0", "prod-bf-classic#尺码表-r4-0",
-                                         "prod-bf-classic#尺码表-0"]  # both rows and the note, cited
+    assert between.data["rows_used"] == [
+        "prod-bf-classic#尺码表-r3-0",
+        "prod-bf-classic#尺码表-r4-0",
+        "prod-bf-classic#尺码表-0",
+    ]  # both rows and the note, cited
     # a foot that is a size's own length is that size; a table without such a note keeps the rule
     assert size_recommend("白帆帆布鞋", foot_length_cm=24.5, ctx=ctx).data["size"] == "39"
     assert size_recommend("AJ1 低帮", foot_length_cm=25.8, ctx=ctx).data["size"] == "41"
@@ -193,7 +208,9 @@ def test_shoe_longer_than_the_table(ctx):
 
 def test_size_recommend_on_ambiguous_or_sizeless_products(ctx):
     assert [c["product_id"] for c in size_recommend("AJ1", foot_length_cm=25, ctx=ctx).data["candidates"]] == [
-        "p-aj1-low", "p-aj1-retro"]
+        "p-aj1-low",
+        "p-aj1-retro",
+    ]
     charger = size_recommend("XZ-2000", ctx=ctx)  # its 尺码表 lists charging modes, not sizes
     assert "size" not in charger.data and "没有找到" in charger.note
     assert size_recommend("木木 帆布托特包", ctx=ctx).data["size"] == "均码"

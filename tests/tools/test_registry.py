@@ -1,5 +1,6 @@
 """The skill registry: skills from config and from real entry points, health checks, timeouts,
 degradation and config errors. Test skills live in modules written to a temp dir on sys.path."""
+
 from __future__ import annotations
 
 import sys
@@ -136,8 +137,16 @@ def ctx(demo_kb) -> SkillContext:
 def test_default_config_offers_every_shipped_skill():
     registry = SkillRegistry.from_config(plugins=False)
     assert registry.source == str(DEFAULT_CONFIG)
-    assert registry.names() == ["keyword_search", "semantic_search", "hybrid_search", "rerank", "rewrite_query",
-                                "product_lookup", "size_recommend", "expand_context"], registry.degradations
+    assert registry.names() == [
+        "keyword_search",
+        "semantic_search",
+        "hybrid_search",
+        "rerank",
+        "rewrite_query",
+        "product_lookup",
+        "size_recommend",
+        "expand_context",
+    ], registry.degradations
     assert registry.degradations == []
 
 
@@ -157,14 +166,16 @@ def test_entry_point_plugins_load_without_any_config_entry(skills_module, tmp_pa
     dist_info = site / "citescope_test_plugin-0.1.dist-info"
     dist_info.mkdir(parents=True)
     (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: citescope-test-plugin\nVersion: 0.1\n")
-    (dist_info / "entry_points.txt").write_text(textwrap.dedent(f"""\
+    (dist_info / "entry_points.txt").write_text(
+        textwrap.dedent(f"""\
         [citescope.skills]
         plugin_faq = {MODULE}:faq_titles
         plugin_spec = {MODULE}:SPEC
         plugin_dict = {MODULE}:DICT
         plugin_off = {MODULE}:faq_titles
         plugin_broken = {MODULE}:no_such_function
-        """))
+        """)
+    )
     monkeypatch.syspath_prepend(str(site))
     config = write_config(skills_module, [entry("faq_titles"), entry("plugin_off", "faq_titles", enabled=False)])
 
@@ -195,10 +206,16 @@ def test_a_raising_skill_and_a_hanging_skill_come_back_degraded(skills_module, c
 
 
 def test_unhealthy_skills_are_skipped_and_recorded(skills_module, ctx):
-    config = write_config(skills_module, [
-        entry("faq_titles"), entry("undocumented"), entry("no_ctx"), entry("wrong_return"),
-        {"name": "missing_module", "import": "citescope_no_such_module:skill"},
-    ])
+    config = write_config(
+        skills_module,
+        [
+            entry("faq_titles"),
+            entry("undocumented"),
+            entry("no_ctx"),
+            entry("wrong_return"),
+            {"name": "missing_module", "import": "citescope_no_such_module:skill"},
+        ],
+    )
     registry = SkillRegistry.from_config(config, plugins=False)
 
     assert registry.names() == ["faq_titles"]
@@ -250,18 +267,29 @@ def test_each_skill_sees_its_own_params_but_shares_the_question_context(skills_m
     assert registry.call("caches", ctx, query="x").data["config"] == {"mine": 1, "client": len}
 
 
-@pytest.mark.parametrize("skills, top, message", [
-    ([entry("a", "faq_titles"), {"name": "b", "import": "m:f", "timeout": 3}], {}, "skills[1] (b): unknown key(s) ['timeout']"),
-    ([entry("a", "faq_titles"), {"name": "b", "import": "m.f"}], {}, "skills[1] (b): import must be"),
-    ([entry("a", "faq_titles"), {"name": "b"}], {}, "skills[1] (b): import must be"),
-    ([entry("a", "faq_titles"), entry("b", "faq_titles", timeout_s=-1)], {}, "skills[1] (b): timeout_s must be"),
-    ([entry("a", "faq_titles"), entry("b", "faq_titles", params=[1])], {}, "skills[1] (b): params must be a mapping"),
-    ([entry("a", "faq_titles"), entry("b", "faq_titles", enabled="yes")], {}, "skills[1] (b): enabled must be"),
-    ([entry("a", "faq_titles"), entry("a", "faq_titles")], {}, "skills[1] (a): duplicate skill name"),
-    ([entry("a", "faq_titles"), {"name": "bad name", "import": "m:f"}], {}, "skills[1]: name must be"),
-    ([entry("a", "faq_titles"), "just text"], {}, "skills[1]: an entry must be a mapping"),
-    ([entry("a", "faq_titles")], {"plugins": True}, "unknown top-level key(s) ['plugins']"),
-])
+@pytest.mark.parametrize(
+    "skills, top, message",
+    [
+        (
+            [entry("a", "faq_titles"), {"name": "b", "import": "m:f", "timeout": 3}],
+            {},
+            "skills[1] (b): unknown key(s) ['timeout']",
+        ),
+        ([entry("a", "faq_titles"), {"name": "b", "import": "m.f"}], {}, "skills[1] (b): import must be"),
+        ([entry("a", "faq_titles"), {"name": "b"}], {}, "skills[1] (b): import must be"),
+        ([entry("a", "faq_titles"), entry("b", "faq_titles", timeout_s=-1)], {}, "skills[1] (b): timeout_s must be"),
+        (
+            [entry("a", "faq_titles"), entry("b", "faq_titles", params=[1])],
+            {},
+            "skills[1] (b): params must be a mapping",
+        ),
+        ([entry("a", "faq_titles"), entry("b", "faq_titles", enabled="yes")], {}, "skills[1] (b): enabled must be"),
+        ([entry("a", "faq_titles"), entry("a", "faq_titles")], {}, "skills[1] (a): duplicate skill name"),
+        ([entry("a", "faq_titles"), {"name": "bad name", "import": "m:f"}], {}, "skills[1]: name must be"),
+        ([entry("a", "faq_titles"), "just text"], {}, "skills[1]: an entry must be a mapping"),
+        ([entry("a", "faq_titles")], {"plugins": True}, "unknown top-level key(s) ['plugins']"),
+    ],
+)
 def test_bad_config_names_the_file_and_the_entry(skills_module, skills, top, message):
     config = write_config(skills_module, skills, **top)
     with pytest.raises(SkillConfigError) as raised:

@@ -1,12 +1,19 @@
 """Fitting the offline reranker: logistic regression and the ranking fit (coordinate ascent +
 Platt scaling), on synthetic data whose answer is known."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from citescope.tools.rerank import FEATURES, load_weights
-from citescope.tools.rerank_fit import RankGroup, first_gold_rank, fit_offline_reranker, fit_ranking_weights, ranking_quality
+from citescope.tools.rerank_fit import (
+    RankGroup,
+    first_gold_rank,
+    fit_offline_reranker,
+    fit_ranking_weights,
+    ranking_quality,
+)
 
 COLUMN = {name: i for i, name in enumerate(FEATURES)}
 
@@ -16,7 +23,7 @@ def test_fitting_recovers_the_sign_of_informative_features():
     x = rng.normal(size=(600, len(FEATURES)))
     logits = 3.0 * x[:, 0] - 2.0 * x[:, 3] + 0.5
     y = (rng.random(600) < 1 / (1 + np.exp(-logits))).astype(int)
-    fitted = fit_offline_reranker(zip(x, y), l2=1.0)
+    fitted = fit_offline_reranker(zip(x, y, strict=False), l2=1.0)
     weights = fitted["weights"]
     assert weights[FEATURES[0]] > 1.5 and weights[FEATURES[3]] < -1.0
     noise = [abs(weights[name]) for i, name in enumerate(FEATURES) if i not in (0, 3)]
@@ -39,7 +46,7 @@ def _groups(rng, n: int, informative: str, decoy: str, lift: float = 0.6) -> lis
         x = rng.random((24, len(FEATURES)))
         docs = [f"q{q}-d{i // 2}" for i in range(24)]
         gold = int(rng.integers(12))
-        x[2 * gold:2 * gold + 2, COLUMN[informative]] += lift
+        x[2 * gold : 2 * gold + 2, COLUMN[informative]] += lift
         groups.append(RankGroup(x, docs, frozenset({f"q{q}-d{gold}"})))
     return groups
 
@@ -47,7 +54,10 @@ def _groups(rng, n: int, informative: str, decoy: str, lift: float = 0.6) -> lis
 def test_the_ranking_fit_finds_the_feature_that_ranks_gold_first_and_stays_calibrated():
     rng = np.random.default_rng(3)
     start = {"intercept": -1.0, "weights": {name: 0.0 for name in FEATURES} | {"authority": 3.0}}
-    train = {"one": _groups(rng, 60, "body_coverage", "authority"), "two": _groups(rng, 60, "body_coverage", "authority")}
+    train = {
+        "one": _groups(rng, 60, "body_coverage", "authority"),
+        "two": _groups(rng, 60, "body_coverage", "authority"),
+    }
     fitted = fit_ranking_weights(train, start)
     weights = np.array([fitted["weights"][name] for name in FEATURES])
     held_out = _groups(np.random.default_rng(4), 80, "body_coverage", "authority")

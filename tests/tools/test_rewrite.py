@@ -1,4 +1,5 @@
 """Query rewriting with the demo shop lexicon: aliases, keyword form, synonyms, LLM hook."""
+
 from __future__ import annotations
 
 import inspect

@@ -1,4 +1,5 @@
 """Search skills over the real demo KB (Milvus Lite + BM25): filters, attribution, degradation."""
+
 from __future__ import annotations
 
 import inspect
@@ -45,8 +46,9 @@ def test_doc_type_filter_restricts_every_leg(demo_kb, skill):
 def test_hybrid_filters_apply_to_both_legs_with_attribution(demo_kb):
     unfiltered = hybrid_search("充电宝能带上飞机吗", top_k=10, ctx=ctx_for(demo_kb))
     assert {demo_kb.get(h.chunk_id).brand for h in unfiltered.hits} != {"星择"}
-    result = hybrid_search("充电宝能带上飞机吗", top_k=10, brand="星择", category="手机配件",
-                           ctx=ctx_for(demo_kb, candidates=30))
+    result = hybrid_search(
+        "充电宝能带上飞机吗", top_k=10, brand="星择", category="手机配件", ctx=ctx_for(demo_kb, candidates=30)
+    )
     assert result.hits and not result.degraded
     chunks = [demo_kb.get(h.chunk_id) for h in result.hits]
     assert {(c.brand, c.category) for c in chunks} == {("星择", "手机配件")}
@@ -139,10 +141,12 @@ def test_a_product_tables_rows_after_the_first_come_after_its_other_sections(dem
     assert ids.index("prod-fc-qingyu3#功能特点-0") < ids.index(rows[1]) if len(rows) > 1 else True
     # fused alone, the rows fill the page's share of the list and the section is out of it
     from citescope.tools.search import _dense_leg, _keyword_leg, fuse
+
     filters = build_filters(product_id="p-fc-qingyu3")
     legs = {"bm25": _keyword_leg(ctx, question, 30, filters), "dense": _dense_leg(ctx, question, 30, filters)}
     assert "prod-fc-qingyu3#功能特点-0" not in [h.chunk_id for h in fuse(legs, ctx.config, 10)]
     # with nothing else to show, every row is still there
     everything = hybrid_search(question, top_k=50, product_id="p-fc-qingyu3", ctx=ctx).hits
     assert sum("#尺码表-r" in h.chunk_id for h in everything) == sum(
-        "#尺码表-r" in h.chunk_id for h in fuse(legs, ctx.config, 50))
+        "#尺码表-r" in h.chunk_id for h in fuse(legs, ctx.config, 50)
+    )

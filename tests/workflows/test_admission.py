@@ -1,5 +1,6 @@
 """Admission: at most max_running questions at once, at most max_queued waiting, the rest turned
 away at once; waiters served in arrival order; a waiter that gives up leaves the queue."""
+
 from __future__ import annotations
 
 import asyncio

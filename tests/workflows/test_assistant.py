@@ -4,6 +4,7 @@ completes it, sessions and learned policy state survive a new instance and anoth
 every round is traced and logged, feedback moves the bandit, the result cache serves repeats
 until the KB changes, a shared name or an unnamed product is asked back and the reply answers it,
 and `run.py ask --session` / `run.py chat` hold a conversation."""
+
 from __future__ import annotations
 
 import asyncio
@@ -16,15 +17,16 @@ import pytest
 from typer.testing import CliRunner
 
 from citescope.knowledge.chinese_script import to_simplified
-from tests.conftest import DEMO_DIR, REPO
 from citescope.workflows.assistant import Assistant
 from citescope.workflows.cli import app
 from citescope.workflows.pipeline import QuestionError
 from citescope.workflows.pipeline_config import PipelineConfig
 from citescope.workflows.sessions import FILE_NAME as SESSIONS_FILE
+from tests.conftest import DEMO_DIR, REPO
 
-QUESTIONS = [json.loads(line) for line in (DEMO_DIR / "questions.jsonl").read_text(encoding="utf-8").splitlines()
-             if line.strip()]
+QUESTIONS = [
+    json.loads(line) for line in (DEMO_DIR / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
+]
 FOLLOWUPS: dict[str, dict[int, dict]] = {}
 for _q in QUESTIONS:
     if _q["qtype"] == "followup":
@@ -239,9 +241,18 @@ def test_sessions_resume_in_another_instance_and_process(assistant, kb_dir):
     assert followup.features["carried_entity"] and not followup.refused
     assert all(product_of(assistant, c.id) == "p-shy-s1" for c in followup.citations)
     seen = subprocess.run(
-        [sys.executable, "-c", "import sys; from citescope.workflows.sessions import SessionStore; "
-         "print(SessionStore(sys.argv[1]).get('resume-1').model_dump_json())", str(kb_dir / SESSIONS_FILE)],
-        cwd=REPO, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from citescope.workflows.sessions import SessionStore; "
+            "print(SessionStore(sys.argv[1]).get('resume-1').model_dump_json())",
+            str(kb_dir / SESSIONS_FILE),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert seen.returncode == 0, seen.stderr
     state = json.loads(seen.stdout)
     assert state["entity"]["product_id"] == "p-shy-s1" and len(state["turns"]) == 2
@@ -270,9 +281,20 @@ def test_repeats_come_from_the_cache_until_the_kb_changes(assistant, tmp_path):
     from citescope.knowledge.ingest import Ingestor
 
     faq = tmp_path / "faq-extra.jsonl"
-    faq.write_text(json.dumps({"doc_id": "faq-extra-1", "title": "门店几点营业？", "doc_type": "faq",
-                               "text": "线下门店每天 10:00 至 22:00 营业。", "updated_at": "2026-05-01"},
-                              ensure_ascii=False) + "\n", encoding="utf-8")
+    faq.write_text(
+        json.dumps(
+            {
+                "doc_id": "faq-extra-1",
+                "title": "门店几点营业？",
+                "doc_type": "faq",
+                "text": "线下门店每天 10:00 至 22:00 营业。",
+                "updated_at": "2026-05-01",
+            },
+            ensure_ascii=False,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     version = assistant.kb.version
     assert not Ingestor(assistant.kb, show_progress=False).run([faq]).issues
     assert assistant.kb.version != version
@@ -282,8 +304,9 @@ def test_repeats_come_from_the_cache_until_the_kb_changes(assistant, tmp_path):
 
 def test_degraded_answers_are_not_cached(kb_dir):
     # An answerer model nobody listens for: every answer falls back to the extractive one.
-    config = offline_config(kb_dir, answerer="compatible:nobody@http://127.0.0.1:9/v1", max_retries=0,
-                            model_timeout_s=2)
+    config = offline_config(
+        kb_dir, answerer="compatible:nobody@http://127.0.0.1:9/v1", max_retries=0, model_timeout_s=2
+    )
     with Assistant(kb_dir, config=config, policy="rules") as rules:
         first = rules.ask_sync("XZ-3000 充电宝多少钱？")
         again = rules.ask_sync("XZ-3000 充电宝多少钱？")
@@ -293,8 +316,9 @@ def test_degraded_answers_are_not_cached(kb_dir):
 
 def test_concurrent_sessions_in_one_event_loop(assistant):
     async def both():
-        return await asyncio.gather(assistant.ask("北极驿极光700羽绒服的充绒量是多少？", "par-1"),
-                                    assistant.ask("AJ1 Low有哪些配色？", "par-2"))
+        return await asyncio.gather(
+            assistant.ask("北极驿极光700羽绒服的充绒量是多少？", "par-1"), assistant.ask("AJ1 Low有哪些配色？", "par-2")
+        )
 
     down, shoes = asyncio.run(both())
     assert assistant.session("par-1").entity.product_id == "p-bjy-jiguang700"
@@ -323,8 +347,7 @@ def test_ask_with_a_session_and_chat_on_the_command_line(assistant, kb_dir):
     assert len(assistant.session("cli-1").turns) == 2
 
     typed = "山野峰刃冲锋衣我穿什么码？\n175cm 70kg\n/feedback up 很准\n/trace\n/new\n它多少钱？\n/quit\n"
-    chat = runner.invoke(app, ["chat", "--kb", str(kb_dir), "--session", "chat-1"], input=typed,
-                         env={"COLUMNS": "200"})
+    chat = runner.invoke(app, ["chat", "--kb", str(kb_dir), "--session", "chat-1"], input=typed, env={"COLUMNS": "200"})
     assert chat.exit_code == 0, chat.output
     out = chat.output
     assert "请告诉我您的身高（cm）和体重（kg）" in out and "已记录 👍" in out
@@ -354,9 +377,21 @@ def _kb_of(tmp_path, records: list[dict]):
 def test_a_conversation_about_no_product_carries_its_opening_question(tmp_path):
     """On a KB that sells nothing, "保研率是多少" after "国学院有哪些下设系别" is searched as a question
     about 国学院, and the same follow-up in a conversation about 文学院 is not served its answer."""
-    folder = _kb_of(tmp_path, [
-        {"doc_id": "ruc-guoxue", "title": "国学院", "text": "国学院下设国学系和古典文献学系。国学院本科毕业生保研率为45%。"},
-        {"doc_id": "ruc-wenxue", "title": "文学院", "text": "文学院下设中国语言文学系和文艺学系。文学院本科毕业生保研率为30%。"}])
+    folder = _kb_of(
+        tmp_path,
+        [
+            {
+                "doc_id": "ruc-guoxue",
+                "title": "国学院",
+                "text": "国学院下设国学系和古典文献学系。国学院本科毕业生保研率为45%。",
+            },
+            {
+                "doc_id": "ruc-wenxue",
+                "title": "文学院",
+                "text": "文学院下设中国语言文学系和文艺学系。文学院本科毕业生保研率为30%。",
+            },
+        ],
+    )
     with Assistant(folder, config=offline_config(folder)) as assistant:
         for session, school, rate in (("s-guoxue", "国学院", "45%"), ("s-wenxue", "文学院", "30%")):
             assistant.ask_sync(f"{school}有哪些下设系别", session)
@@ -370,12 +405,22 @@ def test_the_asked_time_ranks_that_years_page_first(tmp_path):
     """A site that keeps every year's brochure: the same question as of 2016 ranks the 2016 page
     first, as of 2020 the 2020 page (pages dated by a `date` field, as crawls export them), and
     neither is served from the other's cache. The years disagree, so the answer says so."""
-    folder = _kb_of(tmp_path, [
-        {"doc_id": f"brochure-{year}", "title": f"中国人民大学{year}年音乐表演专业招生简章", "date": f"{year}-01-20",
-         "text": f"音乐表演专业计划招生{planned}人。专业考试在北京进行，考生须参加高考。"}
-        for year, planned in ((2016, 30), (2018, 35), (2020, 40))] + [  # the rest give the words weight
-        {"doc_id": "canteen", "title": "食堂开放时间", "text": "学校食堂早上六点半开门，晚上九点关门。"},
-        {"doc_id": "library", "title": "图书馆借阅规则", "text": "本科生每人可借书二十册，借期一个月。"}])
+    folder = _kb_of(
+        tmp_path,
+        [
+            {
+                "doc_id": f"brochure-{year}",
+                "title": f"中国人民大学{year}年音乐表演专业招生简章",
+                "date": f"{year}-01-20",
+                "text": f"音乐表演专业计划招生{planned}人。专业考试在北京进行，考生须参加高考。",
+            }
+            for year, planned in ((2016, 30), (2018, 35), (2020, 40))
+        ]
+        + [  # the rest give the words weight
+            {"doc_id": "canteen", "title": "食堂开放时间", "text": "学校食堂早上六点半开门，晚上九点关门。"},
+            {"doc_id": "library", "title": "图书馆借阅规则", "text": "本科生每人可借书二十册，借期一个月。"},
+        ],
+    )
     with Assistant(folder, config=offline_config(folder)) as assistant:
         for as_of, year, planned in (("2016", "2016", "30"), ("2020", "2020", "40"), ("2018-03", "2018", "35")):
             result = assistant.ask_sync("音乐表演专业计划招生多少人？", filters={"as_of": as_of})
@@ -387,7 +432,9 @@ def test_the_asked_time_ranks_that_years_page_first(tmp_path):
         with pytest.raises(QuestionError, match="as_of"):
             assistant.ask_sync("音乐表演专业计划招生多少人？", filters={"as_of": "去年"})
     runner = CliRunner()
-    shown = runner.invoke(app, ["ask", "音乐表演专业计划招生多少人？", "--kb", str(folder), "--as-of", "2016", "--json"])
+    shown = runner.invoke(
+        app, ["ask", "音乐表演专业计划招生多少人？", "--kb", str(folder), "--as-of", "2016", "--json"]
+    )
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.output)["evidence_ids"][0].startswith("brochure-2016")
     bad = runner.invoke(app, ["ask", "音乐表演专业计划招生多少人？", "--kb", str(folder), "--as-of", "2016/01"])
@@ -403,13 +450,17 @@ def test_domainrag_conversations_run_as_sessions(datasets_dir, tmp_path):
     from citescope.knowledge.settings import get_settings
     from citescope.workflows.evaluation.datasets import load_questions, missing_embeddings
 
-    questions = [q for q in load_questions(datasets_dir / "domainrag" / "questions.jsonl", qtypes=["conversational"])
-                 if len(q.history) <= 3]  # short conversations keep the test quick
+    questions = [
+        q
+        for q in load_questions(datasets_dir / "domainrag" / "questions.jsonl", qtypes=["conversational"])
+        if len(q.history) <= 3
+    ]  # short conversations keep the test quick
     gold = {doc for q in questions for doc in q.gold_doc_ids}
     corpus = tmp_path / "conversational.jsonl"
     with open(datasets_dir / "domainrag" / "corpus.jsonl", encoding="utf-8") as src:
-        corpus.write_text("".join(line for line in src if line.strip() and json.loads(line)["doc_id"] in gold),
-                          encoding="utf-8")
+        corpus.write_text(
+            "".join(line for line in src if line.strip() and json.loads(line)["doc_id"] in gold), encoding="utf-8"
+        )
     if missing_embeddings([corpus]):
         pytest.skip("the DomainRAG conversational documents are not embedded yet (slow on a CPU)")
     folder = tmp_path / "kb"

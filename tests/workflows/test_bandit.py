@@ -1,5 +1,6 @@
 """LinUCB warm-started from the rules: round 0 is the rules, it learns the better arm per context,
 its state survives a JSON round trip, and Thompson sampling is reproducible from its seed."""
+
 from __future__ import annotations
 
 import json
@@ -8,15 +9,23 @@ import numpy as np
 import pytest
 
 from citescope.agents.arms import Arm, PlanBudget, Step
-from citescope.workflows.bandit import LinearThompsonPolicy, LinUCBPolicy
 from citescope.agents.policy import Rule, RulesPolicy
 from citescope.agents.query_analysis import FEATURE_NAMES, analyze
+from citescope.workflows.bandit import LinearThompsonPolicy, LinUCBPolicy
 
 QUESTIONS = [
-    "XZ-3000 多少钱", "XZ-2000和XZ-3000两款充电宝各卖多少钱？", "身高175cm体重70kg，峰刃冲锋衣穿什么码",
-    "积分怎么抵现？", "北极驿极光700穿着体验怎么样？", "风驰轻羽3跑鞋的跟差是多少？", "你好",
-    "我想问一下就是我买的东西到了以后发现有点问题但是已经拆了还能不能弄", "星择充电宝多少钱",
-    "风驰轻羽3和跃动轻羽Pro哪双更轻？", "一米七五穿什么码", "AJ1 的鞋面是什么材质？",
+    "XZ-3000 多少钱",
+    "XZ-2000和XZ-3000两款充电宝各卖多少钱？",
+    "身高175cm体重70kg，峰刃冲锋衣穿什么码",
+    "积分怎么抵现？",
+    "北极驿极光700穿着体验怎么样？",
+    "风驰轻羽3跑鞋的跟差是多少？",
+    "你好",
+    "我想问一下就是我买的东西到了以后发现有点问题但是已经拆了还能不能弄",
+    "星择充电宝多少钱",
+    "风驰轻羽3和跃动轻羽Pro哪双更轻？",
+    "一米七五穿什么码",
+    "AJ1 的鞋面是什么材质？",
 ]
 SHORT, LONG = "积分怎么抵现？", "我想问一下就是我买的东西到了以后发现有点问题但是已经拆了还能不能弄"
 
@@ -25,8 +34,10 @@ def two_arm_rules() -> RulesPolicy:
     """Two arms; the rules prefer `exact` for every question."""
     step = [Step(skill="keyword_search", args={"query": "{query}"})]
     arms = {"exact": Arm(name="exact", steps=step), "semantic": Arm(name="semantic", steps=step)}
-    rules = (Rule("exact", 0.7, lambda f: True, lambda f: "规则偏好精确匹配"),
-             Rule("semantic", 0.5, lambda f: True, lambda f: "语义检索备选"))
+    rules = (
+        Rule("exact", 0.7, lambda f: True, lambda f: "规则偏好精确匹配"),
+        Rule("semantic", 0.5, lambda f: True, lambda f: "语义检索备选"),
+    )
     return RulesPolicy(arms, rules)
 
 

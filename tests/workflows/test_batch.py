@@ -1,5 +1,6 @@
 """Batch Q&A on a copy of the demo KB: input formats, per-item errors, session order, and resuming
 after a crash (a real `run.py batch` subprocess killed with SIGKILL, then the same command again)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -14,14 +15,15 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import DEMO_DIR, REPO
 from citescope.workflows.assistant import Assistant
 from citescope.workflows.batch import AnswerLog, BatchRunner, read_items
 from citescope.workflows.cli import app
 from citescope.workflows.pipeline_config import PipelineConfig
+from tests.conftest import DEMO_DIR, REPO
 
-DEMO_QUESTIONS = [json.loads(line) for line in (DEMO_DIR / "questions.jsonl").read_text(encoding="utf-8").splitlines()
-                  if line.strip()]
+DEMO_QUESTIONS = [
+    json.loads(line) for line in (DEMO_DIR / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
+]
 
 
 def _kb_copy(demo_kb, tmp_path_factory):
@@ -50,48 +52,70 @@ def _lines(path) -> list[dict]:
 
 def test_reads_jsonl_csv_and_the_dataset_format(tmp_path):
     jsonl = tmp_path / "in.jsonl"
-    jsonl.write_text('{"id": "a", "question": "Q1", "session_id": "s"}\n'
-                     '{"qid": "b", "question": "Q2", "session": "t", "answers": ["x"]}\n'
-                     "\n"
-                     "not json\n"
-                     '{"id": "c"}\n'
-                     '{"question": "Q3"}\n', encoding="utf-8")
+    jsonl.write_text(
+        '{"id": "a", "question": "Q1", "session_id": "s"}\n'
+        '{"qid": "b", "question": "Q2", "session": "t", "answers": ["x"]}\n'
+        "\n"
+        "not json\n"
+        '{"id": "c"}\n'
+        '{"question": "Q3"}\n',
+        encoding="utf-8",
+    )
     items = read_items(jsonl)
     assert [(i.id, i.question, i.session_id, i.problem is None) for i in items] == [
-        ("a", "Q1", "s", True), ("b", "Q2", "t", True), ("line-4", "", None, False), ("c", "", None, False),
-        ("line-6", "Q3", None, True)]
+        ("a", "Q1", "s", True),
+        ("b", "Q2", "t", True),
+        ("line-4", "", None, False),
+        ("c", "", None, False),
+        ("line-6", "Q3", None, True),
+    ]
     assert "not JSON" in items[2].problem and "no question" in items[3].problem
 
     csv_file = tmp_path / "in.csv"
     csv_file.write_text("\ufeffid,question,session_id\nr1,XZ-3000 多少钱？,\nr2,它有什么颜色？,s1\n", encoding="utf-8")
     assert [(i.id, i.question, i.session_id) for i in read_items(csv_file)] == [
-        ("r1", "XZ-3000 多少钱？", None), ("r2", "它有什么颜色？", "s1")]
+        ("r1", "XZ-3000 多少钱？", None),
+        ("r2", "它有什么颜色？", "s1"),
+    ]
     with pytest.raises(ValueError, match="unsupported"):
         read_items(tmp_path / "in.txt")
 
 
 def test_a_question_that_is_not_text_and_a_bad_as_of_are_named_with_the_line(tmp_path):
     jsonl = tmp_path / "in.jsonl"
-    _write_jsonl(jsonl, [{"id": "n", "question": 123}, {"id": "l", "question": ["退货"]}, {"id": "m"},
-                         {"id": "d", "question": "退货政策是什么？", "as_of": "2024-13"}])
+    _write_jsonl(
+        jsonl,
+        [
+            {"id": "n", "question": 123},
+            {"id": "l", "question": ["退货"]},
+            {"id": "m"},
+            {"id": "d", "question": "退货政策是什么？", "as_of": "2024-13"},
+        ],
+    )
     problems = [item.problem for item in read_items(jsonl)]
-    assert problems[:3] == ["line 1: the question must be text, got int 123",
-                            "line 2: the question must be text, got list ['退货']", "line 3: no question"]
+    assert problems[:3] == [
+        "line 1: the question must be text, got int 123",
+        "line 2: the question must be text, got list ['退货']",
+        "line 3: no question",
+    ]
     assert problems[3].startswith("line 4: as_of: '2024-13' is not a real date") and "Value error" not in problems[3]
 
 
 def test_every_id_gets_one_line_errors_included_and_sessions_keep_their_order(assistant, tmp_path):
     source, output = tmp_path / "questions.jsonl", tmp_path / "answers.jsonl"
-    _write_jsonl(source, [
-        {"id": "price", "question": "XZ-3000 充电宝多少钱？", "session_id": "b-1"},
-        {"id": "lone", "question": "七天无理由退货怎么申请？"},
-        {"id": "colour", "question": "它有什么颜色？", "session_id": "b-1"},
-        {"id": "empty", "question": "  "},
-        {"id": "long", "question": "这" * 2001},
-        {"id": "price", "question": "重复的 id"},
-        {"id": "dated", "question": "退货政策是什么？", "as_of": "2026-03"},
-        {"id": "bad-date", "question": "退货政策是什么？", "as_of": "去年"},
-    ])
+    _write_jsonl(
+        source,
+        [
+            {"id": "price", "question": "XZ-3000 充电宝多少钱？", "session_id": "b-1"},
+            {"id": "lone", "question": "七天无理由退货怎么申请？"},
+            {"id": "colour", "question": "它有什么颜色？", "session_id": "b-1"},
+            {"id": "empty", "question": "  "},
+            {"id": "long", "question": "这" * 2001},
+            {"id": "price", "question": "重复的 id"},
+            {"id": "dated", "question": "退货政策是什么？", "as_of": "2026-03"},
+            {"id": "bad-date", "question": "退货政策是什么？", "as_of": "去年"},
+        ],
+    )
     summary = BatchRunner(assistant, concurrency=3, show_progress=False).run(source, output)
     lines = _lines(output)
     assert sorted(line["id"] for line in lines) == ["bad-date", "colour", "dated", "empty", "lone", "long", "price"]
@@ -102,8 +126,10 @@ def test_every_id_gets_one_line_errors_included_and_sessions_keep_their_order(as
     assert "no question" in by_id["empty"]["error"]
     assert by_id["price"]["error"] is None and by_id["price"]["citations"] and by_id["price"]["trace_id"]
     assert by_id["colour"]["features"]["carried_entity"]  # asked after "price" in session b-1
-    assert [t.trace_id for t in assistant.session("b-1").turns] == [by_id["price"]["trace_id"],
-                                                                        by_id["colour"]["trace_id"]]
+    assert [t.trace_id for t in assistant.session("b-1").turns] == [
+        by_id["price"]["trace_id"],
+        by_id["colour"]["trace_id"],
+    ]
     assert (summary.items, summary.written, summary.errors, summary.duplicate_ids) == (7, 7, 3, ["price"])
     assert summary.answered + summary.refused == 4 and summary.p50_ms is not None
 
@@ -115,8 +141,9 @@ def test_every_id_gets_one_line_errors_included_and_sessions_keep_their_order(as
 
 def test_a_torn_last_line_is_dropped_and_its_item_redone(assistant, tmp_path):
     source, output = tmp_path / "questions.jsonl", tmp_path / "answers.jsonl"
-    _write_jsonl(source, [{"id": "q1", "question": "XZ-3000 充电宝多少钱？"},
-                          {"id": "q2", "question": "AJ1 的鞋面是什么材质？"}])
+    _write_jsonl(
+        source, [{"id": "q1", "question": "XZ-3000 充电宝多少钱？"}, {"id": "q2", "question": "AJ1 的鞋面是什么材质？"}]
+    )
     BatchRunner(assistant, show_progress=False).run(source, output)
     whole = output.read_bytes().splitlines(keepends=True)
     output.write_bytes(whole[0] + whole[1][: len(whole[1]) // 2])  # a crash in the middle of the second append
@@ -132,8 +159,9 @@ def test_sigkill_mid_run_then_the_same_command_finishes_without_duplicates(demo_
     source, output = tmp_path / "questions.jsonl", tmp_path / "answers.jsonl"
     _write_jsonl(source, DEMO_QUESTIONS[:40])  # dataset format: qid, session, turn
     command = ["batch", str(source), "-o", str(output), "--kb", str(kb_dir), "--concurrency", "2", "--no-progress"]
-    process = subprocess.Popen([sys.executable, str(REPO / "run.py"), *command], cwd=REPO,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, str(REPO / "run.py"), *command], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + 120
         while not (output.exists() and output.read_bytes().count(b"\n") >= 5):

@@ -1,6 +1,7 @@
 """`run.py demo`, the README's first command: it ingests the built-in demo KB into the given
 folder and answers each sample question as the sample says it should be answered. Then the
 messages of options that fail validation, and `chat` fed from a pipe."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,8 @@ import json
 from rich.cells import cell_len
 from typer.testing import CliRunner
 
-from tests.support.hostile import copy_kb
 from citescope.workflows.cli import CHAT_HELP, DEMO_QUESTIONS, app
+from tests.support.hostile import copy_kb
 
 
 def test_demo_ingests_and_answers_every_sample_question(tmp_path):
@@ -19,7 +20,7 @@ def test_demo_ingests_and_answers_every_sample_question(tmp_path):
     assert "156 documents" in out and all(question in out for question in DEMO_QUESTIONS)
     starts = [out.index(q) + len(q) for q in DEMO_QUESTIONS]
     ends = [out.index(q) for q in DEMO_QUESTIONS[1:]] + [len(out)]
-    conflict, price, returns, size, sizes, unknown = (out[a:b] for a, b in zip(starts, ends))
+    conflict, price, returns, size, sizes, unknown = (out[a:b] for a, b in zip(starts, ends, strict=False))
     assert "头层牛皮" in conflict and "人造革" in conflict  # both sides of the disagreement
     assert "颜色有深空灰、月光银" in price and "299.00元" in price  # every variant, from the table
     assert "15天" in returns and "7天" in returns

@@ -1,6 +1,7 @@
 """`run.py ingest` and `run.py search` on what testers found (issue #41): a mistyped `--prune`
 emptied the demo KB, empty files of different formats exited differently, `search --k -1`
 printed an empty table. Each runs the real command on a copy of the demo KB."""
+
 from __future__ import annotations
 
 import json
@@ -10,9 +11,9 @@ from typer.testing import CliRunner
 
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.settings import get_settings
+from citescope.workflows.cli import app
 from tests.conftest import DEMO_DIR
 from tests.support.hostile import copy_kb
-from citescope.workflows.cli import app
 
 
 def _error_line(result) -> str:
@@ -39,13 +40,16 @@ def test_a_mistyped_prune_removes_no_document(demo_kb, tmp_path_factory):
     shown = CliRunner().invoke(app, ["ingest", str(typo), "--kb", str(kb), "--prune"])
     assert _error_line(shown) == (
         f"error: --prune refused, nothing changed: {typo}: no such file or folder. Prune only with paths "
-        "that hold the KB's documents (check the path), or ingest without --prune")
+        "that hold the KB's documents (check the path), or ingest without --prune"
+    )
     assert kb_state(kb) == before
 
     # one file of the KB's folder: 123 of 156 would go (79%), over the 20% default
     faq = DEMO_DIR / "faq.jsonl"
     shown = CliRunner().invoke(app, ["ingest", str(faq), "--kb", str(kb), "--prune"])
-    assert "it would remove 123 of 156 documents (79%), more than the 20% allowed (--max-prune-share)" in _error_line(shown)
+    assert "it would remove 123 of 156 documents (79%), more than the 20% allowed (--max-prune-share)" in _error_line(
+        shown
+    )
     assert kb_state(kb) == before
 
     # --dry-run lists them, writes nothing, and says the real run would be refused
@@ -53,7 +57,9 @@ def test_a_mistyped_prune_removes_no_document(demo_kb, tmp_path_factory):
     plan = json.loads(shown.stdout.strip().splitlines()[-1])
     assert plan["dry_run"] and len(plan["plan"]["remove"]) == 123 and plan["removed"] == 123
     assert plan["plan"]["add"] == plan["plan"]["change"] == [] and plan["skipped"] == 33
-    assert _error_line(shown).startswith("error: --prune: without --dry-run this prune would be refused: it would remove 123")
+    assert _error_line(shown).startswith(
+        "error: --prune: without --dry-run this prune would be refused: it would remove 123"
+    )
     assert kb_state(kb) == before
 
     # the right path: nothing to remove, exit 0
@@ -80,12 +86,15 @@ def test_max_file_mb_names_the_file_and_the_limit(tmp_path):
     assert f"skipped {corpus}: {size:,} bytes is over the limit of 1,048 bytes per file (raise it with " in shown.stderr
 
 
-@pytest.mark.parametrize(("args", "named"), [
-    (["--max-prune-share", "1.5"], "error: --max-prune-share: must be a share between 0 and 1 (got 1.5)"),
-    (["--max-file-mb", "0"], "error: --max-file-mb: must be a positive number of megabytes (got 0)"),
-    (["--max-file-mb", "inf"], "error: --max-file-mb: must be a positive number of megabytes (got inf)"),
-    (["--dry-run", "--reindex"], "error: --dry-run: cannot be combined with --reindex (which drops the KB)"),
-])
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--max-prune-share", "1.5"], "error: --max-prune-share: must be a share between 0 and 1 (got 1.5)"),
+        (["--max-file-mb", "0"], "error: --max-file-mb: must be a positive number of megabytes (got 0)"),
+        (["--max-file-mb", "inf"], "error: --max-file-mb: must be a positive number of megabytes (got inf)"),
+        (["--dry-run", "--reindex"], "error: --dry-run: cannot be combined with --reindex (which drops the KB)"),
+    ],
+)
 def test_bad_ingest_options_are_named(tmp_path, args, named):
     shown = CliRunner().invoke(app, ["ingest", str(DEMO_DIR / "faq.jsonl"), "--kb", str(tmp_path / "kb"), *args])
     assert _error_line(shown) == named
@@ -101,5 +110,6 @@ def test_search_k_out_of_range_is_named(demo_kb, k):
 
 def test_a_bad_setting_in_the_environment_is_named(tmp_path):
     shown = CliRunner(env={"CITESCOPE_MAX_PRUNE_SHARE": "2"}).invoke(
-        app, ["ingest", str(DEMO_DIR / "faq.jsonl"), "--kb", str(tmp_path / "kb"), "--prune"])
+        app, ["ingest", str(DEMO_DIR / "faq.jsonl"), "--kb", str(tmp_path / "kb"), "--prune"]
+    )
     assert _error_line(shown) == "error: CITESCOPE_MAX_PRUNE_SHARE: input should be less than or equal to 1, got '2'"

@@ -1,5 +1,6 @@
 """The sensitive-word filter: normalisation evasions caught, citation markers intact, word-list
 errors named by file:line; and end to end through QAPipeline on the demo KB (mask and refuse)."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,13 +26,16 @@ def words(tmp_path) -> SensitiveWordFilter:
     return word_filter(tmp_path, "# 广告法 absolute claims\n最低价\n国家级\n\nVIP\nass\n材质\n")
 
 
-@pytest.mark.parametrize("evasion", [
-    "本店最低价",
-    "本店最 低 价",  # spaces between the characters
-    "本店最\u200b低\u200d价",  # zero-width space and joiner
-    "本店最\u3000低价",  # full-width space
-    "本店最\n低价",
-])
+@pytest.mark.parametrize(
+    "evasion",
+    [
+        "本店最低价",
+        "本店最 低 价",  # spaces between the characters
+        "本店最\u200b低\u200d价",  # zero-width space and joiner
+        "本店最\u3000低价",  # full-width space
+        "本店最\n低价",
+    ],
+)
 def test_evasions_are_caught_and_only_the_word_is_masked(words, evasion):
     result = words.run(evasion + "，欢迎选购。")
     assert result.hits == ["最低价"] and result.action == "mask"
@@ -64,10 +68,13 @@ def test_refuse_reports_the_hits_and_leaves_the_text_to_the_caller(tmp_path):
     assert word_filter(tmp_path, "国家级\n", action="refuse").run("品质好").action == "pass"
 
 
-@pytest.mark.parametrize("content, line, message", [
-    ("最低价\n\u200b\u200b\n", 2, "no visible characters"),
-    ("# ok\n最低价\n坏【词】\n", 3, "citation bracket"),
-])
+@pytest.mark.parametrize(
+    "content, line, message",
+    [
+        ("最低价\n\u200b\u200b\n", 2, "no visible characters"),
+        ("# ok\n最低价\n坏【词】\n", 3, "citation bracket"),
+    ],
+)
 def test_word_list_errors_name_file_and_line(tmp_path, content, line, message):
     path = tmp_path / "words.txt"
     path.write_text(content, encoding="utf-8")
@@ -77,7 +84,7 @@ def test_word_list_errors_name_file_and_line(tmp_path, content, line, message):
 
 def test_word_list_that_is_not_utf8_or_missing_is_named(tmp_path):
     path = tmp_path / "gbk.txt"
-    path.write_bytes("最低价\n".encode("utf-8") + "国家级\n".encode("gbk"))
+    path.write_bytes("最低价\n".encode() + "国家级\n".encode("gbk"))
     with pytest.raises(ComplianceError, match="gbk.txt:2: not UTF-8"):
         SensitiveWordFilter(path).warm_up()
     with pytest.raises(ComplianceError, match="missing.txt: cannot read"):

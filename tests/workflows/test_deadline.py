@@ -1,6 +1,7 @@
 """A question answers or refuses by its deadline: a refusal with refusal_reason "deadline" and the
 message of prompts/refusal_deadline.md, never cached and never taught to the strategy policy; a
 ~2,000-character message is read by what it asks and answered or refused like any other."""
+
 from __future__ import annotations
 
 import asyncio

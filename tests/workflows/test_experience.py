@@ -1,6 +1,7 @@
 """The experience store and the learning loop: rounds and feedback round-trip through SQLite, the
 learned state survives a new instance and a new process, 👎 lowers the arm for the same question,
 concurrent writers lose nothing, and the reward weights are as documented."""
+
 from __future__ import annotations
 
 import os
@@ -12,30 +13,49 @@ import pytest
 
 from citescope.agents.inspector import InspectionReport
 from citescope.agents.planner import ToolCallRecord
-from tests.conftest import REPO
-from citescope.workflows.bandit import LinUCBPolicy
-from citescope.workflows.experience import FILE_NAME, ExperienceLearner, ExperienceRound, ExperienceStore
 from citescope.agents.policy import PolicyDecision
 from citescope.agents.query_analysis import QueryFeatures, analyze
+from citescope.workflows.bandit import LinUCBPolicy
+from citescope.workflows.experience import FILE_NAME, ExperienceLearner, ExperienceRound, ExperienceStore
 from citescope.workflows.result import PolicySummary, QAResult
 from citescope.workflows.rewards import RewardSignals, implicit_reward, parse_rating, reward
+from tests.conftest import REPO
 
 # Two products, price: the rules give product_lookup_hybrid 0.92 and hybrid_rerank 0.85.
 CLOSE_CALL = "XZ-2000和XZ-3000两款充电宝各卖多少钱？"
 
 
-def result_for(features: QueryFeatures, decision: PolicyDecision, passed: bool = True, refused: bool = False,
-               trace_id: str | None = None, skills: tuple[str, ...] = ("product_lookup",)) -> QAResult:
+def result_for(
+    features: QueryFeatures,
+    decision: PolicyDecision,
+    passed: bool = True,
+    refused: bool = False,
+    trace_id: str | None = None,
+    skills: tuple[str, ...] = ("product_lookup",),
+) -> QAResult:
     """What the pipeline returns for one round (an answered or refused question)."""
     extra = {"trace_id": trace_id} if trace_id else {}
     return QAResult(
-        question=features.question, answer="XZ-2000 售价 199 元【sku-p-xz2000#0】。", refused=refused,
+        question=features.question,
+        answer="XZ-2000 售价 199 元【sku-p-xz2000#0】。",
+        refused=refused,
         refusal_reason="weak_evidence" if refused else "",
-        inspection=None if refused else InspectionReport(passed=passed, coverage=1.0 if passed else 0.5, sentences=1,
-                                                         factual_sentences=1, cited_ids=["sku-p-xz2000#0"]),
+        inspection=None
+        if refused
+        else InspectionReport(
+            passed=passed,
+            coverage=1.0 if passed else 0.5,
+            sentences=1,
+            factual_sentences=1,
+            cited_ids=["sku-p-xz2000#0"],
+        ),
         policy=PolicySummary(arm=decision.arm, scores=decision.scores, reason=decision.reason, source=decision.source),
-        plan=decision.plan, tool_calls=[ToolCallRecord(name=skill, arguments={"product": "p-xz2000"}) for skill in skills],
-        evidence_ids=["sku-p-xz2000#0", "prod-xz2000#1"], timings_ms={"total": 42.5}, **extra)
+        plan=decision.plan,
+        tool_calls=[ToolCallRecord(name=skill, arguments={"product": "p-xz2000"}) for skill in skills],
+        evidence_ids=["sku-p-xz2000#0", "prod-xz2000#1"],
+        timings_ms={"total": 42.5},
+        **extra,
+    )
 
 
 @pytest.fixture()
@@ -116,16 +136,26 @@ def test_learned_state_survives_a_new_instance_and_a_new_process(demo_kb, tmp_pa
     assert reopened.choose(features).scores == learner.policy.choose(features).scores
 
     # Another process (the CLI) gives 👎; this learner picks it up before its next choice.
-    done = subprocess.run([sys.executable, "run.py", "feedback", result.trace_id, "down", "--comment", "不对",
-                           "--kb", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    done = subprocess.run(
+        [sys.executable, "run.py", "feedback", result.trace_id, "down", "--comment", "不对", "--kb", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert done.returncode == 0, done.stderr
     assert "product_lookup_hybrid" in done.stdout and "0.30" in done.stdout
     assert reopened.choose(features).arm == "hybrid_rerank"
     assert reopened.store.get(result.trace_id).comment == "不对"
-    missing = subprocess.run([sys.executable, "run.py", "feedback", "nope", "up", "--kb", str(tmp_path)],
-                             cwd=REPO, capture_output=True, text=True, timeout=120,
-                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    missing = subprocess.run(
+        [sys.executable, "run.py", "feedback", "nope", "up", "--kb", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert missing.returncode == 2 and "nope" in missing.stderr
     reopened.store.close()
 
@@ -173,8 +203,9 @@ def test_a_size_question_answered_without_size_recommend_earns_less(demo_kb, sto
     features = analyze("身高175厘米、体重70公斤，山野峰刃冲锋衣穿什么码？", demo_kb)
     assert features.asks_size_advice
     decision = learner.choose(features)
-    quoted = learner.record(result_for(features, decision, skills=("product_lookup", "hybrid_search", "rerank")),
-                            features)
+    quoted = learner.record(
+        result_for(features, decision, skills=("product_lookup", "hybrid_search", "rerank")), features
+    )
     worked_out = learner.record(result_for(features, decision, skills=("product_lookup", "size_recommend")), features)
     over_budget = result_for(features, decision, skills=("product_lookup", "size_recommend"))
     over_budget.tool_calls[1].outcome = "over_budget"  # asked for, never ran

@@ -7,6 +7,7 @@ KeyError for an unknown trace id); a filter never widens the result set: every r
 or cited chunk matches every filter field exactly, and a value with a quote or a backslash is
 always refused.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -15,19 +16,41 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from citescope.knowledge.filters import SearchFilters
-from tests.support.hostile import (FILTER_FIELDS, HOSTILE, INJECTED, INJECTIONS, QUESTION_LIMIT, REAL_QUESTIONS,
-                                   SPECIAL_IDS, SPECIAL_TEXT, assert_answer_cites_its_sources, assert_matches,
-                                   assert_within_filters, bad_question, bad_session_id, copy_kb, crafted, every,
-                                   filter_dicts, has_surrogate, hostile_ids, hostile_text, names_a_field, quoted)
 from citescope.workflows.assistant import Assistant
 from citescope.workflows.pipeline import QuestionError
 from citescope.workflows.pipeline_config import PipelineConfig
+from tests.support.hostile import (
+    FILTER_FIELDS,
+    HOSTILE,
+    INJECTED,
+    INJECTIONS,
+    QUESTION_LIMIT,
+    REAL_QUESTIONS,
+    SPECIAL_IDS,
+    SPECIAL_TEXT,
+    assert_answer_cites_its_sources,
+    assert_matches,
+    assert_within_filters,
+    bad_question,
+    bad_session_id,
+    copy_kb,
+    crafted,
+    every,
+    filter_dicts,
+    has_surrogate,
+    hostile_ids,
+    hostile_text,
+    names_a_field,
+    quoted,
+)
 
 
 # -- the KB filter layer ------------------------------------------------------------------------
 @settings(HOSTILE, max_examples=60)
-@given(field=st.sampled_from(FILTER_FIELDS).flatmap(lambda f: st.tuples(st.just(f), crafted(f))),
-       query=st.sampled_from(REAL_QUESTIONS))
+@given(
+    field=st.sampled_from(FILTER_FIELDS).flatmap(lambda f: st.tuples(st.just(f), crafted(f))),
+    query=st.sampled_from(REAL_QUESTIONS),
+)
 @every("field", INJECTED, query=REAL_QUESTIONS[0])
 def test_a_crafted_filter_value_never_widens_a_search(demo_kb, field, query):
     name, value = field
@@ -47,8 +70,11 @@ def test_a_crafted_filter_value_never_widens_a_search(demo_kb, field, query):
 def test_filters_keep_real_results_and_injected_variants_find_nothing(demo_kb):
     """The property above is not vacuous: a real value keeps matching results, the same value
     with an expression after it is refused or matches nothing (it is one quoted literal)."""
-    for field, value, query in (("brand", "星择", "充电宝多少钱"), ("product_id", "p-aj1-retro", "鞋面是真皮吗"),
-                                ("category", "外套", "透湿量")):
+    for field, value, query in (
+        ("brand", "星择", "充电宝多少钱"),
+        ("product_id", "p-aj1-retro", "鞋面是真皮吗"),
+        ("category", "外套", "透湿量"),
+    ):
         kept = demo_kb.search_dense(query, 10, SearchFilters(**{field: value}))
         assert kept and all(getattr(demo_kb.get(h.chunk_id), field) == value for h in kept)
         assert len(demo_kb.search_dense(query, 10)) == 10
@@ -124,9 +150,11 @@ def test_python_api_filters_never_widen_the_answer(assistant, question, filters)
 
 
 @settings(HOSTILE, max_examples=50)
-@given(trace_id=st.one_of(hostile_ids, st.just("known")),
-       rating=st.one_of(st.sampled_from([1, -1, 0, 2, "up", "👍", "", None]), st.integers(), st.floats()),
-       comment=st.one_of(st.none(), hostile_text.filter(lambda text: len(text) < 3000)))
+@given(
+    trace_id=st.one_of(hostile_ids, st.just("known")),
+    rating=st.one_of(st.sampled_from([1, -1, 0, 2, "up", "👍", "", None]), st.integers(), st.floats()),
+    comment=st.one_of(st.none(), hostile_text.filter(lambda text: len(text) < 3000)),
+)
 @every("trace_id", SPECIAL_IDS, rating=1, comment=None)
 @every("comment", SPECIAL_TEXT, trace_id="known", rating=-1)
 def test_python_api_feedback_sessions_and_traces_take_any_id(assistant, answered, trace_id, rating, comment):

@@ -4,6 +4,7 @@ Lite locks a KB folder to one process), on a copy of the demo KB; inputs in test
 Property: every command exits 0, or 2 with one stderr line "error: ..." naming what is wrong;
 never a traceback (rich markup in the input is text, not markup).
 """
+
 from __future__ import annotations
 
 import json
@@ -13,10 +14,22 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from tests.support.hostile import (HOSTILE, QUESTION_LIMIT, REAL_QUESTIONS, SPECIAL_IDS, SPECIAL_TEXT, any_text,
-                                   bad_question, bad_session_id, copy_kb, every, has_surrogate, hostile_ids,
-                                   hostile_text)
 from citescope.workflows.cli import app as cli_app
+from tests.support.hostile import (
+    HOSTILE,
+    QUESTION_LIMIT,
+    REAL_QUESTIONS,
+    SPECIAL_IDS,
+    SPECIAL_TEXT,
+    any_text,
+    bad_question,
+    bad_session_id,
+    copy_kb,
+    every,
+    has_surrogate,
+    hostile_ids,
+    hostile_text,
+)
 
 
 # -- the CLI ------------------------------------------------------------------------------------
@@ -28,8 +41,9 @@ def cli_kb(demo_kb, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cli_trace_id(cli_kb):
-    answered = CliRunner().invoke(cli_app, ["ask", "--kb", cli_kb, "--session", "cli-known", "--json", "--",
-                                            REAL_QUESTIONS[0]])
+    answered = CliRunner().invoke(
+        cli_app, ["ask", "--kb", cli_kb, "--session", "cli-known", "--json", "--", REAL_QUESTIONS[0]]
+    )
     assert answered.exit_code == 0, answered.output
     return json.loads(answered.stdout)["trace_id"]
 
@@ -73,14 +87,17 @@ def test_cli_ask_takes_any_session_id(cli_kb, session_id):
 @given(query=hostile_text)
 @every("query", SPECIAL_TEXT)
 def test_cli_search_takes_any_query(cli_kb, query):
-    assert_clean_exit(run_cli("search", "--kb", cli_kb, "--", query),
-                      ("question",) if bad_question(query, QUESTION_LIMIT) else None)
+    assert_clean_exit(
+        run_cli("search", "--kb", cli_kb, "--", query), ("question",) if bad_question(query, QUESTION_LIMIT) else None
+    )
 
 
 @settings(HOSTILE, max_examples=25)
-@given(trace_id=st.one_of(st.just("known"), hostile_ids),
-       rating=st.one_of(st.sampled_from(["up", "down", "👍", "-1", "", "0", "[/red]", "\udc80"]), any_text),
-       comment=st.one_of(st.just(""), hostile_text.filter(lambda text: len(text) < 3000)))
+@given(
+    trace_id=st.one_of(st.just("known"), hostile_ids),
+    rating=st.one_of(st.sampled_from(["up", "down", "👍", "-1", "", "0", "[/red]", "\udc80"]), any_text),
+    comment=st.one_of(st.just(""), hostile_text.filter(lambda text: len(text) < 3000)),
+)
 @every("trace_id", SPECIAL_IDS, rating="up", comment="")
 @every("rating", ["[/red]", "\udc80", "", " UP ", "👎"], trace_id="known", comment="")
 @every("comment", SPECIAL_TEXT, trace_id="known", rating="down")

@@ -4,6 +4,7 @@ copy of the demo KB; inputs in tests/support/hostile.py, plus malformed JSON and
 Properties: never a 5xx; every error is the JSON error body naming the field; a filter never
 widens the result set (every shown or cited chunk matches every filter field exactly).
 """
+
 from __future__ import annotations
 
 import json
@@ -15,12 +16,28 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from tests.support.hostile import (HOSTILE, INJECTED, QUESTION_LIMIT, REAL_QUESTIONS, SPECIAL_IDS, SPECIAL_TEXT,
-                                   any_text, assert_within_filters, bad_question, bad_session_id, copy_kb, every,
-                                   filter_dicts, hostile_ids, hostile_text, names_a_field, wrong_types)
 from citescope.workflows.assistant import Assistant
 from citescope.workflows.pipeline_config import PipelineConfig
 from citescope.workflows.service import BackgroundServer, ServiceSettings, create_app
+from tests.support.hostile import (
+    HOSTILE,
+    INJECTED,
+    QUESTION_LIMIT,
+    REAL_QUESTIONS,
+    SPECIAL_IDS,
+    SPECIAL_TEXT,
+    any_text,
+    assert_within_filters,
+    bad_question,
+    bad_session_id,
+    copy_kb,
+    every,
+    filter_dicts,
+    hostile_ids,
+    hostile_text,
+    names_a_field,
+    wrong_types,
+)
 
 MAX_BODY_BYTES = 64 * 1024
 
@@ -29,8 +46,10 @@ MAX_BODY_BYTES = 64 * 1024
 @pytest.fixture(scope="module")
 def url(demo_kb, tmp_path_factory):
     kb = copy_kb(demo_kb, tmp_path_factory, "hostile-http")
-    service = create_app(Assistant(kb, config=PipelineConfig.load(kb, environ={})),
-                         ServiceSettings(api_keys="", max_body_bytes=MAX_BODY_BYTES))
+    service = create_app(
+        Assistant(kb, config=PipelineConfig.load(kb, environ={})),
+        ServiceSettings(api_keys="", max_body_bytes=MAX_BODY_BYTES),
+    )
     with BackgroundServer(service) as server:
         assert service.state.runner.ready.wait(120) and service.state.runner.error is None
         yield server.url
@@ -104,19 +123,52 @@ def test_http_filters_never_widen_the_answer(http, demo_kb, question, filters):
 
 json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), any_text),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(
-        st.one_of(st.sampled_from(["question", "session_id", "filters", "trace_id", "rating", "comment", "messages",
-                                   "role", "content", "type", "text", "stream", "metadata", "brand", "doc_type"]),
-                  any_text), inner, max_size=4)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(
+            st.one_of(
+                st.sampled_from(
+                    [
+                        "question",
+                        "session_id",
+                        "filters",
+                        "trace_id",
+                        "rating",
+                        "comment",
+                        "messages",
+                        "role",
+                        "content",
+                        "type",
+                        "text",
+                        "stream",
+                        "metadata",
+                        "brand",
+                        "doc_type",
+                    ]
+                ),
+                any_text,
+            ),
+            inner,
+            max_size=4,
+        ),
+    ),
     max_leaves=12,
 )
 raw_bodies = st.one_of(
     st.binary(max_size=80),
     json_values.map(lambda value: json.dumps(value).encode()),
-    st.builds(lambda text, cut: text[:cut], st.sampled_from([
-        b'{"question": "XZ-3000", "filters": {"brand": "\xe6\x98\x9f"}}', b'{"trace_id": "x", "rating": "up"}',
-        b'{"messages": [{"role": "user", "content": "\\ud800"}]}', b'\xef\xbb\xbf{"question": "x"}']),
-        st.integers(0, 60)),
+    st.builds(
+        lambda text, cut: text[:cut],
+        st.sampled_from(
+            [
+                b'{"question": "XZ-3000", "filters": {"brand": "\xe6\x98\x9f"}}',
+                b'{"trace_id": "x", "rating": "up"}',
+                b'{"messages": [{"role": "user", "content": "\\ud800"}]}',
+                b'\xef\xbb\xbf{"question": "x"}',
+            ]
+        ),
+        st.integers(0, 60),
+    ),
 )
 
 
@@ -133,10 +185,14 @@ def test_http_malformed_bodies_get_a_client_error(http, path, body):
 
 
 @settings(HOSTILE, max_examples=50)
-@given(trace_id=st.one_of(st.just("known"), hostile_ids, wrong_types),
-       rating=st.one_of(st.sampled_from([1, -1, "up", "down", "👎", "+1"]),
-                        st.sampled_from([0, 2, "", "[/x]", "\ud800", None, 1.0, [1]])),
-       comment=st.one_of(st.none(), hostile_text))
+@given(
+    trace_id=st.one_of(st.just("known"), hostile_ids, wrong_types),
+    rating=st.one_of(
+        st.sampled_from([1, -1, "up", "down", "👎", "+1"]),
+        st.sampled_from([0, 2, "", "[/x]", "\ud800", None, 1.0, [1]]),
+    ),
+    comment=st.one_of(st.none(), hostile_text),
+)
 @every("trace_id", SPECIAL_IDS, rating="up", comment=None)
 @every("comment", SPECIAL_TEXT, trace_id="known", rating="down")
 def test_http_feedback_takes_any_payload(http, http_trace_id, trace_id, rating, comment):
@@ -168,8 +224,13 @@ def test_http_session_and_trace_lookups_take_any_id(http, kind, identifier):
 
 
 @settings(HOSTILE, max_examples=40)
-@given(question=hostile_text, as_parts=st.booleans(), stream=st.booleans(), session=st.one_of(st.none(), hostile_ids),
-       carrier=st.sampled_from(["user", "session_id", "metadata"]))
+@given(
+    question=hostile_text,
+    as_parts=st.booleans(),
+    stream=st.booleans(),
+    session=st.one_of(st.none(), hostile_ids),
+    carrier=st.sampled_from(["user", "session_id", "metadata"]),
+)
 @every("question", SPECIAL_TEXT, as_parts=False, stream=True, session=None, carrier="user")
 @every("session", SPECIAL_IDS, question=REAL_QUESTIONS[0], as_parts=True, stream=False, carrier="metadata")
 @every("session", SPECIAL_IDS, question=REAL_QUESTIONS[0], as_parts=False, stream=True, carrier="user")
@@ -189,14 +250,15 @@ def test_http_chat_completions_take_any_message(http, question, as_parts, stream
     if response.status_code != 200:
         message = error_message(response)
         assert response.status_code == 422, message
-        assert (bad_question(question, QUESTION_LIMIT) and "question" in message) or \
-            (wrong_session and (carrier in message or "session" in message)), message
+        assert (bad_question(question, QUESTION_LIMIT) and "question" in message) or (
+            wrong_session and (carrier in message or "session" in message)
+        ), message
         return
     assert not bad_question(question, QUESTION_LIMIT)  # a bad question is refused before any stream starts
     if not stream:
         assert not wrong_session and response.json()["choices"][0]["message"]["content"].strip()
         return
-    events = [line[len("data: "):] for line in response.text.splitlines() if line.startswith("data: ")]
+    events = [line[len("data: ") :] for line in response.text.splitlines() if line.startswith("data: ")]
     assert events[-1] == "[DONE]"  # every stream ends so, one with an in-stream error too
     assert not wrong_session  # a wrong session id is a 422 before any stream starts, as on /v1/ask
     assert not any("error" in json.loads(e) for e in events[:-1]), events

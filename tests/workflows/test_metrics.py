@@ -1,4 +1,5 @@
 """Evaluation metrics on hand-made cases whose right values are worked out by hand."""
+
 from __future__ import annotations
 
 import math
@@ -6,9 +7,20 @@ import math
 import pytest
 
 from citescope.workflows.evaluation.datasets import Question
-from citescope.workflows.metrics import (Outcome, answer_hit, answer_scores, answer_scores_by_qtype, citation_scores,
-                               group_by, latency_summary, ranked_doc_ids, recall_at_k, reciprocal_rank,
-                               retrieval_scores, states_any)
+from citescope.workflows.metrics import (
+    Outcome,
+    answer_hit,
+    answer_scores,
+    answer_scores_by_qtype,
+    citation_scores,
+    group_by,
+    latency_summary,
+    ranked_doc_ids,
+    recall_at_k,
+    reciprocal_rank,
+    retrieval_scores,
+    states_any,
+)
 
 
 def test_ranked_doc_ids_keep_each_doc_at_its_best_rank():
@@ -35,8 +47,12 @@ def test_retrieval_scores_average_over_questions_at_doc_level():
     q1 = ranked_doc_ids(["d1", "d1", "d2"])
     runs = [(q1, ["d2"]), (["g"], ["g"]), (["x", "y"], ["g"])]
     scores = retrieval_scores(runs, ks=(1, 2), mrr_k=10)
-    assert scores == {"recall@1": pytest.approx(1 / 3), "recall@2": pytest.approx(2 / 3),
-                      "mrr@10": pytest.approx((0.5 + 1.0 + 0.0) / 3), "n": 3}
+    assert scores == {
+        "recall@1": pytest.approx(1 / 3),
+        "recall@2": pytest.approx(2 / 3),
+        "mrr@10": pytest.approx((0.5 + 1.0 + 0.0) / 3),
+        "n": 3,
+    }
 
 
 def test_answer_hit_ignores_citations_and_whitespace():
@@ -54,8 +70,10 @@ def test_answer_hit_needs_every_group_and_any_string_inside_one():
 
 def test_answer_hit_reads_gold_and_answer_without_markup_debris():
     # the gold span kept the empty brackets of the page; the answer quotes it without them
-    assert answer_hit("由JR东日本委托子公司JR神奈川企画开发营运【cmrc-DEV_9#body-0】。",
-                      [["由JR东日本委托子公司JR神奈川企画开发（）营运"]])
+    assert answer_hit(
+        "由JR东日本委托子公司JR神奈川企画开发营运【cmrc-DEV_9#body-0】。",
+        [["由JR东日本委托子公司JR神奈川企画开发（）营运"]],
+    )
     assert not answer_hit("由JR东日本营运【cmrc-DEV_9#body-0】。", [["由JR东日本委托子公司JR神奈川企画开发（）营运"]])
 
 
@@ -93,8 +111,15 @@ def test_group_by_keeps_first_seen_order():
 
 
 def _q(qid, qtype, answerable=True, answers=("A",), gold=("d1",), **extra) -> Question:
-    return Question(qid=qid, question="?", qtype=qtype, answerable=answerable,
-                    answers=list(answers) if answerable else [], gold_doc_ids=list(gold), **extra)
+    return Question(
+        qid=qid,
+        question="?",
+        qtype=qtype,
+        answerable=answerable,
+        answers=list(answers) if answerable else [],
+        gold_doc_ids=list(gold),
+        **extra,
+    )
 
 
 def test_answer_scores_refusal_conflict_and_fake_answers():
@@ -109,18 +134,26 @@ def test_answer_scores_refusal_conflict_and_fake_answers():
         _q("cf3", "counterfactual", answers=("20日",), gold=(), expect_conflict=True, fake_answers=["19日"]),
     ]
     shown = {"d1#0": "d1", "d9#0": "d9"}
-    outcomes = {o.qid: o for o in [
-        Outcome(qid="ok", answer="是A【d1#0】", cited_ids=["d1#0"], evidence=shown, latency_ms=10),
-        Outcome(qid="wrong", answer="是B【d9#0】", cited_ids=["d9#0"], evidence=shown, latency_ms=20),
-        Outcome(qid="over", refused=True, latency_ms=30),
-        Outcome(qid="none", refused=True),
-        Outcome(qid="none2", answer="瞎说"),
-        Outcome(qid="cf1", answer="资料不一致：20日或19日【d1#0】", cited_ids=["d1#0"], evidence=shown,
-                conflict_flagged=True),
-        Outcome(qid="cf2", answer="截止19日【d1#0】", cited_ids=["d1#0"], evidence=shown),  # fake stated as fact
-        # no gold doc: its citations are not scored (nothing it cites could be right)
-        Outcome(qid="cf3", answer="截止19日【d9#0】", cited_ids=["d9#0"], evidence=shown, conflict_flagged=True),
-    ]}
+    outcomes = {
+        o.qid: o
+        for o in [
+            Outcome(qid="ok", answer="是A【d1#0】", cited_ids=["d1#0"], evidence=shown, latency_ms=10),
+            Outcome(qid="wrong", answer="是B【d9#0】", cited_ids=["d9#0"], evidence=shown, latency_ms=20),
+            Outcome(qid="over", refused=True, latency_ms=30),
+            Outcome(qid="none", refused=True),
+            Outcome(qid="none2", answer="瞎说"),
+            Outcome(
+                qid="cf1",
+                answer="资料不一致：20日或19日【d1#0】",
+                cited_ids=["d1#0"],
+                evidence=shown,
+                conflict_flagged=True,
+            ),
+            Outcome(qid="cf2", answer="截止19日【d1#0】", cited_ids=["d1#0"], evidence=shown),  # fake stated as fact
+            # no gold doc: its citations are not scored (nothing it cites could be right)
+            Outcome(qid="cf3", answer="截止19日【d9#0】", cited_ids=["d9#0"], evidence=shown, conflict_flagged=True),
+        ]
+    }
     scores = answer_scores(questions, outcomes)
     assert scores["n"] == 8
     # answered answerable: ok (hit), wrong (miss), cf1 (hit), cf2 (miss), cf3 (miss)

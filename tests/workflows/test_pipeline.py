@@ -1,5 +1,6 @@
 """The offline QA pipeline end to end on the demo KB and its 119 labelled questions: real skills,
 a real ReActAgent planner, the calibrated reranker, the extractive answerer and the inspector."""
+
 from __future__ import annotations
 
 import json
@@ -10,21 +11,28 @@ import yaml
 from typer.testing import CliRunner
 
 from citescope.agents.citations import parse_citations
+from citescope.agents.query_analysis import Entity
 from citescope.agents.question_cues import asking_clauses
 from citescope.knowledge.chinese_script import in_traditional
 from citescope.knowledge.crosslingual import document_query
-from tests.conftest import DEMO_DIR
+from citescope.tools.base import EvidenceHit
 from citescope.workflows.cli import app
 from citescope.workflows.evaluation.datasets import candidate_kb
-from citescope.tools.base import EvidenceHit
-from citescope.workflows.pipeline import (QAPipeline, QuestionError, _at_most_per_doc, _new_sections_first, _overviews_as_rows,
-                                _with_pinned)
+from citescope.workflows.pipeline import (
+    QAPipeline,
+    QuestionError,
+    _at_most_per_doc,
+    _new_sections_first,
+    _overviews_as_rows,
+    _with_pinned,
+)
 from citescope.workflows.pipeline_config import PipelineConfig, PipelineConfigError
-from citescope.agents.query_analysis import Entity
 from citescope.workflows.result import QAResult
+from tests.conftest import DEMO_DIR
 
-QUESTIONS = [json.loads(line) for line in (DEMO_DIR / "questions.jsonl").read_text(encoding="utf-8").splitlines()
-             if line.strip()]
+QUESTIONS = [
+    json.loads(line) for line in (DEMO_DIR / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
+]
 # Floors: measured on the demo set (refusal_threshold 0.1) minus a margin; the print in
 # test_demo_metrics shows the current values.
 MIN_ANSWERED_SHARE = 0.82  # measured 78/86
@@ -87,16 +95,25 @@ def test_demo_metrics(demo_results):
     refused = sum(r.refused for _, r in unanswerable)
     gated = sum(r.refusal_reason == "weak_evidence" for _, r in unanswerable)
     conflicting = [(q, r) for q, r in demo_results if q["qtype"] == "conflicting"]
-    disclosed = [q["qid"] for q, r in conflicting
-                 if all(any(_contains(r.answer, a) for a in group) for group in q["answers_all_of"])]
+    disclosed = [
+        q["qid"]
+        for q, r in conflicting
+        if all(any(_contains(r.answer, a) for a in group) for group in q["answers_all_of"])
+    ]
     totals = sorted(r.timings_ms["total"] for _, r in demo_results)
-    stages = {stage: statistics.median(r.timings_ms.get(stage, 0.0) for _, r in demo_results)
-              for stage in ("analyze", "policy", "planner", "rerank", "conflicts", "answer", "inspect")}
-    print(f"\nanswerable answered {answered}/{len(answerable)}, gold answer in text {found}/{len(answerable)}; "
-          f"unanswerable refused {refused}/{len(unanswerable)} ({gated} by the evidence gate); "
-          f"conflicts disclosed {len(disclosed)}/{len(conflicting)} {disclosed}")
-    print(f"offline latency p50 {totals[len(totals) // 2]:.0f} ms, p95 {totals[int(len(totals) * 0.95)]:.0f} ms; "
-          "median per stage (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()))
+    stages = {
+        stage: statistics.median(r.timings_ms.get(stage, 0.0) for _, r in demo_results)
+        for stage in ("analyze", "policy", "planner", "rerank", "conflicts", "answer", "inspect")
+    }
+    print(
+        f"\nanswerable answered {answered}/{len(answerable)}, gold answer in text {found}/{len(answerable)}; "
+        f"unanswerable refused {refused}/{len(unanswerable)} ({gated} by the evidence gate); "
+        f"conflicts disclosed {len(disclosed)}/{len(conflicting)} {disclosed}"
+    )
+    print(
+        f"offline latency p50 {totals[len(totals) // 2]:.0f} ms, p95 {totals[int(len(totals) * 0.95)]:.0f} ms; "
+        "median per stage (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items())
+    )
     assert answered >= MIN_ANSWERED_SHARE * len(answerable)
     assert found >= MIN_ANSWER_FOUND_SHARE * len(answerable)
     assert refused >= MIN_UNANSWERABLE_REFUSED
@@ -126,8 +143,9 @@ def test_the_threshold_decides_the_gate_but_not_for_findings_read_off_the_produc
     answered = pipeline.run(question)
     # a clear answer, well above the calibrated gate
     assert not answered.refused and answered.best_score > 3 * pipeline.config.refusal_threshold
-    strict = QAPipeline(demo_kb, pipeline.config.model_copy(update={"refusal_threshold": 0.99}),
-                        registry=pipeline.registry).warm_up()
+    strict = QAPipeline(
+        demo_kb, pipeline.config.model_copy(update={"refusal_threshold": 0.99}), registry=pipeline.registry
+    ).warm_up()
     assert strict.run(question).refusal_reason == "weak_evidence"
     # the price of a product the question names and the size size_recommend works out from its table
     # are relevant by construction: no text-match score refuses them (they still pass the inspector)
@@ -139,8 +157,14 @@ def test_the_threshold_decides_the_gate_but_not_for_findings_read_off_the_produc
     assert strict.run("你们店有卖Air Jordan 11吗？多少钱？").refused
 
 
-@pytest.mark.parametrize("question, model", [("烈驹火焰8多少钱？", "火焰8"), ("XZ-4000充电宝什么时候上市？", "XZ-4000"),
-                                             ("你们店有卖Air Jordan 11吗？多少钱？", "Air Jordan 11")])
+@pytest.mark.parametrize(
+    "question, model",
+    [
+        ("烈驹火焰8多少钱？", "火焰8"),
+        ("XZ-4000充电宝什么时候上市？", "XZ-4000"),
+        ("你们店有卖Air Jordan 11吗？多少钱？", "Air Jordan 11"),
+    ],
+)
 def test_a_model_the_shop_lacks_is_refused_by_name_whatever_its_sibling_scores(pipeline, question, model):
     # the 火焰7's page matches 烈驹火焰8 on every word but one: well above the gate, and about another model
     result = pipeline.run(question)
@@ -149,7 +173,9 @@ def test_a_model_the_shop_lacks_is_refused_by_name_whatever_its_sibling_scores(p
     assert result.features["unknown_models"] == [model] and result.features["products"] == []
     if model.isascii():  # asked in English, refused in English
         english = pipeline.run(f"How much is the {model}?")
-        assert english.refusal_reason == "unknown_model" and english.answer.startswith("Sorry") and model in english.answer
+        assert (
+            english.refusal_reason == "unknown_model" and english.answer.startswith("Sorry") and model in english.answer
+        )
 
 
 def test_a_model_the_shop_lacks_beside_one_it_sells_is_said_to_be_missing(pipeline):
@@ -173,8 +199,9 @@ def test_a_compound_question_is_ranked_and_gated_by_its_parts_too(demo_kb, pipel
     # two questions in one match no passage as well as each matches its own; the answer is given
     # part by part, so the gate reads the best chunk of the weakest part
     question = "退货运费谁承担？退款几天到账？"
-    ungated = QAPipeline(demo_kb, pipeline.config.model_copy(update={"refusal_threshold": 0.0}),
-                         registry=pipeline.registry).warm_up()
+    ungated = QAPipeline(
+        demo_kb, pipeline.config.model_copy(update={"refusal_threshold": 0.0}), registry=pipeline.registry
+    ).warm_up()
 
     def best(query: str, result: QAResult) -> float:  # over everything the skills found
         pool = list(dict.fromkeys(i for call in result.tool_calls for i in call.hit_ids))
@@ -184,14 +211,19 @@ def test_a_compound_question_is_ranked_and_gated_by_its_parts_too(demo_kb, pipel
     parts = pipeline.analyzer.run(question).parts
     assert len(parts) == 2 and result.best_score == round(min(best(part, result) for part in parts), 4)
     assert result.best_score > best(question, result)
-    between = QAPipeline(demo_kb, pipeline.config.model_copy(
-        update={"refusal_threshold": (best(question, result) + result.best_score) / 2}), registry=pipeline.registry)
+    between = QAPipeline(
+        demo_kb,
+        pipeline.config.model_copy(update={"refusal_threshold": (best(question, result) + result.best_score) / 2}),
+        registry=pipeline.registry,
+    )
     answered = between.warm_up().run(question)
     assert not answered.refused and answered.citations, answered.answer
     # one part alone (地址在哪) matching a passage about something else (修改地址) passes nothing
     unanswerable = pipeline.run("你们在上海有线下门店吗？地址在哪？")
-    assert unanswerable.refused and best("地址在哪", ungated.run("你们在上海有线下门店吗？地址在哪？")) > \
-        pipeline.config.refusal_threshold
+    assert (
+        unanswerable.refused
+        and best("地址在哪", ungated.run("你们在上海有线下门店吗？地址在哪？")) > pipeline.config.refusal_threshold
+    )
     # a question of one part is ranked and gated on its own score, as before
     single = ungated.run("退款几天到账？")
     assert single.best_score == round(best("退款几天到账？", single), 4)
@@ -201,8 +233,9 @@ def test_a_chat_message_is_also_ranked_by_what_it_asks_without_what_the_shopper_
     question = "东西坏了想保修 发票早丢了还能修不"
     asked = asking_clauses(question)
     assert asked == "发票早丢了还能修不"
-    ungated = QAPipeline(demo_kb, pipeline.config.model_copy(update={"refusal_threshold": 0.0}),
-                         registry=pipeline.registry).warm_up()
+    ungated = QAPipeline(
+        demo_kb, pipeline.config.model_copy(update={"refusal_threshold": 0.0}), registry=pipeline.registry
+    ).warm_up()
     result = ungated.run(question)
     pool = [demo_kb.get(i) for i in dict.fromkeys(i for call in result.tool_calls for i in call.hit_ids)]
     readings = [r for r in (question, document_query(question), asked, document_query(asked)) if r]
@@ -236,8 +269,9 @@ def test_a_shipping_question_naming_a_product_is_answered_from_the_shops_shippin
 def test_weak_evidence_that_disagrees_is_refused_saying_so(demo_kb, pipeline):
     # The planted AJ1 leather conflict behind a gate no evidence passes: the customer hears that
     # the sources disagree, and neither side is asserted.
-    strict = QAPipeline(demo_kb, pipeline.config.model_copy(update={"refusal_threshold": 0.99}),
-                        registry=pipeline.registry).warm_up()
+    strict = QAPipeline(
+        demo_kb, pipeline.config.model_copy(update={"refusal_threshold": 0.99}), registry=pipeline.registry
+    ).warm_up()
     result = strict.run("AJ1 Retro 的鞋面是真皮吗？")
     assert result.refused and result.refusal_reason == "weak_evidence"
     assert result.answer == strict.conflict_refusal_text and result.citations == []
@@ -256,8 +290,10 @@ def test_the_per_document_cap_only_leaves_slots_empty_when_nothing_else_can_fill
     assert {i.split("#")[0] for i in result.evidence_ids} == {"prod-aj1-retro"}
     assert pipeline.config.evidence_per_doc < len(result.evidence_ids) <= pipeline.config.evidence_top_n
     # the cap itself: the best `limit` of each document first, the rest kept apart in order
-    hits = [EvidenceHit(chunk_id=f"{doc}#{i}", doc_id=doc, text="t", score=1.0) for doc, i in
-            [("a", 0), ("a", 1), ("b", 0), ("a", 2), ("b", 1), ("b", 2)]]
+    hits = [
+        EvidenceHit(chunk_id=f"{doc}#{i}", doc_id=doc, text="t", score=1.0)
+        for doc, i in [("a", 0), ("a", 1), ("b", 0), ("a", 2), ("b", 1), ("b", 2)]
+    ]
     kept, spare = _at_most_per_doc(hits, 2)
     assert [h.chunk_id for h in kept] == ["a#0", "a#1", "b#0", "b#1"] and [h.chunk_id for h in spare] == ["a#2", "b#2"]
 
@@ -270,11 +306,14 @@ def test_a_product_pages_table_rows_take_one_of_its_slots(pipeline):
     rows = [n for n, i in enumerate(result.evidence_ids) if "#尺码表-r" in i]
     assert result.evidence_ids.index("prod-sy-yantu#功能特点-0") < (rows[1:] or [99])[0]
     assert "不渗水" in result.answer and any("#功能特点" in c.id for c in result.citations)
-    row = lambda doc, i, product: EvidenceHit(chunk_id=f"{doc}#尺码表-r{i}-0", doc_id=doc, section="尺码表", text="t",
-                                              score=1.0, product_id=product)
+    row = lambda doc, i, product: EvidenceHit(
+        chunk_id=f"{doc}#尺码表-r{i}-0", doc_id=doc, section="尺码表", text="t", score=1.0, product_id=product
+    )
     page = EvidenceHit(chunk_id="p#功能特点-0", doc_id="p", section="功能特点", text="t", score=0.5, product_id="x")
     kept, spare = _at_most_per_doc([row("p", 0, "x"), row("p", 1, "x"), page], 2)
-    assert [h.chunk_id for h in kept] == ["p#尺码表-r0-0", "p#功能特点-0"] and [h.chunk_id for h in spare] == ["p#尺码表-r1-0"]
+    assert [h.chunk_id for h in kept] == ["p#尺码表-r0-0", "p#功能特点-0"] and [h.chunk_id for h in spare] == [
+        "p#尺码表-r1-0"
+    ]
     # a table that is no product's (DomainRAG's admission scores) keeps the plain cap
     kept, _ = _at_most_per_doc([row("t", 0, None), row("t", 1, None)], 2)
     assert len(kept) == 2
@@ -289,7 +328,9 @@ def test_slots_beyond_the_cap_go_to_sections_not_shown_yet(pipeline):
     assert "20W" not in result.answer
     assert any("#功能特点" in c.id for c in result.citations)
     # the order itself: the best spare hit of each unseen (document, section), then the rest
-    hit = lambda doc, section, i: EvidenceHit(chunk_id=f"{doc}#{section}-{i}", doc_id=doc, section=section, text="t", score=1.0)
+    hit = lambda doc, section, i: EvidenceHit(
+        chunk_id=f"{doc}#{section}-{i}", doc_id=doc, section=section, text="t", score=1.0
+    )
     shown = [hit("a", "table", 0), hit("a", "table", 1)]
     spare = [hit("a", "table", 2), hit("a", "notes", 0), hit("a", "notes", 1), hit("b", "table", 0)]
     fresh, rest = _new_sections_first(spare, shown)
@@ -311,8 +352,10 @@ def test_a_products_variants_are_answered_from_its_sku_overview(pipeline):
     weight = pipeline.run("声屿S1耳机单只耳朵有多重？")
     assert "4.8" in weight.answer
     # the rule itself: an overview scores as its document's best SKU row, nothing else changes
-    hit = lambda chunk_id, section: (EvidenceHit(chunk_id=chunk_id, doc_id=chunk_id.split("#")[0], section=section,
-                                                 text="t", score=0.0), None)
+    hit = lambda chunk_id, section: (
+        EvidenceHit(chunk_id=chunk_id, doc_id=chunk_id.split("#")[0], section=section, text="t", score=0.0),
+        None,
+    )
     pairs = [hit("sku-a#sku-1", "SKU"), hit("sku-a#sku-2", "SKU"), hit("sku-a#skus-0", "规格汇总"), hit("p#x-0", "x")]
     assert _overviews_as_rows(pairs, [0.3, 0.6, 0.1, 0.9]) == [0.3, 0.6, 0.6, 0.9]
 
@@ -336,7 +379,9 @@ def test_result_trace_json_and_text(pipeline):
     assert [c.name for c in result.tool_calls] == [c.skill for c in result.plan]
     assert result.models == {"planner": "policy-planner", "answerer": "extractive", "reranker": "offline"}
     assert len(result.evidence_ids) <= pipeline.config.evidence_top_n
-    assert {"analyze", "policy", "planner", "rerank", "conflicts", "answer", "inspect", "total"} <= set(result.timings_ms)
+    assert {"analyze", "policy", "planner", "rerank", "conflicts", "answer", "inspect", "total"} <= set(
+        result.timings_ms
+    )
     assert QAResult.model_validate_json(result.model_dump_json()) == result
     text = result.render_text()
     first = result.citations[0]
@@ -349,20 +394,28 @@ def test_caller_filters_bound_the_evidence(pipeline):
     assert result.evidence_ids
     assert {pipeline.kb.get(i).doc_type for i in result.evidence_ids} == {"policy"}
     with pytest.raises(QuestionError, match="invalid filters"):
-        pipeline.run("退货运费谁承担？", filters={"brand": "星择\" or 1==1"})
+        pipeline.run("退货运费谁承担？", filters={"brand": '星择" or 1==1'})
 
 
-@pytest.mark.parametrize("question, message", [
-    ("", "empty"), ("   \n\t", "empty"), ("退" * 2001, "2001 characters long; the limit is 2000"), (None, "must be text"),
-])
+@pytest.mark.parametrize(
+    "question, message",
+    [
+        ("", "empty"),
+        ("   \n\t", "empty"),
+        ("退" * 2001, "2001 characters long; the limit is 2000"),
+        (None, "must be text"),
+    ],
+)
 def test_bad_questions_are_clear_errors(pipeline, question, message):
     with pytest.raises(ValueError, match=message):
         pipeline.run(question)
 
 
 def test_config_layers(tmp_path):
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump({
-        "refusal_threshold": 0.25, "evidence_top_n": 4, "calibrated_by": "someone else's key"}), encoding="utf-8")
+    (tmp_path / "config.yaml").write_text(
+        yaml.safe_dump({"refusal_threshold": 0.25, "evidence_top_n": 4, "calibrated_by": "someone else's key"}),
+        encoding="utf-8",
+    )
     env = {"CITESCOPE_EVIDENCE_TOP_N": "5", "CITESCOPE_KB_DIR": "not ours"}
     config = PipelineConfig.load(tmp_path, environ=env, max_retries=3, planner=None)
     assert config.refusal_threshold == 0.25  # the KB's calibrated value over the default
@@ -386,8 +439,11 @@ def test_ask_command(demo_kb, tmp_path):
     assert "【sku-p-xz3000#" in shown.output and "来源：\n[1] 【sku-p-xz3000#" in shown.output
     as_json = runner.invoke(app, ["ask", "XZ-3000 充电宝多少钱？", "--kb", str(demo_kb.dir), "--json"])
     assert as_json.exit_code == 0 and QAResult.model_validate_json(as_json.output).citations
-    for args, message in ((["  "], "empty"), (["退" * 2001], "limit is 2000"),
-                          (["hi", "--planner", "bogus"], "unknown provider")):
+    for args, message in (
+        (["  "], "empty"),
+        (["退" * 2001], "limit is 2000"),
+        (["hi", "--planner", "bogus"], "unknown provider"),
+    ):
         failed = runner.invoke(app, ["ask", *args, "--kb", str(demo_kb.dir)])
         assert failed.exit_code == 2 and message in " ".join(failed.output.split())
     missing = runner.invoke(app, ["ask", "你好", "--kb", str(tmp_path / "nowhere")])
@@ -410,8 +466,11 @@ def test_a_conflict_just_below_the_evidence_cut_is_disclosed(demo_kb, pipeline):
     # disagreement is disclosed with both sides shown and cited, within the same slots.
     question = "现在买的东西几天之内可以无理由退换？"
     narrow = pipeline.config.model_copy(update={"evidence_top_n": 2})
-    blind = QAPipeline(demo_kb, narrow.model_copy(update={"conflict_scan_top_n": 0}),
-                       registry=pipeline.registry).warm_up().run(question)
+    blind = (
+        QAPipeline(demo_kb, narrow.model_copy(update={"conflict_scan_top_n": 0}), registry=pipeline.registry)
+        .warm_up()
+        .run(question)
+    )
     assert blind.conflicts == [] and len(blind.evidence_ids) == 2  # the control: the cut hides it
     result = QAPipeline(demo_kb, narrow, registry=pipeline.registry).warm_up().run(question)
     assert not result.refused and len(result.evidence_ids) == 2
@@ -422,17 +481,40 @@ def test_a_conflict_just_below_the_evidence_cut_is_disclosed(demo_kb, pipeline):
 
 
 ENGLISH_SHOP = [  # a cross-border shop's English pages: two versions of one policy, and distractors
-    {"doc_id": "en-returns-2024", "title": "Returns policy (2024 version)", "doc_type": "policy",
-     "updated_at": "2024-05-01", "version": 1, "source": "store policy",
-     "text": "Items can be returned within 7 days of delivery. Returned items must be unused and in their original box."},
-    {"doc_id": "en-returns-2026", "title": "Returns policy (2026 version)", "doc_type": "policy",
-     "updated_at": "2026-06-01", "version": 2, "source": "store policy",
-     "text": "Items can be returned within 15 days of delivery. Returned items must be unused and in their original box."},
-    {"doc_id": "en-shipping", "title": "Shipping policy", "doc_type": "policy", "updated_at": "2026-01-10",
-     "source": "store policy",
-     "text": "Orders ship from our Shenzhen warehouse within 2 days of payment. Standard delivery takes 5 to 9 days."},
-    {"doc_id": "en-warranty", "title": "Warranty", "doc_type": "policy", "updated_at": "2025-09-01",
-     "source": "store policy", "text": "Every charger comes with a 12 months warranty. Keep the receipt to claim it."},
+    {
+        "doc_id": "en-returns-2024",
+        "title": "Returns policy (2024 version)",
+        "doc_type": "policy",
+        "updated_at": "2024-05-01",
+        "version": 1,
+        "source": "store policy",
+        "text": "Items can be returned within 7 days of delivery. Returned items must be unused and in their original box.",
+    },
+    {
+        "doc_id": "en-returns-2026",
+        "title": "Returns policy (2026 version)",
+        "doc_type": "policy",
+        "updated_at": "2026-06-01",
+        "version": 2,
+        "source": "store policy",
+        "text": "Items can be returned within 15 days of delivery. Returned items must be unused and in their original box.",
+    },
+    {
+        "doc_id": "en-shipping",
+        "title": "Shipping policy",
+        "doc_type": "policy",
+        "updated_at": "2026-01-10",
+        "source": "store policy",
+        "text": "Orders ship from our Shenzhen warehouse within 2 days of payment. Standard delivery takes 5 to 9 days.",
+    },
+    {
+        "doc_id": "en-warranty",
+        "title": "Warranty",
+        "doc_type": "policy",
+        "updated_at": "2025-09-01",
+        "source": "store policy",
+        "text": "Every charger comes with a 12 months warranty. Keep the receipt to claim it.",
+    },
 ]
 
 
@@ -491,7 +573,10 @@ def test_an_english_question_about_a_chinese_shop_is_answered_from_its_chinese_e
 
 def test_a_question_in_traditional_characters_is_answered_in_them_from_the_simplified_pages(pipeline):
     # a customer in Hong Kong or Taiwan: read as the shop's pages write it, answered in the script asked
-    for asked, simplified in (("退貨運費誰承擔？", "退货运费谁承担？"), ("星擇XZ-3000充電寶多少錢？", "星择XZ-3000充电宝多少钱？")):
+    for asked, simplified in (
+        ("退貨運費誰承擔？", "退货运费谁承担？"),
+        ("星擇XZ-3000充電寶多少錢？", "星择XZ-3000充电宝多少钱？"),
+    ):
         result, plain = pipeline.run(asked), pipeline.run(simplified)
         assert result.question == asked and not result.refused and result.inspection.passed, result.answer
         assert result.evidence_ids == plain.evidence_ids and result.citations == plain.citations

@@ -1,5 +1,6 @@
 """PipelineConfig.load's errors (its layering is tested in test_pipeline.py): one line naming
 the setting and what is wrong, as the CLI prints it for --planner, --answerer and CITESCOPE_*."""
+
 from __future__ import annotations
 
 import pytest

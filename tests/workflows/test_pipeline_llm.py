@@ -1,15 +1,16 @@
 """The LLM paths of the pipeline over real HTTP: AgentScope's OpenAI client (streaming) talking to
 a scripted OpenAI-compatible server on 127.0.0.1. Planner tool calls, the inspector rejecting an
 invented citation, one regeneration, a model that never stops, and every kind of failure."""
+
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from tests.support.replay_server import ReplayServer
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
+from tests.support.replay_server import ReplayServer
 
 PRICE_QUESTION = "XZ-3000 充电宝多少钱？"
 _SKU_LINE = re.compile(r"【(sku-p-xz3000#[^】]+)】[^\n]*?价格: ([\d.]+)元")
@@ -24,8 +25,9 @@ def server():
 def make_pipeline(kb, registry, server, planner=False, answerer=False, **overrides) -> QAPipeline:
     spec = f"compatible:test@{server.base_url}"
     settings = {"max_retries": 0, "backoff_s": 0.01, "model_timeout_s": 10, **overrides}
-    config = PipelineConfig.load(kb.dir, environ={}, planner=spec if planner else "offline",
-                                 answerer=spec if answerer else "offline", **settings)
+    config = PipelineConfig.load(
+        kb.dir, environ={}, planner=spec if planner else "offline", answerer=spec if answerer else "offline", **settings
+    )
     return QAPipeline(kb, config, registry=registry).warm_up()
 
 
@@ -47,15 +49,22 @@ def valid_price_answer(body: dict) -> dict:
 def test_llm_planner_tool_calls_run_through_the_budgeted_toolkit(demo_kb, registry, server):
     server.push(
         {"tool_calls": [{"name": "product_lookup", "arguments": {"product": "XZ-3000"}}]},
-        {"tool_calls": [{"name": "hybrid_search", "arguments": {"query": "XZ-3000 充电宝 价格", "product_id": "p-xz3000"}},
-                        {"name": "rerank", "arguments": {"query": PRICE_QUESTION}}]},
+        {
+            "tool_calls": [
+                {"name": "hybrid_search", "arguments": {"query": "XZ-3000 充电宝 价格", "product_id": "p-xz3000"}},
+                {"name": "rerank", "arguments": {"query": PRICE_QUESTION}},
+            ]
+        },
         {"content": "检索完成"},
     )
     result = make_pipeline(demo_kb, registry, server, planner=True).run(PRICE_QUESTION)
 
     assert result.planner_source == "llm" and not result.degraded, result.degradation_reasons
     assert [(c.name, c.outcome) for c in result.tool_calls] == [
-        ("product_lookup", "ran"), ("hybrid_search", "ran"), ("rerank", "ran")]
+        ("product_lookup", "ran"),
+        ("hybrid_search", "ran"),
+        ("rerank", "ran"),
+    ]
     assert result.tool_calls[1].arguments["product_id"] == "p-xz3000"
     assert not result.refused and any(c.id.startswith("sku-p-xz3000#") for c in result.citations)
     assert result.budget.model_calls == 3 and result.models["planner"] == "test"
@@ -87,7 +96,8 @@ def test_the_models_are_told_the_time_the_question_is_about(demo_kb, registry, s
         valid_price_answer,
     )
     result = make_pipeline(demo_kb, registry, server, planner=True, answerer=True).run(
-        PRICE_QUESTION, filters={"as_of": "2026-03"})
+        PRICE_QUESTION, filters={"as_of": "2026-03"}
+    )
 
     assert result.as_of == "2026-03" and not result.refused and not result.degraded, result.degradation_reasons
     planner_first, _, answerer_first = server.chat_requests()
@@ -106,9 +116,12 @@ def test_two_failed_answers_fall_back_to_the_extractive_answer(demo_kb, registry
 
 
 def test_a_planner_that_never_stops_calling_tools(demo_kb, registry, server):
-    server.default_step = lambda body: {"tool_calls": [
-        {"name": "hybrid_search", "arguments": {"query": f"退货运费 {len(body['messages'])}"}},
-        {"name": "keyword_search", "arguments": {"query": f"运费险 {len(body['messages'])}"}}]}
+    server.default_step = lambda body: {
+        "tool_calls": [
+            {"name": "hybrid_search", "arguments": {"query": f"退货运费 {len(body['messages'])}"}},
+            {"name": "keyword_search", "arguments": {"query": f"运费险 {len(body['messages'])}"}},
+        ]
+    }
     pipeline = make_pipeline(demo_kb, registry, server, planner=True)
     result = pipeline.run("无理由退货的运费是谁承担？")
 
@@ -120,11 +133,14 @@ def test_a_planner_that_never_stops_calling_tools(demo_kb, registry, server):
     assert result.answer and (result.refused or result.inspection.passed)
 
 
-@pytest.mark.parametrize("failure, reason", [
-    ({"status": 500}, "HTTP 500"),
-    ({"status": 429, "body": {"error": {"message": "rate limited"}}}, "HTTP 429"),
-    ({"raw": "not json at all"}, "JSONDecodeError"),
-])
+@pytest.mark.parametrize(
+    "failure, reason",
+    [
+        ({"status": 500}, "HTTP 500"),
+        ({"status": 429, "body": {"error": {"message": "rate limited"}}}, "HTTP 429"),
+        ({"raw": "not json at all"}, "JSONDecodeError"),
+    ],
+)
 def test_model_failures_degrade_to_the_offline_engine(demo_kb, registry, server, failure, reason):
     server.default_step = failure
     pipeline = make_pipeline(demo_kb, registry, server, planner=True, answerer=True, max_retries=1)
@@ -139,8 +155,11 @@ def test_model_failures_degrade_to_the_offline_engine(demo_kb, registry, server,
 
 
 def test_a_retry_after_a_rate_limit_succeeds(demo_kb, registry, server):
-    server.push({"status": 429}, {"tool_calls": [{"name": "product_lookup", "arguments": {"product": "XZ-3000"}}]},
-                {"content": "检索完成"})
+    server.push(
+        {"status": 429},
+        {"tool_calls": [{"name": "product_lookup", "arguments": {"product": "XZ-3000"}}]},
+        {"content": "检索完成"},
+    )
     result = make_pipeline(demo_kb, registry, server, planner=True, max_retries=1).run(PRICE_QUESTION)
     assert result.planner_source == "llm" and not result.degraded and result.budget.model_calls == 3
     assert [c.name for c in result.tool_calls] == ["product_lookup"] and result.citations
@@ -153,10 +172,13 @@ def test_a_slow_model_times_out_and_degrades(demo_kb, registry, server):
     assert result.planner_source == "offline" and not result.refused and result.citations
 
 
-@pytest.mark.parametrize("step, reason", [
-    ({"malformed_tool_args": True, "name": "hybrid_search"}, "malformed tool call: hybrid_search"),
-    ({"tool_calls": [{"name": "web_search", "arguments": {"query": "XZ-3000"}}]}, "unknown tool 'web_search'"),
-])
+@pytest.mark.parametrize(
+    "step, reason",
+    [
+        ({"malformed_tool_args": True, "name": "hybrid_search"}, "malformed tool call: hybrid_search"),
+        ({"tool_calls": [{"name": "web_search", "arguments": {"query": "XZ-3000"}}]}, "unknown tool 'web_search'"),
+    ],
+)
 def test_a_bad_tool_call_degrades_to_the_offline_plan(demo_kb, registry, server, step, reason):
     server.push(step)
     result = make_pipeline(demo_kb, registry, server, planner=True).run(PRICE_QUESTION)

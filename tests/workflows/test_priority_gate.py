@@ -1,6 +1,7 @@
 """PriorityGate: a long message gives way to the usual questions computing when it reaches a stage,
 not to those that start after; the wait ends at its deadline; a coroutine giving way leaves the
 loop free for the usual questions. Orders are checked, never speeds (timeouts only catch a hang)."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,5 @@
 """The runners' progress bar counts what it is told to count; disabled, it does nothing."""
+
 from __future__ import annotations
 
 from citescope.workflows.progress import RecordProgress

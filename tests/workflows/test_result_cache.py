@@ -1,6 +1,7 @@
 """ResultCache: hits on the normalised question with the same carried product, filters and KB
 version; misses otherwise; a new KB version empties it; bounded LRU; hits are marked copies that
 keep the original trace id."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,8 +14,13 @@ PRODUCT = Entity(name="星择 XZ-3000 笔记本充电宝 20000mAh", product_id="
 
 
 def answer(question: str = "XZ-3000 充电宝多少钱？", total: float = 120.0) -> QAResult:
-    return QAResult(question=question, answer="XZ-3000 售价 299 元【sku-p-xz3000#0】。", answer_source="extractive",
-                    evidence_ids=["sku-p-xz3000#0"], timings_ms={"planner": 100.0, "total": total})
+    return QAResult(
+        question=question,
+        answer="XZ-3000 售价 299 元【sku-p-xz3000#0】。",
+        answer_source="extractive",
+        evidence_ids=["sku-p-xz3000#0"],
+        timings_ms={"planner": 100.0, "total": total},
+    )
 
 
 def test_normalised_question_ignores_width_case_and_spacing():

@@ -1,5 +1,6 @@
 """The HTTP service over real HTTP: uvicorn on 127.0.0.1 (a free port) in a background thread,
 a real Assistant on a copy of the demo KB, httpx and the official openai client as callers."""
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,10 @@ import openai
 import pytest
 
 from citescope.agents.citations import parse_citations
-from tests.support.log_lines import JsonLogLines
 from citescope.workflows.assistant import Assistant
 from citescope.workflows.pipeline_config import PipelineConfig
 from citescope.workflows.service import BackgroundServer, ServiceSettings, create_app
+from tests.support.log_lines import JsonLogLines
 
 KEYS = ("key-one-7f3a", "key-two-91bc")
 AUTH = {"Authorization": f"Bearer {KEYS[1]}"}
@@ -86,8 +87,12 @@ def test_api_keys_are_required_on_v1_and_checked(http):
         assert denied.headers["www-authenticate"] == "Bearer"
         assert denied.json()["error"]["type"] == "authentication_error"
     assert http.get("/v1/sessions/x", headers={"Authorization": "Bearer nope"}).status_code == 401
-    assert http.post("/v1/ask", json={"question": PRICE_QUESTION},
-                     headers={"Authorization": f"Bearer {KEYS[0]}"}).status_code == 200
+    assert (
+        http.post(
+            "/v1/ask", json={"question": PRICE_QUESTION}, headers={"Authorization": f"Bearer {KEYS[0]}"}
+        ).status_code
+        == 200
+    )
 
 
 def test_oversized_bodies_get_413_and_long_questions_422(http):
@@ -98,7 +103,7 @@ def test_oversized_bodies_get_413_and_long_questions_422(http):
 
     def chunked():  # no Content-Length: counted as it streams in
         for start in range(0, len(big), 8192):
-            yield big[start:start + 8192]
+            yield big[start : start + 8192]
 
     streamed = http.post("/v1/ask", content=chunked(), headers={**AUTH, "content-type": "application/json"})
     assert streamed.status_code == 413
@@ -117,15 +122,21 @@ def test_oversized_bodies_get_413_and_long_questions_422(http):
 def test_a_body_that_is_not_a_json_object_says_so(http):
     """422 in the error envelope, as every other malformed body (not FastAPI's "0: JSON decode error")."""
     headers = {**AUTH, "content-type": "application/json"}
-    for body, expected in ((b"not json", "the request body is not valid JSON: Expecting value at character 0"),
-                           (b'{"question": "x",}', "the request body is not valid JSON: "
-                                                   "Expecting property name enclosed in double quotes at character 17"),
-                           (b'["x"]', "the request body must be a JSON object (Content-Type: application/json)"),
-                           (b"", "the request body must be a JSON object (Content-Type: application/json)")):
+    for body, expected in (
+        (b"not json", "the request body is not valid JSON: Expecting value at character 0"),
+        (
+            b'{"question": "x",}',
+            "the request body is not valid JSON: Expecting property name enclosed in double quotes at character 17",
+        ),
+        (b'["x"]', "the request body must be a JSON object (Content-Type: application/json)"),
+        (b"", "the request body must be a JSON object (Content-Type: application/json)"),
+    ):
         refused = http.post("/v1/ask", content=body, headers=headers)
         assert refused.status_code == 422, body
         assert refused.json() == {"error": {"message": expected, "type": "invalid_request_error", "code": 422}}
-    as_text = http.post("/v1/chat/completions", content=b'{"messages": []}', headers={**AUTH, "content-type": "text/plain"})
+    as_text = http.post(
+        "/v1/chat/completions", content=b'{"messages": []}', headers={**AUTH, "content-type": "text/plain"}
+    )
     assert as_text.status_code == 422 and "JSON object" in as_text.json()["error"]["message"]
 
 
@@ -154,21 +165,33 @@ def test_feedback_by_trace_id(http):
 def test_openai_client_chat_completion_with_citations(url):
     client = openai.OpenAI(base_url=f"{url}/v1", api_key=KEYS[0])
     completion = client.chat.completions.create(
-        model="citescope", user="chat-user-1",
-        messages=[{"role": "system", "content": "你是客服"}, {"role": "user", "content": PRICE_QUESTION}])
+        model="citescope",
+        user="chat-user-1",
+        messages=[{"role": "system", "content": "你是客服"}, {"role": "user", "content": PRICE_QUESTION}],
+    )
     content = completion.choices[0].message.content
     citations = completion.model_extra["citations"]
-    assert citations and [c["id"] for c in citations] == parse_citations(content, known_ids=[c["id"] for c in citations])
+    assert citations and [c["id"] for c in citations] == parse_citations(
+        content, known_ids=[c["id"] for c in citations]
+    )
     assert completion.choices[0].message.model_extra["citations"] == citations
     extension = completion.model_extra["x_citescope"]
     assert extension["session_id"] == "chat-user-1" and extension["refused"] is False
     assert completion.id == f"chatcmpl-{extension['trace_id']}" and completion.choices[0].finish_reason == "stop"
 
     # the session: `session_id` (extra body) wins over metadata, which wins over `user`
-    client.chat.completions.create(model="citescope", user="chat-user-1", messages=[{"role": "user", "content": "它有什么颜色？"}],
-                                   extra_body={"session_id": "chat-explicit"})
-    client.chat.completions.create(model="citescope", user="chat-user-1", messages=[{"role": "user", "content": "七天无理由退货怎么申请？"}],
-                                   metadata={"session_id": "chat-meta"})
+    client.chat.completions.create(
+        model="citescope",
+        user="chat-user-1",
+        messages=[{"role": "user", "content": "它有什么颜色？"}],
+        extra_body={"session_id": "chat-explicit"},
+    )
+    client.chat.completions.create(
+        model="citescope",
+        user="chat-user-1",
+        messages=[{"role": "user", "content": "七天无理由退货怎么申请？"}],
+        metadata={"session_id": "chat-meta"},
+    )
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEYS[0]}"}) as http:
         assert len(http.get("/v1/sessions/chat-user-1").json()["turns"]) == 1
         assert len(http.get("/v1/sessions/chat-explicit").json()["turns"]) == 1
@@ -179,7 +202,8 @@ def test_openai_client_chat_completion_with_citations(url):
 
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=f"{url}/v1", api_key="wrong").chat.completions.create(
-            model="citescope", messages=[{"role": "user", "content": PRICE_QUESTION}])
+            model="citescope", messages=[{"role": "user", "content": PRICE_QUESTION}]
+        )
     with pytest.raises(openai.UnprocessableEntityError):
         client.chat.completions.create(model="citescope", messages=[{"role": "assistant", "content": "您好"}])
 
@@ -187,8 +211,9 @@ def test_openai_client_chat_completion_with_citations(url):
 def test_openai_client_parses_the_stream(url):
     client = openai.OpenAI(base_url=f"{url}/v1", api_key=KEYS[1])
     question = "风驰轻羽3跑鞋的跟差是多少？"
-    chunks = list(client.chat.completions.create(model="citescope", stream=True,
-                                                 messages=[{"role": "user", "content": question}]))
+    chunks = list(
+        client.chat.completions.create(model="citescope", stream=True, messages=[{"role": "user", "content": question}])
+    )
     assert chunks[0].choices[0].delta.role == "assistant"
     assert len({chunk.id for chunk in chunks}) == 1
     streamed = "".join(chunk.choices[0].delta.content or "" for chunk in chunks)
@@ -209,8 +234,11 @@ def test_streamed_chunks_carry_the_id_the_whole_reply_would(http):
     payload = {"stream": True, "messages": [{"role": "user", "content": "AJ1 Retro 的鞋面是真皮吗？"}]}
     streamed = http.post("/v1/chat/completions", json=payload, headers=AUTH)
     assert streamed.status_code == 200 and streamed.text.startswith(":")
-    events = [json.loads(line[len("data: "):]) for line in streamed.text.splitlines()
-              if line.startswith("data: ") and line != "data: [DONE]"]
+    events = [
+        json.loads(line[len("data: ") :])
+        for line in streamed.text.splitlines()
+        if line.startswith("data: ") and line != "data: [DONE]"
+    ]
     trace_id = events[-1]["x_citescope"]["trace_id"]
     assert {event["id"] for event in events} == {f"chatcmpl-{trace_id}"}
     assert events[0]["choices"][0]["delta"]["role"] == "assistant"
@@ -226,7 +254,10 @@ def test_one_json_log_line_per_request_with_trace_id_and_no_keys(http, access_li
         time.sleep(0.01)
     lines = [json.loads(line) for line in access_lines[before:]]
     assert [(l["method"], l["path"], l["status"]) for l in lines] == [
-        ("POST", "/v1/ask", 200), ("GET", "/healthz", 200), ("POST", "/v1/ask", 401)]
+        ("POST", "/v1/ask", 200),
+        ("GET", "/healthz", 200),
+        ("POST", "/v1/ask", 401),
+    ]
     assert lines[0]["trace_id"] == answered["trace_id"]
     assert all(isinstance(l["latency_ms"], float) for l in lines)
     everything = "\n".join(access_lines)
@@ -236,8 +267,14 @@ def test_one_json_log_line_per_request_with_trace_id_and_no_keys(http, access_li
 def test_openapi_docs_list_the_endpoints(http):
     assert http.get("/docs").status_code == 200
     paths = http.get("/openapi.json").json()["paths"]
-    assert {"/v1/ask", "/v1/feedback", "/v1/chat/completions", "/v1/sessions/{session_id}", "/healthz",
-            "/readyz"} <= set(paths)
+    assert {
+        "/v1/ask",
+        "/v1/feedback",
+        "/v1/chat/completions",
+        "/v1/sessions/{session_id}",
+        "/healthz",
+        "/readyz",
+    } <= set(paths)
 
 
 def test_a_failed_warm_up_keeps_health_up_and_answers_503(demo_kb, tmp_path, monkeypatch):
@@ -255,10 +292,14 @@ def test_a_failed_warm_up_keeps_health_up_and_answers_503(demo_kb, tmp_path, mon
         assert refused.status_code == 503 and "could not start" in refused.json()["error"]["message"]
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused")
         with pytest.raises(openai.APIError, match="could not start"):  # headers already sent: the error is in-stream
-            list(client.chat.completions.create(model="citescope", stream=True,
-                                                messages=[{"role": "user", "content": PRICE_QUESTION}]))
+            list(
+                client.chat.completions.create(
+                    model="citescope", stream=True, messages=[{"role": "user", "content": PRICE_QUESTION}]
+                )
+            )
         # a stream that fails after its headers went out still ends as every stream does
-        raw = http.post("/v1/chat/completions", json={"stream": True, "messages": [{"role": "user",
-                                                                                   "content": PRICE_QUESTION}]})
-        events = [line[len("data: "):] for line in raw.text.splitlines() if line.startswith("data: ")]
+        raw = http.post(
+            "/v1/chat/completions", json={"stream": True, "messages": [{"role": "user", "content": PRICE_QUESTION}]}
+        )
+        events = [line[len("data: ") :] for line in raw.text.splitlines() if line.startswith("data: ")]
         assert events[-1] == "[DONE]" and json.loads(events[-2])["error"]["code"] == 503

@@ -3,6 +3,7 @@ queue get 503 with Retry-After and an OpenAI-style error, /readyz says "saturate
 a question that waited past its deadline is refused with refusal_reason "deadline", and
 connections that send nothing, half their headers or half their body are dropped. Waits are
 bounded; no assertion is about speed."""
+
 from __future__ import annotations
 
 import asyncio
@@ -22,9 +23,16 @@ from citescope.workflows.evaluation.bench.cost import long_question
 from citescope.workflows.pipeline_config import PipelineConfig
 from citescope.workflows.service import BackgroundServer, ServiceSettings, create_app
 
-SETTINGS = ServiceSettings(max_running_questions=2, max_queued_questions=1, max_running_long_questions=1,
-                           retry_after_s=3, request_deadline_s=1.0, header_timeout_s=0.5, body_timeout_s=0.5,
-                           keep_alive_timeout_s=0.5)
+SETTINGS = ServiceSettings(
+    max_running_questions=2,
+    max_queued_questions=1,
+    max_running_long_questions=1,
+    retry_after_s=3,
+    request_deadline_s=1.0,
+    header_timeout_s=0.5,
+    body_timeout_s=0.5,
+    keep_alive_timeout_s=0.5,
+)
 WAIT_S = 30  # the longest any step may wait: only a hang gets near it
 IDLE_LANE = {"running": 0, "queued": 0, "max_running": 1, "max_queued": 1}
 
@@ -82,8 +90,15 @@ def test_a_full_queue_gets_503_and_readyz_reports_saturation(served):
 
             ready = readyz(url)
             assert ready.status_code == 503 and ready.headers["retry-after"] == "3"
-            assert ready.json() == {"ready": False, "status": "saturated", "running": 2, "queued": 1,
-                                    "max_running": 2, "max_queued": 1, "long_questions": IDLE_LANE}
+            assert ready.json() == {
+                "ready": False,
+                "status": "saturated",
+                "running": 2,
+                "queued": 1,
+                "max_running": 2,
+                "max_queued": 1,
+                "long_questions": IDLE_LANE,
+            }
             assert httpx.get(f"{url}/healthz", timeout=WAIT_S).status_code == 200  # liveness only
 
             turned_away = ask(url, "AJ1 多少钱？")
@@ -100,8 +115,15 @@ def test_a_full_queue_gets_503_and_readyz_reports_saturation(served):
         assert answer.status_code == 200
         assert answer.json()["refused"] and answer.json()["refusal_reason"] == "deadline"
     wait_until(lambda: readyz(url).status_code == 200)
-    assert readyz(url).json() == {"ready": True, "status": "ok", "running": 0, "queued": 0,
-                                  "max_running": 2, "max_queued": 1, "long_questions": IDLE_LANE}
+    assert readyz(url).json() == {
+        "ready": True,
+        "status": "ok",
+        "running": 0,
+        "queued": 0,
+        "max_running": 2,
+        "max_queued": 1,
+        "long_questions": IDLE_LANE,
+    }
 
 
 def test_long_messages_wait_in_their_own_lane_and_a_usual_question_is_computed(served):
@@ -135,8 +157,11 @@ def _read_until_closed(sock: socket.socket) -> bytes:
     return received
 
 
-@pytest.mark.parametrize("sent", [b"", b"POST /v1/ask HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: applic"],
-                         ids=["nothing", "half the headers"])
+@pytest.mark.parametrize(
+    "sent",
+    [b"", b"POST /v1/ask HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: applic"],
+    ids=["nothing", "half the headers"],
+)
 def test_a_connection_without_whole_headers_is_dropped(served, sent):
     _, server = served
     with _raw(server.port) as sock:
@@ -148,8 +173,11 @@ def test_a_half_sent_body_gets_408_and_the_connection_closes(served):
     _, server = served
     body = '{"question": "暖岩可以机洗吗？"}'.encode()
     with _raw(server.port) as sock:
-        sock.sendall(b"POST /v1/ask HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                     + f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:10])
+        sock.sendall(
+            b"POST /v1/ask HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body[:10]
+        )
         reply = _read_until_closed(sock)
     assert reply.startswith(b"HTTP/1.1 408") and b"request body not received within 0.5 s" in reply
 

@@ -3,25 +3,34 @@ concurrently without loss, and the Clarifier on the demo KB (ask for exactly the
 skill needs, ask which product a bare "它", "这双鞋" or a subjectless "适合新手吗？" means, and which of
 the products a shared name such as "轻羽" fits; never ask on policy questions, FAQ questions or a
 KB that sells nothing) and how a reply completes the waiting question (bare numbers included)."""
+
 from __future__ import annotations
 
-import threading
-from datetime import datetime, timezone
-
 import json
+import threading
+from datetime import UTC, datetime
 
 import pytest
 
-from tests.conftest import DEMO_DIR
 from citescope.agents.query_analysis import Entity, QueryAnalyzer
-from citescope.workflows.sessions import (ASK_PRODUCT, FILE_NAME, Clarifier, PendingTask, SessionState, SessionStore, Turn,
-                                check_session_id, new_session_id)
+from citescope.workflows.sessions import (
+    ASK_PRODUCT,
+    FILE_NAME,
+    Clarifier,
+    PendingTask,
+    SessionState,
+    SessionStore,
+    Turn,
+    check_session_id,
+    new_session_id,
+)
+from tests.conftest import DEMO_DIR
 
 FENGREN = Entity(name="山野 峰刃 GTX 冲锋衣", product_id="p-sy-fengren", brand="山野", category="外套")
 
 
 def turn(question: str, trace_id: str = "t", **extra) -> Turn:
-    return Turn(question=question, answer=f"答：{question}", trace_id=trace_id, at=datetime.now(timezone.utc), **extra)
+    return Turn(question=question, answer=f"答：{question}", trace_id=trace_id, at=datetime.now(UTC), **extra)
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +46,9 @@ def clarifier(demo_kb, analyzer) -> Clarifier:
 def test_store_round_trip_seen_by_a_fresh_store(tmp_path):
     store = SessionStore.for_kb(tmp_path)
     assert store.path == tmp_path / FILE_NAME and store.get("s-1") is None
-    pending = PendingTask(kind="facts", need=["height_cm", "weight_kg"], question="峰刃冲锋衣穿什么码？",
-                          entity=FENGREN, trace_id="t1")
+    pending = PendingTask(
+        kind="facts", need=["height_cm", "weight_kg"], question="峰刃冲锋衣穿什么码？", entity=FENGREN, trace_id="t1"
+    )
     store.add_turn("s-1", turn("峰刃冲锋衣穿什么码？", "t1", clarification={"kind": "facts"}), FENGREN, pending)
     store.add_turn("s-1", turn("175cm 70kg", "t2", refused=True), FENGREN, None)
     store.add_turn("s-2", turn("退货政策是几天？", "t3"), None, None)
@@ -127,8 +137,13 @@ def test_a_bare_reference_without_a_product_asks_which_product(clarifier, analyz
 
 
 def test_a_reply_with_the_facts_completes_the_waiting_question(clarifier):
-    pending = PendingTask(kind="facts", need=["height_cm", "weight_kg"], question="山野峰刃冲锋衣我穿什么码？",
-                          entity=FENGREN, trace_id="t1")
+    pending = PendingTask(
+        kind="facts",
+        need=["height_cm", "weight_kg"],
+        question="山野峰刃冲锋衣我穿什么码？",
+        entity=FENGREN,
+        trace_id="t1",
+    )
     assert clarifier.complete(pending, "175cm 70kg") == ("山野峰刃冲锋衣我穿什么码？ 175cm 70kg", FENGREN)
     assert clarifier.complete(pending, "我一米七五，140斤")[0].endswith("我一米七五，140斤")
     assert clarifier.complete(pending, "峰刃冲锋衣，身高175cm") is not None  # the same product named again
@@ -155,10 +170,16 @@ def test_a_name_two_products_fit_asks_which_one(clarifier, analyzer):
 
 def test_a_reply_picks_an_offered_product_by_number_or_name(clarifier, analyzer):
     asked = clarifier.check(analyzer.run("AJ1多少钱？"))
-    pending = PendingTask(kind="product", need=["product"], question="AJ1多少钱？", options=asked.options,
-                          trace_id="t1")
-    for reply, product_id in [("2", "p-aj1-retro"), ("第一个", "p-aj1-low"), ("Retro", "p-aj1-retro"),
-                              ("芝加哥那款", "p-aj1-retro"), ("低帮的", "p-aj1-low")]:
+    pending = PendingTask(
+        kind="product", need=["product"], question="AJ1多少钱？", options=asked.options, trace_id="t1"
+    )
+    for reply, product_id in [
+        ("2", "p-aj1-retro"),
+        ("第一个", "p-aj1-low"),
+        ("Retro", "p-aj1-retro"),
+        ("芝加哥那款", "p-aj1-retro"),
+        ("低帮的", "p-aj1-low"),
+    ]:
         question, entity = clarifier.complete(pending, reply)
         assert entity.product_id == product_id, reply
         assert question == f"{entity.name} AJ1多少钱？"
@@ -170,21 +191,44 @@ def test_a_reply_picks_an_offered_product_by_number_or_name(clarifier, analyzer)
 def test_a_shared_series_name_asks_which_one_and_the_reply_picks_it(clarifier, analyzer):
     """轻羽 and 极光 have no lexicon alias: each is the series name of two products' model segments."""
     for question, options, replies in [
-        ("轻羽多少钱", ["p-fc-qingyu3", "p-yd-qingyu-pro"],
-         {"第二个": "p-yd-qingyu-pro", "2": "p-yd-qingyu-pro", "Pro": "p-yd-qingyu-pro", "缓震那款": "p-fc-qingyu3",
-          "3": "p-fc-qingyu3"}),  # no third option: 3 is the model number of 轻羽3
-        ("极光羽绒服有货吗", ["p-bjy-jiguang700", "p-xy-jiguangpro"],
-         {"1": "p-bjy-jiguang700", "长款的": "p-xy-jiguangpro", "活力橙那件": "p-xy-jiguangpro", "雪域": "p-xy-jiguangpro"}),
+        (
+            "轻羽多少钱",
+            ["p-fc-qingyu3", "p-yd-qingyu-pro"],
+            {
+                "第二个": "p-yd-qingyu-pro",
+                "2": "p-yd-qingyu-pro",
+                "Pro": "p-yd-qingyu-pro",
+                "缓震那款": "p-fc-qingyu3",
+                "3": "p-fc-qingyu3",
+            },
+        ),  # no third option: 3 is the model number of 轻羽3
+        (
+            "极光羽绒服有货吗",
+            ["p-bjy-jiguang700", "p-xy-jiguangpro"],
+            {
+                "1": "p-bjy-jiguang700",
+                "长款的": "p-xy-jiguangpro",
+                "活力橙那件": "p-xy-jiguangpro",
+                "雪域": "p-xy-jiguangpro",
+            },
+        ),
     ]:
         asked = clarifier.check(analyzer.run(question))
         assert asked is not None and [o.product_id for o in asked.options] == options, question
-        assert asked.text.startswith(f"“{question[:2]}”对应本店的多款商品") and "1. " in asked.text and "2. " in asked.text
+        assert (
+            asked.text.startswith(f"“{question[:2]}”对应本店的多款商品") and "1. " in asked.text and "2. " in asked.text
+        )
         pending = PendingTask(kind="product", need=["product"], question=question, options=asked.options, trace_id="t")
         for reply, product_id in replies.items():
             completed, entity = clarifier.complete(pending, reply)
             assert entity.product_id == product_id and completed == f"{entity.name} {question}", (question, reply)
             assert clarifier.check(analyzer.run(completed, entity)) is None, reply
-        for reply in ("退货要几天？", "星择XZ-3000", "羽绒服", "跑鞋有哪些"):  # a new question, another product, both fit
+        for reply in (
+            "退货要几天？",
+            "星择XZ-3000",
+            "羽绒服",
+            "跑鞋有哪些",
+        ):  # a new question, another product, both fit
             assert clarifier.complete(pending, reply) is None, (question, reply)
 
 
@@ -198,8 +242,9 @@ def test_a_reference_to_a_kind_of_product_lists_the_shop_s_products_of_that_kind
     assert coats.text.startswith("请问您问的是哪一款外套？") and {o.category for o in coats.options} == {"外套"}
     generic = clarifier.check(analyzer.run("这件衣服能机洗吗"))  # no product is called 衣服: nothing to list
     assert generic.text == ASK_PRODUCT and generic.options == []
-    pending = PendingTask(kind="product", need=["product"], question="这双鞋雨天防滑吗？", options=shoes.options,
-                          trace_id="t")
+    pending = PendingTask(
+        kind="product", need=["product"], question="这双鞋雨天防滑吗？", options=shoes.options, trace_id="t"
+    )
     completed, entity = clarifier.complete(pending, "岩途")
     assert entity.product_id == "p-sy-yantu" and completed == "山野 岩途 GTX 中帮防水徒步鞋 这双鞋雨天防滑吗？"
 
@@ -209,8 +254,11 @@ def test_a_short_question_about_an_unnamed_product_asks_which_product(clarifier,
         asked = clarifier.check(analyzer.run(question))
         assert asked is not None and asked.text == ASK_PRODUCT, question
     # Questions about the shop are not: every FAQ title of the demo, and a kind of product asked about.
-    faq = [json.loads(line)["title"] for line in (DEMO_DIR / "faq.jsonl").read_text(encoding="utf-8").splitlines()
-           if line.strip()]
+    faq = [
+        json.loads(line)["title"]
+        for line in (DEMO_DIR / "faq.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     for question in [*faq, "怎么付款", "外套尺码怎么选"]:
         assert clarifier.check(analyzer.run(question)) is None, question
 
@@ -224,8 +272,13 @@ def test_a_name_several_products_fit_as_the_reply_keeps_the_question_waiting(cla
 
 
 def test_bare_numbers_in_a_reply_complete_the_size_question(clarifier, analyzer):
-    pending = PendingTask(kind="facts", need=["height_cm", "weight_kg"], question="峰刃冲锋衣穿什么码合适？",
-                          entity=FENGREN, trace_id="t1")
+    pending = PendingTask(
+        kind="facts",
+        need=["height_cm", "weight_kg"],
+        question="峰刃冲锋衣穿什么码合适？",
+        entity=FENGREN,
+        trace_id="t1",
+    )
     completed, entity = clarifier.complete(pending, "175，72公斤")
     # beside its 72公斤 the bare 175 is read as the height by the analysis itself, so nothing is spelled out
     assert completed == "峰刃冲锋衣穿什么码合适？ 175，72公斤" and entity == FENGREN
@@ -240,12 +293,14 @@ def test_bare_numbers_in_a_reply_complete_the_size_question(clarifier, analyzer)
     foot = PendingTask(kind="facts", need=["foot_length_cm"], question="AJ1 Low我穿多大码", entity=low, trace_id="t3")
     for reply in ("26", "26cm", "260mm"):
         completed, _ = clarifier.complete(foot, reply)
-        assert analyzer.run(completed, low).foot_length_cm == 26 and clarifier.check(analyzer.run(completed, low)) is None
+        assert (
+            analyzer.run(completed, low).foot_length_cm == 26 and clarifier.check(analyzer.run(completed, low)) is None
+        )
     assert clarifier.complete(foot, "42码") is None  # a size, not the foot length asked for
 
 
 def test_a_follow_up_naming_one_variant_keeps_the_other_from_the_last_turn(clarifier):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     jiguang = Entity(name="北极驿 极光700 连帽羽绒服", product_id="p-bjy-jiguang700")
 
     def state(last_question: str, entity: Entity | None = jiguang) -> SessionState:

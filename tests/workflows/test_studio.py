@@ -2,6 +2,7 @@
 registration, pushed messages, user-input requests answered over socket.io), including Studio
 going away while the session waits for input or answers, and coming back. Each run is a
 subprocess: agentscope.init installs process-wide hooks that must not leak into other tests."""
+
 from __future__ import annotations
 
 import shutil
@@ -12,14 +13,20 @@ import httpx
 import pytest
 
 from citescope.agents.citations import parse_citations
-from citescope.knowledge.chinese_script import in_traditional
 from citescope.agents.inspector import InspectionReport, UnsupportedClaim
-from tests.conftest import REPO
-from tests.support.studio_standin import WAIT, StudioStandIn
+from citescope.knowledge.chinese_script import in_traditional
 from citescope.workflows.result import Citation, QAResult
 from citescope.workflows.studio_link import ReconnectPolicy, run_url
-from citescope.workflows.studio_texts import (TEXTS_PATH, StudioTexts, answer_markdown, language_of, tool_result_markdown,
-                                    verdict_markdown)
+from citescope.workflows.studio_texts import (
+    TEXTS_PATH,
+    StudioTexts,
+    answer_markdown,
+    language_of,
+    tool_result_markdown,
+    verdict_markdown,
+)
+from tests.conftest import REPO
+from tests.support.studio_standin import WAIT, StudioStandIn
 
 # bounds for a whole subprocess, so a hang fails the test instead of stalling the suite
 RUN_TIMEOUT_S = 240
@@ -34,18 +41,30 @@ def kb_dir(demo_kb, tmp_path_factory):
 
 
 def _command(kb_dir, studio: StudioStandIn, *args: str) -> list[str]:
-    return [sys.executable, str(REPO / "run.py"), "studio", "--kb", str(kb_dir), "--studio-url", studio.url,
-            "--name", "test-run", *args]
+    return [
+        sys.executable,
+        str(REPO / "run.py"),
+        "studio",
+        "--kb",
+        str(kb_dir),
+        "--studio-url",
+        studio.url,
+        "--name",
+        "test-run",
+        *args,
+    ]
 
 
 def _studio(kb_dir, studio: StudioStandIn, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(_command(kb_dir, studio, *args), cwd=REPO, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S)
+    return subprocess.run(
+        _command(kb_dir, studio, *args), cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S
+    )
 
 
 def _start(kb_dir, studio: StudioStandIn, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(_command(kb_dir, studio, *args), cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        _command(kb_dir, studio, *args), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _finish(process: subprocess.Popen) -> tuple[int, str, str]:
@@ -82,16 +101,23 @@ def _check_turn(turn: list[dict], question: str, sources: str = "来源：", scr
     cited = [c["id"] for c in citations]
     body, _, listed = answer["content"].partition(f"\n\n{sources}\n\n")
     assert cited and cited == parse_citations(body, known_ids=cited)
-    assert listed == "\n".join(f"- 【{c['id']}】 {script(c['title'])}" + (f" ({c['updated_at']})" if c["updated_at"] else "")
-                               for c in citations)
+    assert listed == "\n".join(
+        f"- 【{c['id']}】 {script(c['title'])}" + (f" ({c['updated_at']})" if c["updated_at"] else "")
+        for c in citations
+    )
     verdict = turn[-1]["msg"]
     assert verdict["metadata"]["passed"] is True and verdict["metadata"]["trace_id"] == answer["metadata"]["trace_id"]
     return answer["metadata"]
 
 
 def _tool_results(turn: list[dict]) -> list[str]:
-    return [part["text"] for m in turn for block in m["msg"]["content"] if isinstance(block, dict)
-            and block.get("type") == "tool_result" for part in block["output"]]
+    return [
+        part["text"]
+        for m in turn
+        for block in m["msg"]["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+        for part in block["output"]
+    ]
 
 
 def test_one_question_arrives_as_one_run_in_agent_order(kb_dir):
@@ -158,9 +184,23 @@ def test_each_question_is_answered_in_its_own_language(kb_dir):
 def test_an_unreachable_studio_is_a_clear_error(kb_dir):
     with StudioStandIn() as studio:
         url = studio.url
-    done = subprocess.run([sys.executable, str(REPO / "run.py"), "studio", "--kb", str(kb_dir), "--studio-url", url,
-                           "--question", "XZ-3000 充电宝多少钱？"], cwd=REPO, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "run.py"),
+            "studio",
+            "--kb",
+            str(kb_dir),
+            "--studio-url",
+            url,
+            "--question",
+            "XZ-3000 充电宝多少钱？",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
     assert done.returncode == 2
     assert "cannot reach AgentScope Studio" in done.stderr and "as_studio" in done.stderr
 
@@ -231,7 +271,10 @@ def test_messages_printed_while_studio_is_away_arrive_once_it_is_back(kb_dir):
 
 # -- what the messages say, without Studio ---------------------------------------------------
 def test_the_run_link_is_the_run_page_with_its_parts_quoted():
-    assert run_url("http://h:3000/", "my shop/试", "abc") == "http://h:3000/dashboard/projects/my%20shop%2F%E8%AF%95/runs/abc"
+    assert (
+        run_url("http://h:3000/", "my shop/试", "abc")
+        == "http://h:3000/dashboard/projects/my%20shop%2F%E8%AF%95/runs/abc"
+    )
 
 
 def test_the_language_follows_the_question():
@@ -243,37 +286,60 @@ def test_the_language_follows_the_question():
 
 
 def test_sources_are_a_markdown_list_one_per_line():
-    result = QAResult(question="q", answer="299 元。【x#价格-0】", citations=[
-        Citation(id="x#价格-0", doc_id="x", title="星择 XZ-3000 充电宝", updated_at="2026-03-01"),
-        Citation(id="faq#7", doc_id="faq", title="发票怎么开")])
-    assert answer_markdown(result, "zh") == ("299 元。【x#价格-0】\n\n来源：\n\n"
-                                             "- 【x#价格-0】 星择 XZ-3000 充电宝 (2026-03-01)\n- 【faq#7】 发票怎么开")
-    assert answer_markdown(result, "zh-Hant").endswith("來源：\n\n- 【x#价格-0】 星擇 XZ-3000 充電寶 (2026-03-01)\n"
-                                                       "- 【faq#7】 發票怎麼開")
+    result = QAResult(
+        question="q",
+        answer="299 元。【x#价格-0】",
+        citations=[
+            Citation(id="x#价格-0", doc_id="x", title="星择 XZ-3000 充电宝", updated_at="2026-03-01"),
+            Citation(id="faq#7", doc_id="faq", title="发票怎么开"),
+        ],
+    )
+    assert answer_markdown(result, "zh") == (
+        "299 元。【x#价格-0】\n\n来源：\n\n- 【x#价格-0】 星择 XZ-3000 充电宝 (2026-03-01)\n- 【faq#7】 发票怎么开"
+    )
+    assert answer_markdown(result, "zh-Hant").endswith(
+        "來源：\n\n- 【x#价格-0】 星擇 XZ-3000 充電寶 (2026-03-01)\n- 【faq#7】 發票怎麼開"
+    )
 
 
 def test_a_tool_result_shows_one_hit_per_list_item():
     text = "需要身高和体重\n【a#1】 商品甲 — 说明一\n【b#2】 商品乙 — 说明二\n（降级：rerank 超时）"
-    assert tool_result_markdown(text) == ("需要身高和体重\n\n- 【a#1】 商品甲 — 说明一\n- 【b#2】 商品乙 — 说明二\n\n"
-                                          "（降级：rerank 超时）")
+    assert tool_result_markdown(text) == (
+        "需要身高和体重\n\n- 【a#1】 商品甲 — 说明一\n- 【b#2】 商品乙 — 说明二\n\n（降级：rerank 超时）"
+    )
 
 
 def test_a_verdict_names_no_raw_codes_in_any_language():
     weak = QAResult(question="你们京东上有旗舰店吗？", answer="抱歉……", refused=True, refusal_reason="weak_evidence")
     assert verdict_markdown(weak, "zh") == "未审核：找到的资料与问题关联太弱，不足以可靠作答，直接拒答，没有生成回答。"
     assert verdict_markdown(weak, "en").startswith("Not inspected: the documents found are too loosely related")
-    unknown = QAResult(question="烈驹火焰8多少钱？", answer="抱歉……", refused=True, refusal_reason="unknown_model",
-                       features={"unknown_models": ["火焰8"]})
+    unknown = QAResult(
+        question="烈驹火焰8多少钱？",
+        answer="抱歉……",
+        refused=True,
+        refusal_reason="unknown_model",
+        features={"unknown_models": ["火焰8"]},
+    )
     assert verdict_markdown(unknown, "zh") == "未审核：店内商品中没有所问的型号（火焰8），直接拒答，没有生成回答。"
-    failed = QAResult(question="q", answer="抱歉", refused=True, refusal_reason="no_supported_answer",
-                      inspection=InspectionReport(passed=False, coverage=0.5, sentences=2, factual_sentences=2,
-                                                  uncited=["它是防水的。"],
-                                                  unsupported=[UnsupportedClaim(sentence="续航 20 小时。", cited_ids=["a"],
-                                                                                missing=["20"])]))
+    failed = QAResult(
+        question="q",
+        answer="抱歉",
+        refused=True,
+        refusal_reason="no_supported_answer",
+        inspection=InspectionReport(
+            passed=False,
+            coverage=0.5,
+            sentences=2,
+            factual_sentences=2,
+            uncited=["它是防水的。"],
+            unsupported=[UnsupportedClaim(sentence="续航 20 小时。", cited_ids=["a"], missing=["20"])],
+        ),
+    )
     assert verdict_markdown(failed, "zh") == (
         "审核未通过，已拒答：事实句 2 句，引用覆盖率 50%，引用 0 个（无）\n\n"
         "拒答原因：写出的回答没有得到所引资料的支持\n\n"
-        "- 这句事实陈述没有引用：它是防水的。\n- 这句与所引证据不符（证据中没有：20）：续航 20 小时。")
+        "- 这句事实陈述没有引用：它是防水的。\n- 这句与所引证据不符（证据中没有：20）：续航 20 小时。"
+    )
     for language in ("zh", "zh-Hant", "en"):
         for result in (weak, unknown, failed):
             assert result.refusal_reason not in verdict_markdown(result, language)
@@ -289,7 +355,9 @@ def test_every_refusal_reason_the_pipeline_sets_is_worded():
 
 def test_a_texts_file_missing_a_language_is_named(tmp_path):
     broken = tmp_path / "texts.yaml"
-    broken.write_text(TEXTS_PATH.read_text(encoding="utf-8").replace('  en: "Hello!', '  fr: "Hello!'), encoding="utf-8")
+    broken.write_text(
+        TEXTS_PATH.read_text(encoding="utf-8").replace('  en: "Hello!', '  fr: "Hello!'), encoding="utf-8"
+    )
     with pytest.raises(ValueError, match=r"texts.yaml: entry 'session_start' needs a zh and an en text"):
         StudioTexts.load(broken)
 

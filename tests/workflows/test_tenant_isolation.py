@@ -2,6 +2,7 @@
 KB): two tenants, every id-bearing route tried by one on the other's ids; a conversation full of
 personal data, then the SQLite files and the server log scanned for it; one session's concurrent
 replies to a clarifying question; the per-tenant rate limit; and the small HTTP fixes."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,25 +10,36 @@ import json
 import logging
 import shutil
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.log_lines import JsonLogLines
 from citescope.workflows.assistant import Assistant
 from citescope.workflows.pipeline_config import PipelineConfig
 from citescope.workflows.service import BackgroundServer, ServiceSettings, create_app
+from tests.support.log_lines import JsonLogLines
 
 KEY_A, KEY_B = "key-tenant-a-51d2", "key-tenant-b-93e7"
 AS_A, AS_B = {"Authorization": f"Bearer {KEY_A}"}, {"Authorization": f"Bearer {KEY_B}"}
 PENDING_QUESTION = "AJ1多少钱？"  # two products fit AJ1: a clarifying question, waiting for the pick
 # A customer's personal data, as typed: a mobile (with +86 and dashes), an order number, an ID card,
 # a bank card (Luhn-valid), an email; each also as bare digits, as a scan of raw bytes looks for it
-PERSONAL = {"mobile": "+86 139-1234-5678", "order": "DD20260105123456", "id_card": "11010519491231002X",
-            "card": "6222021234567890128", "email": "li.ming@example.com"}
-RAW_FORMS = ["13912345678", "139-1234-5678", "DD20260105123456", "20260105123456", "11010519491231002X",
-             "6222021234567890128", "li.ming@example.com"]
+PERSONAL = {
+    "mobile": "+86 139-1234-5678",
+    "order": "DD20260105123456",
+    "id_card": "11010519491231002X",
+    "card": "6222021234567890128",
+    "email": "li.ming@example.com",
+}
+RAW_FORMS = [
+    "13912345678",
+    "139-1234-5678",
+    "DD20260105123456",
+    "20260105123456",
+    "11010519491231002X",
+    "6222021234567890128",
+    "li.ming@example.com",
+]
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +78,11 @@ def _ask(http, headers, question, **extra) -> dict:
 
 
 def _chat(http, headers, question, stream=False, **carrier) -> httpx.Response:
-    return http.post("/v1/chat/completions", headers=headers,
-                     json={"messages": [{"role": "user", "content": question}], "stream": stream, **carrier})
+    return http.post(
+        "/v1/chat/completions",
+        headers=headers,
+        json={"messages": [{"role": "user", "content": question}], "stream": stream, **carrier},
+    )
 
 
 def test_no_cross_tenant_read_or_rating_over_every_id_bearing_route(http):
@@ -75,7 +90,10 @@ def test_no_cross_tenant_read_or_rating_over_every_id_bearing_route(http):
     asked_back = _ask(http, AS_A, PENDING_QUESTION, session_id="conv-a")
     assert asked_back["clarification"] is not None
     answered = _ask(http, AS_A, "退货要几天？", session_id="conv-a2")
-    assert http.post("/v1/feedback", json={"trace_id": answered["trace_id"], "rating": "up"}, headers=AS_A).status_code == 200
+    assert (
+        http.post("/v1/feedback", json={"trace_id": answered["trace_id"], "rating": "up"}, headers=AS_A).status_code
+        == 200
+    )
     a_traces = [asked_back["trace_id"], answered["trace_id"]]
     before = {sid: http.get(f"/v1/sessions/{sid}", headers=AS_A).json() for sid in ("conv-a", "conv-a2")}
     rating_before = http.get(f"/v1/traces/{answered['trace_id']}", headers=AS_A).json()["outcome"]["rating"]
@@ -96,8 +114,9 @@ def test_no_cross_tenant_read_or_rating_over_every_id_bearing_route(http):
         response = http.get(f"/v1/traces/{trace_id}", headers=AS_B)
         attempt(f"GET /v1/traces/{trace_id}", response.status_code != 404)
         for rating in ("down", "up"):
-            response = http.post("/v1/feedback", json={"trace_id": trace_id, "rating": rating, "comment": "x"},
-                                 headers=AS_B)
+            response = http.post(
+                "/v1/feedback", json={"trace_id": trace_id, "rating": rating, "comment": "x"}, headers=AS_B
+            )
             attempt(f"POST /v1/feedback {trace_id} {rating}", response.status_code != 404)
     # B continues "A's" conversation by its id, on every carrier: "2" would pick A's pending product
     replies = [("/v1/ask", _ask(http, AS_B, "2", session_id="conv-a"))]
@@ -117,13 +136,17 @@ def test_no_cross_tenant_read_or_rating_over_every_id_bearing_route(http):
     attempt("cached answer's trace id", cached["trace_id"] in a_traces)
     own = http.get(f"/v1/traces/{cached['trace_id']}", headers=AS_B).json()
     attempt("cached answer's trace shows A's session", own["session_id"] != "conv-b")
-    attempt("A's trace via B's cached copy", http.get(f"/v1/traces/{cached['trace_id']}", headers=AS_A).status_code != 404)
+    attempt(
+        "A's trace via B's cached copy", http.get(f"/v1/traces/{cached['trace_id']}", headers=AS_A).status_code != 404
+    )
 
     # A's data is as A left it
     after = {sid: http.get(f"/v1/sessions/{sid}", headers=AS_A).json() for sid in before}
     attempt("A's sessions changed", after != before)
-    attempt("A's rating changed",
-            http.get(f"/v1/traces/{answered['trace_id']}", headers=AS_A).json()["outcome"]["rating"] != rating_before)
+    attempt(
+        "A's rating changed",
+        http.get(f"/v1/traces/{answered['trace_id']}", headers=AS_A).json()["outcome"]["rating"] != rating_before,
+    )
     # and A still completes its own clarifying question
     completed = _ask(http, AS_A, "2", session_id="conv-a")
     assert PENDING_QUESTION in completed["question"] and "Retro" in completed["question"]
@@ -133,15 +156,21 @@ def test_no_cross_tenant_read_or_rating_over_every_id_bearing_route(http):
 
 def test_stored_copies_and_the_log_hold_no_personal_data(http, service, server_log):
     _, kb_dir = service
-    typed = (f"订单号：{PERSONAL['order']}，东西坏了怎么申请保修？", f"我手机 {PERSONAL['mobile']}，退货要几天？",
-             f"身份证 {PERSONAL['id_card']} 银行卡 {PERSONAL['card']} 能开发票吗？",
-             f"邮箱 {PERSONAL['email']} 能收电子发票吗")
+    typed = (
+        f"订单号：{PERSONAL['order']}，东西坏了怎么申请保修？",
+        f"我手机 {PERSONAL['mobile']}，退货要几天？",
+        f"身份证 {PERSONAL['id_card']} 银行卡 {PERSONAL['card']} 能开发票吗？",
+        f"邮箱 {PERSONAL['email']} 能收电子发票吗",
+    )
     replies = [_ask(http, AS_A, question, session_id="pii-conv") for question in typed]
     # the customer's own request is answered from the question as typed: retrieval still finds the policy
     assert not replies[0]["refused"] and {"policy-warranty", "faq-021"} & {c["doc_id"] for c in replies[0]["citations"]}
     assert PERSONAL["order"] in replies[0]["question"]  # the reply may echo what they typed
-    http.post("/v1/feedback", headers=AS_A, json={"trace_id": replies[0]["trace_id"], "rating": "down",
-                                                  "comment": f"请打 {PERSONAL['mobile']} 联系我"})
+    http.post(
+        "/v1/feedback",
+        headers=AS_A,
+        json={"trace_id": replies[0]["trace_id"], "rating": "down", "comment": f"请打 {PERSONAL['mobile']} 联系我"},
+    )
     _chat(http, AS_A, f"我的订单 {PERSONAL['order']} 到哪了", stream=True, session_id="pii-conv")
     http.post("/v1/ask", headers=AS_A, json={"question": f"手机 {PERSONAL['mobile']}", "session_id": "\x00"})
     stored = http.get("/v1/sessions/pii-conv", headers=AS_A).json()
@@ -152,8 +181,9 @@ def test_stored_copies_and_the_log_hold_no_personal_data(http, service, server_l
     assert {"sessions.sqlite", "traces.sqlite", "experience.sqlite"} <= {f.name for f in files}
     found = [(f.name, form) for f in files for form in RAW_FORMS if form.encode() in f.read_bytes()]
     logged = [form for form in RAW_FORMS if any(form in line for line in server_log)]
-    print(f"personal data: {len(found)} copies in {len(files)} SQLite files, {len(logged)} in "
-          f"{len(server_log)} log lines")  # the docs/reliability.md figure
+    print(
+        f"personal data: {len(found)} copies in {len(files)} SQLite files, {len(logged)} in {len(server_log)} log lines"
+    )  # the docs/reliability.md figure
     assert found == [] and logged == []
     assert any('"/v1/ask"' in line for line in server_log)  # the log was captured
 
@@ -175,6 +205,7 @@ def test_one_session_s_concurrent_replies_run_in_arrival_order(http):
 def test_the_python_api_runs_one_session_s_turns_in_call_order(service):
     _, kb_dir = service
     with Assistant(kb_dir, config=PipelineConfig.load(kb_dir, environ={})) as assistant:
+
         async def race() -> list:
             await assistant.ask(PENDING_QUESTION, "py-race")
             return await asyncio.gather(*(assistant.ask(reply, "py-race") for reply in ("2", "1", "Retro")))
@@ -189,10 +220,14 @@ def test_each_tenant_has_its_requests_per_minute(demo_kb, tmp_path):
     kb_dir = tmp_path / "kb"
     shutil.copytree(demo_kb.dir, kb_dir)
     tenants = tmp_path / "tenants.yaml"
-    tenants.write_text(f"tenants:\n  shop-a: {{keys: [{KEY_A}], requests_per_minute: 2}}\n"
-                       f"  shop-b: {{keys: [{KEY_B}]}}\n", encoding="utf-8")
-    app = create_app(Assistant(kb_dir, config=PipelineConfig.load(kb_dir, environ={})),
-                     ServiceSettings(tenants_file=tenants, requests_per_minute=100))
+    tenants.write_text(
+        f"tenants:\n  shop-a: {{keys: [{KEY_A}], requests_per_minute: 2}}\n  shop-b: {{keys: [{KEY_B}]}}\n",
+        encoding="utf-8",
+    )
+    app = create_app(
+        Assistant(kb_dir, config=PipelineConfig.load(kb_dir, environ={})),
+        ServiceSettings(tenants_file=tenants, requests_per_minute=100),
+    )
     with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         assert [client.get("/v1/models", headers=AS_A).status_code for _ in range(2)] == [200, 200]
         limited = client.get("/v1/models", headers=AS_A)
@@ -205,16 +240,19 @@ def test_each_tenant_has_its_requests_per_minute(demo_kb, tmp_path):
 def test_the_small_http_fixes(http, demo_kb, tmp_path):
     # a key list that names no key is refused, not run open
     with pytest.raises(ValueError, match="names no key"):
-        create_app(Assistant(demo_kb.dir, config=PipelineConfig.load(demo_kb.dir, environ={})),
-                   ServiceSettings(api_keys=" , "))
+        create_app(
+            Assistant(demo_kb.dir, config=PipelineConfig.load(demo_kb.dir, environ={})), ServiceSettings(api_keys=" , ")
+        )
     # a body that is not JSON, without a key: 401 before anything about the body
     for headers in ({}, {"Authorization": "Bearer wrong"}):
         denied = http.post("/v1/ask", content=b"{not json", headers={**headers, "content-type": "application/json"})
         assert denied.status_code == 401 and denied.json()["error"]["type"] == "authentication_error"
     # session_id "" or with NUL: 422 on /v1/ask and on a streamed chat alike, before any stream starts
     for session_id in ("", "a\x00b"):
-        assert http.post("/v1/ask", json={"question": "退货要几天？", "session_id": session_id},
-                         headers=AS_A).status_code == 422
+        assert (
+            http.post("/v1/ask", json={"question": "退货要几天？", "session_id": session_id}, headers=AS_A).status_code
+            == 422
+        )
         for carrier in ({"session_id": session_id}, {"metadata": {"session_id": session_id}}):
             refused = _chat(http, AS_A, "退货要几天？", stream=True, **carrier)
             assert refused.status_code == 422 and "session" in refused.json()["error"]["message"], carrier

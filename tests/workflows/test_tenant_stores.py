@@ -1,10 +1,11 @@
 """The SQLite stores own their rows by tenant: files written before tenants existed open with
 every row readable as the default tenant, another tenant sees nothing, and what is stored is
 redacted of personal data."""
+
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -52,7 +53,7 @@ def _old_file(path, script: str) -> None:
 
 
 def _turn(question: str, trace_id: str, answer: str = "好的") -> Turn:
-    return Turn(question=question, answer=answer, trace_id=trace_id, at=datetime.now(timezone.utc))
+    return Turn(question=question, answer=answer, trace_id=trace_id, at=datetime.now(UTC))
 
 
 def test_files_from_before_tenants_open_with_their_rows_in_the_default_tenant(tmp_path):
@@ -93,13 +94,20 @@ def test_two_tenants_same_session_id_are_two_conversations_stored_redacted(tmp_p
     assert store.get("s1") is None  # the default tenant has no s1
     store.close()
     raw = b"".join(path.read_bytes() for path in tmp_path.glob("sessions.sqlite*"))
-    assert "13812345678".encode() not in raw and "1234-5678".encode() not in raw
+    assert b"13812345678" not in raw and b"1234-5678" not in raw
 
 
 def test_rounds_and_feedback_comments_are_owned_and_redacted(tmp_path):
     store = ExperienceStore(tmp_path / "experience.sqlite")
-    store.log(ExperienceRound(trace_id="t1", question="电话13812345678能改地址吗", arm="lookup", tenant="shop-a",
-                              features={"canonical": "电话13812345678能改地址吗"}))
+    store.log(
+        ExperienceRound(
+            trace_id="t1",
+            question="电话13812345678能改地址吗",
+            arm="lookup",
+            tenant="shop-a",
+            features={"canonical": "电话13812345678能改地址吗"},
+        )
+    )
     assert store.get("t1", "shop-b") is None and store.rounds(tenant="shop-b") == []
     with pytest.raises(KeyError):
         store.add_feedback("t1", -1, "x", "shop-b")

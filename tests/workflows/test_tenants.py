@@ -1,5 +1,6 @@
 """Tenants from CITESCOPE_API_KEYS (as before, or key:tenant) and a tenants file; the per-tenant
 token bucket on a clock the test moves (no sleeping, no timing)."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,9 @@ def test_no_keys_is_open_as_the_default_tenant_and_blank_keys_are_an_error():
 
 def test_a_tenants_file_yaml_or_json(tmp_path):
     yaml_file = tmp_path / "tenants.yaml"
-    yaml_file.write_text("tenants:\n  shop-a: {keys: [ka1, ka2], requests_per_minute: 5}\n  shop-b: {keys: [kb]}\n",
-                         encoding="utf-8")
+    yaml_file.write_text(
+        "tenants:\n  shop-a: {keys: [ka1, ka2], requests_per_minute: 5}\n  shop-b: {keys: [kb]}\n", encoding="utf-8"
+    )
     directory = TenantDirectory.load("legacy", yaml_file, requests_per_minute=60)
     assert directory.tenant_for("ka2") == Tenant(name="shop-a", requests_per_minute=5)
     assert directory.tenant_for("kb") == Tenant(name="shop-b", requests_per_minute=60)
@@ -41,13 +43,16 @@ def test_a_tenants_file_yaml_or_json(tmp_path):
     assert TenantDirectory.load("", json_file).tenant_for("ka1").name == "shop-a"
 
 
-@pytest.mark.parametrize("content, problem", [
-    ("tenants:\n  shop-a: {keys: []}\n", r"tenants\.shop-a\.keys"),
-    ("tenants:\n  shop-a: {keys: [k], rpm: 3}\n", r"tenants\.shop-a\.rpm: not a known field"),
-    ("tenants:\n  'bad name': {keys: [k]}\n", "a tenant name"),
-    ("tenants:\n  a: {keys: [k]}\n  b: {keys: [k]}\n", "a key is given to two tenants"),
-    ("tenants: [\n", "cannot be read"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        ("tenants:\n  shop-a: {keys: []}\n", r"tenants\.shop-a\.keys"),
+        ("tenants:\n  shop-a: {keys: [k], rpm: 3}\n", r"tenants\.shop-a\.rpm: not a known field"),
+        ("tenants:\n  'bad name': {keys: [k]}\n", "a tenant name"),
+        ("tenants:\n  a: {keys: [k]}\n  b: {keys: [k]}\n", "a key is given to two tenants"),
+        ("tenants: [\n", "cannot be read"),
+    ],
+)
 def test_a_bad_tenants_file_names_the_file_and_the_problem(tmp_path, content, problem):
     path = tmp_path / "tenants.yaml"
     path.write_text(content, encoding="utf-8")

@@ -1,6 +1,7 @@
 """Decision traces: a real pipeline answer's trace round-trips through SQLite with everything a
 reader needs (arm scores, tool calls with hit ids, the evidence shown, conflicts, inspector,
 timings), API keys never reach the file, and `run.py trace` shows it (rich sections or JSON)."""
+
 from __future__ import annotations
 
 import json
@@ -9,11 +10,11 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from citescope.agents.query_analysis import analyze
 from citescope.workflows.cli import app
 from citescope.workflows.experience import ExperienceLearner, ExperienceStore
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
-from citescope.agents.query_analysis import analyze
 from citescope.workflows.traces import FILE_NAME, TraceStore, attach_outcome, build_trace, render_trace
 
 SECRET = "sk-unit-test-secret-0123456789"
@@ -65,9 +66,11 @@ def test_api_keys_never_reach_the_trace_file(tmp_path, demo_kb, priced, monkeypa
     monkeypatch.setenv("CITESCOPE_LLM_API_KEY", "plain-configured-key-42")
     leaky = priced.model_copy(deep=True)
     leaky.degraded = True
-    leaky.degradation_reasons = [f"answerer model failed (401: bad key {SECRET}); extractive answer used",
-                                 "planner failed: Authorization: Bearer abcdefgh12345678",
-                                 "echoed plain-configured-key-42"]
+    leaky.degradation_reasons = [
+        f"answerer model failed (401: bad key {SECRET}); extractive answer used",
+        "planner failed: Authorization: Bearer abcdefgh12345678",
+        "echoed plain-configured-key-42",
+    ]
     leaky.tool_calls[0].arguments["note"] = SECRET
     store = TraceStore.for_kb(tmp_path)
     store.record(leaky, demo_kb)
@@ -82,8 +85,19 @@ def test_api_keys_never_reach_the_trace_file(tmp_path, demo_kb, priced, monkeypa
 
 def test_rendered_trace_has_every_section(demo_kb, priced, conflicting):
     text = render(build_trace(priced, demo_kb))
-    for part in ("decision trace", "query analysis", "arm scores", "plan", "tool calls", "evidence shown",
-                 "inspector", "costs", priced.policy.arm, priced.tool_calls[0].name, priced.trace_id):
+    for part in (
+        "decision trace",
+        "query analysis",
+        "arm scores",
+        "plan",
+        "tool calls",
+        "evidence shown",
+        "inspector",
+        "costs",
+        priced.policy.arm,
+        priced.tool_calls[0].name,
+        priced.trace_id,
+    ):
         assert part in text, part
     assert all(f"【{i}】" in text for i in priced.evidence_ids)
     assert f"chose {priced.policy.arm}" in text and "✔" in text
@@ -101,7 +115,9 @@ def test_outcome_joins_the_rounds_reward_and_feedback(tmp_path, demo_kb, priced)
     assert attach_outcome(dict(trace), experience)["outcome"]["rating"] is None
     learner.feedback(priced.trace_id, -1, "价格不对")
     outcome = attach_outcome(dict(trace), experience)["outcome"]
-    assert outcome["rating"] == -1 and outcome["comment"] == "价格不对" and outcome["reward"] < outcome["implicit_reward"]
+    assert (
+        outcome["rating"] == -1 and outcome["comment"] == "价格不对" and outcome["reward"] < outcome["implicit_reward"]
+    )
     assert "👎" in render({**trace, "outcome": outcome})
     experience.close()
 

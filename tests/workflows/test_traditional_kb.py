@@ -1,14 +1,15 @@
 """A shop that writes in traditional characters (#43), answered end to end from questions in
 either script: found, answered with citations of the KB's own ids, in the customer's script."""
+
 from __future__ import annotations
 
 import pytest
 
 from citescope.knowledge.chinese_script import written_in_traditional
-from tests.conftest import ingested_kb
-from tests.support.traditional_shop import write_traditional_shop
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
+from tests.conftest import ingested_kb
+from tests.support.traditional_shop import write_traditional_shop
 
 
 @pytest.fixture(scope="module")
@@ -19,10 +20,13 @@ def pipeline(tmp_path_factory):
     kb.close()
 
 
-@pytest.mark.parametrize("simplified, traditional, cited_doc, said", [
-    ("退货运费由谁负担？", "退貨運費由誰負擔？", "tw-faq-1", "80"),
-    ("K2电热水壶容量多大？", "K2電熱水壺容量多大？", "tw-prod-kettle", "1.2"),
-])
+@pytest.mark.parametrize(
+    "simplified, traditional, cited_doc, said",
+    [
+        ("退货运费由谁负担？", "退貨運費由誰負擔？", "tw-faq-1", "80"),
+        ("K2电热水壶容量多大？", "K2電熱水壺容量多大？", "tw-prod-kettle", "1.2"),
+    ],
+)
 def test_a_traditional_kb_answers_questions_in_either_script(pipeline, simplified, traditional, cited_doc, said):
     plain, typed = pipeline.run(simplified), pipeline.run(traditional)
     for result in (plain, typed):
@@ -56,7 +60,9 @@ def test_the_traditional_demo_shop_loads_cleanly_and_its_questions_name_its_docu
         questions = [json.loads(line) for line in (shop / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
         assert questions and all(set(q["gold_doc_ids"]) <= doc_ids for q in questions)
         assert all(written_in_traditional(q["question"]) for q in questions)
-        assert all(written_in_traditional(chunk.text) for chunk in kb.all_chunks() if not chunk.doc_id.startswith("sku-"))
+        assert all(
+            written_in_traditional(chunk.text) for chunk in kb.all_chunks() if not chunk.doc_id.startswith("sku-")
+        )
     finally:
         kb.close()
 
@@ -67,20 +73,34 @@ def mixed_pipeline(tmp_path_factory):
     import json
 
     shop = write_traditional_shop(tmp_path_factory.mktemp("mixed-shop"))
-    (shop / "faq_simplified.jsonl").write_text(json.dumps(
-        {"doc_id": "cn-faq-1", "title": "支持哪些付款方式？", "doc_type": "faq", "authority": "official",
-         "text": "支持支付宝、微信支付和银行卡付款，暂不支持货到付款。"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    (shop / "faq_simplified.jsonl").write_text(
+        json.dumps(
+            {
+                "doc_id": "cn-faq-1",
+                "title": "支持哪些付款方式？",
+                "doc_type": "faq",
+                "authority": "official",
+                "text": "支持支付宝、微信支付和银行卡付款，暂不支持货到付款。",
+            },
+            ensure_ascii=False,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     kb, _ = ingested_kb(tmp_path_factory.mktemp("mixed-kb"), [shop])
     yield QAPipeline(kb, PipelineConfig.load(kb.dir, environ={})).warm_up()
     kb.close()
 
 
-@pytest.mark.parametrize("question, cited_doc, said", [
-    ("退货运费由谁负担？", "tw-faq-1", "80"),       # simplified question, traditional page
-    ("退貨運費由誰負擔？", "tw-faq-1", "80"),       # traditional question, traditional page
-    ("支持哪些付款方式？", "cn-faq-1", "微信"),     # simplified question, simplified page
-    ("可以貨到付款嗎？", "cn-faq-1", "貨到付款"),   # traditional question, simplified page
-])
+@pytest.mark.parametrize(
+    "question, cited_doc, said",
+    [
+        ("退货运费由谁负担？", "tw-faq-1", "80"),  # simplified question, traditional page
+        ("退貨運費由誰負擔？", "tw-faq-1", "80"),  # traditional question, traditional page
+        ("支持哪些付款方式？", "cn-faq-1", "微信"),  # simplified question, simplified page
+        ("可以貨到付款嗎？", "cn-faq-1", "貨到付款"),  # traditional question, simplified page
+    ],
+)
 def test_a_kb_mixing_both_scripts_answers_each_page_in_the_question_s_script(mixed_pipeline, question, cited_doc, said):
     result = mixed_pipeline.run(question)
     assert not result.refused and result.inspection.passed, (result.refusal_reason, result.answer)

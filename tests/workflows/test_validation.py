@@ -1,5 +1,6 @@
 """describe_validation_error: a pydantic ValidationError as one line for people, on the real
 models the CLI and the batch runner validate (SearchFilters, EvalRequest)."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,17 +19,25 @@ def _error(model, **values) -> ValidationError:
 
 
 def test_a_validators_own_words_follow_the_option_and_the_value():
-    assert describe_validation_error(_error(SearchFilters, as_of="2024-13"), {"as_of": "--as-of"}) == \
-        "--as-of: '2024-13' is not a real date (month must be in 1..12)"
+    assert (
+        describe_validation_error(_error(SearchFilters, as_of="2024-13"), {"as_of": "--as-of"})
+        == "--as-of: '2024-13' is not a real date (month must be in 1..12)"
+    )
     assert describe_validation_error(_error(SearchFilters, as_of="去年")).startswith("as_of: '去年' must be a year")
 
 
 def test_pydantics_own_checks_every_field_and_unknown_fields_are_one_line():
-    line = describe_validation_error(_error(EvalRequest, dataset_dir=".", mode="bogus", concurrency=0),
-                                     {"mode": "--mode", "concurrency": "--concurrency"})
-    assert line == ("--mode: input should be 'offline' or 'llm', got 'bogus'; "
-                    "--concurrency: input should be greater than or equal to 1, got 0")
-    assert describe_validation_error(_error(SearchFilters, doc_type=["manual"])).startswith("doc_type[0]: input should be")
+    line = describe_validation_error(
+        _error(EvalRequest, dataset_dir=".", mode="bogus", concurrency=0),
+        {"mode": "--mode", "concurrency": "--concurrency"},
+    )
+    assert line == (
+        "--mode: input should be 'offline' or 'llm', got 'bogus'; "
+        "--concurrency: input should be greater than or equal to 1, got 0"
+    )
+    assert describe_validation_error(_error(SearchFilters, doc_type=["manual"])).startswith(
+        "doc_type[0]: input should be"
+    )
     assert describe_validation_error(_error(SearchFilters, colour="red")) == "colour: not a known field"
     assert describe_validation_error(_error(EvalRequest)) == "dataset_dir: field required"
 

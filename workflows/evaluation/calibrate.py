@@ -22,6 +22,7 @@ own, the others the pooled one (sets weighted equally), into the `<kb>/config.ya
 eval KBs, which `run.py eval` reads; the pooled one goes into workflows/pipeline.yaml only with
 write_default (it is every other KB's default, the demo's included).
 """
+
 from __future__ import annotations
 
 import json
@@ -40,16 +41,31 @@ from citescope.tools.rerank import DEFAULT_WEIGHTS_PATH, FEATURES, OfflineRerank
 from citescope.tools.rerank_fit import RankGroup, first_gold_rank, fit_ranking_weights
 from citescope.tools.search import hybrid_search
 from citescope.workflows.evaluation.datasets import Question, candidate_kb, load_questions
-from citescope.workflows.evaluation.evaluate import (CALIBRATED_PATH, POLICY, EvalRequest, calibrated_key, choose_questions, default_root,
-                                find_splits, open_split_kbs, read_calibrated, run_split)
+from citescope.workflows.evaluation.evaluate import (
+    CALIBRATED_PATH,
+    POLICY,
+    EvalRequest,
+    calibrated_key,
+    choose_questions,
+    default_root,
+    find_splits,
+    open_split_kbs,
+    read_calibrated,
+    run_split,
+)
 from citescope.workflows.metrics import mean
 from citescope.workflows.pipeline_config import DEFAULTS_PATH, KB_CONFIG_NAME
 
 REPO = Path(__file__).resolve().parents[2]
 DATASETS = REPO.parent / "shared" / "datasets"
 DEMO_DIR = REPO / "knowledge" / "demo"
-DEFAULT_SETS = (DATASETS / "cmrc2018_dev", DATASETS / "baoxianzhidao", DATASETS / "rgb_zh", DATASETS / "domainrag",
-                DEMO_DIR)
+DEFAULT_SETS = (
+    DATASETS / "cmrc2018_dev",
+    DATASETS / "baoxianzhidao",
+    DATASETS / "rgb_zh",
+    DATASETS / "domainrag",
+    DEMO_DIR,
+)
 CANDIDATE_PER_QTYPE = 10  # candidate-protocol sets (RGB): questions per qtype, as the quality suite runs them
 HELD_OUT_SHARE = 0.3
 MAX_FALSE_REFUSALS = 0.05
@@ -116,9 +132,15 @@ def rerank_examples(questions: Sequence[Question], kbs, params: dict) -> list[di
         chunks = [c for h in hits if (c := view.get(h.chunk_id)) is not None]
         if not chunks:
             continue
-        out.append({"qid": q.qid, "docs": [c.doc_id for c in chunks], "gold": list(q.gold_doc_ids),
-                    "features": OfflineReranker(view).features(query, chunks, q.reference_day),
-                    "labels": np.array([int(c.doc_id in q.gold_doc_ids) for c in chunks])})
+        out.append(
+            {
+                "qid": q.qid,
+                "docs": [c.doc_id for c in chunks],
+                "gold": list(q.gold_doc_ids),
+                "features": OfflineReranker(view).features(query, chunks, q.reference_day),
+                "labels": np.array([int(c.doc_id in q.gold_doc_ids) for c in chunks]),
+            }
+        )
     return out
 
 
@@ -139,8 +161,13 @@ def score_weights(weights: dict, examples: Sequence[dict]) -> dict:
         r5.append(float(rank is not None and rank <= 5))
         q = np.clip(p, 1e-6, 1 - 1e-6)
         losses += list(-(e["labels"] * np.log(q) + (1 - e["labels"]) * np.log(1 - q)))
-    return {"mrr@10": mean(mrr), "recall@1": mean(r1), "recall@5": mean(r5), "log_loss": mean(losses),
-            "questions": len(examples)}
+    return {
+        "mrr@10": mean(mrr),
+        "recall@1": mean(r1),
+        "recall@5": mean(r5),
+        "log_loss": mean(losses),
+        "questions": len(examples),
+    }
 
 
 def fit_reranker(examples: dict[str, list[dict]], write: bool = True) -> dict:
@@ -150,22 +177,28 @@ def fit_reranker(examples: dict[str, list[dict]], write: bool = True) -> dict:
     shares = {name: [_group(e) for e in ex if not held_out(e["qid"])] for name, ex in examples.items()}
     current = load_weights(DEFAULT_WEIGHTS_PATH)
     fitted = fit_ranking_weights(shares, current, FITTED_FEATURES)
-    report: dict = {"train_rows": fitted["fitted_on"], "sets": {},
-                    "train_questions": {name: len(share) for name, share in shares.items()}}
+    report: dict = {
+        "train_rows": fitted["fitted_on"],
+        "sets": {},
+        "train_questions": {name: len(share) for name, share in shares.items()},
+    }
     for name, ex in examples.items():
         test = [e for e in ex if held_out(e["qid"])]
         report["sets"][name] = {"current": score_weights(current, test), "fitted": score_weights(fitted, test)}
     for which in ("current", "fitted"):
-        report[which] = {metric: mean(s[which][metric] for s in report["sets"].values())
-                         for metric in ("mrr@10", "recall@1", "recall@5", "log_loss")}
+        report[which] = {
+            metric: mean(s[which][metric] for s in report["sets"].values())
+            for metric in ("mrr@10", "recall@1", "recall@5", "log_loss")
+        }
     report["fitted_weights"] = fitted
     report["current_weights"] = {k: current[k] for k in ("intercept", "weights")}
     losses = {name: s["current"]["mrr@10"] - s["fitted"]["mrr@10"] for name, s in report["sets"].items()}
     report["worst_set_loss"] = max(losses.values(), default=0.0)
     # One weights file serves every KB: a fit that buys one set's gain with another set's loss is
     # reported, not written.
-    report["fitted_wins"] = (report["fitted"]["mrr@10"] > report["current"]["mrr@10"]
-                             and report["worst_set_loss"] <= MAX_SET_LOSS)
+    report["fitted_wins"] = (
+        report["fitted"]["mrr@10"] > report["current"]["mrr@10"] and report["worst_set_loss"] <= MAX_SET_LOSS
+    )
     report["written"] = False
     if report["fitted_wins"] and write:
         held = report["fitted"]
@@ -178,9 +211,17 @@ def fit_reranker(examples: dict[str, list[dict]], write: bool = True) -> dict:
             f"{fitted['fitted_on']} rows; held-out 30% of questions, mean over sets: "
             f"MRR@10 {held['mrr@10']:.3f}, Recall@5 {held['recall@5']:.3f} (weights before: "
             f"{report['current']['mrr@10']:.3f}, {report['current']['recall@5']:.3f}), log loss "
-            f"{held['log_loss']:.3f} (before: {report['current']['log_loss']:.3f}).")
-        save_weights({"about": fitted["about"], "intercept": fitted["intercept"], "weights": fitted["weights"],
-                      "fitted_on": fitted["fitted_on"]}, DEFAULT_WEIGHTS_PATH)
+            f"{held['log_loss']:.3f} (before: {report['current']['log_loss']:.3f})."
+        )
+        save_weights(
+            {
+                "about": fitted["about"],
+                "intercept": fitted["intercept"],
+                "weights": fitted["weights"],
+                "fitted_on": fitted["fitted_on"],
+            },
+            DEFAULT_WEIGHTS_PATH,
+        )
         report["written"] = True
     return report
 
@@ -205,10 +246,22 @@ def refusal_rows(dataset: Path, request: CalibrationRequest) -> list[dict]:
         else:
             qtypes = None
             limit, per_qtype = (None, CANDIDATE_PER_QTYPE) if is_candidate_set(questions) else (request.per_set, None)
-        eval_request = EvalRequest(dataset_dir=dataset, questions_file=split.questions.name, qtypes=qtypes,
-                                   limit=limit, per_qtype=per_qtype, seed=request.seed, strategies=[POLICY],
-                                   baseline=False, resume=True, overrides={"refusal_threshold": 0.0}, concurrency=2,
-                                   max_embed=request.max_embed, root=request.root, progress=request.progress)
+        eval_request = EvalRequest(
+            dataset_dir=dataset,
+            questions_file=split.questions.name,
+            qtypes=qtypes,
+            limit=limit,
+            per_qtype=per_qtype,
+            seed=request.seed,
+            strategies=[POLICY],
+            baseline=False,
+            resume=True,
+            overrides={"refusal_threshold": 0.0},
+            concurrency=2,
+            max_embed=request.max_embed,
+            root=request.root,
+            progress=request.progress,
+        )
         summary = run_split(eval_request, split)
         by_qid = {q.qid: q for q in questions}
         with open(Path(summary["run_dir"]) / "results.jsonl", encoding="utf-8") as lines:
@@ -217,9 +270,17 @@ def refusal_rows(dataset: Path, request: CalibrationRequest) -> list[dict]:
                 q = by_qid.get(record["qid"])
                 if q is None or record.get("error"):
                     continue
-                rows.append({"qid": q.qid, "qtype": q.qtype, "answerable": q.answerable, "split": split.name,
-                             "best": record.get("best_score"), "refused_anyway": bool(record.get("refused")),
-                             "kb_dirs": summary["kb_dirs"]})
+                rows.append(
+                    {
+                        "qid": q.qid,
+                        "qtype": q.qtype,
+                        "answerable": q.answerable,
+                        "split": split.name,
+                        "best": record.get("best_score"),
+                        "refused_anyway": bool(record.get("refused")),
+                        "kb_dirs": summary["kb_dirs"],
+                    }
+                )
     return rows
 
 
@@ -229,12 +290,20 @@ def refusal_curve(rows: Sequence[dict]) -> dict:
     anyway = np.array([r["refused_anyway"] for r in rows], dtype=bool)
     answerable = np.array([r["answerable"] for r in rows], dtype=bool)
     refused = anyway[None, :] | (best[None, :] < GRID[:, None])
+
     def share(mask):
         return refused[:, mask].mean(axis=1) if mask.any() else np.full(len(GRID), np.nan)
+
     tp = (refused & ~answerable[None, :]).sum(axis=1)
     precision = np.where(refused.sum(axis=1) > 0, tp / np.maximum(refused.sum(axis=1), 1), np.nan)
-    return {"threshold": GRID, "false_refusal": share(answerable), "refusal_recall": share(~answerable),
-            "precision": precision, "n_answerable": int(answerable.sum()), "n_unanswerable": int((~answerable).sum())}
+    return {
+        "threshold": GRID,
+        "false_refusal": share(answerable),
+        "refusal_recall": share(~answerable),
+        "precision": precision,
+        "n_answerable": int(answerable.sum()),
+        "n_unanswerable": int((~answerable).sum()),
+    }
 
 
 def choose_threshold(curve: dict, max_false: float = MAX_FALSE_REFUSALS) -> dict:
@@ -255,13 +324,18 @@ def choose_threshold(curve: dict, max_false: float = MAX_FALSE_REFUSALS) -> dict
 
 def at_threshold(rows: Sequence[dict], threshold: float) -> dict:
     """Refusal recall and false-refusal rate of some rows at one threshold."""
+
     def refused(r):
         return r["refused_anyway"] or r["best"] is None or r["best"] < threshold
+
     answerable = [r for r in rows if r["answerable"]]
     unanswerable = [r for r in rows if not r["answerable"]]
-    return {"false_refusal": mean(refused(r) for r in answerable) if answerable else float("nan"),
-            "refusal_recall": mean(refused(r) for r in unanswerable) if unanswerable else float("nan"),
-            "n_answerable": len(answerable), "n_unanswerable": len(unanswerable)}
+    return {
+        "false_refusal": mean(refused(r) for r in answerable) if answerable else float("nan"),
+        "refusal_recall": mean(refused(r) for r in unanswerable) if unanswerable else float("nan"),
+        "n_answerable": len(answerable),
+        "n_unanswerable": len(unanswerable),
+    }
 
 
 def calibrate_thresholds(rows_by_set: dict[str, list[dict]]) -> dict:
@@ -281,14 +355,20 @@ def calibrate_thresholds(rows_by_set: dict[str, list[dict]]) -> dict:
         out["sets"][name] = entry
     both = [c for c in curves.values() if c["n_answerable"] and c["n_unanswerable"]]
     if both:
-        pooled = {"threshold": GRID,
-                  "false_refusal": np.nanmean([c["false_refusal"] for c in curves.values() if c["n_answerable"]], axis=0),
-                  "refusal_recall": np.nanmean([c["refusal_recall"] for c in both], axis=0),
-                  "precision": np.nanmean([c["precision"] for c in both], axis=0)}
+        pooled = {
+            "threshold": GRID,
+            "false_refusal": np.nanmean([c["false_refusal"] for c in curves.values() if c["n_answerable"]], axis=0),
+            "refusal_recall": np.nanmean([c["refusal_recall"] for c in both], axis=0),
+            "precision": np.nanmean([c["precision"] for c in both], axis=0),
+        }
         chosen = choose_threshold(pooled)
-        out["pooled"] = {**chosen, "held_out": {name: at_threshold([r for r in rows if held_out(r["qid"])],
-                                                                   chosen["threshold"])
-                                                for name, rows in rows_by_set.items()}}
+        out["pooled"] = {
+            **chosen,
+            "held_out": {
+                name: at_threshold([r for r in rows if held_out(r["qid"])], chosen["threshold"])
+                for name, rows in rows_by_set.items()
+            },
+        }
         curves["pooled (sets equally weighted)"] = pooled
     out["curves"] = curves
     return out
@@ -333,20 +413,35 @@ def plot_refusal(curves: dict, chosen: dict, path: Path) -> None:
     for name, curve in curves.items():
         if np.all(np.isnan(curve["refusal_recall"])):
             continue
-        line, = left.plot(curve["refusal_recall"], curve["precision"], label=name)
+        (line,) = left.plot(curve["refusal_recall"], curve["precision"], label=name)
         right.plot(curve["threshold"], curve["refusal_recall"], color=line.get_color(), label=f"{name}: refusal recall")
-        right.plot(curve["threshold"], curve["false_refusal"], color=line.get_color(), linestyle="--",
-                   label=f"{name}: false refusals")
+        right.plot(
+            curve["threshold"],
+            curve["false_refusal"],
+            color=line.get_color(),
+            linestyle="--",
+            label=f"{name}: false refusals",
+        )
         pick = chosen.get(name)
         if pick is not None:
             i = pick["index"]
             left.scatter([curve["refusal_recall"][i]], [curve["precision"][i]], color=line.get_color(), zorder=3)
             right.axvline(curve["threshold"][i], color=line.get_color(), linewidth=0.8, alpha=0.6)
-    left.set(xlabel="refusal recall (unanswerable refused)", ylabel="refusal precision (refused that are unanswerable)",
-             title="Refusal precision / recall as the threshold rises (dots: chosen)", xlim=(0, 1.02), ylim=(0, 1.02))
+    left.set(
+        xlabel="refusal recall (unanswerable refused)",
+        ylabel="refusal precision (refused that are unanswerable)",
+        title="Refusal precision / recall as the threshold rises (dots: chosen)",
+        xlim=(0, 1.02),
+        ylim=(0, 1.02),
+    )
     right.axhline(MAX_FALSE_REFUSALS, color="grey", linewidth=0.8, linestyle=":")
-    right.set(xlabel="refusal threshold (best calibrated evidence score)", ylabel="rate", xlim=(0, 1), ylim=(0, 1.02),
-              title="Calibration split (70% of the dev questions)")
+    right.set(
+        xlabel="refusal threshold (best calibrated evidence score)",
+        ylabel="rate",
+        xlim=(0, 1),
+        ylim=(0, 1.02),
+        title="Calibration split (70% of the dev questions)",
+    )
     left.legend(fontsize=7, loc="lower left")
     right.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
@@ -376,8 +471,9 @@ def run_calibration(request: CalibrationRequest) -> dict:
                 result["skipped"][dataset.name] = str(exc)
                 continue
             examples[dataset.name] = rerank_examples(questions, kbs, params)
-        result["reranker"] = (fit_reranker(examples, write=not request.dry_run) if examples
-                              else {"skipped": "no dev set available"})
+        result["reranker"] = (
+            fit_reranker(examples, write=not request.dry_run) if examples else {"skipped": "no dev set available"}
+        )
     if request.threshold:
         rows_by_set: dict[str, list[dict]] = {}
         for dataset in datasets:
@@ -414,8 +510,9 @@ def run_calibration(request: CalibrationRequest) -> dict:
             if section not in result and section in earlier:
                 result[section] = {**earlier[section], "from_an_earlier_run": True}
         (request.root / "calibration.json").parent.mkdir(parents=True, exist_ok=True)
-        (request.root / "calibration.json").write_text(json.dumps(result, ensure_ascii=False, indent=1, default=float),
-                                                       encoding="utf-8")
+        (request.root / "calibration.json").write_text(
+            json.dumps(result, ensure_ascii=False, indent=1, default=float), encoding="utf-8"
+        )
     return result
 
 
@@ -429,38 +526,64 @@ def format_calibration_report(result: dict) -> str:
         lines.append(f"- {name} skipped: {why}")
     fit = result.get("reranker")
     if fit and "sets" in fit:
-        lines += ["", f"### Reranker ({fit['train_rows']:,} candidate rows of "
-                      f"{sum(fit['train_questions'].values()):,} questions; held-out 30% of questions)", "",
-                  "| set (held-out questions) | MRR@10 current | MRR@10 fitted | R@1 current | R@1 fitted "
-                  "| R@5 current | R@5 fitted | log loss current | log loss fitted |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            f"### Reranker ({fit['train_rows']:,} candidate rows of "
+            f"{sum(fit['train_questions'].values()):,} questions; held-out 30% of questions)",
+            "",
+            "| set (held-out questions) | MRR@10 current | MRR@10 fitted | R@1 current | R@1 fitted "
+            "| R@5 current | R@5 fitted | log loss current | log loss fitted |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
         for name, s in [*fit["sets"].items(), ("mean over sets", {"current": fit["current"], "fitted": fit["fitted"]})]:
             n = s["current"].get("questions", "")
-            lines.append(f"| {name}{f' ({n})' if n != '' else ''} | {_f(s['current']['mrr@10'])} | {_f(s['fitted']['mrr@10'])} "
-                         f"| {_f(s['current']['recall@1'])} | {_f(s['fitted']['recall@1'])} "
-                         f"| {_f(s['current'].get('recall@5'))} | {_f(s['fitted'].get('recall@5'))} "
-                         f"| {_f(s['current']['log_loss'])} | {_f(s['fitted']['log_loss'])} |")
+            lines.append(
+                f"| {name}{f' ({n})' if n != '' else ''} | {_f(s['current']['mrr@10'])} | {_f(s['fitted']['mrr@10'])} "
+                f"| {_f(s['current']['recall@1'])} | {_f(s['fitted']['recall@1'])} "
+                f"| {_f(s['current'].get('recall@5'))} | {_f(s['fitted'].get('recall@5'))} "
+                f"| {_f(s['current']['log_loss'])} | {_f(s['fitted']['log_loss'])} |"
+            )
         weights = ", ".join(f"{k} {v:+.2f}" for k, v in fit["fitted_weights"]["weights"].items())
-        lines += ["", f"Fitted: intercept {fit['fitted_weights']['intercept']:+.2f}, {weights}. "
-                      + ("Written to tools/rerank_weights.json." if fit["written"] else
-                         f"Not written: it must raise the mean held-out MRR@10 and lose at most {MAX_SET_LOSS} on "
-                         f"any set (worst set: {-fit.get('worst_set_loss', 0):+.3f})." if not fit["fitted_wins"]
-                         else "Not written (write disabled).")]
+        lines += [
+            "",
+            f"Fitted: intercept {fit['fitted_weights']['intercept']:+.2f}, {weights}. "
+            + (
+                "Written to tools/rerank_weights.json."
+                if fit["written"]
+                else f"Not written: it must raise the mean held-out MRR@10 and lose at most {MAX_SET_LOSS} on "
+                f"any set (worst set: {-fit.get('worst_set_loss', 0):+.3f})."
+                if not fit["fitted_wins"]
+                else "Not written (write disabled)."
+            ),
+        ]
     thresholds = result.get("threshold")
     if thresholds:
-        lines += ["", "### Refusal threshold (chosen on 70% of the questions, scored on the held-out 30%)", "",
-                  "| set | answerable / unanswerable | threshold | rule | held-out refusal recall | held-out false refusals |",
-                  "|---|---:|---:|---|---:|---:|"]
+        lines += [
+            "",
+            "### Refusal threshold (chosen on 70% of the questions, scored on the held-out 30%)",
+            "",
+            "| set | answerable / unanswerable | threshold | rule | held-out refusal recall | held-out false refusals |",
+            "|---|---:|---:|---|---:|---:|",
+        ]
         for name, s in thresholds["sets"].items():
             held = s.get("held_out", {})
-            lines.append(f"| {name} | {s['n_answerable']} / {s['n_unanswerable']} | {_f(s.get('threshold'), 4)} "
-                         f"| {s.get('rule', f'fewer than {MIN_PER_CLASS} of a kind: the pooled threshold is used')} "
-                         f"| {_f(held.get('refusal_recall'))} | {_f(held.get('false_refusal'))} |")
+            lines.append(
+                f"| {name} | {s['n_answerable']} / {s['n_unanswerable']} | {_f(s.get('threshold'), 4)} "
+                f"| {s.get('rule', f'fewer than {MIN_PER_CLASS} of a kind: the pooled threshold is used')} "
+                f"| {_f(held.get('refusal_recall'))} | {_f(held.get('false_refusal'))} |"
+            )
         pooled = thresholds.get("pooled")
         if pooled:
-            lines += ["", f"Pooled (sets equally weighted): threshold {pooled['threshold']:g} ({pooled['rule']}); "
-                          "held out: " + "; ".join(f"{n} recall {_f(v['refusal_recall'])} / false {_f(v['false_refusal'])}"
-                                                  for n, v in pooled["held_out"].items()) + "."]
+            lines += [
+                "",
+                f"Pooled (sets equally weighted): threshold {pooled['threshold']:g} ({pooled['rule']}); "
+                "held out: "
+                + "; ".join(
+                    f"{n} recall {_f(v['refusal_recall'])} / false {_f(v['false_refusal'])}"
+                    for n, v in pooled["held_out"].items()
+                )
+                + ".",
+            ]
         if thresholds.get("written"):
             lines += ["", "Written: " + ", ".join(thresholds["written"])]
         if result.get("plot"):

@@ -8,6 +8,7 @@ A refactoring commit is checked this way (docs/quality.md, "Behaviour checks"): 
 It prints each question whose answer, citations, refusal, evidence, tool calls... differ, and exits
 1 when any does (or when a question is in one run only).
 """
+
 from __future__ import annotations
 
 import json

@@ -4,6 +4,7 @@ A dataset KB is built once per (corpus files, embedder, chunk settings) under
 ~/.cache/citescope/kbs/<name>-<key> and reused afterwards; vectors come from the shared
 embedding cache, so a rebuild after e.g. a changed chunk size only re-embeds changed texts.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -20,14 +21,13 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from citescope.knowledge.chunking import chunk_document
+from citescope.knowledge.chinese_script import MATCHING_FORM
+from citescope.knowledge.chunking import CHUNK_FORMAT, chunk_document
 from citescope.knowledge.embedders import make_embedder
 from citescope.knowledge.filters import SearchFilters
 from citescope.knowledge.ingest import Ingestor, embedding_text
 from citescope.knowledge.kb import Hit, KnowledgeBase, metadata_columns
 from citescope.knowledge.lexicon import Lexicon
-from citescope.knowledge.chinese_script import MATCHING_FORM
-from citescope.knowledge.chunking import CHUNK_FORMAT
 from citescope.knowledge.loaders import LOADER_VERSION, load_path
 from citescope.knowledge.settings import Settings, get_settings
 
@@ -119,7 +119,9 @@ def load_questions(path: Path | str, limit: int | None = None, qtypes: Iterable[
     return out
 
 
-def sample(questions: Sequence[Question], n: int | None, seed: int = 0, stratify_by: str | None = "qtype") -> list[Question]:
+def sample(
+    questions: Sequence[Question], n: int | None, seed: int = 0, stratify_by: str | None = "qtype"
+) -> list[Question]:
     """n questions drawn deterministically, each group (e.g. qtype) in proportion to its size
     (largest remainder), returned in their original order. n=None or n >= len: all of them."""
     if n is None or n >= len(questions):
@@ -131,7 +133,7 @@ def sample(questions: Sequence[Question], n: int | None, seed: int = 0, stratify
     quotas = {g: n * len(groups[g]) / len(questions) for g in names}
     counts = {g: int(quotas[g]) for g in names}
     by_remainder = sorted(names, key=lambda g: (-(quotas[g] - counts[g]), g))
-    for g in by_remainder[:n - sum(counts.values())]:
+    for g in by_remainder[: n - sum(counts.values())]:
         counts[g] += 1
     rng = random.Random(seed)
     chosen = sorted(i for g in names for i in rng.sample(groups[g], counts[g]))
@@ -146,15 +148,31 @@ def _kb_key(corpus_paths: Sequence[Path], settings: Settings, max_docs: int | No
     for path in corpus_paths:
         stat = path.stat()
         stamp.append([str(path.resolve()), stat.st_size, int(stat.st_mtime)])
-    raw = json.dumps([stamp, settings.embedder, settings.chunk_size, settings.chunk_overlap, max_docs, LOADER_VERSION,
-                      CHUNK_FORMAT, *([doc_type] if doc_type else []),  # untyped KBs keep their earlier keys
-                      # a cached KB is never re-ingested: one holding traditional text is rebuilt to match it
-                      f"matching-form-{MATCHING_FORM}"])
+    raw = json.dumps(
+        [
+            stamp,
+            settings.embedder,
+            settings.chunk_size,
+            settings.chunk_overlap,
+            max_docs,
+            LOADER_VERSION,
+            CHUNK_FORMAT,
+            *([doc_type] if doc_type else []),  # untyped KBs keep their earlier keys
+            # a cached KB is never re-ingested: one holding traditional text is rebuilt to match it
+            f"matching-form-{MATCHING_FORM}",
+        ]
+    )
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:10]
 
 
-def dataset_kb(corpus_paths: Sequence[Path | str], name: str, max_docs: int | None = None, root: Path | None = None,
-               settings: Settings | None = None, doc_type: str | None = None) -> KnowledgeBase:
+def dataset_kb(
+    corpus_paths: Sequence[Path | str],
+    name: str,
+    max_docs: int | None = None,
+    root: Path | None = None,
+    settings: Settings | None = None,
+    doc_type: str | None = None,
+) -> KnowledgeBase:
     """A warmed KB of the given corpus files, built on first use and reused afterwards.
 
     max_docs: only the first N documents of each file (development slices; the slice is written
@@ -172,10 +190,17 @@ def dataset_kb(corpus_paths: Sequence[Path | str], name: str, max_docs: int | No
         if not (kb_dir / MARKER).exists():
             sources = [_first_docs(p, max_docs, kb_dir / "sources") for p in paths] if max_docs else paths
             summary = Ingestor(kb, show_progress=False, doc_type=doc_type).run(sources)
-            marker = {"name": name, "corpora": [str(p) for p in paths], "max_docs": max_docs, "doc_type": doc_type,
-                      "embedder": settings.embedder, "chunk_size": settings.chunk_size,
-                      "chunk_overlap": settings.chunk_overlap, "built_at": time.time(),
-                      "ingest": summary.as_dict()}
+            marker = {
+                "name": name,
+                "corpora": [str(p) for p in paths],
+                "max_docs": max_docs,
+                "doc_type": doc_type,
+                "embedder": settings.embedder,
+                "chunk_size": settings.chunk_size,
+                "chunk_overlap": settings.chunk_overlap,
+                "built_at": time.time(),
+                "ingest": summary.as_dict(),
+            }
             (kb_dir / MARKER).write_text(json.dumps(marker, ensure_ascii=False, indent=1), encoding="utf-8")
     return kb.warm_up()
 
@@ -194,8 +219,9 @@ def _first_docs(path: Path, max_docs: int, folder: Path) -> Path:
     return target
 
 
-def missing_embeddings(corpus_paths: Sequence[Path | str], max_docs: int | None = None,
-                       settings: Settings | None = None) -> int:
+def missing_embeddings(
+    corpus_paths: Sequence[Path | str], max_docs: int | None = None, settings: Settings | None = None
+) -> int:
     """How many distinct chunk texts of these corpora the embedding cache lacks, i.e. what a
     dataset_kb build would have to embed (a few per second on a CPU)."""
     settings = settings or get_settings()
@@ -244,8 +270,9 @@ class CandidateKB:
     def all_chunks(self):
         return list(self._chunks)
 
-    def search_keyword(self, query: str, k: int = 10, filters: SearchFilters | None = None,
-                       title_weight: float = 0.5) -> list[Hit]:
+    def search_keyword(
+        self, query: str, k: int = 10, filters: SearchFilters | None = None, title_weight: float = 0.5
+    ) -> list[Hit]:
         ranked = self.base.search_keyword(query, k=len(self.base), filters=filters, title_weight=title_weight)
         return [h for h in ranked if self.base.get(h.chunk_id).doc_id in self.doc_ids][:k]
 
@@ -262,7 +289,6 @@ class CandidateKB:
             scores = np.where(keep, scores, -np.inf)
         order = np.argsort(-scores, kind="stable")[:k]
         return [Hit(chunks[i].chunk_id, float(scores[i])) for i in order if np.isfinite(scores[i])]
-
 
 
 def candidate_kb(kb: KnowledgeBase, doc_ids: Iterable[str]) -> CandidateKB:

@@ -21,6 +21,7 @@ SimpleKnowledge over the same chunks, retrieval metrics only.
 Every (strategy, question) outcome is appended to <run dir>/results.jsonl as it finishes, so an
 interrupted run continues with `resume=True`; summary.json holds the scores.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -37,22 +38,37 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field
 
+from citescope.agents.arms import Arm, load_arms
 from citescope.agents.citations import parse_citations
+from citescope.agents.policy import PolicyDecision, RulesPolicy
+from citescope.agents.query_analysis import Entity, QueryFeatures
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.settings import get_settings
 from citescope.tools.rerank import DEFAULT_WEIGHTS_PATH
-from citescope.agents.arms import Arm, load_arms
 from citescope.workflows.batch import AnswerLog
-from citescope.workflows.evaluation.datasets import (DECLARED_DOC_TYPES, Question, candidate_kb, dataset_kb, load_questions,
-                                missing_embeddings, sample)
-from citescope.workflows.metrics import (Outcome, answer_scores_by_qtype, group_by, latency_summary, mean, ranked_doc_ids,
-                               recall_at_k, reciprocal_rank)
+from citescope.workflows.evaluation.datasets import (
+    DECLARED_DOC_TYPES,
+    Question,
+    candidate_kb,
+    dataset_kb,
+    load_questions,
+    missing_embeddings,
+    sample,
+)
+from citescope.workflows.metrics import (
+    Outcome,
+    answer_scores_by_qtype,
+    group_by,
+    latency_summary,
+    mean,
+    ranked_doc_ids,
+    recall_at_k,
+    reciprocal_rank,
+)
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import KB_CONFIG_NAME, PipelineConfig
-from citescope.agents.policy import PolicyDecision, RulesPolicy
-from citescope.agents.query_analysis import Entity, QueryFeatures
-from citescope.workflows.result import QAResult
 from citescope.workflows.progress import RecordProgress
+from citescope.workflows.result import QAResult
 
 POLICY = "policy"  # the pipeline's own strategy choice
 AGENTSCOPE = "agentscope"  # baseline retrieval row
@@ -128,21 +144,28 @@ def find_splits(dataset_dir: Path, questions_file: str | None = None) -> list[Sp
             raise EvalError(f"{dataset_dir} has no questions*.jsonl")
     splits = []
     for file in files:
-        suffix = file.stem[len("questions"):] if file.stem.startswith("questions") else ""
+        suffix = file.stem[len("questions") :] if file.stem.startswith("questions") else ""
         corpus = dataset_dir / f"corpus{suffix}.jsonl"
         if not corpus.exists():
             corpus = dataset_dir / "corpus.jsonl"
-        splits.append(Split(file.stem, file, (corpus if corpus.exists() else dataset_dir,),
-                            DECLARED_DOC_TYPES.get(dataset_dir.name)))
+        splits.append(
+            Split(
+                file.stem, file, (corpus if corpus.exists() else dataset_dir,), DECLARED_DOC_TYPES.get(dataset_dir.name)
+            )
+        )
     return splits
 
 
-def choose_questions(questions: Sequence[Question], limit: int | None, per_qtype: int | None,
-                     seed: int) -> list[Question]:
+def choose_questions(
+    questions: Sequence[Question], limit: int | None, per_qtype: int | None, seed: int
+) -> list[Question]:
     """All, a qtype-stratified sample of `limit`, or `per_qtype` of each qtype (file order kept)."""
     if per_qtype is not None:
-        chosen = {q.qid for group in group_by(questions, lambda q: q.qtype).values()
-                  for q in sample(group, per_qtype, seed, stratify_by=None)}
+        chosen = {
+            q.qid
+            for group in group_by(questions, lambda q: q.qtype).values()
+            for q in sample(group, per_qtype, seed, stratify_by=None)
+        }
         questions = [q for q in questions if q.qid in chosen]
     return sample(questions, limit, seed)
 
@@ -162,9 +185,13 @@ class FixedArmPolicy:
     def choose(self, features: QueryFeatures, budget=None) -> PolicyDecision:
         max_calls = budget.max_calls if budget is not None else 4
         max_per_tool = budget.max_per_tool if budget is not None else 2
-        return PolicyDecision(arm=self.arm.name, scores={self.arm.name: 1.0}, source="rules",
-                              reason=f"评测固定使用策略 {self.arm.name}。",
-                              plan=self.arm.plan(features, max_calls, max_per_tool))
+        return PolicyDecision(
+            arm=self.arm.name,
+            scores={self.arm.name: 1.0},
+            source="rules",
+            reason=f"评测固定使用策略 {self.arm.name}。",
+            plan=self.arm.plan(features, max_calls, max_per_tool),
+        )
 
 
 def policy_for(strategy: str) -> Any:
@@ -215,7 +242,9 @@ def _read_corpus(paths: Iterable[Path], wanted: set[str]) -> dict[str, dict]:
 def candidate_corpus(split: Split, questions: Sequence[Question], folder: Path) -> tuple[Path, list[str], list[str]]:
     """A JSONL of the union of the questions' candidate docs (written once per doc set, so the
     cached KB's key stays put); candidates missing from the corpus are rebuilt from the gold doc."""
-    from citescope.workflows.evaluation.bench.conflicts import _rebuilt_counterfactual  # DomainRAG's counterfactual recipe
+    from citescope.workflows.evaluation.bench.conflicts import (
+        _rebuilt_counterfactual,  # DomainRAG's counterfactual recipe
+    )
 
     wanted = sorted({d for q in questions for d in q.candidate_doc_ids or []})
     corpus = _read_corpus(split.corpus, set(wanted) | {d for q in questions for d in q.gold_doc_ids})
@@ -235,8 +264,9 @@ def candidate_corpus(split: Split, questions: Sequence[Question], folder: Path) 
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text("".join(json.dumps(records[d], ensure_ascii=False) + "\n" for d in wanted if d in records),
-                       encoding="utf-8")
+        tmp.write_text(
+            "".join(json.dumps(records[d], ensure_ascii=False) + "\n" for d in wanted if d in records), encoding="utf-8"
+        )
         tmp.replace(path)
     return path, rebuilt, not_rebuilt
 
@@ -255,9 +285,11 @@ def open_split_kbs(split: Split, questions: Sequence[Question], root: Path, max_
     for role, paths in plans:
         missing = missing_embeddings(paths)
         if missing > max_embed:
-            raise EvalError(f"{name}: building the {role} KB would embed {missing:,} texts (~{missing // 180 + 1} min "
-                            "on this CPU); raise --max-embed to do it, wait for the embedding cache, or (candidate-"
-                            "protocol sets such as rgb_zh) take fewer questions: --per-qtype 10")
+            raise EvalError(
+                f"{name}: building the {role} KB would embed {missing:,} texts (~{missing // 180 + 1} min "
+                "on this CPU); raise --max-embed to do it, wait for the embedding cache, or (candidate-"
+                "protocol sets such as rgb_zh) take fewer questions: --per-qtype 10"
+            )
         kb = _open_kb(paths, f"{name}-{role}", root / "kbs", split.doc_type)
         seed_calibrated_config(kb.dir)
         setattr(kbs, role, kb)
@@ -288,12 +320,14 @@ def seed_calibrated_config(kb_dir: Path, path: Path = CALIBRATED_PATH) -> None:
 
 def restricted(pipeline: QAPipeline, doc_ids: Iterable[str]) -> QAPipeline:
     """The pipeline over one question's candidate docs (same config, skills and policy)."""
-    return QAPipeline(candidate_kb(pipeline.kb, doc_ids), pipeline.config, registry=pipeline.registry,
-                      policy=pipeline.policy).warm_up()
+    return QAPipeline(
+        candidate_kb(pipeline.kb, doc_ids), pipeline.config, registry=pipeline.registry, policy=pipeline.policy
+    ).warm_up()
 
 
 def record_of(strategy: str, question: Question, result: QAResult, kb: KnowledgeBase, latency_ms: float) -> dict:
     """What the metrics need of one outcome (one JSON line)."""
+
     def doc_of(chunk_id: str) -> str | None:
         chunk = kb.get(chunk_id)
         return chunk.doc_id if chunk is not None else None
@@ -304,19 +338,34 @@ def record_of(strategy: str, question: Question, result: QAResult, kb: Knowledge
     shown = set(result.evidence_ids)
     budget = result.budget
     within_budget = budget is None or (
-        budget.tool_calls <= budget.limits.max_tool_calls and budget.model_calls <= budget.limits.max_model_calls
-        and all(n <= budget.limits.max_calls_per_tool for n in budget.per_tool.values()))
+        budget.tool_calls <= budget.limits.max_tool_calls
+        and budget.model_calls <= budget.limits.max_model_calls
+        and all(n <= budget.limits.max_calls_per_tool for n in budget.per_tool.values())
+    )
     return {
-        "id": f"{strategy}|{question.qid}", "strategy": strategy, "qid": question.qid, "qtype": question.qtype,
-        "answer": result.answer, "refused": result.refused, "refusal_reason": result.refusal_reason,
-        "best_score": result.best_score, "evidence": evidence,
+        "id": f"{strategy}|{question.qid}",
+        "strategy": strategy,
+        "qid": question.qid,
+        "qtype": question.qtype,
+        "answer": result.answer,
+        "refused": result.refused,
+        "refusal_reason": result.refusal_reason,
+        "best_score": result.best_score,
+        "evidence": evidence,
         "pool_docs": ranked_doc_ids(d for d in pool if d is not None),
-        "cited_ids": cited, "invalid_ids": [i for i in cited if i not in shown],
-        "conflicts": [c.model_dump() for c in result.conflicts], "arm": result.policy.arm if result.policy else None,
-        "tool_calls": budget.tool_calls if budget else 0, "per_tool": budget.per_tool if budget else {},
-        "model_calls": budget.model_calls if budget else 0, "within_budget": within_budget,
-        "degraded": result.degradation_reasons, "answer_source": result.answer_source,
-        "latency_ms": round(latency_ms, 2), "timings_ms": result.timings_ms, "error": None,
+        "cited_ids": cited,
+        "invalid_ids": [i for i in cited if i not in shown],
+        "conflicts": [c.model_dump() for c in result.conflicts],
+        "arm": result.policy.arm if result.policy else None,
+        "tool_calls": budget.tool_calls if budget else 0,
+        "per_tool": budget.per_tool if budget else {},
+        "model_calls": budget.model_calls if budget else 0,
+        "within_budget": within_budget,
+        "degraded": result.degradation_reasons,
+        "answer_source": result.answer_source,
+        "latency_ms": round(latency_ms, 2),
+        "timings_ms": result.timings_ms,
+        "error": None,
     }
 
 
@@ -331,22 +380,35 @@ def run_dir_for(request: EvalRequest, split: Split, configs: dict[str, PipelineC
         return Path(request.run_dir) / split.name
     decisive = request.model_dump(mode="json", include={"qtypes", "limit", "per_qtype", "seed", "history"})
     weights = DEFAULT_WEIGHTS_PATH.read_bytes() if DEFAULT_WEIGHTS_PATH.exists() else b""
-    key = hashlib.sha256(json.dumps([decisive, str(split.questions.resolve()), hashlib.sha256(weights).hexdigest(),
-                                     {role: c.model_dump() for role, c in configs.items()},
-                                     *([split.doc_type] if split.doc_type else [])],
-                                    sort_keys=True).encode()).hexdigest()[:8]
+    key = hashlib.sha256(
+        json.dumps(
+            [
+                decisive,
+                str(split.questions.resolve()),
+                hashlib.sha256(weights).hexdigest(),
+                {role: c.model_dump() for role, c in configs.items()},
+                *([split.doc_type] if split.doc_type else []),
+            ],
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()[:8]
     return request.root / "runs" / f"{split.label}-{key}"
 
 
 def pipeline_config(request: EvalRequest, kb_dir: Path) -> PipelineConfig:
     """The KB's config (pipeline.yaml < <kb>/config.yaml < env < request): offline mode pins both
     models to offline; llm mode needs at least one model spec."""
-    models = {"planner": "offline", "answerer": "offline"} if request.mode == "offline" else {
-        "planner": request.planner, "answerer": request.answerer}
+    models = (
+        {"planner": "offline", "answerer": "offline"}
+        if request.mode == "offline"
+        else {"planner": request.planner, "answerer": request.answerer}
+    )
     config = PipelineConfig.load(kb_dir, **models, **request.overrides)
     if request.mode == "llm" and config.planner == "offline" and config.answerer == "offline":
-        raise EvalError("--mode llm needs a model: --planner/--answerer (or CITESCOPE_PLANNER / CITESCOPE_ANSWERER), "
-                        "e.g. dashscope:qwen-plus")
+        raise EvalError(
+            "--mode llm needs a model: --planner/--answerer (or CITESCOPE_PLANNER / CITESCOPE_ANSWERER), "
+            "e.g. dashscope:qwen-plus"
+        )
     return config
 
 
@@ -362,8 +424,9 @@ def run_eval(request: EvalRequest) -> dict:
 
 
 def run_split(request: EvalRequest, split: Split) -> dict:
-    questions = choose_questions(load_questions(split.questions, qtypes=request.qtypes), request.limit,
-                                 request.per_qtype, request.seed)
+    questions = choose_questions(
+        load_questions(split.questions, qtypes=request.qtypes), request.limit, request.per_qtype, request.seed
+    )
     started = time.perf_counter()
     kbs = open_split_kbs(split, questions, request.root, request.max_embed)
     kb_roles = [(role, kb) for role, kb in (("corpus", kbs.corpus), ("candidates", kbs.candidates)) if kb is not None]
@@ -381,21 +444,31 @@ def run_split(request: EvalRequest, split: Split) -> dict:
         for strategy in request.strategies:
             todo = [q for q in questions if f"{strategy}|{q.qid}" not in done]
             if todo:
-                pipelines = {role: QAPipeline(kb, configs[role], policy=policy_for(strategy)).warm_up()
-                             for role, kb in kb_roles}
+                pipelines = {
+                    role: QAPipeline(kb, configs[role], policy=policy_for(strategy)).warm_up() for role, kb in kb_roles
+                }
                 asyncio.run(_run_strategy(strategy, todo, pipelines, request, log))
     finally:
         log.close()
     records = log.records()
     summary = summarize(questions, records, [*([AGENTSCOPE] if request.baseline else []), *request.strategies])
-    summary.update({
-        "split": split.name, "questions_file": str(split.questions), "corpus": [str(p) for p in split.corpus],
-        "run_dir": str(folder), "seconds": round(time.perf_counter() - started, 1),
-        "n_questions": len(questions), "qtypes": {t: len(g) for t, g in group_by(questions, lambda q: q.qtype).items()},
-        "rebuilt_counterfactuals": len(kbs.rebuilt), "not_rebuilt_counterfactuals": kbs.not_rebuilt,
-        "refusal_threshold": {role: config.refusal_threshold for role, config in configs.items()},
-        "kb_dirs": {r: str(kb.dir) for r, kb in (("corpus", kbs.corpus), ("candidates", kbs.candidates)) if kb is not None},
-    })
+    summary.update(
+        {
+            "split": split.name,
+            "questions_file": str(split.questions),
+            "corpus": [str(p) for p in split.corpus],
+            "run_dir": str(folder),
+            "seconds": round(time.perf_counter() - started, 1),
+            "n_questions": len(questions),
+            "qtypes": {t: len(g) for t, g in group_by(questions, lambda q: q.qtype).items()},
+            "rebuilt_counterfactuals": len(kbs.rebuilt),
+            "not_rebuilt_counterfactuals": kbs.not_rebuilt,
+            "refusal_threshold": {role: config.refusal_threshold for role, config in configs.items()},
+            "kb_dirs": {
+                r: str(kb.dir) for r, kb in (("corpus", kbs.corpus), ("candidates", kbs.candidates)) if kb is not None
+            },
+        }
+    )
     (folder / "summary.json").write_text(json.dumps(summary, ensure_ascii=False, indent=1), encoding="utf-8")
     return summary
 
@@ -408,8 +481,9 @@ def _lanes(questions: Sequence[Question]) -> list[list[Question]]:
     return [sorted(lane, key=lambda q: q.turn or 0) for lane in lanes.values()]
 
 
-async def _run_strategy(strategy: str, questions: Sequence[Question], pipelines: dict[str, QAPipeline],
-                        request: EvalRequest, log: AnswerLog) -> None:
+async def _run_strategy(
+    strategy: str, questions: Sequence[Question], pipelines: dict[str, QAPipeline], request: EvalRequest, log: AnswerLog
+) -> None:
     queue: asyncio.Queue[list[Question]] = asyncio.Queue()
     for lane in _lanes(questions):
         queue.put_nowait(lane)
@@ -426,8 +500,9 @@ async def _run_strategy(strategy: str, questions: Sequence[Question], pipelines:
         await asyncio.gather(*(worker(advance) for _ in range(request.concurrency)))
 
 
-async def _ask(strategy: str, question: Question, pipelines: dict[str, QAPipeline], request: EvalRequest,
-               carried: Entity | None) -> tuple[dict, Entity | None]:
+async def _ask(
+    strategy: str, question: Question, pipelines: dict[str, QAPipeline], request: EvalRequest, carried: Entity | None
+) -> tuple[dict, Entity | None]:
     """One question (its conversation's product carried in from the previous turn)."""
     started = time.perf_counter()
     try:
@@ -438,12 +513,24 @@ async def _ask(strategy: str, question: Question, pipelines: dict[str, QAPipelin
         started = time.perf_counter()  # the restricted view is set-up, not answering time
         entity = carried if (question.turn or 1) > 1 else None
         # a follow-up as a session asks it: alone, its conversation's opening question carried
-        result = await pipeline.arun(question.question, session_entity=entity, filters=question.filters,
-                                     session_topic=question.opening if request.history else None)
+        result = await pipeline.arun(
+            question.question,
+            session_entity=entity,
+            filters=question.filters,
+            session_topic=question.opening if request.history else None,
+        )
     except Exception as exc:  # the question's error, never the run's
-        return ({"id": f"{strategy}|{question.qid}", "strategy": strategy, "qid": question.qid,
-                 "qtype": question.qtype, "error": f"{type(exc).__name__}: {exc}"[:500],
-                 "latency_ms": round((time.perf_counter() - started) * 1000, 2)}, carried)
+        return (
+            {
+                "id": f"{strategy}|{question.qid}",
+                "strategy": strategy,
+                "qid": question.qid,
+                "qtype": question.qtype,
+                "error": f"{type(exc).__name__}: {exc}"[:500],
+                "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+            },
+            carried,
+        )
     latency = (time.perf_counter() - started) * 1000
     products = result.features.get("products") or []
     if products:
@@ -451,8 +538,9 @@ async def _ask(strategy: str, question: Question, pipelines: dict[str, QAPipelin
     return record_of(strategy, question, result, pipeline.kb, latency), carried
 
 
-def _run_baseline(questions: Sequence[Question], kbs: SplitKBs, request: EvalRequest, folder: Path,
-                  log: AnswerLog, done: set[str]) -> None:
+def _run_baseline(
+    questions: Sequence[Question], kbs: SplitKBs, request: EvalRequest, folder: Path, log: AnswerLog, done: set[str]
+) -> None:
     """AgentScope SimpleKnowledge (dense only) over each KB's chunks: ranked docs per question,
     restricted to a question's candidates when it has them."""
     from citescope.workflows.evaluation.bench.agentscope_baseline import AgentScopeBaseline
@@ -475,9 +563,15 @@ def _run_baseline(questions: Sequence[Question], kbs: SplitKBs, request: EvalReq
                     if q.candidate_doc_ids:
                         allowed = set(q.candidate_doc_ids)
                         docs = [d for d in docs if d in allowed]
-                    record = {"id": f"{AGENTSCOPE}|{q.qid}", "strategy": AGENTSCOPE, "qid": q.qid, "qtype": q.qtype,
-                              "evidence": [[None, d] for d in ranked_doc_ids(docs)],
-                              "latency_ms": round((time.perf_counter() - started) * 1000, 2), "error": None}
+                    record = {
+                        "id": f"{AGENTSCOPE}|{q.qid}",
+                        "strategy": AGENTSCOPE,
+                        "qid": q.qid,
+                        "qtype": q.qtype,
+                        "evidence": [[None, d] for d in ranked_doc_ids(docs)],
+                        "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+                        "error": None,
+                    }
                     log.write(record)
                     advance(record)
         finally:
@@ -488,10 +582,15 @@ def _run_baseline(questions: Sequence[Question], kbs: SplitKBs, request: EvalReq
 
 
 def outcome_of(record: dict) -> Outcome:
-    return Outcome(qid=record["qid"], answer=record.get("answer", ""), cited_ids=record.get("cited_ids", []),
-                   evidence={c: d for c, d in record.get("evidence", []) if c and d},
-                   refused=bool(record.get("refused")), conflict_flagged=bool(record.get("conflicts")),
-                   latency_ms=record.get("latency_ms"))
+    return Outcome(
+        qid=record["qid"],
+        answer=record.get("answer", ""),
+        cited_ids=record.get("cited_ids", []),
+        evidence={c: d for c, d in record.get("evidence", []) if c and d},
+        refused=bool(record.get("refused")),
+        conflict_flagged=bool(record.get("conflicts")),
+        latency_ms=record.get("latency_ms"),
+    )
 
 
 def retrieval_of(questions: Sequence[Question], records: dict[str, dict]) -> dict:
@@ -538,9 +637,13 @@ def summarize(questions: Sequence[Question], records: Iterable[dict], strategies
         outcomes = {qid: outcome_of(r) for qid, r in mine.items() if not r.get("error")}
         answers = answer_scores_by_qtype(questions, outcomes)
         out["strategies"][strategy] = {
-            g: {"retrieval": retrieval_of(qs, mine), "answers": answers[g],
-                "operations": operations_of([mine[q.qid] for q in qs if q.qid in mine])}
-            for g, qs in groups.items()}
+            g: {
+                "retrieval": retrieval_of(qs, mine),
+                "answers": answers[g],
+                "operations": operations_of([mine[q.qid] for q in qs if q.qid in mine]),
+            }
+            for g, qs in groups.items()
+        }
     return out
 
 
@@ -559,38 +662,70 @@ def strategy_row(name: str, scores: dict) -> list[str]:
         return cells + ["–"] * 12
     a, o = scores["answers"], scores["operations"]
     return cells + [
-        _f(a["answer_hit"]), _f(a["answer_hit_all_answerable"]), _f(a["citation_precision"]), _f(a["citation_recall"]),
-        str(o["invalid_ids"]), _f(a["refusal_recall"]), _f(a["false_refusal_rate"]), _f(a["conflict_flag_rate"]),
-        _f(a["false_flag_rate"]), _f(a["fake_answer_asserted"]), f"{_f(o['tool_calls_mean'], 2)} / {o['tool_calls_max']}"
+        _f(a["answer_hit"]),
+        _f(a["answer_hit_all_answerable"]),
+        _f(a["citation_precision"]),
+        _f(a["citation_recall"]),
+        str(o["invalid_ids"]),
+        _f(a["refusal_recall"]),
+        _f(a["false_refusal_rate"]),
+        _f(a["conflict_flag_rate"]),
+        _f(a["false_flag_rate"]),
+        _f(a["fake_answer_asserted"]),
+        f"{_f(o['tool_calls_mean'], 2)} / {o['tool_calls_max']}"
         + (f" ({o['budget_exceeded']} over)" if o["budget_exceeded"] else ""),
         f"{_f(o['latency_ms']['p50'], 0)} / {_f(o['latency_ms']['p95'], 0)}",
     ]
 
 
-HEADER = ["", "R@1", "R@5", f"MRR@{MRR_K}", "pool R", "hit (answered)", "hit (all)", "cit P", "cit R", "invalid ids",
-          "refusal R", "false refusal", "conflict flag", "false flag", "fake asserted", "tools mean / max",
-          "ms p50 / p95"]
+HEADER = [
+    "",
+    "R@1",
+    "R@5",
+    f"MRR@{MRR_K}",
+    "pool R",
+    "hit (answered)",
+    "hit (all)",
+    "cit P",
+    "cit R",
+    "invalid ids",
+    "refusal R",
+    "false refusal",
+    "conflict flag",
+    "false flag",
+    "fake asserted",
+    "tools mean / max",
+    "ms p50 / p95",
+]
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1),
-            *("| " + " | ".join(row) + " |" for row in rows)]
+    return [
+        "| " + " | ".join(header) + " |",
+        "|---|" + "---:|" * (len(header) - 1),
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
 
 
 def format_split(summary: dict, by_qtype_for: Sequence[str] | None = None) -> list[str]:
     """Markdown lines of one split: strategies side by side, then by qtype for some of them."""
     strategies = summary["strategies"]
     qtypes = ", ".join(f"{t} {n}" for t, n in summary["qtypes"].items())
-    lines = [f"{summary['n_questions']} questions ({qtypes}); refusal threshold "
-             f"{_thresholds(summary)}; {summary['seconds']:.0f} s.", ""]
+    lines = [
+        f"{summary['n_questions']} questions ({qtypes}); refusal threshold "
+        f"{_thresholds(summary)}; {summary['seconds']:.0f} s.",
+        "",
+    ]
     lines += markdown_table(["strategy", *HEADER[1:]], [strategy_row(s, g["all"]) for s, g in strategies.items()])
     chosen = by_qtype_for if by_qtype_for is not None else [s for s in strategies if s != AGENTSCOPE]
     if len(summary["qtypes"]) > 1:
         for strategy in chosen:
             if strategy in strategies:
                 lines += ["", f"By question type, {strategy}:", ""]
-                lines += markdown_table(["qtype (n)", *HEADER[1:]], [
-                    strategy_row(f"{t} ({summary['qtypes'][t]})", strategies[strategy][t]) for t in summary["qtypes"]])
+                lines += markdown_table(
+                    ["qtype (n)", *HEADER[1:]],
+                    [strategy_row(f"{t} ({summary['qtypes'][t]})", strategies[strategy][t]) for t in summary["qtypes"]],
+                )
     return lines
 
 

@@ -9,6 +9,7 @@ Each suite entry is one `run.py eval` request; its result is saved under
 ~/.cache/citescope/eval/quality/<entry>.json and the report is rendered from whatever is saved,
 naming the entries that have not run yet and the command that runs them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,12 +18,20 @@ import os
 import platform
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from citescope.tools.rerank import DEFAULT_WEIGHTS_PATH, load_weights
-from citescope.workflows.evaluation.evaluate import (DEFAULT_MAX_EMBED, POLICY, EvalError, EvalRequest, default_root, format_split,
-                                markdown_table, run_eval)
+from citescope.workflows.evaluation.evaluate import (
+    DEFAULT_MAX_EMBED,
+    POLICY,
+    EvalError,
+    EvalRequest,
+    default_root,
+    format_split,
+    markdown_table,
+    run_eval,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 DATASETS = REPO.parent / "shared" / "datasets"
@@ -49,7 +58,9 @@ class SuiteEntry:
         return REPO / "knowledge" / "demo" if self.dataset == "demo" else DATASETS / self.dataset
 
     def command(self) -> str:
-        parts = [f"python run.py eval --dataset {'knowledge/demo' if self.dataset == 'demo' else '../shared/datasets/' + self.dataset}"]
+        parts = [
+            f"python run.py eval --dataset {'knowledge/demo' if self.dataset == 'demo' else '../shared/datasets/' + self.dataset}"
+        ]
         if self.questions_file:
             parts.append(f"--questions {self.questions_file}")
         if self.limit:
@@ -64,39 +75,84 @@ class SuiteEntry:
 
 
 SUITE = (
-    SuiteEntry("demo", "demo", "Demo KB (knowledge/demo, 119 questions): every strategy",
-               strategies=(POLICY, *ARMS, "product_lookup_hybrid"), concurrency=1, questions_file="questions.jsonl"),
+    SuiteEntry(
+        "demo",
+        "demo",
+        "Demo KB (knowledge/demo, 119 questions): every strategy",
+        strategies=(POLICY, *ARMS, "product_lookup_hybrid"),
+        concurrency=1,
+        questions_file="questions.jsonl",
+    ),
     # written by a tester who had read the shop's documents but not the code: chat-window wording,
     # typos, two questions in one message, English (session 22)
-    SuiteEntry("demo-customer", "demo", "Demo KB, customer-written questions (knowledge/demo/questions_customer.jsonl, "
-               "118 questions)", concurrency=1, questions_file="questions_customer.jsonl"),
+    SuiteEntry(
+        "demo-customer",
+        "demo",
+        "Demo KB, customer-written questions (knowledge/demo/questions_customer.jsonl, 118 questions)",
+        concurrency=1,
+        questions_file="questions_customer.jsonl",
+    ),
     # written the same way by another tester who saw neither the code nor the first set, after the
     # first set had been worked on (session 23): the check on what that work generalises
-    SuiteEntry("demo-customer-holdout", "demo", "Demo KB, customer-written holdout questions "
-               "(knowledge/demo/questions_customer_holdout.jsonl, 80 questions)", concurrency=1,
-               questions_file="questions_customer_holdout.jsonl"),
+    SuiteEntry(
+        "demo-customer-holdout",
+        "demo",
+        "Demo KB, customer-written holdout questions (knowledge/demo/questions_customer_holdout.jsonl, 80 questions)",
+        concurrency=1,
+        questions_file="questions_customer_holdout.jsonl",
+    ),
     # a third tester's 90 questions in shoppers' everyday words (situations, activities, nicknames) rather
     # than the documents' (session 23): worked on, like the first set
-    SuiteEntry("demo-everyday", "demo", "Demo KB, everyday-wording questions (knowledge/demo/questions_everyday.jsonl, "
-               "90 questions)", concurrency=1, questions_file="questions_everyday.jsonl"),
+    SuiteEntry(
+        "demo-everyday",
+        "demo",
+        "Demo KB, everyday-wording questions (knowledge/demo/questions_everyday.jsonl, 90 questions)",
+        concurrency=1,
+        questions_file="questions_everyday.jsonl",
+    ),
     # generated from the catalogue (workflows/evaluation/bench/model_probes.py, session 24): models of the shop's series it
     # does not sell, asked three ways, and the sold model's price question
-    SuiteEntry("demo-models", "demo", "Demo KB, models the shop does not sell (knowledge/demo/questions_models.jsonl, "
-               "62 generated questions)", concurrency=1, questions_file="questions_models.jsonl"),
-    SuiteEntry("cmrc2018_dev", "cmrc2018_dev", "CMRC 2018 dev (Chinese Wikipedia), all questions, and its holdout variant"),
+    SuiteEntry(
+        "demo-models",
+        "demo",
+        "Demo KB, models the shop does not sell (knowledge/demo/questions_models.jsonl, 62 generated questions)",
+        concurrency=1,
+        questions_file="questions_models.jsonl",
+    ),
+    SuiteEntry(
+        "cmrc2018_dev", "cmrc2018_dev", "CMRC 2018 dev (Chinese Wikipedia), all questions, and its holdout variant"
+    ),
     SuiteEntry("baoxianzhidao", "baoxianzhidao", "Baoxianzhidao insurance FAQ, all questions, and its holdout variant"),
     SuiteEntry("domainrag", "domainrag", "DomainRAG university admissions, all questions"),
-    SuiteEntry("rgb_zh", "rgb_zh", "RGB (zh), 25 questions per type, each on its own candidate docs", per_qtype=25,
-               strategies=(POLICY, *ARMS)),
+    SuiteEntry(
+        "rgb_zh",
+        "rgb_zh",
+        "RGB (zh), 25 questions per type, each on its own candidate docs",
+        per_qtype=25,
+        strategies=(POLICY, *ARMS),
+    ),
     # every dev question (150 noise, 150 negative, 50 of each other type): seed 0's sample has guided the work
     # of many sessions and flattered it (negative-rejection recall 0.68 there, 0.44 and 0.32 on seeds 1 and 2),
     # so the targets read this run (session 25)
-    SuiteEntry("rgb_zh-all", "rgb_zh", "RGB (zh), all 450 dev questions, each on its own candidate docs",
-               per_qtype=150, baseline=False),
-    *(SuiteEntry(f"{name}-strategies", name, f"{name}: strategies side by side ({STRATEGY_SAMPLE} questions, "
-                 "stratified by type)", limit=STRATEGY_SAMPLE, questions_file="questions.jsonl",
-                 strategies=(POLICY, *ARMS), baseline=False)
-      for name in ("cmrc2018_dev", "baoxianzhidao", "domainrag")),
+    SuiteEntry(
+        "rgb_zh-all",
+        "rgb_zh",
+        "RGB (zh), all 450 dev questions, each on its own candidate docs",
+        per_qtype=150,
+        baseline=False,
+    ),
+    *(
+        SuiteEntry(
+            f"{name}-strategies",
+            name,
+            f"{name}: strategies side by side ({STRATEGY_SAMPLE} questions, stratified by type)",
+            limit=STRATEGY_SAMPLE,
+            questions_file="questions.jsonl",
+            strategies=(POLICY, *ARMS),
+            baseline=False,
+        )
+        for name in ("cmrc2018_dev", "baoxianzhidao", "domainrag")
+    ),
 )
 
 
@@ -105,13 +161,28 @@ def results_dir() -> Path:
 
 
 def run_entry(entry: SuiteEntry, resume: bool, progress: bool = True, max_embed: int = DEFAULT_MAX_EMBED) -> dict:
-    request = EvalRequest(dataset_dir=entry.dataset_dir, questions_file=entry.questions_file, limit=entry.limit,
-                          per_qtype=entry.per_qtype, seed=entry.seed, strategies=list(entry.strategies), baseline=entry.baseline,
-                          concurrency=entry.concurrency, resume=resume, progress=progress, max_embed=max_embed)
+    request = EvalRequest(
+        dataset_dir=entry.dataset_dir,
+        questions_file=entry.questions_file,
+        limit=entry.limit,
+        per_qtype=entry.per_qtype,
+        seed=entry.seed,
+        strategies=list(entry.strategies),
+        baseline=entry.baseline,
+        concurrency=entry.concurrency,
+        resume=resume,
+        progress=progress,
+        max_embed=max_embed,
+    )
     started = time.perf_counter()
     result = run_eval(request)
-    result.update({"entry": entry.name, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                   "seconds": round(time.perf_counter() - started, 1)})
+    result.update(
+        {
+            "entry": entry.name,
+            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+    )
     path = results_dir() / f"{entry.name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
@@ -134,7 +205,9 @@ def saved_results() -> dict[str, dict]:
 RGB_TARGETS = "rgb_zh-all"
 
 
-def _all(results: dict, entry: str, split: str = "questions", strategy: str = POLICY, group: str = "all") -> dict | None:
+def _all(
+    results: dict, entry: str, split: str = "questions", strategy: str = POLICY, group: str = "all"
+) -> dict | None:
     try:
         return results[entry]["splits"][split]["strategies"][strategy][group]
     except KeyError:
@@ -148,8 +221,12 @@ def _fmt(value) -> str:
 def targets(results: dict) -> list[list[str]]:
     """[target, measured, met] rows; a target whose data has not run says so."""
     rows: list[list[str]] = []
-    policy_runs = [(name, split, s["strategies"][POLICY]) for name, r in results.items()
-                   for split, s in r["splits"].items() if POLICY in s["strategies"]]
+    policy_runs = [
+        (name, split, s["strategies"][POLICY])
+        for name, r in results.items()
+        for split, s in r["splits"].items()
+        if POLICY in s["strategies"]
+    ]
     invalid = sum(g["all"]["operations"]["invalid_ids"] for _, _, g in policy_runs)
     over = sum(g["all"]["operations"]["budget_exceeded"] for name, _, g in policy_runs)
     errors = sum(g["all"]["operations"]["errors"] for name, _, g in policy_runs)
@@ -158,40 +235,75 @@ def targets(results: dict) -> list[list[str]]:
     for name in ("demo", "cmrc2018_dev", "baoxianzhidao", "domainrag", RGB_TARGETS):
         scores = _all(results, name)
         value = scores["answers"]["citation_precision"] if scores else None
-        rows.append([f"citation precision ≥ 0.95 — {name}", _fmt(value), _met(value is not None and value >= 0.95, value)])
-    for name, split, group, answerable in (("cmrc2018_dev", "questions_holdout", "unanswerable_kb_removed", "all"),
-                                           ("baoxianzhidao", "questions_holdout", "unanswerable_kb_removed", "all"),
-                                           (RGB_TARGETS, "questions", "negative_rejection", "all")):
+        rows.append(
+            [f"citation precision ≥ 0.95 — {name}", _fmt(value), _met(value is not None and value >= 0.95, value)]
+        )
+    for name, split, group, answerable in (
+        ("cmrc2018_dev", "questions_holdout", "unanswerable_kb_removed", "all"),
+        ("baoxianzhidao", "questions_holdout", "unanswerable_kb_removed", "all"),
+        (RGB_TARGETS, "questions", "negative_rejection", "all"),
+    ):
         refusal = _all(results, name, split, group=group)
         overall = _all(results, name, split, group=answerable)
         recall = refusal["answers"]["refusal_recall"] if refusal else None
         false = overall["answers"]["false_refusal_rate"] if overall else None
-        rows.append([f"refusal recall ≥ 0.90 at ≤ 5% false refusals — {name} ({group})",
-                     f"recall {_fmt(recall)}, false refusals {_fmt(false)}",
-                     _met(recall is not None and recall >= 0.9 and false <= 0.05, recall)])
+        rows.append(
+            [
+                f"refusal recall ≥ 0.90 at ≤ 5% false refusals — {name} ({group})",
+                f"recall {_fmt(recall)}, false refusals {_fmt(false)}",
+                _met(recall is not None and recall >= 0.9 and false <= 0.05, recall),
+            ]
+        )
     for name in (RGB_TARGETS, "domainrag"):
         conflict = _all(results, name, group="conflicting_evidence")
         rate = conflict["answers"]["conflict_flag_rate"] if conflict else None
         fake = conflict["answers"]["fake_answer_asserted"] if conflict else None
-        rows.append([f"conflicts flagged ≥ 80% — {name} conflicting_evidence", _fmt(rate),
-                     _met(rate is not None and rate >= 0.8, rate)])
-        rows.append([f"fake answer never asserted — {name} conflicting_evidence", _fmt(fake),
-                     _met(fake is not None and fake == 0, fake)])
+        rows.append(
+            [
+                f"conflicts flagged ≥ 80% — {name} conflicting_evidence",
+                _fmt(rate),
+                _met(rate is not None and rate >= 0.8, rate),
+            ]
+        )
+        rows.append(
+            [
+                f"fake answer never asserted — {name} conflicting_evidence",
+                _fmt(fake),
+                _met(fake is not None and fake == 0, fake),
+            ]
+        )
     flags = [(g["all"]["answers"]["false_flag_rate"], g["all"]["answers"]["n"]) for _, _, g in policy_runs]
-    false_flags = sum(rate * count for rate, count in flags if rate == rate) / max(1, sum(c for r, c in flags if r == r))
-    rows.append(["false conflict flags ≤ 5% (questions not expecting a conflict, every run)", _fmt(false_flags),
-                 _met(false_flags <= 0.05)])
+    false_flags = sum(rate * count for rate, count in flags if rate == rate) / max(
+        1, sum(c for r, c in flags if r == r)
+    )
+    rows.append(
+        [
+            "false conflict flags ≤ 5% (questions not expecting a conflict, every run)",
+            _fmt(false_flags),
+            _met(false_flags <= 0.05),
+        ]
+    )
     demo = _all(results, "demo")
     p50 = demo["operations"]["latency_ms"]["p50"] if demo else None
-    rows.append(["end-to-end p50 ≤ 300 ms offline on the demo KB", "–" if p50 is None else f"{p50:.0f} ms",
-                 _met(p50 is not None and p50 <= 300, p50)])
+    rows.append(
+        [
+            "end-to-end p50 ≤ 300 ms offline on the demo KB",
+            "–" if p50 is None else f"{p50:.0f} ms",
+            _met(p50 is not None and p50 <= 300, p50),
+        ]
+    )
     rows.append(["tool budgets never exceeded", f"{over} questions over budget, {errors} errors", _met(over == 0)])
     for name in ("demo", "cmrc2018_dev", "baoxianzhidao", "domainrag", RGB_TARGETS):
         scores = _all(results, name)
         if scores:
             a = scores["answers"]
-            rows.append([f"answer hit rate — {name} (report only)",
-                         f"{_fmt(a['answer_hit'])} of answered, {_fmt(a['answer_hit_all_answerable'])} of answerable", "–"])
+            rows.append(
+                [
+                    f"answer hit rate — {name} (report only)",
+                    f"{_fmt(a['answer_hit'])} of answered, {_fmt(a['answer_hit_all_answerable'])} of answerable",
+                    "–",
+                ]
+            )
     return rows
 
 
@@ -1057,11 +1169,15 @@ slices; 2 min 13 s with an empty embedding cache, 319 chunks embedded, on this m
 
 def render(results: dict, calibration: dict | None, notes: str = "") -> str:
     weights = load_weights(DEFAULT_WEIGHTS_PATH)
-    lines = ["# Quality on the dev sets", "",
-             "Generated by `make eval` (`python -m citescope.workflows.evaluation.quality_report`), which runs every entry below through "
-             "`python run.py eval` — the real offline pipeline (policy planner on AgentScope's ReActAgent, skills, "
-             "calibrated reranker, refusal gate, conflict check, extractive answerer, inspector) — and rewrites this "
-             "file. Do not edit by hand; the prose around the numbers lives in workflows/evaluation/quality_report.py.", ""]
+    lines = [
+        "# Quality on the dev sets",
+        "",
+        "Generated by `make eval` (`python -m citescope.workflows.evaluation.quality_report`), which runs every entry below through "
+        "`python run.py eval` — the real offline pipeline (policy planner on AgentScope's ReActAgent, skills, "
+        "calibrated reranker, refusal gate, conflict check, extractive answerer, inspector) — and rewrites this "
+        "file. Do not edit by hand; the prose around the numbers lives in workflows/evaluation/quality_report.py.",
+        "",
+    ]
     minutes = sum(r.get("seconds", 0) for r in results.values()) / 60
     lines += [notes or NOTES.format(minutes=minutes), ""]
     lines += ["## Targets (issue 5)", ""]
@@ -1070,17 +1186,25 @@ def render(results: dict, calibration: dict | None, notes: str = "") -> str:
         lines += ["", f"## {entry.title}", "", f"`{entry.command()}`", ""]
         result = results.get(entry.name)
         if result is None:
-            lines.append("Not run yet: run the command above (or `python -m citescope.workflows.evaluation.quality_report --only "
-                         f"{entry.name}`).")
+            lines.append(
+                "Not run yet: run the command above (or `python -m citescope.workflows.evaluation.quality_report --only "
+                f"{entry.name}`)."
+            )
             continue
         lines.append(f"Finished {result['finished_at']}, {result['seconds'] / 60:.1f} min.")
         for split, summary in result["splits"].items():
-            lines += ["", f"### {split} ({Path(summary['questions_file']).name} on "
-                          f"{', '.join(Path(c).name for c in summary['corpus'])})", ""]
+            lines += [
+                "",
+                f"### {split} ({Path(summary['questions_file']).name} on "
+                f"{', '.join(Path(c).name for c in summary['corpus'])})",
+                "",
+            ]
             extra = []
             if summary.get("rebuilt_counterfactuals"):
-                extra.append(f"{summary['rebuilt_counterfactuals']} counterfactual candidate docs rebuilt from their "
-                             "gold doc (missing from the shared corpus)")
+                extra.append(
+                    f"{summary['rebuilt_counterfactuals']} counterfactual candidate docs rebuilt from their "
+                    "gold doc (missing from the shared corpus)"
+                )
             if summary.get("not_rebuilt_counterfactuals"):
                 extra.append(f"not rebuildable: {', '.join(summary['not_rebuilt_counterfactuals'])}")
             if extra:
@@ -1090,10 +1214,15 @@ def render(results: dict, calibration: dict | None, notes: str = "") -> str:
         lines += ["", "## Calibration (`python run.py calibrate`)", "", calibration_summary(calibration)]
         if calibration.get("plot"):
             lines += ["", f"![refusal calibration]({Path(calibration['plot']).name})"]
-    lines += ["", "## Environment", "",
-              f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}; reranker weights: "
-              f"intercept {weights['intercept']:+.2f}, "
-              + ", ".join(f"{k} {v:+.2f}" for k, v in weights["weights"].items()) + "."]
+    lines += [
+        "",
+        "## Environment",
+        "",
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}; reranker weights: "
+        f"intercept {weights['intercept']:+.2f}, "
+        + ", ".join(f"{k} {v:+.2f}" for k, v in weights["weights"].items())
+        + ".",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -1103,18 +1232,23 @@ def calibration_summary(calibration: dict) -> str:
     return format_calibration_report(calibration).replace(str(REPO) + "/", "").replace(str(Path.home()), "~")
 
 
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--resume", action="store_true", help="continue runs (skip questions already answered)")
     parser.add_argument("--only", action="append", help="run only these entries (repeat); others: saved results")
     parser.add_argument("--report-only", action="store_true", help="re-render docs/quality.md from saved results")
     parser.add_argument("--out", type=Path, default=REPORT)
-    parser.add_argument("--max-embed", type=int, default=DEFAULT_MAX_EMBED,
-                        help="embed up to this many texts per KB that the cache lacks (a new machine: 100000, ~2 h)")
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="write the report even if entries it shows have no saved results here (they become 'not run')")
+    parser.add_argument(
+        "--max-embed",
+        type=int,
+        default=DEFAULT_MAX_EMBED,
+        help="embed up to this many texts per KB that the cache lacks (a new machine: 100000, ~2 h)",
+    )
+    parser.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="write the report even if entries it shows have no saved results here (they become 'not run')",
+    )
     args = parser.parse_args(argv)
     if not args.report_only:
         for entry in SUITE:
@@ -1129,8 +1263,10 @@ def main(argv: list[str] | None = None) -> int:
     results = saved_results()
     lost = entries_it_would_drop(args.out, results)
     if lost and not args.allow_missing:
-        print(f"not writing {args.out}: it reports {', '.join(lost)}, whose results are not on this machine "
-              f"(under {results_dir()}); run them too (--only NAME, or make eval), or pass --allow-missing")
+        print(
+            f"not writing {args.out}: it reports {', '.join(lost)}, whose results are not on this machine "
+            f"(under {results_dir()}); run them too (--only NAME, or make eval), or pass --allow-missing"
+        )
         return 2
     args.out.write_text(render(results, calibration), encoding="utf-8")
     print(f"wrote {args.out}")

@@ -1,5 +1,6 @@
 """Random-moment SIGKILL trials (workflows/evaluation/bench/crash.py): ingest, ingest --prune and delete
 each killed once at a seeded random moment; no document half-present, reruns converge."""
+
 from __future__ import annotations
 
 from citescope.workflows.evaluation.bench.crash import format_crash_report, run_crash_trials

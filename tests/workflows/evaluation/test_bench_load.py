@@ -1,6 +1,7 @@
 """The load benchmark drives a real `run.py serve` subprocess over loopback: with an API key
 enforced, no errors, nothing of the key or of a customer's secret in the server log, and no
 growth in open files or stored sessions after the warm-up."""
+
 from __future__ import annotations
 
 from citescope.workflows.evaluation.bench.load import format_load_report, run_load_bench

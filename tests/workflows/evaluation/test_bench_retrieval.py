@@ -1,22 +1,36 @@
 """The retrieval benchmark end to end on a small real slice: baoxianzhidao questions against a KB
 of its first documents, every leg including both baselines. The slice is embedded here if the
 cache lacks it (a fresh machine: about 150 short chunks); the bench itself skips such a set."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from citescope.workflows.evaluation.bench.retrieval import (LEG_LABELS, LEGS, EvalSet, format_retrieval_report, run_retrieval_bench,
-                                       run_scale_latency)
+from citescope.workflows.evaluation.bench.retrieval import (
+    LEG_LABELS,
+    LEGS,
+    EvalSet,
+    format_retrieval_report,
+    run_retrieval_bench,
+    run_scale_latency,
+)
 
 SLICE = EvalSet("bx", "baoxianzhidao slice", ("baoxianzhidao",), "baoxianzhidao")
 
 
 @pytest.fixture(scope="module")
 def result(datasets_dir, tmp_path_factory):
-    return run_retrieval_bench(datasets_dir, limit=24, sets=[SLICE], max_docs=120, scale_sizes=(),
-                               kb_root=tmp_path_factory.mktemp("kbs"), allow_embedding=True)
+    return run_retrieval_bench(
+        datasets_dir,
+        limit=24,
+        sets=[SLICE],
+        max_docs=120,
+        scale_sizes=(),
+        kb_root=tmp_path_factory.mktemp("kbs"),
+        allow_embedding=True,
+    )
 
 
 def test_every_leg_is_scored_in_range(result):
@@ -62,8 +76,15 @@ def test_report_has_a_table_row_per_leg(result):
 
 
 def test_scale_latency_on_a_small_replicated_kb(datasets_dir, tmp_path):
-    scale = run_scale_latency(datasets_dir, [150], corpora=("baoxianzhidao",), folder=tmp_path,
-                              kb_root=tmp_path / "kbs", n_queries=5, allow_embedding=True)
+    scale = run_scale_latency(
+        datasets_dir,
+        [150],
+        corpora=("baoxianzhidao",),
+        folder=tmp_path,
+        kb_root=tmp_path / "kbs",
+        n_queries=5,
+        allow_embedding=True,
+    )
     row = scale[150]
     assert row["chunks"] >= 150 and row["queries"] == 5
     assert {row[step]["n"] for step in ("dense", "bm25", "hybrid", "rerank")} == {5}

@@ -1,5 +1,6 @@
 """Dataset loading, slicing, cached dataset KBs and the candidate-docs view, on the real shared
 datasets (the baoxianzhidao slice used here is already in the embedding cache)."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,16 @@ import pytest
 
 from citescope.tools.base import SkillContext
 from citescope.tools.search import hybrid_search
-from citescope.workflows.evaluation.datasets import (MARKER, Question, candidate_kb, dataset_kb, kb_doc_ids, load_questions,
-                                missing_embeddings, sample)
+from citescope.workflows.evaluation.datasets import (
+    MARKER,
+    Question,
+    candidate_kb,
+    dataset_kb,
+    kb_doc_ids,
+    load_questions,
+    missing_embeddings,
+    sample,
+)
 
 SLICE_DOCS = 40
 
@@ -46,8 +55,16 @@ def test_load_questions_reads_every_field_of_the_format(datasets_dir):
 
 
 def test_a_follow_up_is_asked_alone_after_every_turn_or_after_the_opening_one():
-    follow_up = Question(qid="c-2", question="保研率是多少", meta={"history": [
-        {"question": "国学院有哪些下设系别", "answers": []}, {"question": "学生主要就业方向有哪些？", "answers": []}]})
+    follow_up = Question(
+        qid="c-2",
+        question="保研率是多少",
+        meta={
+            "history": [
+                {"question": "国学院有哪些下设系别", "answers": []},
+                {"question": "学生主要就业方向有哪些？", "answers": []},
+            ]
+        },
+    )
     assert follow_up.asked("none") == "保研率是多少"
     assert follow_up.asked("all") == "国学院有哪些下设系别 学生主要就业方向有哪些？ 保研率是多少"
     assert follow_up.asked("opening") == "国学院有哪些下设系别 保研率是多少"
@@ -71,9 +88,24 @@ def test_load_questions_filters_qtypes_then_limits(datasets_dir):
 
 def test_session_turn_and_unknown_fields_are_kept(tmp_path):
     path = tmp_path / "questions.jsonl"
-    path.write_text(json.dumps({"qid": "s1-2", "question": "那它呢？", "answers": [], "gold_doc_ids": [],
-                                "answerable": False, "qtype": "unanswerable_kb_removed", "session": "s1",
-                                "turn": 2, "new_field": 7}, ensure_ascii=False) + "\n\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "qid": "s1-2",
+                "question": "那它呢？",
+                "answers": [],
+                "gold_doc_ids": [],
+                "answerable": False,
+                "qtype": "unanswerable_kb_removed",
+                "session": "s1",
+                "turn": 2,
+                "new_field": 7,
+            },
+            ensure_ascii=False,
+        )
+        + "\n\n",
+        encoding="utf-8",
+    )
     (question,) = load_questions(path)
     assert (question.session, question.turn, question.answerable) == ("s1", 2, False)
     assert question.answer_groups == [] and question.model_extra == {"new_field": 7}
@@ -116,8 +148,9 @@ def test_missing_embeddings_counts_without_embedding(bx_corpus, slice_kb, tmp_pa
     assert missing_embeddings([bx_corpus], max_docs=SLICE_DOCS) == 0
     novel = tmp_path / "novel.jsonl"
     text = "这段文字只为测试而写，从未被嵌入过：" + tmp_path.name
-    novel.write_text(json.dumps({"doc_id": "n-1", "title": "测试", "text": text}, ensure_ascii=False) + "\n",
-                     encoding="utf-8")
+    novel.write_text(
+        json.dumps({"doc_id": "n-1", "title": "测试", "text": text}, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     assert missing_embeddings([novel]) == 1
     assert missing_embeddings([novel]) == 1  # counting did not fill the cache
 

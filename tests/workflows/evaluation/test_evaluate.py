@@ -1,6 +1,7 @@
 """The evaluation harness and the calibration maths: splits, question choice, forced strategies,
 one real eval run (real KBs built from cached baoxianzhidao docs, the real pipeline, the AgentScope
 baseline) with its records, scores and resume; the refusal-threshold choice and config writing."""
+
 from __future__ import annotations
 
 import json
@@ -11,18 +12,39 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from citescope.agents.query_analysis import QueryAnalyzer
+from citescope.tools.rerank import DEFAULT_WEIGHTS_PATH, FEATURES
+from citescope.workflows.cli import app
+from citescope.workflows.evaluation.calibrate import (
+    GRID,
+    CalibrationRequest,
+    choose_threshold,
+    fit_reranker,
+    format_calibration_report,
+    record_calibrated,
+    refusal_curve,
+    run_calibration,
+    score_weights,
+    write_default_threshold,
+    write_kb_threshold,
+)
+from citescope.workflows.evaluation.datasets import Question, load_questions
+from citescope.workflows.evaluation.evaluate import (
+    AGENTSCOPE,
+    POLICY,
+    EvalError,
+    EvalRequest,
+    FixedArmPolicy,
+    choose_questions,
+    find_splits,
+    format_eval_report,
+    run_eval,
+    seed_calibrated_config,
+    summarize,
+)
+from citescope.workflows.pipeline_config import DEFAULTS_PATH, PipelineConfig
 from tests.conftest import DEMO_DIR
 from tests.support.replay_server import ReplayServer
-from citescope.tools.rerank import DEFAULT_WEIGHTS_PATH, FEATURES
-from citescope.workflows.evaluation.calibrate import (GRID, CalibrationRequest, choose_threshold, fit_reranker, format_calibration_report,
-                                 record_calibrated, refusal_curve, run_calibration, score_weights, write_default_threshold,
-                                 write_kb_threshold)
-from citescope.workflows.cli import app
-from citescope.workflows.evaluation.datasets import Question, load_questions
-from citescope.workflows.evaluation.evaluate import (AGENTSCOPE, POLICY, EvalError, EvalRequest, FixedArmPolicy, choose_questions,
-                                find_splits, format_eval_report, run_eval, seed_calibrated_config, summarize)
-from citescope.workflows.pipeline_config import DEFAULTS_PATH, PipelineConfig
-from citescope.agents.query_analysis import QueryAnalyzer
 
 CORPUS_DOCS = 12  # the first baoxianzhidao docs; their questions are the even-numbered ones
 FAKE = "终身免交全部保费"
@@ -43,14 +65,34 @@ def mini_dataset(datasets_dir, tmp_path_factory):
     answerable = [q for q in questions if q.gold_doc_ids[0] in docs][:6]
     outside = [q for q in questions if q.gold_doc_ids[0] not in docs][:2]
     rows = [q.model_dump(exclude_none=True) for q in answerable]
-    rows += [{**q.model_dump(exclude_none=True), "qid": q.qid + "-gone", "answers": [], "gold_doc_ids": [],
-              "answerable": False, "qtype": "unanswerable_kb_removed"} for q in outside]
+    rows += [
+        {
+            **q.model_dump(exclude_none=True),
+            "qid": q.qid + "-gone",
+            "answers": [],
+            "gold_doc_ids": [],
+            "answerable": False,
+            "qtype": "unanswerable_kb_removed",
+        }
+        for q in outside
+    ]
     gold = docs["bx-00000"]
-    rows.append({"qid": "mini-conflict", "question": gold["title"], "answers": ["多次赔付"], "fake_answers": [FAKE],
-                 "gold_doc_ids": ["bx-00000"], "answerable": True, "qtype": "conflicting_evidence",
-                 "expect_conflict": True, "candidate_doc_ids": ["bx-00000", "minicf-0"]})
-    (folder / "questions.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                                            encoding="utf-8")
+    rows.append(
+        {
+            "qid": "mini-conflict",
+            "question": gold["title"],
+            "answers": ["多次赔付"],
+            "fake_answers": [FAKE],
+            "gold_doc_ids": ["bx-00000"],
+            "answerable": True,
+            "qtype": "conflicting_evidence",
+            "expect_conflict": True,
+            "candidate_doc_ids": ["bx-00000", "minicf-0"],
+        }
+    )
+    (folder / "questions.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
     return folder
 
 
@@ -61,8 +103,9 @@ def eval_root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def first_run(mini_dataset, eval_root):
-    request = EvalRequest(dataset_dir=mini_dataset, strategies=[POLICY, "keyword_filter"], root=eval_root,
-                          progress=False, concurrency=2)
+    request = EvalRequest(
+        dataset_dir=mini_dataset, strategies=[POLICY, "keyword_filter"], root=eval_root, progress=False, concurrency=2
+    )
     return request, run_eval(request)
 
 
@@ -137,8 +180,9 @@ def test_a_resumed_run_skips_what_is_done_and_a_new_run_starts_over(first_run):
     before = open(path, encoding="utf-8").read()
     again = run_eval(request.model_copy(update={"resume": True}))
     assert open(path, encoding="utf-8").read() == before
-    assert (json.dumps(again["splits"]["questions"]["strategies"], sort_keys=True)
-            == json.dumps(result["splits"]["questions"]["strategies"], sort_keys=True))
+    assert json.dumps(again["splits"]["questions"]["strategies"], sort_keys=True) == json.dumps(
+        result["splits"]["questions"]["strategies"], sort_keys=True
+    )
     small = request.model_copy(update={"strategies": ["hybrid_rerank"], "baseline": False, "limit": 3})
     for _ in range(2):  # the second run replaces the first one's results
         one = run_eval(small)
@@ -153,18 +197,54 @@ def test_unknown_strategies_are_refused_before_anything_runs(mini_dataset, eval_
 
 
 def test_scores_follow_the_readme_conventions():
-    questions = [Question(qid="a", question="?", answers=["15天"], gold_doc_ids=["d1"], qtype="t"),
-                 Question(qid="b", question="?", answerable=False, qtype="u"),
-                 Question(qid="c", question="?", answers=["x"], gold_doc_ids=["d9"], qtype="t")]
+    questions = [
+        Question(qid="a", question="?", answers=["15天"], gold_doc_ids=["d1"], qtype="t"),
+        Question(qid="b", question="?", answerable=False, qtype="u"),
+        Question(qid="c", question="?", answers=["x"], gold_doc_ids=["d9"], qtype="t"),
+    ]
     records = [
-        {"strategy": POLICY, "qid": "a", "answer": "退货期是15天【c1】【bad】。", "refused": False,
-         "evidence": [["c2", "d2"], ["c1", "d1"]], "pool_docs": ["d2", "d1"], "cited_ids": ["c1", "bad"],
-         "invalid_ids": ["bad"], "conflicts": [], "tool_calls": 3, "within_budget": True, "latency_ms": 10.0},
-        {"strategy": POLICY, "qid": "b", "answer": "", "refused": True, "evidence": [], "pool_docs": [],
-         "cited_ids": [], "invalid_ids": [], "conflicts": [], "tool_calls": 1, "within_budget": True, "latency_ms": 30.0},
-        {"strategy": POLICY, "qid": "c", "answer": "", "refused": True, "evidence": [["c3", "d3"]],
-         "pool_docs": ["d3", "d9"], "cited_ids": [], "invalid_ids": [], "conflicts": [], "tool_calls": 5,
-         "within_budget": False, "latency_ms": 20.0},
+        {
+            "strategy": POLICY,
+            "qid": "a",
+            "answer": "退货期是15天【c1】【bad】。",
+            "refused": False,
+            "evidence": [["c2", "d2"], ["c1", "d1"]],
+            "pool_docs": ["d2", "d1"],
+            "cited_ids": ["c1", "bad"],
+            "invalid_ids": ["bad"],
+            "conflicts": [],
+            "tool_calls": 3,
+            "within_budget": True,
+            "latency_ms": 10.0,
+        },
+        {
+            "strategy": POLICY,
+            "qid": "b",
+            "answer": "",
+            "refused": True,
+            "evidence": [],
+            "pool_docs": [],
+            "cited_ids": [],
+            "invalid_ids": [],
+            "conflicts": [],
+            "tool_calls": 1,
+            "within_budget": True,
+            "latency_ms": 30.0,
+        },
+        {
+            "strategy": POLICY,
+            "qid": "c",
+            "answer": "",
+            "refused": True,
+            "evidence": [["c3", "d3"]],
+            "pool_docs": ["d3", "d9"],
+            "cited_ids": [],
+            "invalid_ids": [],
+            "conflicts": [],
+            "tool_calls": 5,
+            "within_budget": False,
+            "latency_ms": 20.0,
+        },
     ]
     scores = summarize(questions, records, [POLICY])["strategies"][POLICY]["all"]
     assert scores["retrieval"]["recall@1"] == 0.0 and scores["retrieval"]["recall@5"] == 0.5
@@ -172,15 +252,24 @@ def test_scores_follow_the_readme_conventions():
     assert scores["answers"]["answer_hit"] == 1.0 and scores["answers"]["citation_precision"] == 0.5
     assert scores["answers"]["refusal_recall"] == 1.0 and scores["answers"]["false_refusal_rate"] == 0.5
     ops = scores["operations"]
-    assert (ops["invalid_ids"], ops["answers_with_invalid_ids"], ops["budget_exceeded"], ops["tool_calls_max"]) == (1, 1, 1, 5)
+    assert (ops["invalid_ids"], ops["answers_with_invalid_ids"], ops["budget_exceeded"], ops["tool_calls_max"]) == (
+        1,
+        1,
+        1,
+        5,
+    )
     assert ops["latency_ms"]["p50"] == 20.0
 
 
 def _rows(answerable_best, unanswerable_best, anyway=()):
-    rows = [{"qid": f"a{i}", "answerable": True, "best": b, "refused_anyway": i in anyway}
-            for i, b in enumerate(answerable_best)]
-    return rows + [{"qid": f"u{i}", "answerable": False, "best": b, "refused_anyway": False}
-                   for i, b in enumerate(unanswerable_best)]
+    rows = [
+        {"qid": f"a{i}", "answerable": True, "best": b, "refused_anyway": i in anyway}
+        for i, b in enumerate(answerable_best)
+    ]
+    return rows + [
+        {"qid": f"u{i}", "answerable": False, "best": b, "refused_anyway": False}
+        for i, b in enumerate(unanswerable_best)
+    ]
 
 
 def test_the_threshold_maximises_refusal_recall_within_five_percent_false_refusals():
@@ -209,7 +298,10 @@ def test_the_kb_threshold_keeps_other_settings_and_the_default_keeps_comments(tm
     (kb_dir / "config.yaml").write_text("evidence_top_n: 4\nsomething_else: 1\n", encoding="utf-8")
     write_kb_threshold(kb_dir, 0.2345)
     assert yaml.safe_load((kb_dir / "config.yaml").read_text()) == {
-        "evidence_top_n": 4, "something_else": 1, "refusal_threshold": 0.2345}
+        "evidence_top_n": 4,
+        "something_else": 1,
+        "refusal_threshold": 0.2345,
+    }
     assert PipelineConfig.load(kb_dir, environ={}).refusal_threshold == 0.2345
     defaults = tmp_path / "pipeline.yaml"
     defaults.write_text(DEFAULTS_PATH.read_text(encoding="utf-8"), encoding="utf-8")
@@ -243,8 +335,14 @@ def test_a_reranker_fit_that_loses_held_out_is_not_written():
     def example(qid, gold_first):
         features = np.zeros((2, len(FEATURES)))
         features[0 if gold_first else 1, 0] = 1.0
-        return {"qid": qid, "docs": ["g", "o"] if gold_first else ["o", "g"], "gold": ["g"],
-                "features": features, "labels": np.array([1, 0] if gold_first else [0, 1])}
+        return {
+            "qid": qid,
+            "docs": ["g", "o"] if gold_first else ["o", "g"],
+            "gold": ["g"],
+            "features": features,
+            "labels": np.array([1, 0] if gold_first else [0, 1]),
+        }
+
     examples = {"s": [example(f"q{i}", i % 2 == 0) for i in range(40)]}
     report = fit_reranker(examples, write=False)
     assert report["current"]["mrr@10"] == 1.0 and not report["fitted_wins"] and not report["written"]
@@ -253,13 +351,16 @@ def test_a_reranker_fit_that_loses_held_out_is_not_written():
 
 def test_the_eval_command_prints_json_and_rejects_bad_input(mini_dataset, eval_root, first_run):
     runner = CliRunner()
-    ok = runner.invoke(app, ["eval", "--dataset", str(mini_dataset), "--limit", "3", "--no-baseline", "--json",
-                             "--root", str(eval_root)])
+    ok = runner.invoke(
+        app,
+        ["eval", "--dataset", str(mini_dataset), "--limit", "3", "--no-baseline", "--json", "--root", str(eval_root)],
+    )
     assert ok.exit_code == 0, ok.output
     parsed = json.loads(ok.stdout)
     assert parsed["splits"]["questions"]["n_questions"] == 3
-    bad = runner.invoke(app, ["eval", "--dataset", str(mini_dataset), "--strategy", "policy,fastest",
-                              "--root", str(eval_root)])
+    bad = runner.invoke(
+        app, ["eval", "--dataset", str(mini_dataset), "--strategy", "policy,fastest", "--root", str(eval_root)]
+    )
     assert bad.exit_code == 2 and "unknown strategies" in bad.output
 
 
@@ -268,9 +369,16 @@ def test_llm_mode_runs_the_model_path_and_needs_a_model(mini_dataset, eval_root)
     # the extractive answer, so a question past the refusal gate costs two model calls (one
     # refused at the gate costs none) and every answer stays valid.
     with ReplayServer(default_step={"content": "保险的事情可以问客服。"}) as server:
-        request = EvalRequest(dataset_dir=mini_dataset, mode="llm", answerer=f"compatible:test@{server.base_url}",
-                              limit=3, baseline=False, root=eval_root, progress=False,
-                              overrides={"max_retries": 0, "model_timeout_s": 10})
+        request = EvalRequest(
+            dataset_dir=mini_dataset,
+            mode="llm",
+            answerer=f"compatible:test@{server.base_url}",
+            limit=3,
+            baseline=False,
+            root=eval_root,
+            progress=False,
+            overrides={"max_retries": 0, "model_timeout_s": 10},
+        )
         summary = run_eval(request)["splits"]["questions"]
         records = [json.loads(line) for line in open(f"{summary['run_dir']}/results.jsonl", encoding="utf-8")]
         assert server.chat_requests()
@@ -278,14 +386,16 @@ def test_llm_mode_runs_the_model_path_and_needs_a_model(mini_dataset, eval_root)
     assert {r["model_calls"] for r in records} <= {0, 2} and any(r["model_calls"] == 2 for r in records)
     assert all(not r["invalid_ids"] and r["answer_source"] in ("extractive", "refusal") for r in records)
     with pytest.raises(EvalError, match="needs a model"):
-        run_eval(EvalRequest(dataset_dir=mini_dataset, mode="llm", limit=1, baseline=False, root=eval_root,
-                             progress=False))
+        run_eval(
+            EvalRequest(dataset_dir=mini_dataset, mode="llm", limit=1, baseline=False, root=eval_root, progress=False)
+        )
 
 
 def test_a_dry_calibration_run_reports_both_steps_and_writes_nothing(mini_dataset, eval_root, first_run):
     weights = DEFAULT_WEIGHTS_PATH.read_bytes()
-    result = run_calibration(CalibrationRequest(datasets=[mini_dataset], per_set=20, dry_run=True, root=eval_root,
-                                                progress=False))
+    result = run_calibration(
+        CalibrationRequest(datasets=[mini_dataset], per_set=20, dry_run=True, root=eval_root, progress=False)
+    )
     fit = result["reranker"]
     assert set(fit["sets"]) == {"mini_bx"} and fit["train_rows"] > 0 and not fit["written"]
     thresholds = result["threshold"]

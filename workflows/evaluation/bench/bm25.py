@@ -3,6 +3,7 @@
 Measures per-query latency of a top-10 search and whether both return the same top-10 docs,
 at 10k and 100k chunks cut from the shared datasets (real text only, nothing generated).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -85,7 +86,7 @@ def _bench_one_size(corpus_tokens: list[list[str]], queries: list[list[str]]) ->
         ours_tops.append(docs)
 
     reference_ms, agreements = [], []
-    for query, our_docs in zip(reference_queries, ours_tops):
+    for query, our_docs in zip(reference_queries, ours_tops, strict=False):
         started = time.perf_counter()
         scores = reference.get_scores(query)
         # Stable argsort: same tie rule as ours (lower index first) so equal scores agree.
@@ -187,9 +188,7 @@ def _chunk_corpora(datasets_dir: Path, n_needed: int, seed: int) -> tuple[dict, 
     the chunk size steps down from 150 until there are enough, and the result says which.
     """
     primary_files = [datasets_dir / name / "corpus.jsonl" for name in PRIMARY_DATASETS]
-    fallback_files = [
-        datasets_dir / name / file_name for name in PRIMARY_DATASETS for file_name in FALLBACK_CORPORA
-    ]
+    fallback_files = [datasets_dir / name / file_name for name in PRIMARY_DATASETS for file_name in FALLBACK_CORPORA]
     missing = [str(path) for path in primary_files if not path.exists()]
     if missing:
         raise FileNotFoundError(f"missing dataset corpora: {', '.join(missing)}")
@@ -198,9 +197,11 @@ def _chunk_corpora(datasets_dir: Path, n_needed: int, seed: int) -> tuple[dict, 
 
     for chunk_chars in range(TARGET_CHUNK_CHARS, MIN_CHUNK_CHARS - 1, -10):
         primary = [piece for text in primary_texts for piece in _split_into_pieces(text, chunk_chars)]
-        fallback = [] if len(primary) >= n_needed else [
-            piece for text in fallback_texts for piece in _split_into_pieces(text, chunk_chars)
-        ]
+        fallback = (
+            []
+            if len(primary) >= n_needed
+            else [piece for text in fallback_texts for piece in _split_into_pieces(text, chunk_chars)]
+        )
         if len(primary) + len(fallback) >= n_needed:
             break
     shuffler = random.Random(seed)

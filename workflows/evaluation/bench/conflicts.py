@@ -14,6 +14,7 @@ is reported separately.
 
 Run: `.venv/bin/python -m citescope.workflows.evaluation.bench.conflicts [DATASETS_DIR] [--top-k N]` (prints JSON).
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-
+from citescope.agents.conflicts import Conflict, canonical_text, detect_conflicts
 from citescope.knowledge.bm25 import BM25Index
 from citescope.knowledge.chunking import chunk_document
 from citescope.knowledge.lexicon import Lexicon
@@ -32,7 +33,6 @@ from citescope.knowledge.loaders import build_document, load_path
 from citescope.knowledge.schema import Chunk, Document
 from citescope.knowledge.text import tokenize
 from citescope.tools.base import EvidenceHit, LegScore
-from citescope.agents.conflicts import Conflict, canonical_text, detect_conflicts
 
 DATASETS = ("rgb_zh", "domainrag")
 TOP_K = 8
@@ -40,8 +40,13 @@ TITLE_WEIGHT = 0.5
 DEMO_DIR = Path(__file__).resolve().parents[3] / "knowledge" / "demo"
 
 
-def run_conflict_bench(datasets_dir: Path, demo_dir: Path | None = DEMO_DIR, limit: int | None = None,
-                       datasets: tuple[str, ...] = DATASETS, top_k: int = TOP_K) -> dict:
+def run_conflict_bench(
+    datasets_dir: Path,
+    demo_dir: Path | None = DEMO_DIR,
+    limit: int | None = None,
+    datasets: tuple[str, ...] = DATASETS,
+    top_k: int = TOP_K,
+) -> dict:
     """Flag rates per dataset and question type; `limit` keeps the first N questions of each type;
     `top_k`: chunks per question's evidence (the pipeline's conflict scan reads 12).
 
@@ -59,8 +64,9 @@ def run_conflict_bench(datasets_dir: Path, demo_dir: Path | None = DEMO_DIR, lim
 
 
 # ----------------------------------------------------------------------------- evidence
-def evidence_for(question: str, documents: Iterable[Document], lexicon: Lexicon | None = None,
-                 top_k: int = TOP_K) -> list[EvidenceHit]:
+def evidence_for(
+    question: str, documents: Iterable[Document], lexicon: Lexicon | None = None, top_k: int = TOP_K
+) -> list[EvidenceHit]:
     """The top_k chunks of `documents` by BM25 over the question, as EvidenceHits."""
     chunks: list[Chunk] = [chunk for doc in documents for chunk in chunk_document(doc)]
     if not chunks:
@@ -218,7 +224,7 @@ def main(argv: list[str]) -> None:
     if "--top-k" in args:
         at = args.index("--top-k")
         top_k = int(args[at + 1])
-        del args[at:at + 2]
+        del args[at : at + 2]
     datasets_dir = Path(args[0]) if args else Path(__file__).resolve().parents[4] / "shared" / "datasets"
     report = run_conflict_bench(datasets_dir, top_k=top_k)
     for name, part in report.items():

@@ -17,6 +17,7 @@ question set) is measured two ways:
 The script imports only what older checkouts also have, so the before-fix CPU figure is this file
 run against them: `PYTHONPATH=<old checkout> python workflows/evaluation/bench/cost.py --kb DIR --cpu-only`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -79,9 +80,13 @@ def measure_cpu(kb_dir: Path | str, repeats: int = 3, n_normal: int = 20) -> dic
             def cost(question: str) -> dict:
                 cpu, wall = time.process_time(), time.perf_counter()
                 result = pipeline.run(question)
-                return {"cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - wall,
-                        "stages_ms": result.timings_ms, "refusal_reason": result.refusal_reason,
-                        "chars": len(question)}
+                return {
+                    "cpu_s": time.process_time() - cpu,
+                    "wall_s": time.perf_counter() - wall,
+                    "stages_ms": result.timings_ms,
+                    "refusal_reason": result.refusal_reason,
+                    "chars": len(question),
+                }
 
             long_runs = [cost(long_question(days)) for days in range(8, 8 + repeats)]
             normal_runs = [cost(q) for q in normal_questions(n_normal)]
@@ -90,12 +95,20 @@ def measure_cpu(kb_dir: Path | str, repeats: int = 3, n_normal: int = 20) -> dic
     cpu = [run["cpu_s"] for run in long_runs]
     normal_cpu = [run["cpu_s"] for run in normal_runs]
     return {
-        "long": {"chars": long_runs[0]["chars"], "repeats": repeats, "cpu_s_median": round(statistics.median(cpu), 3),
-                 "cpu_s_max": round(max(cpu), 3),
-                 "wall_s_median": round(statistics.median(r["wall_s"] for r in long_runs), 3),
-                 "stages_ms_last": long_runs[-1]["stages_ms"], "refusal_reason": long_runs[-1]["refusal_reason"]},
-        "normal": {"n": len(normal_runs), "cpu_s_mean": round(statistics.mean(normal_cpu), 3),
-                   "cpu_s_max": round(max(normal_cpu), 3)},
+        "long": {
+            "chars": long_runs[0]["chars"],
+            "repeats": repeats,
+            "cpu_s_median": round(statistics.median(cpu), 3),
+            "cpu_s_max": round(max(cpu), 3),
+            "wall_s_median": round(statistics.median(r["wall_s"] for r in long_runs), 3),
+            "stages_ms_last": long_runs[-1]["stages_ms"],
+            "refusal_reason": long_runs[-1]["refusal_reason"],
+        },
+        "normal": {
+            "n": len(normal_runs),
+            "cpu_s_mean": round(statistics.mean(normal_cpu), 3),
+            "cpu_s_max": round(max(normal_cpu), 3),
+        },
         "load_average": {"before": load_before, "after": _load_average()},
     }
 
@@ -110,6 +123,7 @@ async def _normal_latencies(server, questions: list[str], long_in_flight: int) -
     long_outcomes: list[dict] = []
     limits = httpx.Limits(max_connections=long_in_flight + 2)
     async with httpx.AsyncClient(base_url=server.url, headers=server.headers, timeout=120, limits=limits) as client:
+
         async def keep_long_in_flight(number: int) -> None:
             days = 100 * (number + 1)
             while not stop.is_set():  # stops once the normal questions are done: a bounded loop
@@ -129,14 +143,18 @@ async def _normal_latencies(server, questions: list[str], long_in_flight: int) -
         "normal_errors": [o["error"] for o in normal if "error" in o],
         "normal_cached": sum(o.get("cached", False) for o in ok),
         "normal_deadline_refusals": sum(o.get("refusal_reason") == "deadline" for o in ok),
-        "long": {"sent": len(long_outcomes), "latency_ms": latency_summary([o["ms"] for o in answered_long]),
-                 "deadline_refusals": sum(o.get("refusal_reason") == "deadline" for o in answered_long),
-                 "errors": [o["error"] for o in long_outcomes if "error" in o]},
+        "long": {
+            "sent": len(long_outcomes),
+            "latency_ms": latency_summary([o["ms"] for o in answered_long]),
+            "deadline_refusals": sum(o.get("refusal_reason") == "deadline" for o in answered_long),
+            "errors": [o["error"] for o in long_outcomes if "error" in o],
+        },
     }
 
 
-def measure_interference(kb_dir: Path | str, n_normal: int = 30, long_in_flight: int = 4,
-                         env: dict[str, str] | None = None) -> dict:
+def measure_interference(
+    kb_dir: Path | str, n_normal: int = 30, long_in_flight: int = 4, env: dict[str, str] | None = None
+) -> dict:
     """Normal questions' latency on an idle server and, on a fresh one, with long_in_flight long
     messages in flight. env: extra server environment (CITESCOPE_MAX_RUNNING_QUESTIONS=…)."""
     from citescope.workflows.evaluation.bench.load import _Server
@@ -146,18 +164,31 @@ def measure_interference(kb_dir: Path | str, n_normal: int = 30, long_in_flight:
     with tempfile.TemporaryDirectory(prefix="citescope-cost-") as tmp:
         for phase, in_flight in (("unloaded", 0), ("loaded", long_in_flight)):
             kb_copy = _copy_kb(kb_dir, Path(tmp) / phase)
-            with open(Path(tmp) / f"{phase}.log", "w", encoding="utf-8") as log, \
-                    _Server(kb_copy, secrets.token_urlsafe(16), log, env=env) as server:
+            with (
+                open(Path(tmp) / f"{phase}.log", "w", encoding="utf-8") as log,
+                _Server(kb_copy, secrets.token_urlsafe(16), log, env=env) as server,
+            ):
                 load_before = _load_average()
                 phases[phase] = asyncio.run(_normal_latencies(server, questions, in_flight))
                 phases[phase]["load_average"] = {"before": load_before, "after": _load_average()}
     ratio = phases["loaded"]["normal_latency_ms"]["p95"] / phases["unloaded"]["normal_latency_ms"]["p95"]
-    return {"long_in_flight": long_in_flight, "normal_questions": len(questions), "server_env": env or {},
-            **phases, "p95_ratio": round(ratio, 2)}
+    return {
+        "long_in_flight": long_in_flight,
+        "normal_questions": len(questions),
+        "server_env": env or {},
+        **phases,
+        "p95_ratio": round(ratio, 2),
+    }
 
 
-def run_cost_bench(kb_dir: Path | str, repeats: int = 3, n_normal: int = 30, long_in_flight: int = 4,
-                   cpu_only: bool = False, env: dict[str, str] | None = None) -> dict:
+def run_cost_bench(
+    kb_dir: Path | str,
+    repeats: int = 3,
+    n_normal: int = 30,
+    long_in_flight: int = 4,
+    cpu_only: bool = False,
+    env: dict[str, str] | None = None,
+) -> dict:
     result = {"cpu": measure_cpu(kb_dir, repeats=repeats)}
     if not cpu_only:
         result["http"] = measure_interference(kb_dir, n_normal=n_normal, long_in_flight=long_in_flight, env=env)
@@ -181,10 +212,13 @@ def format_cost_report(result: dict) -> str:
     ]
     http = result.get("http")
     if http:
+
         def row(name: str, phase: dict) -> str:
             stats = phase["normal_latency_ms"]
-            return (f"| {name} | {stats['n']} | {stats['p50']:.1f} | {stats['p95']:.1f} | {stats['max']:.1f} | "
-                    f"{phase['load_average']['before']} |")
+            return (
+                f"| {name} | {stats['n']} | {stats['p50']:.1f} | {stats['p95']:.1f} | {stats['max']:.1f} | "
+                f"{phase['load_average']['before']} |"
+            )
 
         loaded = http["loaded"]
         lines += [

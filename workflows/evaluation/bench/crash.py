@@ -7,6 +7,7 @@ they land wherever the time goes: interpreter start-up and imports, opening the 
 Milvus writes, the SQLite switch, stale-row cleanup, the BM25 snapshot.
 tests/knowledge/test_crash_safety.py uses the same helpers to kill right after chosen stages.
 """
+
 from __future__ import annotations
 
 import json
@@ -76,12 +77,15 @@ def corpus(version: int, drop: tuple[str, ...] = ()) -> list[dict]:
         changed = version == 2 and i % 3 != 0
         name, category, feature = _PRODUCTS[i]
         if name == "售后服务政策":
-            text = _POLICY + ("\n\n五、以旧换新：2024年6月起，数码类商品支持以旧换新，旧机最高抵扣50元。" if changed else "")
+            text = _POLICY + (
+                "\n\n五、以旧换新：2024年6月起，数码类商品支持以旧换新，旧机最高抵扣50元。" if changed else ""
+            )
             rows.append({"doc_id": doc_id, "title": name, "text": text, "doc_type": "policy"})
             continue
         months = 12 + i if changed else 6 + i
         text = f"{name}，{feature}。保修期{months}个月。" + (
-            "2024年6月起支持以旧换新，旧机最高抵扣50元。" if changed else "质量问题签收后7天内可退换。")
+            "2024年6月起支持以旧换新，旧机最高抵扣50元。" if changed else "质量问题签收后7天内可退换。"
+        )
         rows.append({"doc_id": doc_id, "title": name, "text": text, "doc_type": "product", "category": category})
     return rows
 
@@ -109,14 +113,21 @@ class CliRun:
     stage_seconds: list[float] = field(default_factory=list)  # when each stage line arrived, from start
 
 
-def run_cli(args: list[str], kill_after_seconds: float | None = None, kill_after_stage: int | None = None,
-            jitter: float = 0.0) -> CliRun:
+def run_cli(
+    args: list[str], kill_after_seconds: float | None = None, kill_after_stage: int | None = None, jitter: float = 0.0
+) -> CliRun:
     """Run `run.py ARGS` with stage lines on; SIGKILL it after a delay or right after its n-th stage.
 
     Without either it runs to the end (how the bench measures an unkilled run).
     """
-    proc = subprocess.Popen([sys.executable, "run.py", *args], cwd=REPO, env={**os.environ, **STAGE_ENV},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "run.py", *args],
+        cwd=REPO,
+        env={**os.environ, **STAGE_ENV},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     started = time.perf_counter()
     stages: list[str] = []
     stage_seconds: list[float] = []
@@ -149,8 +160,9 @@ def run_cli(args: list[str], kill_after_seconds: float | None = None, kill_after
     proc.wait(timeout=300)
     seconds = time.perf_counter() - started
     reader.join(timeout=30)
-    return CliRun(proc.returncode == -signal.SIGKILL, proc.returncode, stages, seconds, "".join(other[-20:]),
-                  stage_seconds)
+    return CliRun(
+        proc.returncode == -signal.SIGKILL, proc.returncode, stages, seconds, "".join(other[-20:]), stage_seconds
+    )
 
 
 @dataclass
@@ -165,8 +177,11 @@ class Consistency:
     live_rows_stored_twice: int = 0
 
     def converged(self) -> bool:
-        return (not self.violations and not self.rows_stored_twice
-                and all(s in ("new", "unchanged") for s in self.states.values()))
+        return (
+            not self.violations
+            and not self.rows_stored_twice
+            and all(s in ("new", "unchanged") for s in self.states.values())
+        )
 
 
 def check_consistent(kb_dir: Path, old: dict, new: dict) -> Consistency:
@@ -205,12 +220,14 @@ def check_consistent(kb_dir: Path, old: dict, new: dict) -> Consistency:
         if not live_rows <= vector_rows:
             result.violations.append(f"{len(live_rows - vector_rows)} live chunks lost their vectors")
         if not len(chunk_ids) == len(set(chunk_ids)) == len(live_rows):
-            result.violations.append(f"duplicate chunks: {len(chunk_ids)} chunks, {len(set(chunk_ids))} ids, "
-                                     f"{len(live_rows)} row ids")
+            result.violations.append(
+                f"duplicate chunks: {len(chunk_ids)} chunks, {len(set(chunk_ids))} ids, {len(live_rows)} row ids"
+            )
         dense = [h.chunk_id for h in kb.search_dense("保修期多久", k=len(chunk_ids))]
         if len(dense) != len(set(dense)) or set(dense) != set(chunk_ids):
-            result.violations.append(f"dense search returned {len(dense)} hits, {len(set(dense))} distinct, "
-                                     f"for {len(chunk_ids)} chunks")
+            result.violations.append(
+                f"dense search returned {len(dense)} hits, {len(set(dense))} distinct, for {len(chunk_ids)} chunks"
+            )
         live = set(chunk_ids)
         for chunk in chunks:  # BM25 indexes exactly the catalog's chunks: each finds itself, nothing else
             found = [h.chunk_id for h in kb.search_keyword(chunk.text, k=len(chunk_ids))]
@@ -264,11 +281,19 @@ def _rerun(kind: str, kb_dir: Path, files: dict[str, Path]) -> None:
 def _cli_args(kind: str, kb_dir: Path, files: dict[str, Path]) -> list[str]:
     if kind == "delete":
         return ["delete", *DELETED, "--kb", str(kb_dir)]
-    return ["ingest", str(files[kind]), "--kb", str(kb_dir), "--json", *(["--prune", "--yes"] if kind == "prune" else [])]
+    return [
+        "ingest",
+        str(files[kind]),
+        "--kb",
+        str(kb_dir),
+        "--json",
+        *(["--prune", "--yes"] if kind == "prune" else []),
+    ]
 
 
-def run_crash_trials(trials: int, seed: int, workdir: Path, measure_runs: int = 2,
-                     window: Literal["run", "writes"] = "run") -> dict:
+def run_crash_trials(
+    trials: int, seed: int, workdir: Path, measure_runs: int = 2, window: Literal["run", "writes"] = "run"
+) -> dict:
     """`trials` SIGKILLs at uniformly random moments; counts of kills, phases, states, violations.
 
     window "run": the moment is uniform from process start to the end of the fastest of
@@ -281,11 +306,16 @@ def run_crash_trials(trials: int, seed: int, workdir: Path, measure_runs: int = 
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     v1 = write_jsonl(workdir / "v1.jsonl", corpus(1))
-    files = {"ingest": write_jsonl(workdir / "v2.jsonl", corpus(2)),
-             "prune": write_jsonl(workdir / "v2-pruned.jsonl", corpus(2, drop=PRUNED))}
+    files = {
+        "ingest": write_jsonl(workdir / "v2.jsonl", corpus(2)),
+        "prune": write_jsonl(workdir / "v2-pruned.jsonl", corpus(2, drop=PRUNED)),
+    }
     old = versions_by_doc(v1)
-    targets = {"ingest": versions_by_doc(files["ingest"]), "prune": versions_by_doc(files["prune"]),
-               "delete": {d: t for d, t in old.items() if d not in DELETED}}
+    targets = {
+        "ingest": versions_by_doc(files["ingest"]),
+        "prune": versions_by_doc(files["prune"]),
+        "delete": {d: t for d, t in old.items() if d not in DELETED},
+    }
     base = Path(tempfile.mkdtemp(prefix="base-", dir=workdir)) / "kb"
     ingest_in_process(base, [v1], create=True)
 
@@ -326,15 +356,24 @@ def run_crash_trials(trials: int, seed: int, workdir: Path, measure_runs: int = 
             violations.append(f"after rerun: Milvus still holds {after_rerun.rows_stored_twice} rows twice")
         if kind != "delete" and after_rerun.orphan_rows:  # an ingest reconciles first; delete does not
             violations.append(f"after rerun: {after_rerun.orphan_rows} orphan vector rows survived")
-        records.append({
-            "trial": trial, "kind": kind, "delay_s": round(delay, 3), "killed": run.killed,
-            "phase": f"{kind}:{_phase(run, after_kill, stage_totals[kind])}", "stages_seen": len(run.stages),
-            "states": dict(Counter(after_kill.states.values())), "orphans_after_kill": after_kill.orphan_rows,
-            "orphans_after_rerun": after_rerun.orphan_rows, "rows_stored_twice_after_kill": after_kill.rows_stored_twice,
-            "live_rows_stored_twice_after_kill": after_kill.live_rows_stored_twice,
-            "rows_stored_twice_after_rerun": after_rerun.rows_stored_twice, "converged": after_rerun.converged(),
-            "violations": violations,
-        })
+        records.append(
+            {
+                "trial": trial,
+                "kind": kind,
+                "delay_s": round(delay, 3),
+                "killed": run.killed,
+                "phase": f"{kind}:{_phase(run, after_kill, stage_totals[kind])}",
+                "stages_seen": len(run.stages),
+                "states": dict(Counter(after_kill.states.values())),
+                "orphans_after_kill": after_kill.orphan_rows,
+                "orphans_after_rerun": after_rerun.orphan_rows,
+                "rows_stored_twice_after_kill": after_kill.rows_stored_twice,
+                "live_rows_stored_twice_after_kill": after_kill.live_rows_stored_twice,
+                "rows_stored_twice_after_rerun": after_rerun.rows_stored_twice,
+                "converged": after_rerun.converged(),
+                "violations": violations,
+            }
+        )
         _discard_kb(kb_dir)
     _discard_kb(base)
 

@@ -1,4 +1,5 @@
 """Ingest throughput on real data: a cold run (empty embedding cache), then an unchanged rerun."""
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,11 @@ def run_ingest_bench(dataset_dir: Path, limit: int = 400) -> dict:
         "chunks": cold.chunks,
         "mean_chunk_chars": round(chars / max(cold.chunks, 1), 1),
         "embedder": settings.embedder,
-        "cold": {"seconds": round(cold_s, 2), "chunks_per_s": round(cold.chunks / cold_s, 2),
-                 "docs_per_s": round(cold.documents / cold_s, 2)},
+        "cold": {
+            "seconds": round(cold_s, 2),
+            "chunks_per_s": round(cold.chunks / cold_s, 2),
+            "docs_per_s": round(cold.documents / cold_s, 2),
+        },
         "unchanged_rerun": {"seconds": round(warm_s, 2), "skipped": warm.skipped, "embedded": warm.embedded},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
     }
@@ -48,16 +52,18 @@ def run_ingest_bench(dataset_dir: Path, limit: int = 400) -> dict:
 
 def format_ingest_report(result: dict) -> str:
     cold, warm = result["cold"], result["unchanged_rerun"]
-    return "\n".join([
-        f"Ingest of {result['dataset']} ({result['documents']} documents -> {result['chunks']} chunks, "
-        f"mean {result['mean_chunk_chars']} chars, embedder {result['embedder']}, {result['machine']['cpus']} CPUs)",
-        "",
-        "| run | seconds | chunks/s | docs/s | embedded |",
-        "|---|---|---|---|---|",
-        f"| cold (empty embedding cache) | {cold['seconds']} | {cold['chunks_per_s']} | {cold['docs_per_s']} | {result['chunks']} |",
-        f"| unchanged rerun | {warm['seconds']} | - | - | {warm['embedded']} (skipped {warm['skipped']}) |",
-        "",
-        "```json",
-        json.dumps(result, ensure_ascii=False),
-        "```",
-    ])
+    return "\n".join(
+        [
+            f"Ingest of {result['dataset']} ({result['documents']} documents -> {result['chunks']} chunks, "
+            f"mean {result['mean_chunk_chars']} chars, embedder {result['embedder']}, {result['machine']['cpus']} CPUs)",
+            "",
+            "| run | seconds | chunks/s | docs/s | embedded |",
+            "|---|---|---|---|---|",
+            f"| cold (empty embedding cache) | {cold['seconds']} | {cold['chunks_per_s']} | {cold['docs_per_s']} | {result['chunks']} |",
+            f"| unchanged rerun | {warm['seconds']} | - | - | {warm['embedded']} (skipped {warm['skipped']}) |",
+            "",
+            "```json",
+            json.dumps(result, ensure_ascii=False),
+            "```",
+        ]
+    )

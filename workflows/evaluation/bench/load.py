@@ -8,6 +8,7 @@ every 100 ms, which shows whether answering stalls the server's event loop. Repo
 throughput, latency (all, computed, served from the result cache), errors, health latency, and
 the server process's open files, threads, memory and stored sessions before vs after.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -35,10 +36,17 @@ STATE_FILES = ("sessions.sqlite*", "experience.sqlite*", "traces.sqlite*")
 HEALTH_PROBE_S = 0.1
 
 
-def run_load_bench(kb_dir: Path | str, n_requests: int = 200, concurrency: int = 20,
-                   questions_path: Path | str = REPO / "knowledge" / "demo" / "questions.jsonl") -> dict:
-    questions = [json.loads(line)["question"] for line in Path(questions_path).read_text(encoding="utf-8").splitlines()
-                 if line.strip()]
+def run_load_bench(
+    kb_dir: Path | str,
+    n_requests: int = 200,
+    concurrency: int = 20,
+    questions_path: Path | str = REPO / "knowledge" / "demo" / "questions.jsonl",
+) -> dict:
+    questions = [
+        json.loads(line)["question"]
+        for line in Path(questions_path).read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     with tempfile.TemporaryDirectory(prefix="citescope-load-") as tmp:
         kb_copy = Path(tmp) / "kb"
         shutil.copytree(kb_dir, kb_copy, ignore=shutil.ignore_patterns(*STATE_FILES))
@@ -64,10 +72,15 @@ class _Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.headers = {"Authorization": f"Bearer {key}"}
         env = {**os.environ, **(env or {}), "CITESCOPE_API_KEYS": key}
-        self.process = subprocess.Popen([sys.executable, str(REPO / "run.py"), "serve", "--kb", str(kb_dir),
-                                         "--port", str(self.port)], cwd=REPO, env=env, stdout=log, stderr=log)
+        self.process = subprocess.Popen(
+            [sys.executable, str(REPO / "run.py"), "serve", "--kb", str(kb_dir), "--port", str(self.port)],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=log,
+        )
 
-    def __enter__(self) -> "_Server":
+    def __enter__(self) -> _Server:
         try:
             self._wait_ready(deadline=time.monotonic() + 300)
         except BaseException:
@@ -111,8 +124,12 @@ async def _ask(client: httpx.AsyncClient, question: str, session_id: str) -> dic
     if response.status_code != 200:
         return {"error": str(response.status_code), "ms": elapsed}
     body = response.json()
-    return {"ms": elapsed, "cached": "cached" in body["timings_ms"], "refused": body["refused"],
-            "refusal_reason": body["refusal_reason"]}
+    return {
+        "ms": elapsed,
+        "cached": "cached" in body["timings_ms"],
+        "refused": body["refused"],
+        "refusal_reason": body["refusal_reason"],
+    }
 
 
 async def _drive(server: _Server, questions: list[str], n_requests: int, concurrency: int, kb_dir: Path) -> dict:
@@ -130,6 +147,7 @@ async def _drive(server: _Server, questions: list[str], n_requests: int, concurr
     health: list[float] = []
     stop = asyncio.Event()
     async with client() as load:
+
         async def worker(number: int) -> None:
             for index in next_index:
                 outcomes.append(await _ask(load, questions[index % len(questions)], f"load-{number}"))
@@ -152,8 +170,11 @@ async def _drive(server: _Server, questions: list[str], n_requests: int, concurr
 
     ok = [o for o in outcomes if "error" not in o]
     return {
-        "requests": n_requests, "concurrency": concurrency, "distinct_questions": len(questions),
-        "seconds": round(seconds, 2), "throughput_rps": round(len(ok) / seconds, 2),
+        "requests": n_requests,
+        "concurrency": concurrency,
+        "distinct_questions": len(questions),
+        "seconds": round(seconds, 2),
+        "throughput_rps": round(len(ok) / seconds, 2),
         "latency_ms": latency_summary([o["ms"] for o in ok]),
         "computed_latency_ms": latency_summary([o["ms"] for o in ok if not o["cached"]]),
         "cached_latency_ms": latency_summary([o["ms"] for o in ok if o["cached"]]),
@@ -183,7 +204,9 @@ def _resources(pid: int, kb_dir: Path) -> dict:
     out: dict = {}
     try:
         out["open_fds"] = len(os.listdir(f"/proc/{pid}/fd"))
-        status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+        status = dict(
+            line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
+        )
         out["threads"] = int(status["Threads"].strip())
         out["rss_mib"] = round(int(status["VmRSS"].split()[0]) / 1024, 1)
     except OSError:  # not Linux: no /proc
@@ -204,31 +227,33 @@ def format_load_report(result: dict) -> str:
 
     before, after = result["server"]["before"], result["server"]["after"]
     keys = [k for k in ("open_fds", "threads", "rss_mib", "sessions", "turns") if k in before]
-    return "\n".join([
-        f"HTTP load: {result['requests']} POST /v1/ask at {result['concurrency']} in flight "
-        f"({result['distinct_questions']} distinct questions, one session per worker), "
-        f"{result['machine']['cpus']} CPUs",
-        "",
-        f"throughput {result['throughput_rps']} req/s over {result['seconds']} s; errors {result['errors'] or 0}; "
-        f"served from the result cache {result['cached_share']:.0%}; refused {result['refused_share']:.0%}; "
-        f"access-log lines for /v1/ask {result.get('access_log_lines')}",
-        f"API key enforced: no key -> {result['auth']['no_key']}, wrong key -> {result['auth']['wrong_key']}, "
-        f"right key -> {result['auth']['right_key']}; in the server log: the API key {result['log_leaks']['api_key']} "
-        f"times, a customer's secret from a question {result['log_leaks']['customer_secret']} times",
-        "",
-        "| requests | n | p50 ms | p95 ms | max ms |",
-        "|---|---:|---:|---:|---:|",
-        row("all", result["latency_ms"]),
-        row("computed", result["computed_latency_ms"]),
-        row("from cache", result["cached_latency_ms"]),
-        row("GET /healthz during the load", result["health_during_load_ms"]),
-        "",
-        "| server process | " + " | ".join(keys) + " |",
-        "|---|" + "---:|" * len(keys),
-        "| before | " + " | ".join(str(before[k]) for k in keys) + " |",
-        "| after | " + " | ".join(str(after[k]) for k in keys) + " |",
-        "",
-        "```json",
-        json.dumps(result, ensure_ascii=False),
-        "```",
-    ])
+    return "\n".join(
+        [
+            f"HTTP load: {result['requests']} POST /v1/ask at {result['concurrency']} in flight "
+            f"({result['distinct_questions']} distinct questions, one session per worker), "
+            f"{result['machine']['cpus']} CPUs",
+            "",
+            f"throughput {result['throughput_rps']} req/s over {result['seconds']} s; errors {result['errors'] or 0}; "
+            f"served from the result cache {result['cached_share']:.0%}; refused {result['refused_share']:.0%}; "
+            f"access-log lines for /v1/ask {result.get('access_log_lines')}",
+            f"API key enforced: no key -> {result['auth']['no_key']}, wrong key -> {result['auth']['wrong_key']}, "
+            f"right key -> {result['auth']['right_key']}; in the server log: the API key {result['log_leaks']['api_key']} "
+            f"times, a customer's secret from a question {result['log_leaks']['customer_secret']} times",
+            "",
+            "| requests | n | p50 ms | p95 ms | max ms |",
+            "|---|---:|---:|---:|---:|",
+            row("all", result["latency_ms"]),
+            row("computed", result["computed_latency_ms"]),
+            row("from cache", result["cached_latency_ms"]),
+            row("GET /healthz during the load", result["health_during_load_ms"]),
+            "",
+            "| server process | " + " | ".join(keys) + " |",
+            "|---|" + "---:|" * len(keys),
+            "| before | " + " | ".join(str(before[k]) for k in keys) + " |",
+            "| after | " + " | ".join(str(after[k]) for k in keys) + " |",
+            "",
+            "```json",
+            json.dumps(result, ensure_ascii=False),
+            "```",
+        ]
+    )

@@ -3,6 +3,7 @@ prompt-injection screen over the loaded documents (docs/reliability.md, "Safe te
 
 `python -m citescope.workflows.evaluation.bench.markup_cost knowledge/demo ../shared/datasets/*/corpus.jsonl`
 """
+
 from __future__ import annotations
 
 import sys
@@ -10,9 +11,9 @@ import time
 from pathlib import Path
 
 from citescope.knowledge import loaders
+from citescope.knowledge.injection import screen_documents
 from citescope.knowledge.markup import normalize_text
 from citescope.knowledge.text import normalize
-from citescope.knowledge.injection import screen_documents
 
 
 def run(paths: list[Path], rounds: int = 3) -> dict:
@@ -29,12 +30,18 @@ def run(paths: list[Path], rounds: int = 3) -> dict:
         loaders.normalize = normalize_text
     started = time.perf_counter()
     _, flagged = screen_documents(docs)
-    return {"documents": len(docs), "load_s": {k: round(v, 2) for k, v in best.items()},
-            "screen_s": round(time.perf_counter() - started, 2), "flagged": len(flagged)}
+    return {
+        "documents": len(docs),
+        "load_s": {k: round(v, 2) for k, v in best.items()},
+        "screen_s": round(time.perf_counter() - started, 2),
+        "flagged": len(flagged),
+    }
 
 
 if __name__ == "__main__":
     result = run([Path(p) for p in sys.argv[1:]])
-    print(f"{result['documents']} documents; load, best of 3: plain {result['load_s']['plain']} s, "
-          f"stripping markup {result['load_s']['stripping markup']} s; injection screen {result['screen_s']} s, "
-          f"{result['flagged']} flagged")
+    print(
+        f"{result['documents']} documents; load, best of 3: plain {result['load_s']['plain']} s, "
+        f"stripping markup {result['load_s']['stripping markup']} s; injection screen {result['screen_s']} s, "
+        f"{result['flagged']} flagged"
+    )

@@ -10,15 +10,16 @@ how often a question about another model of a series gets the sold model's facts
 
 Run: `.venv/bin/python -m citescope.workflows.evaluation.bench.model_probes KB_DIR [OUT.jsonl]` (default: stdout).
 """
+
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
 
+from citescope.agents.query_analysis import QueryAnalyzer, series_in
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.tools.products import product_index
-from citescope.agents.query_analysis import QueryAnalyzer, series_in
 
 UNKNOWN_TEMPLATES = ("{brand}{model}多少钱？", "{model}现在有货吗？", "{brand}{model}怎么样？")
 
@@ -43,17 +44,32 @@ def probes(kb: KnowledgeBase) -> list[dict]:
             if key not in series or model in seen:
                 continue
             seen.add(model)
-            other = model[:len(model) - len(number)] + next_number(number, set(series[key]))
+            other = model[: len(model) - len(number)] + next_number(number, set(series[key]))
             prefix = "" if brand and brand in model else brand
             for n, template in enumerate(UNKNOWN_TEMPLATES if other not in seen else ()):
-                out.append({"qid": f"model-{len(seen):02d}-{n}", "question": template.format(brand=prefix, model=other),
-                            "answers": [], "gold_doc_ids": [], "answerable": False, "qtype": "unknown_model"})
+                out.append(
+                    {
+                        "qid": f"model-{len(seen):02d}-{n}",
+                        "question": template.format(brand=prefix, model=other),
+                        "answers": [],
+                        "gold_doc_ids": [],
+                        "answerable": False,
+                        "qtype": "unknown_model",
+                    }
+                )
             seen.add(other)
             # the model the shop sells, asked the same way: its one price (a name two products share is ambiguous)
             if len(prices) == 1 and len(series[key][number]) == 1:
-                out.append({"qid": f"model-{len(seen):02d}-sold", "question": f"{prefix}{model}多少钱？",
-                            "answers": [f"{prices[0]:.2f}元"], "gold_doc_ids": [f"sku-{product.product_id}"],
-                            "answerable": True, "qtype": "sold_model"})
+                out.append(
+                    {
+                        "qid": f"model-{len(seen):02d}-sold",
+                        "question": f"{prefix}{model}多少钱？",
+                        "answers": [f"{prices[0]:.2f}元"],
+                        "gold_doc_ids": [f"sku-{product.product_id}"],
+                        "answerable": True,
+                        "qtype": "sold_model",
+                    }
+                )
     return out
 
 

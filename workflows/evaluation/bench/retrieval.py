@@ -9,6 +9,7 @@ rerank) with the params of tools/skills.yaml, and the same skills with PREVIOUS_
 rank-bm25 BM25Okapi over the same jieba tokens, and AgentScope's SimpleKnowledge (dense).
 Every leg returns DEPTH chunks; scores are doc-level (workflows.metrics).
 """
+
 from __future__ import annotations
 
 import json
@@ -37,7 +38,14 @@ from citescope.tools.rerank_fit import RankGroup, fit_ranking_weights
 from citescope.tools.search import fuse, hybrid_search, keyword_search, semantic_search
 from citescope.workflows.evaluation.bench.agentscope_baseline import AgentScopeBaseline
 from citescope.workflows.evaluation.calibrate import held_out
-from citescope.workflows.evaluation.datasets import Question, dataset_kb, kb_doc_ids, load_questions, missing_embeddings, sample
+from citescope.workflows.evaluation.datasets import (
+    Question,
+    dataset_kb,
+    kb_doc_ids,
+    load_questions,
+    missing_embeddings,
+    sample,
+)
 from citescope.workflows.metrics import latency_summary, ranked_doc_ids, retrieval_scores
 
 DEPTH = 30  # chunks per leg (= the hybrid candidates the reranker sees); docs come from these
@@ -63,10 +71,19 @@ class EvalSet:
 
 
 SETS = (
-    EvalSet("a", "cmrc2018_dev in a mixed KB (cmrc2018_dev + baoxianzhidao + domainrag)",
-            ("cmrc2018_dev", "baoxianzhidao", "domainrag"), "cmrc2018_dev"),
-    EvalSet("b", "baoxianzhidao faq_description (user paraphrases)", ("baoxianzhidao",), "baoxianzhidao",
-            ("faq_description",)),
+    EvalSet(
+        "a",
+        "cmrc2018_dev in a mixed KB (cmrc2018_dev + baoxianzhidao + domainrag)",
+        ("cmrc2018_dev", "baoxianzhidao", "domainrag"),
+        "cmrc2018_dev",
+    ),
+    EvalSet(
+        "b",
+        "baoxianzhidao faq_description (user paraphrases)",
+        ("baoxianzhidao",),
+        "baoxianzhidao",
+        ("faq_description",),
+    ),
     EvalSet("c", "domainrag (all question types)", ("domainrag",), "domainrag"),
 )
 
@@ -151,8 +168,14 @@ class LegRunner:
         hits = hybrid_search(query, top_k=DEPTH, ctx=self.ctx("hybrid_search", params, **extra)).hits
         return hits, _ms(started)
 
-    def rerank(self, query: str, candidates: list[EvidenceHit], params: dict,
-               reranker: OfflineReranker | None = None, as_of: date | None = None) -> tuple[list[EvidenceHit], float]:
+    def rerank(
+        self,
+        query: str,
+        candidates: list[EvidenceHit],
+        params: dict,
+        reranker: OfflineReranker | None = None,
+        as_of: date | None = None,
+    ) -> tuple[list[EvidenceHit], float]:
         """The rerank skill over the candidates (with another reranker, e.g. refitted weights)."""
         ctx = self.ctx("rerank", params, as_of=as_of)
         if reranker is not None:
@@ -181,8 +204,9 @@ class LegRunner:
 # ----------------------------------------------------------------------------- one set
 
 
-def _set_questions(spec: EvalSet, datasets_dir: Path, kb: KnowledgeBase, limit: int | None, seed: int,
-                   sliced: bool) -> list[Question]:
+def _set_questions(
+    spec: EvalSet, datasets_dir: Path, kb: KnowledgeBase, limit: int | None, seed: int, sliced: bool
+) -> list[Question]:
     questions = load_questions(datasets_dir / spec.questions / "questions.jsonl", qtypes=spec.qtypes)
     if sliced:  # a development slice of the corpus: keep questions it can answer
         present = kb_doc_ids(kb)
@@ -203,11 +227,12 @@ def _ablation(runner: LegRunner, questions: list[Question], history: bool) -> di
     queries = [q.asked("all" if history else "none") for q in questions]
 
     def measure(ranker: Callable[[str], list[str]], texts: Sequence[str] = queries) -> dict:
-        return _scores([(ranker(t), g) for t, g in zip(texts, gold)])
+        return _scores([(ranker(t), g) for t, g in zip(texts, gold, strict=False)])
 
     def keyword(weight: float) -> Callable[[str], list[str]]:
-        return lambda t: _docs(keyword_search(t, top_k=DEPTH, ctx=runner.ctx("keyword_search", current,
-                                                                            title_weight=weight)).hits)
+        return lambda t: _docs(
+            keyword_search(t, top_k=DEPTH, ctx=runner.ctx("keyword_search", current, title_weight=weight)).hits
+        )
 
     def hybrid(**extra) -> Callable[[str], list[str]]:  # the current params with one change
         return lambda t: _docs(runner.hybrid(t, current, **extra)[0])
@@ -215,10 +240,13 @@ def _ablation(runner: LegRunner, questions: list[Question], history: bool) -> di
     def with_title_leg(weights: dict | None) -> Callable[[str], list[str]]:
         def ranker(t: str) -> list[str]:
             ctx = runner.ctx("hybrid_search", current)
-            legs = {"bm25": keyword_search(t, top_k=DEPTH, ctx=ctx).hits,
-                    "dense": semantic_search(t, top_k=DEPTH, ctx=ctx).hits,
-                    "title_dense": runner.title_dense(t)}
+            legs = {
+                "bm25": keyword_search(t, top_k=DEPTH, ctx=ctx).hits,
+                "dense": semantic_search(t, top_k=DEPTH, ctx=ctx).hits,
+                "title_dense": runner.title_dense(t),
+            }
             return _docs(fuse(legs, {**ctx.config, "weights": weights}, DEPTH))
+
         return ranker
 
     variants: dict[str, Callable[[str], list[str]]] = {}
@@ -242,8 +270,9 @@ def _ablation(runner: LegRunner, questions: list[Question], history: bool) -> di
         out[label] = measure(plain, other)
         opening = [q.asked("opening") for q in questions]
         out["hybrid, the opening turn prepended"] = measure(plain, opening)
-        out["hybrid → rerank, the opening turn prepended"] = measure(lambda t: runner.run("hybrid+rerank", t)[0],
-                                                                    opening)
+        out["hybrid → rerank, the opening turn prepended"] = measure(
+            lambda t: runner.run("hybrid+rerank", t)[0], opening
+        )
     if any(q.as_of for q in questions):  # what knowing the asked time buys the reranker
         out["hybrid → rerank, as-of time not given"] = measure(lambda t: runner.run("hybrid+rerank", t)[0])
     return out
@@ -258,8 +287,17 @@ def _rerank_examples(runner: LegRunner, questions: list[Question], history: bool
         chunks = [runner.kb.get(h.chunk_id) for h in candidates]
         features = runner.reranker.features(query, chunks, as_of)
         labels = [int(c.doc_id in q.gold_doc_ids) for c in chunks]
-        examples.append({"qid": q.qid, "query": query, "as_of": as_of, "candidates": candidates,
-                         "gold": q.gold_doc_ids, "features": features.tolist(), "labels": labels})
+        examples.append(
+            {
+                "qid": q.qid,
+                "query": query,
+                "as_of": as_of,
+                "candidates": candidates,
+                "gold": q.gold_doc_ids,
+                "features": features.tolist(),
+                "labels": labels,
+            }
+        )
     return examples
 
 
@@ -271,10 +309,19 @@ def fold_of(qid: str, folds: int = 2) -> int:
 # ----------------------------------------------------------------------------- the benchmark
 
 
-def run_retrieval_bench(datasets_dir: Path, limit: int | None = None, legs: Sequence[str] = LEGS, seed: int = 0,
-                        sets: Sequence[EvalSet] = SETS, max_docs: int | None = None, ablation: bool = True,
-                        history: bool = False, scale_sizes: Sequence[int] = (10_000, 100_000),
-                        kb_root: Path | None = None, allow_embedding: bool = False) -> dict:
+def run_retrieval_bench(
+    datasets_dir: Path,
+    limit: int | None = None,
+    legs: Sequence[str] = LEGS,
+    seed: int = 0,
+    sets: Sequence[EvalSet] = SETS,
+    max_docs: int | None = None,
+    ablation: bool = True,
+    history: bool = False,
+    scale_sizes: Sequence[int] = (10_000, 100_000),
+    kb_root: Path | None = None,
+    allow_embedding: bool = False,
+) -> dict:
     """Recall@1/5/10, MRR@10 and latency per set and leg; with `ablation`, each idea on its own
     and a 2-fold cross-validated reranker fit (pooled over the sets); latency at replicated KB sizes.
 
@@ -288,10 +335,20 @@ def run_retrieval_bench(datasets_dir: Path, limit: int | None = None, legs: Sequ
     unknown = set(legs) - set(LEGS)
     if unknown:
         raise ValueError(f"unknown legs {sorted(unknown)} (use {', '.join(LEGS)})")
-    result: dict = {"config": {"depth": DEPTH, "limit": limit, "seed": seed, "max_docs": max_docs,
-                               "history": history, "legs": list(legs), "current_params": current_params(),
-                               "previous_params": PREVIOUS_PARAMS},
-                    "sets": {}, "skipped": {}}
+    result: dict = {
+        "config": {
+            "depth": DEPTH,
+            "limit": limit,
+            "seed": seed,
+            "max_docs": max_docs,
+            "history": history,
+            "legs": list(legs),
+            "current_params": current_params(),
+            "previous_params": PREVIOUS_PARAMS,
+        },
+        "sets": {},
+        "skipped": {},
+    }
     active: dict[str, tuple[EvalSet, LegRunner, list[Question]]] = {}
     runs: dict[str, dict[str, list]] = {}
     examples: dict[str, list[dict]] = {}
@@ -309,10 +366,15 @@ def run_retrieval_bench(datasets_dir: Path, limit: int | None = None, legs: Sequ
                 active[spec.key] = (spec, runner, questions)
                 runs[spec.key], latency = _run_set(runner, questions, legs, history)
                 result["sets"][spec.key] = {
-                    "title": spec.title, "n_questions": len(questions),
+                    "title": spec.title,
+                    "n_questions": len(questions),
                     "qtypes": {t: sum(q.qtype == t for q in questions) for t in sorted({q.qtype for q in questions})},
-                    "kb": {"corpora": list(spec.corpora), "chunks": len(kb), "docs": len(kb_doc_ids(kb)),
-                           "dir": str(kb.dir)},
+                    "kb": {
+                        "corpora": list(spec.corpora),
+                        "chunks": len(kb),
+                        "docs": len(kb_doc_ids(kb)),
+                        "dir": str(kb.dir),
+                    },
                     "latency_ms": latency,
                 }
                 if ablation:
@@ -330,13 +392,13 @@ def run_retrieval_bench(datasets_dir: Path, limit: int | None = None, legs: Sequ
         result["sets"][key].update(_summarise(questions, runs[key]))
     if scale_sizes:
         result["scale"] = run_scale_latency(datasets_dir, scale_sizes, seed, kb_root, allow_embedding)
-    result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
-                         "platform": platform.platform()}
+    result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
     return result
 
 
-def _run_set(runner: LegRunner, questions: list[Question], legs: Sequence[str],
-             history: bool) -> tuple[dict[str, list], dict]:
+def _run_set(
+    runner: LegRunner, questions: list[Question], legs: Sequence[str], history: bool
+) -> tuple[dict[str, list], dict]:
     """Every leg on every question (legs interleaved per question, so load hits all alike)."""
     runs: dict[str, list] = {leg: [] for leg in (*legs, "bm25*", "hybrid*")}
     timings: dict[str, list[float]] = {}
@@ -360,8 +422,10 @@ def _summarise(questions: list[Question], runs: dict[str, list]) -> dict:
     # its score on the other 30% is the number that has not seen its questions.
     unseen = [i for i, q in enumerate(questions) if held_out(q.qid)]
     if unseen and "hybrid+rerank" in runs:
-        out["held_out"] = {"n": len(unseen), **{leg: _scores([runs[leg][i] for i in unseen])
-                                                for leg in ("hybrid", "hybrid+rerank") if leg in runs}}
+        out["held_out"] = {
+            "n": len(unseen),
+            **{leg: _scores([runs[leg][i] for i in unseen]) for leg in ("hybrid", "hybrid+rerank") if leg in runs},
+        }
     qtypes = sorted({q.qtype for q in questions})
     if len(qtypes) > 1:
         for qtype in qtypes:
@@ -375,9 +439,16 @@ def _cross_validated_rerank(active: dict, examples: dict[str, list[dict]], tmp: 
     weighted alike) on one fold of every set's questions and rerank the other fold with the real
     rerank skill using them (2 folds); then fit on all. All nine weights move here, where `run.py
     calibrate` fits only its FITTED_FEATURES: this row shows what a free fit would buy."""
+
     def groups(folds: set[int]) -> dict[str, list[RankGroup]]:
-        return {key: [RankGroup(np.asarray(e["features"]), [h.doc_id for h in e["candidates"]], frozenset(e["gold"]))
-                      for e in examples[key] if fold_of(e["qid"]) in folds] for key in examples}
+        return {
+            key: [
+                RankGroup(np.asarray(e["features"]), [h.doc_id for h in e["candidates"]], frozenset(e["gold"]))
+                for e in examples[key]
+                if fold_of(e["qid"]) in folds
+            ]
+            for key in examples
+        }
 
     start = load_weights()
     weight_files = {}
@@ -392,23 +463,30 @@ def _cross_validated_rerank(active: dict, examples: dict[str, list[dict]], tmp: 
         runs[key], timings = [], []
         for q in questions:
             e = by_qid[q.qid]
-            hits, ms = runner.rerank(e["query"], e["candidates"], runner.current, rerankers[fold_of(q.qid)],
-                                     as_of=e["as_of"])
+            hits, ms = runner.rerank(
+                e["query"], e["candidates"], runner.current, rerankers[fold_of(q.qid)], as_of=e["as_of"]
+            )
             runs[key].append((_docs(hits), q.gold_doc_ids))
             timings.append(ms)
         latency[key] = latency_summary(timings)
     every = [e for key in examples for e in examples[key]]
-    return {"folds": 2, "examples": sum(len(e["labels"]) for e in every),
-            "positives": sum(sum(e["labels"]) for e in every), "features": list(FEATURES),
-            "weights_all_dev": everything, "rerank_latency_ms": latency,
-            "runs": runs}
+    return {
+        "folds": 2,
+        "examples": sum(len(e["labels"]) for e in every),
+        "positives": sum(sum(e["labels"]) for e in every),
+        "features": list(FEATURES),
+        "weights_all_dev": everything,
+        "rerank_latency_ms": latency,
+        "runs": runs,
+    }
 
 
 # ----------------------------------------------------------------------------- latency at scale
 
 
-def scale_corpus(datasets_dir: Path, n_chunks: int, corpora: Sequence[str] = SETS[0].corpora,
-                 folder: Path = BENCH_DIR) -> Path:
+def scale_corpus(
+    datasets_dir: Path, n_chunks: int, corpora: Sequence[str] = SETS[0].corpora, folder: Path = BENCH_DIR
+) -> Path:
     """A corpus of about n_chunks chunks: the real documents of `corpora`, repeated under new doc
     ids once they run out. Same texts -> every vector comes from the embedding cache."""
     path = Path(folder) / f"scale-{'+'.join(corpora)}-{n_chunks}.jsonl"
@@ -424,10 +502,15 @@ def scale_corpus(datasets_dir: Path, n_chunks: int, corpora: Sequence[str] = SET
     total, copy = 0, 0
     with open(tmp, "w", encoding="utf-8") as out:
         while total < n_chunks:
-            for doc, size in zip(docs, sizes):
+            for doc, size in zip(docs, sizes, strict=False):
                 doc_id = doc.doc_id if copy == 0 else f"{doc.doc_id}-copy{copy}"
-                out.write(json.dumps({"doc_id": doc_id, "title": doc.title, "text": doc.text,
-                                      "source": doc.source}, ensure_ascii=False) + "\n")
+                out.write(
+                    json.dumps(
+                        {"doc_id": doc_id, "title": doc.title, "text": doc.text, "source": doc.source},
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
                 total += size
                 if total >= n_chunks:
                     break
@@ -436,13 +519,23 @@ def scale_corpus(datasets_dir: Path, n_chunks: int, corpora: Sequence[str] = SET
     return path
 
 
-def run_scale_latency(datasets_dir: Path, sizes: Sequence[int], seed: int = 0, kb_root: Path | None = None,
-                      allow_embedding: bool = False, corpora: Sequence[str] = SETS[0].corpora,
-                      folder: Path = BENCH_DIR, n_queries: int = SCALE_QUERIES) -> dict:
+def run_scale_latency(
+    datasets_dir: Path,
+    sizes: Sequence[int],
+    seed: int = 0,
+    kb_root: Path | None = None,
+    allow_embedding: bool = False,
+    corpora: Sequence[str] = SETS[0].corpora,
+    folder: Path = BENCH_DIR,
+    n_queries: int = SCALE_QUERIES,
+) -> dict:
     """Per-query latency of the real skills (dense, BM25, hybrid, rerank of 30) on KBs of the
     given sizes, built from replicated real documents; n_queries real questions of the sets."""
-    pool = [q for spec in SETS for q in load_questions(datasets_dir / spec.questions / "questions.jsonl",
-                                                       qtypes=spec.qtypes)]
+    pool = [
+        q
+        for spec in SETS
+        for q in load_questions(datasets_dir / spec.questions / "questions.jsonl", qtypes=spec.qtypes)
+    ]
     queries = [q.question for q in sample(pool, n_queries, seed, stratify_by="qtype")]
     out: dict = {}
     for size in sizes:
@@ -463,8 +556,11 @@ def run_scale_latency(datasets_dir: Path, sizes: Sequence[int], seed: int = 0, k
             candidates, ms = runner.hybrid(query, current)
             timings["hybrid"].append(ms)
             timings["rerank"].append(runner.rerank(query, candidates, current)[1])
-        out[size] = {"chunks": len(kb), "queries": len(queries),
-                     **{step: latency_summary(values) for step, values in timings.items()}}
+        out[size] = {
+            "chunks": len(kb),
+            "queries": len(queries),
+            **{step: latency_summary(values) for step, values in timings.items()},
+        }
         lexicon = kb.lexicon
         vectors = kb.embedder.embed_passages([embedding_text(c, lexicon) for c in kb.all_chunks()])
         query_vectors = np.stack([kb.embedder.embed_query(lexicon.canonicalize(q)) for q in queries])
@@ -511,7 +607,9 @@ def vector_engine_latency(vectors: np.ndarray, query_vectors: np.ndarray, folder
     hnsw.hnsw.efSearch = 64
     out["faiss_hnsw"] = timed(lambda q: hnsw.search(q[None, :], limit))
     found = [hnsw.search(q[None, :], 10)[0][0] for q in queries]
-    out["faiss_hnsw"]["recall@10"] = float(np.mean([np.mean(f >= t - 1e-5) for f, t in zip(found, exact_10th)]))
+    out["faiss_hnsw"]["recall@10"] = float(
+        np.mean([np.mean(f >= t - 1e-5) for f, t in zip(found, exact_10th, strict=False)])
+    )
     out["faiss_hnsw"]["build_s"] = build_s
     return out
 
@@ -520,10 +618,14 @@ def vector_engine_latency(vectors: np.ndarray, query_vectors: np.ndarray, folder
 
 TARGETS_R5 = {"a": 0.99, "b": 0.70, "c": 0.75}
 LEG_LABELS = {
-    "bm25": "bm25 (keyword_search)", "dense": "dense (semantic_search)", "hybrid": "hybrid (hybrid_search)",
-    "hybrid+rerank": "hybrid 30 → rerank", "rank_bm25": "baseline: rank-bm25 BM25Okapi",
+    "bm25": "bm25 (keyword_search)",
+    "dense": "dense (semantic_search)",
+    "hybrid": "hybrid (hybrid_search)",
+    "hybrid+rerank": "hybrid 30 → rerank",
+    "rank_bm25": "baseline: rank-bm25 BM25Okapi",
     "agentscope": "baseline: AgentScope SimpleKnowledge (Milvus Lite)",
-    "bm25*": "bm25, previous params (title weight 0.5)", "hybrid*": "hybrid, previous params (RRF, title weight 0.5)",
+    "bm25*": "bm25, previous params (title weight 0.5)",
+    "hybrid*": "hybrid, previous params (RRF, title weight 0.5)",
     "hybrid+rerank*": "hybrid 30 → rerank, weights fitted on the other fold",
 }
 
@@ -537,8 +639,14 @@ def _ms_cell(summary: dict | None) -> str:
 
 
 def _step_of(leg: str) -> str | None:
-    return {"bm25": "bm25", "dense": "dense", "hybrid": "hybrid", "hybrid+rerank": "rerank",
-            "rank_bm25": "rank_bm25", "agentscope": "agentscope"}.get(leg)
+    return {
+        "bm25": "bm25",
+        "dense": "dense",
+        "hybrid": "hybrid",
+        "hybrid+rerank": "rerank",
+        "rank_bm25": "rank_bm25",
+        "agentscope": "agentscope",
+    }.get(leg)
 
 
 def format_retrieval_report(result: dict) -> str:
@@ -546,34 +654,49 @@ def format_retrieval_report(result: dict) -> str:
     fit; latency by KB size; targets."""
     lines: list[str] = []
     config = result["config"]
-    lines.append(f"Depth {config['depth']} chunks per leg, doc-level scores; limit {config['limit']}, "
-                 f"seed {config['seed']}, max_docs {config['max_docs']}, history {config['history']}.")
+    lines.append(
+        f"Depth {config['depth']} chunks per leg, doc-level scores; limit {config['limit']}, "
+        f"seed {config['seed']}, max_docs {config['max_docs']}, history {config['history']}."
+    )
     for key, why in result.get("skipped", {}).items():
         lines.append(f"Set ({key}) skipped: {why}.")
     for key, s in result["sets"].items():
         kb = s["kb"]
-        lines += ["", f"### ({key}) {s['title']}",
-                  f"{s['n_questions']} questions {s['qtypes']}; KB {kb['docs']:,} docs / {kb['chunks']:,} chunks.", "",
-                  "| leg | R@1 | R@5 | R@10 | R@30 | MRR@10 | ms p50 / p95 (rerank rows: the rerank step) |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            f"### ({key}) {s['title']}",
+            f"{s['n_questions']} questions {s['qtypes']}; KB {kb['docs']:,} docs / {kb['chunks']:,} chunks.",
+            "",
+            "| leg | R@1 | R@5 | R@10 | R@30 | MRR@10 | ms p50 / p95 (rerank rows: the rerank step) |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
         for leg, sc in s["legs"].items():
             step = _step_of(leg)
             ms = _ms_cell(s["latency_ms"].get(step)) if step else "–"
             if leg == "hybrid+rerank*":
                 ms = _ms_cell(result.get("rerank_fit", {}).get("rerank_latency_ms", {}).get(key))
-            lines.append(f"| {LEG_LABELS.get(leg, leg)} | {_fmt(sc['recall@1'])} | {_fmt(sc['recall@5'])} "
-                         f"| {_fmt(sc['recall@10'])} | {_fmt(sc.get('recall@30', float('nan')))} "
-                         f"| {_fmt(sc['mrr@10'])} | {ms} |")
+            lines.append(
+                f"| {LEG_LABELS.get(leg, leg)} | {_fmt(sc['recall@1'])} | {_fmt(sc['recall@5'])} "
+                f"| {_fmt(sc['recall@10'])} | {_fmt(sc.get('recall@30', float('nan')))} "
+                f"| {_fmt(sc['mrr@10'])} | {ms} |"
+            )
         for leg in ("hybrid", "hybrid+rerank"):
             sc = s.get("held_out", {}).get(leg)
             if sc:
-                lines.append(f"| {LEG_LABELS[leg].split(' (')[0]}, only the {s['held_out']['n']} questions calibration "
-                             f"held out | {_fmt(sc['recall@1'])} | {_fmt(sc['recall@5'])} | {_fmt(sc['recall@10'])} "
-                             f"| {_fmt(sc.get('recall@30', float('nan')))} | {_fmt(sc['mrr@10'])} | – |")
+                lines.append(
+                    f"| {LEG_LABELS[leg].split(' (')[0]}, only the {s['held_out']['n']} questions calibration "
+                    f"held out | {_fmt(sc['recall@1'])} | {_fmt(sc['recall@5'])} | {_fmt(sc['recall@10'])} "
+                    f"| {_fmt(sc.get('recall@30', float('nan')))} | {_fmt(sc['mrr@10'])} | – |"
+                )
         if s.get("by_qtype"):
             legs = list(s["legs"])
-            lines += ["", "Recall@5 by question type:", "",
-                      "| qtype (n) | " + " | ".join(legs) + " |", "|---|" + "---:|" * len(legs)]
+            lines += [
+                "",
+                "Recall@5 by question type:",
+                "",
+                "| qtype (n) | " + " | ".join(legs) + " |",
+                "|---|" + "---:|" * len(legs),
+            ]
             for qtype, per_leg in s["by_qtype"].items():
                 n = s["qtypes"].get(qtype, 0)
                 lines.append(f"| {qtype} ({n}) | " + " | ".join(_fmt(per_leg[leg]["recall@5"]) for leg in legs) + " |")
@@ -581,44 +704,74 @@ def format_retrieval_report(result: dict) -> str:
     if ablations:
         keys = list(ablations)
         names = list(dict.fromkeys(n for a in ablations.values() for n in a))
-        lines += ["", "### Ablation (Recall@5 / MRR@10, same questions)", "",
-                  "| variant | " + " | ".join(f"({k})" for k in keys) + " |", "|---|" + "---:|" * len(keys)]
+        lines += [
+            "",
+            "### Ablation (Recall@5 / MRR@10, same questions)",
+            "",
+            "| variant | " + " | ".join(f"({k})" for k in keys) + " |",
+            "|---|" + "---:|" * len(keys),
+        ]
         for name in names:
-            cells = [f"{_fmt(ablations[k][name]['recall@5'])} / {_fmt(ablations[k][name]['mrr@10'])}"
-                     if name in ablations[k] else "–" for k in keys]
+            cells = [
+                f"{_fmt(ablations[k][name]['recall@5'])} / {_fmt(ablations[k][name]['mrr@10'])}"
+                if name in ablations[k]
+                else "–"
+                for k in keys
+            ]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
     fit = result.get("rerank_fit")
     if fit and "weights_all_dev" in fit:
         weights = ", ".join(f"{k} {v:+.2f}" for k, v in fit["weights_all_dev"]["weights"].items())
-        lines += ["", f"Reranker refit (hybrid+rerank*): the offline reranker's weights fitted by tools/rerank_fit.py "
-                      f"(coordinate ascent on MRR@10 of the first gold document, sets weighted alike, "
-                      f"then Platt scaling) on the hybrid_search candidates of one fold (crc32 of qid, 2 folds), "
-                      f"applied to the other fold; {fit['examples']:,} candidates, {fit['positives']:,} from a gold "
-                      f"doc. Fitted on both folds: intercept {fit['weights_all_dev']['intercept']:+.2f}, {weights}."]
+        lines += [
+            "",
+            f"Reranker refit (hybrid+rerank*): the offline reranker's weights fitted by tools/rerank_fit.py "
+            f"(coordinate ascent on MRR@10 of the first gold document, sets weighted alike, "
+            f"then Platt scaling) on the hybrid_search candidates of one fold (crc32 of qid, 2 folds), "
+            f"applied to the other fold; {fit['examples']:,} candidates, {fit['positives']:,} from a gold "
+            f"doc. Fitted on both folds: intercept {fit['weights_all_dev']['intercept']:+.2f}, {weights}.",
+        ]
     elif fit:
         lines += ["", f"Reranker refit skipped: {fit.get('skipped')}."]
     scale = result.get("scale")
     if scale:
-        lines += ["", "### Latency by KB size (ms p50 / p95, real skills, replicated real documents)", "",
-                  "| chunks | dense (semantic_search) | bm25 (keyword_search) | hybrid_search | rerank 30 |",
-                  "|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            "### Latency by KB size (ms p50 / p95, real skills, replicated real documents)",
+            "",
+            "| chunks | dense (semantic_search) | bm25 (keyword_search) | hybrid_search | rerank 30 |",
+            "|---:|---:|---:|---:|---:|",
+        ]
         for size, row in scale.items():
             if "skipped" in row:
                 lines.append(f"| {int(size):,} | skipped: {row['skipped']} | | | |")
             else:
-                lines.append(f"| {row['chunks']:,} | {_ms_cell(row['dense'])} | {_ms_cell(row['bm25'])} "
-                             f"| {_ms_cell(row['hybrid'])} | {_ms_cell(row['rerank'])} |")
+                lines.append(
+                    f"| {row['chunks']:,} | {_ms_cell(row['dense'])} | {_ms_cell(row['bm25'])} "
+                    f"| {_ms_cell(row['hybrid'])} | {_ms_cell(row['rerank'])} |"
+                )
         engines = {size: row["vector_engines"] for size, row in scale.items() if "vector_engines" in row}
         if engines:
-            lines += ["", "Vector search alone, top 70 of the same vectors (ms p50 / p95):", "",
-                      "| chunks | Milvus Lite FLAT (as shipped) | NumPy matmul | faiss IndexFlatIP "
-                      "| faiss HNSW (recall@10) |", "|---:|---:|---:|---:|---:|"]
+            lines += [
+                "",
+                "Vector search alone, top 70 of the same vectors (ms p50 / p95):",
+                "",
+                "| chunks | Milvus Lite FLAT (as shipped) | NumPy matmul | faiss IndexFlatIP "
+                "| faiss HNSW (recall@10) |",
+                "|---:|---:|---:|---:|---:|",
+            ]
             for size, e in engines.items():
                 hnsw = e["faiss_hnsw"]
-                lines.append(f"| {int(size):,} | {_ms_cell(e['milvus_lite_flat'])} | {_ms_cell(e['numpy'])} "
-                             f"| {_ms_cell(e['faiss_flat'])} | {_ms_cell(hnsw)} ({hnsw['recall@10']:.3f}) |")
-    lines += ["", "### Targets (Recall@5)", "", "| set | target | hybrid+rerank | held out | hybrid+rerank* "
-              "| best single leg | AgentScope | met |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+                lines.append(
+                    f"| {int(size):,} | {_ms_cell(e['milvus_lite_flat'])} | {_ms_cell(e['numpy'])} "
+                    f"| {_ms_cell(e['faiss_flat'])} | {_ms_cell(hnsw)} ({hnsw['recall@10']:.3f}) |"
+                )
+    lines += [
+        "",
+        "### Targets (Recall@5)",
+        "",
+        "| set | target | hybrid+rerank | held out | hybrid+rerank* | best single leg | AgentScope | met |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for key, s in result["sets"].items():
         legs = s["legs"]
         r5 = {leg: sc["recall@5"] for leg, sc in legs.items()}
@@ -627,11 +780,17 @@ def format_retrieval_report(result: dict) -> str:
         unseen = s["held_out"]["hybrid+rerank"]["recall@5"] if s.get("held_out") else ours
         target = TARGETS_R5.get(key)
         # met: the shipped skills on every question and on the questions the weight fit never saw
-        met = (target is not None and min(ours, unseen) >= target
-               and (best_single is None or ours > r5[best_single]) and ours > r5.get("agentscope", -1.0))
-        lines.append(f"| ({key}) | {target if target is not None else '–'} | {_fmt(ours)} "
-                     f"| {_fmt(unseen) if s.get('held_out') else '–'} "
-                     f"| {_fmt(r5.get('hybrid+rerank*', float('nan')))} "
-                     f"| {_fmt(r5[best_single]) + ' ' + best_single if best_single else '–'} "
-                     f"| {_fmt(r5.get('agentscope', float('nan')))} | {'yes' if met else 'no'} |")
+        met = (
+            target is not None
+            and min(ours, unseen) >= target
+            and (best_single is None or ours > r5[best_single])
+            and ours > r5.get("agentscope", -1.0)
+        )
+        lines.append(
+            f"| ({key}) | {target if target is not None else '–'} | {_fmt(ours)} "
+            f"| {_fmt(unseen) if s.get('held_out') else '–'} "
+            f"| {_fmt(r5.get('hybrid+rerank*', float('nan')))} "
+            f"| {_fmt(r5[best_single]) + ' ' + best_single if best_single else '–'} "
+            f"| {_fmt(r5.get('agentscope', float('nan')))} | {'yes' if met else 'no'} |"
+        )
     return "\n".join(lines)

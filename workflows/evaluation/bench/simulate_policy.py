@@ -16,6 +16,7 @@
 
 Run: `python run.py bench simulate --rounds 3000 --seed 0` (writes docs/strategy_learning.png).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -31,6 +32,11 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
+from citescope.agents.arms import DEFAULT_ARMS, Arm, load_arms
+from citescope.agents.budget import Budget, BudgetTracker
+from citescope.agents.evidence import EvidencePool
+from citescope.agents.policy import PolicyDecision, Rule, RulesPolicy
+from citescope.agents.query_analysis import Entity, QueryAnalyzer, QueryFeatures
 from citescope.knowledge.chunking import chunk_document
 from citescope.knowledge.embedders import CachedEmbedder
 from citescope.knowledge.ingest import embedding_text
@@ -41,14 +47,9 @@ from citescope.knowledge.settings import Settings, get_settings
 from citescope.tools.base import SkillContext
 from citescope.tools.registry import SkillRegistry
 from citescope.tools.rerank import make_reranker
-from citescope.agents.arms import DEFAULT_ARMS, Arm, load_arms
 from citescope.workflows.bandit import LinearThompsonPolicy, LinUCBPolicy
-from citescope.agents.budget import Budget, BudgetTracker
 from citescope.workflows.evaluation.datasets import Question, dataset_kb, load_questions
-from citescope.agents.evidence import EvidencePool
 from citescope.workflows.metrics import ranked_doc_ids
-from citescope.agents.policy import PolicyDecision, Rule, RulesPolicy
-from citescope.agents.query_analysis import Entity, QueryAnalyzer, QueryFeatures
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO_DIR = REPO / "knowledge" / "demo"
@@ -63,9 +64,13 @@ DATASET_CAPS: dict[str, dict[str, int]] = {
 }
 TABLE_FORMAT = 2  # bump when RewardRow changes: cached tables of another format are not read
 POLICIES = ("rules", "bandit", "thompson", "oracle_per_intent", "random")
-_NAMES = {"rules": "rules only", "bandit": "LinUCB, warm start from the rules",
-          "thompson": "Thompson sampling, same model",
-          "oracle_per_intent": "best fixed arm per (KB, intent), hindsight", "random": "uniform random arm"}
+_NAMES = {
+    "rules": "rules only",
+    "bandit": "LinUCB, warm start from the rules",
+    "thompson": "Thompson sampling, same model",
+    "oracle_per_intent": "best fixed arm per (KB, intent), hindsight",
+    "random": "uniform random arm",
+}
 
 
 class RewardRow(BaseModel):
@@ -79,11 +84,14 @@ class RewardRow(BaseModel):
     rewards: dict[str, float | None]
     gold_ranks: dict[str, int | None] = {}  # rank of the first gold doc in the arm's evidence (None: absent)
 
-    def graded(self) -> "RewardRow":
+    def graded(self) -> RewardRow:
         """The same row with reward = 1 / rank of the first gold doc within the top 5 (MRR@5)."""
-        rewards = {arm: None if self.rewards[arm] is None else
-                   (1.0 / rank if (rank := self.gold_ranks.get(arm)) and rank <= TOP_DOCS else 0.0)
-                   for arm in self.rewards}
+        rewards = {
+            arm: None
+            if self.rewards[arm] is None
+            else (1.0 / rank if (rank := self.gold_ranks.get(arm)) and rank <= TOP_DOCS else 0.0)
+            for arm in self.rewards
+        }
         return self.model_copy(update={"rewards": rewards})
 
     @property
@@ -118,16 +126,18 @@ class _QueryMemo(CachedEmbedder):
         return self._queries[text]
 
 
-def simulation_sources(datasets_dir: Path, caps: dict[str, dict[str, int]] | None = None,
-                       settings: Settings | None = None) -> list[tuple[str, KnowledgeBase, list[Question]]]:
+def simulation_sources(
+    datasets_dir: Path, caps: dict[str, dict[str, int]] | None = None, settings: Settings | None = None
+) -> list[tuple[str, KnowledgeBase, list[Question]]]:
     """(name, warmed KB, questions): the demo shop, then each dev set of DATASET_CAPS over the
     documents the embedding cache already holds (a prefix in SLICE_STEP steps, or all of it).
     Questions: answerable ones whose gold docs are all in the KB, at most caps[qtype] of a qtype."""
     settings = settings or get_settings()
     caps = DATASET_CAPS if caps is None else caps
     demo_kb = dataset_kb([DEMO_DIR], "demo", settings=settings)
-    sources = [("demo", demo_kb, [q for q in load_questions(DEMO_DIR / "questions.jsonl")
-                                  if q.answerable and q.gold_doc_ids])]
+    sources = [
+        ("demo", demo_kb, [q for q in load_questions(DEMO_DIR / "questions.jsonl") if q.answerable and q.gold_doc_ids])
+    ]
     for dataset, qtype_caps in caps.items():
         corpus = Path(datasets_dir) / dataset / "corpus.jsonl"
         if not corpus.exists():
@@ -138,8 +148,11 @@ def simulation_sources(datasets_dir: Path, caps: dict[str, dict[str, int]] | Non
             continue
         kb = dataset_kb([corpus], f"{dataset}-sim", max_docs=None if docs >= total else docs, settings=settings)
         present = {c.doc_id for c in kb.all_chunks()}
-        questions = [q for q in load_questions(corpus.parent / "questions.jsonl")
-                     if q.answerable and q.gold_doc_ids and set(q.gold_doc_ids) <= present]
+        questions = [
+            q
+            for q in load_questions(corpus.parent / "questions.jsonl")
+            if q.answerable and q.gold_doc_ids and set(q.gold_doc_ids) <= present
+        ]
         sources.append((dataset if docs >= total else f"{dataset}[:{docs}]", kb, _capped(questions, qtype_caps)))
     return sources
 
@@ -156,8 +169,15 @@ def _capped(questions: list[Question], caps: dict[str, int]) -> list[Question]:
 def code_fingerprint(arms_path: Path = DEFAULT_ARMS) -> str:
     """What the outcomes depend on besides the KB and the questions: the arms file, tools/ (skill
     code, skill config, reranker weights) and the knowledge layer's code."""
-    files = [arms_path, *sorted(p for folder in ("tools", "knowledge") for p in (REPO / folder).iterdir()
-                                if p.suffix in (".py", ".yaml", ".json"))]
+    files = [
+        arms_path,
+        *sorted(
+            p
+            for folder in ("tools", "knowledge")
+            for p in (REPO / folder).iterdir()
+            if p.suffix in (".py", ".yaml", ".json")
+        ),
+    ]
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -165,14 +185,21 @@ def code_fingerprint(arms_path: Path = DEFAULT_ARMS) -> str:
 
 
 def _table_key(name: str, kb: KnowledgeBase, questions: list[Question], fingerprint: str, budget: Budget) -> str:
-    raw = json.dumps([TABLE_FORMAT, name, kb.dir.name, [q.qid for q in questions], fingerprint, budget.model_dump()],
-                     ensure_ascii=False)
+    raw = json.dumps(
+        [TABLE_FORMAT, name, kb.dir.name, [q.qid for q in questions], fingerprint, budget.model_dump()],
+        ensure_ascii=False,
+    )
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:12]
 
 
-def build_reward_table(sources, arms: dict[str, Arm] | None = None, budget: Budget | None = None,
-                       cache_dir: Path | None = None, arms_path: Path = DEFAULT_ARMS,
-                       progress: Callable[[str], None] | None = None) -> list[RewardRow]:
+def build_reward_table(
+    sources,
+    arms: dict[str, Arm] | None = None,
+    budget: Budget | None = None,
+    cache_dir: Path | None = None,
+    arms_path: Path = DEFAULT_ARMS,
+    progress: Callable[[str], None] | None = None,
+) -> list[RewardRow]:
     """Every arm's reward for every question. Each source's rows are cached on their own, keyed
     by its KB, questions and code_fingerprint(), so only a changed source is rerun. Raises if
     the code changed during the run: the rows would not be one consistent table."""
@@ -188,17 +215,25 @@ def build_reward_table(sources, arms: dict[str, Arm] | None = None, budget: Budg
             continue
         computed = asyncio.run(_rewards_for(name, kb, questions, arms, budget, progress or (lambda line: None)))
         if code_fingerprint(arms_path) != fingerprint:
-            raise RuntimeError("tools/, knowledge/ or the arms file changed while the reward table was computed; "
-                               "run again")
+            raise RuntimeError(
+                "tools/, knowledge/ or the arms file changed while the reward table was computed; run again"
+            )
         cache_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps([row.model_dump(mode="json") for row in computed], ensure_ascii=False),
-                        encoding="utf-8")
+        path.write_text(
+            json.dumps([row.model_dump(mode="json") for row in computed], ensure_ascii=False), encoding="utf-8"
+        )
         rows += computed
     return rows
 
 
-async def _rewards_for(name: str, kb: KnowledgeBase, questions: list[Question], arms: dict[str, Arm],
-                       budget: Budget, progress: Callable[[str], None]) -> list[RewardRow]:
+async def _rewards_for(
+    name: str,
+    kb: KnowledgeBase,
+    questions: list[Question],
+    arms: dict[str, Arm],
+    budget: Budget,
+    progress: Callable[[str], None],
+) -> list[RewardRow]:
     embedder = kb.embedder
     kb.embedder = _QueryMemo(embedder)
     try:
@@ -207,8 +242,14 @@ async def _rewards_for(name: str, kb: KnowledgeBase, questions: list[Question], 
         kb.embedder = embedder
 
 
-async def _run_arms(name: str, kb: KnowledgeBase, questions: list[Question], arms: dict[str, Arm],
-                    budget: Budget, progress: Callable[[str], None]) -> list[RewardRow]:
+async def _run_arms(
+    name: str,
+    kb: KnowledgeBase,
+    questions: list[Question],
+    arms: dict[str, Arm],
+    budget: Budget,
+    progress: Callable[[str], None],
+) -> list[RewardRow]:
     from citescope.agents.planner import RetrievalPlanner  # the agent stack, only when outcomes are computed
 
     reranker = make_reranker("offline", kb=kb)
@@ -235,16 +276,26 @@ async def _run_arms(name: str, kb: KnowledgeBase, questions: list[Question], arm
             if key not in by_plan:
                 pool = EvidencePool()
                 decision = PolicyDecision(arm=arm_name, plan=plan, reason="", source="rules")
-                planner = RetrievalPlanner(registry, SkillContext(kb, reranker=reranker), pool,
-                                           BudgetTracker(budget), decision)
+                planner = RetrievalPlanner(
+                    registry, SkillContext(kb, reranker=reranker), pool, BudgetTracker(budget), decision
+                )
                 await planner.run(question.question)
                 docs = ranked_doc_ids(hit.doc_id for hit in pool.hits())
                 gold = set(question.gold_doc_ids)
                 by_plan[key] = next((rank for rank, doc in enumerate(docs, start=1) if doc in gold), None)
             ranks[arm_name] = by_plan[key]
             outcomes[arm_name] = 1.0 if by_plan[key] is not None and by_plan[key] <= TOP_DOCS else 0.0
-        rows.append(RewardRow(qid=question.qid, kb=name, qtype=question.qtype, question=question.question,
-                              features=features, rewards=outcomes, gold_ranks=ranks))
+        rows.append(
+            RewardRow(
+                qid=question.qid,
+                kb=name,
+                qtype=question.qtype,
+                question=question.question,
+                features=features,
+                rewards=outcomes,
+                gold_ranks=ranks,
+            )
+        )
         if number % 25 == 0 or number == len(questions):
             progress(f"{name}: {number}/{len(questions)} questions")
     return rows
@@ -277,8 +328,13 @@ def best_fixed_arms(rows: Sequence[RewardRow], arms: Sequence[str]) -> dict[tupl
     return {group: max(arms, key=lambda a: (sums[a], -arms.index(a))) for group, sums in totals.items()}
 
 
-def simulate_once(rows: Sequence[RewardRow], rounds: int, seed: int, rules: RulesPolicy | None = None,
-                  make_bandit: Callable[[], LinUCBPolicy] | None = None) -> dict:
+def simulate_once(
+    rows: Sequence[RewardRow],
+    rounds: int,
+    seed: int,
+    rules: RulesPolicy | None = None,
+    make_bandit: Callable[[], LinUCBPolicy] | None = None,
+) -> dict:
     """Per-round rewards of each policy on one shuffled stream (`rules`: the prior, default RULES)."""
     rules = rules or RulesPolicy()
     arms = rules.arms
@@ -290,8 +346,10 @@ def simulate_once(rows: Sequence[RewardRow], rounds: int, seed: int, rules: Rule
     oracle = best_fixed_arms(stream, names)
     rules_arm = {row.qid: rules.choose(row.features).arm for row in rows}
     kbs = list(dict.fromkeys(row.kb for row in rows))
-    learners = {"bandit": {kb: make_bandit() for kb in kbs},  # one per KB, as deployed
-                "thompson": {kb: make_thompson() for kb in kbs}}
+    learners = {
+        "bandit": {kb: make_bandit() for kb in kbs},  # one per KB, as deployed
+        "thompson": {kb: make_thompson() for kb in kbs},
+    }
     rewards = {name: [] for name in POLICIES}
     bandit_arms: list[str] = []
     for row in stream:
@@ -307,8 +365,13 @@ def simulate_once(rows: Sequence[RewardRow], rounds: int, seed: int, rules: Rule
         rewards["oracle_per_intent"].append(_value(row, oracle[row.group]))
         available = [a for a in names if row.rewards.get(a) is not None] or names
         rewards["random"].append(_value(row, rng.choice(available)))
-    return {"rewards": rewards, "oracle_arms": {f"{kb}/{intent}": arm for (kb, intent), arm in oracle.items()},
-            "bandit_arms": bandit_arms, "stream": [row.qid for row in stream], "bandits": learners["bandit"]}
+    return {
+        "rewards": rewards,
+        "oracle_arms": {f"{kb}/{intent}": arm for (kb, intent), arm in oracle.items()},
+        "bandit_arms": bandit_arms,
+        "stream": [row.qid for row in stream],
+        "bandits": learners["bandit"],
+    }
 
 
 def held_out_check(rows: Sequence[RewardRow], rounds: int, seed: int, rules: RulesPolicy | None = None) -> dict:
@@ -334,8 +397,9 @@ def held_out_check(rows: Sequence[RewardRow], rounds: int, seed: int, rules: Rul
     return {"rules": totals["rules"] / n, "bandit_greedy": totals["bandit_greedy"] / n, "n": totals["n"]}
 
 
-def simulate(rows: Sequence[RewardRow], rounds: int, seed: int = 0, repeats: int = 5,
-             rules: RulesPolicy | None = None) -> dict:
+def simulate(
+    rows: Sequence[RewardRow], rounds: int, seed: int = 0, repeats: int = 5, rules: RulesPolicy | None = None
+) -> dict:
     """Mean cumulative reward curves and final totals over `repeats` seeds, plus the held-out check."""
     rules = rules or RulesPolicy()
     arms = rules.arms
@@ -353,17 +417,23 @@ def simulate(rows: Sequence[RewardRow], rounds: int, seed: int = 0, repeats: int
             "arm_means": {a: round(float(np.mean([_value(r, a) for r in members])), 3) for a in arms},
         }
     return {
-        "rounds": rounds, "seed": seed, "repeats": repeats, "questions": len(rows),
+        "rounds": rounds,
+        "seed": seed,
+        "repeats": repeats,
+        "questions": len(rows),
         "kbs": {kb: sum(1 for r in rows if r.kb == kb) for kb in dict.fromkeys(r.kb for r in rows)},
         "per_question_ceiling": float(np.mean([max(_value(r, a) for a in arms) for r in rows])),
         "mean_reward": {name: float(np.mean(finals[name]) / rounds) for name in POLICIES},
         "total_reward": {name: float(np.mean(finals[name])) for name in POLICIES},
         "total_reward_std": {name: float(np.std(finals[name])) for name in POLICIES},
-        "last_fifth_mean_reward": {name: float(np.mean([np.mean(run["rewards"][name][-tail:]) for run in runs]))
-                                   for name in POLICIES},
+        "last_fifth_mean_reward": {
+            name: float(np.mean([np.mean(run["rewards"][name][-tail:]) for run in runs])) for name in POLICIES
+        },
         "regret_vs_oracle": {name: float(curves["oracle_per_intent"][-1] - curves[name][-1]) for name in POLICIES},
-        "wins_over_rules": {name: sum(1 for a, b in zip(finals[name], finals["rules"]) if a > b)
-                            for name in ("bandit", "thompson")},
+        "wins_over_rules": {
+            name: sum(1 for a, b in zip(finals[name], finals["rules"], strict=False) if a > b)
+            for name in ("bandit", "thompson")
+        },
         "gap_closed": {name: _gap_closed(finals, name) for name in ("bandit", "thompson")},
         "groups": per_group,
         "held_out": held_out_check(rows, rounds, seed, rules),
@@ -371,9 +441,15 @@ def simulate(rows: Sequence[RewardRow], rounds: int, seed: int = 0, repeats: int
     }
 
 
-def sensitivity(rows: Sequence[RewardRow], rounds: int, seed: int = 0, repeats: int = 5,
-                alphas: Sequence[float] = (0.1, 0.3, 1.0), prior_weights: Sequence[float] = (1.0, 4.0),
-                rules: RulesPolicy | None = None) -> list[dict]:
+def sensitivity(
+    rows: Sequence[RewardRow],
+    rounds: int,
+    seed: int = 0,
+    repeats: int = 5,
+    alphas: Sequence[float] = (0.1, 0.3, 1.0),
+    prior_weights: Sequence[float] = (1.0, 4.0),
+    rules: RulesPolicy | None = None,
+) -> list[dict]:
     """LinUCB's mean reward for each (alpha, prior_weight), with the rules and the oracle, same streams."""
     rules = rules or RulesPolicy()
     out = []
@@ -382,11 +458,17 @@ def sensitivity(rows: Sequence[RewardRow], rounds: int, seed: int = 0, repeats: 
             make = lambda: LinUCBPolicy(rules=rules, alpha=alpha, prior_weight=weight)  # noqa: E731
             runs = [simulate_once(rows, rounds, seed + r, rules, make_bandit=make)["rewards"] for r in range(repeats)]
             finals = {name: [float(np.sum(run[name])) for run in runs] for name in POLICIES}
-            out.append({"alpha": alpha, "prior_weight": weight, "bandit": float(np.mean(finals["bandit"])) / rounds,
-                        "rules": float(np.mean(finals["rules"])) / rounds,
-                        "oracle": float(np.mean(finals["oracle_per_intent"])) / rounds,
-                        "gap_closed": _gap_closed(finals, "bandit"),
-                        "wins_over_rules": sum(1 for a, b in zip(finals["bandit"], finals["rules"]) if a > b)})
+            out.append(
+                {
+                    "alpha": alpha,
+                    "prior_weight": weight,
+                    "bandit": float(np.mean(finals["bandit"])) / rounds,
+                    "rules": float(np.mean(finals["rules"])) / rounds,
+                    "oracle": float(np.mean(finals["oracle_per_intent"])) / rounds,
+                    "gap_closed": _gap_closed(finals, "bandit"),
+                    "wins_over_rules": sum(1 for a, b in zip(finals["bandit"], finals["rules"], strict=False) if a > b),
+                }
+            )
     return out
 
 
@@ -419,9 +501,15 @@ def _most_common(values) -> str:
 # ----------------------------------------------------------------------------- entry point and report
 
 
-def run_policy_simulation(datasets_dir: Path, rounds: int = 3000, seed: int = 0, repeats: int = 5,
-                          plot_path: Path | None = DEFAULT_PLOT, caps: dict[str, dict[str, int]] | None = None,
-                          with_sensitivity: bool = False) -> dict:
+def run_policy_simulation(
+    datasets_dir: Path,
+    rounds: int = 3000,
+    seed: int = 0,
+    repeats: int = 5,
+    plot_path: Path | None = DEFAULT_PLOT,
+    caps: dict[str, dict[str, int]] | None = None,
+    with_sensitivity: bool = False,
+) -> dict:
     """Build (or read) the reward table on the dev mix, simulate, plot, and report; optionally
     LinUCB's sensitivity to alpha and prior_weight on the same streams."""
     progress = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
@@ -464,8 +552,9 @@ def plot_learning(report: dict, path: Path) -> None:
     for axis in (left, right):
         axis.axhline(0, color="grey", linewidth=0.5)
     left.legend(fontsize=8)
-    figure.suptitle(f"{report['questions']} questions, {report['rounds']} rounds, mean of {report['repeats']} seeds",
-                    fontsize=10)
+    figure.suptitle(
+        f"{report['questions']} questions, {report['rounds']} rounds, mean of {report['repeats']} seeds", fontsize=10
+    )
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
@@ -476,34 +565,63 @@ def format_policy_report(report: dict) -> str:
     lines = [
         f"{report['questions']} questions ({', '.join(f'{k}: {v}' for k, v in report['kbs'].items())}), "
         f"{report['rounds']} rounds, seeds {report['seed']}..{report['seed'] + report['repeats'] - 1}.",
-        "", "Reward = a gold doc in the top-5 evidence:", "", *_summary_table(report)]
+        "",
+        "Reward = a gold doc in the top-5 evidence:",
+        "",
+        *_summary_table(report),
+    ]
     if "graded" in report:
-        lines += ["", "Graded reward = 1 / rank of the first gold doc in the top 5 (MRR@5):", "",
-                  *_summary_table(report["graded"])]
+        lines += [
+            "",
+            "Graded reward = 1 / rank of the first gold doc in the top 5 (MRR@5):",
+            "",
+            *_summary_table(report["graded"]),
+        ]
     if "stress_dense_everywhere" in report:
-        lines += ["", "Stress test, top-5 reward: the rules replaced by one misconfigured rule "
-                      "(dense_rerank for every question):", "", *_summary_table(report["stress_dense_everywhere"])]
+        lines += [
+            "",
+            "Stress test, top-5 reward: the rules replaced by one misconfigured rule "
+            "(dense_rerank for every question):",
+            "",
+            *_summary_table(report["stress_dense_everywhere"]),
+        ]
     if report.get("sensitivity"):
-        lines += ["", "LinUCB sensitivity (top-5 reward, same streams):", "",
-                  "| alpha | prior_weight | LinUCB | rules | oracle | gap closed | beats rules |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "LinUCB sensitivity (top-5 reward, same streams):",
+            "",
+            "| alpha | prior_weight | LinUCB | rules | oracle | gap closed | beats rules |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for row in report["sensitivity"]:
             closed = "" if row["gap_closed"] is None else f"{row['gap_closed']:.0%}"
-            lines.append(f"| {row['alpha']} | {row['prior_weight']} | {row['bandit']:.4f} | {row['rules']:.4f} | "
-                         f"{row['oracle']:.4f} | {closed} | {row['wins_over_rules']}/{report['repeats']} |")
+            lines.append(
+                f"| {row['alpha']} | {row['prior_weight']} | {row['bandit']:.4f} | {row['rules']:.4f} | "
+                f"{row['oracle']:.4f} | {closed} | {row['wins_over_rules']}/{report['repeats']} |"
+            )
     arms = list(next(iter(report["groups"].values()))["arm_means"])
-    lines += ["", "Mean top-5 reward of each arm per KB and intent:", "",
-              "| KB / intent | questions | rules' usual arm | oracle arm | " + " | ".join(arms) + " |",
-              "|---|---|---|---|" + "---|" * len(arms)]
+    lines += [
+        "",
+        "Mean top-5 reward of each arm per KB and intent:",
+        "",
+        "| KB / intent | questions | rules' usual arm | oracle arm | " + " | ".join(arms) + " |",
+        "|---|---|---|---|" + "---|" * len(arms),
+    ]
     for group, info in report["groups"].items():
-        lines.append(f"| {group} | {info['questions']} | {info['rules_arm']} | {info['oracle_arm']} | "
-                     + " | ".join(f"{v:.2f}" for v in info["arm_means"].values()) + " |")
+        lines.append(
+            f"| {group} | {info['questions']} | {info['rules_arm']} | {info['oracle_arm']} | "
+            + " | ".join(f"{v:.2f}" for v in info["arm_means"].values())
+            + " |"
+        )
     return "\n".join(lines)
 
 
 def _summary_table(report: dict) -> list[str]:
-    lines = ["| policy | mean reward | last fifth of rounds | total (± std over seeds) | regret vs oracle | "
-             "gap closed | beats rules |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| policy | mean reward | last fifth of rounds | total (± std over seeds) | regret vs oracle | "
+        "gap closed | beats rules |",
+        "|---|---|---|---|---|---|---|",
+    ]
     repeats = report["repeats"]
     for name in POLICIES:
         closed, wins = report["gap_closed"].get(name), report["wins_over_rules"].get(name)
@@ -511,9 +629,13 @@ def _summary_table(report: dict) -> list[str]:
             f"| {_NAMES[name]} | {report['mean_reward'][name]:.4f} | {report['last_fifth_mean_reward'][name]:.4f} | "
             f"{report['total_reward'][name]:.1f} ± {report['total_reward_std'][name]:.1f} | "
             f"{report['regret_vs_oracle'][name]:.1f} | {'' if closed is None else f'{closed:.0%}'} | "
-            f"{'' if wins is None else f'{wins}/{repeats}'} |")
+            f"{'' if wins is None else f'{wins}/{repeats}'} |"
+        )
     held = report["held_out"]
-    lines += ["", f"Held-out halves ({held['n']} questions, each half learned on the other): "
-                  f"rules {held['rules']:.4f}, LinUCB greedy {held['bandit_greedy']:.4f} mean reward. "
-                  f"Per-question ceiling (best arm for each question): {report['per_question_ceiling']:.4f}."]
+    lines += [
+        "",
+        f"Held-out halves ({held['n']} questions, each half learned on the other): "
+        f"rules {held['rules']:.4f}, LinUCB greedy {held['bandit_greedy']:.4f} mean reward. "
+        f"Per-question ceiling (best arm for each question): {report['per_question_ceiling']:.4f}.",
+    ]
     return lines
