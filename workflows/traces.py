@@ -6,8 +6,14 @@ models, degradations, clarification) plus the evidence shown to the answerer wit
 snippets as they were at answer time, and the KB version. `TraceStore` keeps them in
 `<kb>/traces.sqlite`; every string passes through agents.models.redact and the personal-data
 redaction first, so neither an API key that reached an error message nor a customer's phone
-number lands on disk. Each trace is owned by the tenant whose request made it. The reward and feedback of a round live in
-the experience store; a reader joins them in (Assistant.trace).
+number lands on disk. Each trace is owned by the tenant whose request made it. The reward and
+feedback of a round live in the experience store; a reader joins them in (Assistant.trace).
+
+Each stage of a question is one span of its trace: `StageClock.span(name)` adds the time since
+the previous span ended to `timings_ms[name]` (a stage run twice, such as a regenerated answer,
+adds up). The names are read by scripts (eval results, `bench cost`): analyze, policy, planner,
+rerank, conflicts, answer, inspect, compliance, total; a deadline refusal adds the stage it
+stopped before (search, rerank, conflicts, answer).
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,6 +58,33 @@ def _migrate(conn) -> None:
     if columns_of(conn, "traces") and "tenant" not in columns_of(conn, "traces"):
         add_missing_column(conn, "traces", "tenant", f"TEXT NOT NULL DEFAULT '{DEFAULT_TENANT}'")
         conn.execute("DROP INDEX IF EXISTS traces_session")
+
+
+class StageClock:
+    """One question's stage spans, in milliseconds (QAResult.timings_ms)."""
+
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+        self._start = self._last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        """Close the span `stage`: the time since the previous span ended counts toward it, so a
+        wait before a stage (a long message giving way, a deadline check) is that stage's time."""
+        now = time.perf_counter()
+        self.timings[stage] = round(self.timings.get(stage, 0.0) + (now - self._last) * 1000, 2)
+        self._last = now
+
+    @contextmanager
+    def span(self, stage: str) -> Iterator[None]:
+        """The block is the stage `stage`; a block that raises records nothing (the caller says
+        where the question stopped, e.g. a deadline refusal laps the stage it stopped before)."""
+        yield
+        self.lap(stage)
+
+    def total(self) -> dict[str, float]:
+        """Every span, and "total" since the question started."""
+        self.timings["total"] = round((time.perf_counter() - self._start) * 1000, 2)
+        return self.timings
 
 
 def redacted(value: Any) -> Any:
@@ -290,7 +325,8 @@ def render_trace(trace: dict) -> RenderableType:
         parts.append(
             Text(
                 f"outcome: reward {_number(outcome.get('reward'))} (implicit "
-                f"{_number(outcome.get('implicit_reward'))}) · feedback {rating} {outcome.get('comment') or ''}".rstrip()
+                f"{_number(outcome.get('implicit_reward'))}) · feedback {rating} "
+                f"{outcome.get('comment') or ''}".rstrip()
             )
         )
     return Group(*parts)

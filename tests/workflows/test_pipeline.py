@@ -18,16 +18,10 @@ from citescope.knowledge.crosslingual import document_query
 from citescope.tools.base import EvidenceHit
 from citescope.workflows.cli import app
 from citescope.workflows.evaluation.datasets import candidate_kb
-from citescope.workflows.pipeline import (
-    QAPipeline,
-    QuestionError,
-    _at_most_per_doc,
-    _new_sections_first,
-    _overviews_as_rows,
-    _with_pinned,
-)
+from citescope.workflows.pipeline import QAPipeline, QuestionError
 from citescope.workflows.pipeline_config import PipelineConfig, PipelineConfigError
 from citescope.workflows.result import QAResult
+from citescope.workflows.stages.rank import at_most_per_doc, new_sections_first, overviews_as_rows, with_pinned
 from tests.conftest import DEMO_DIR
 
 QUESTIONS = [
@@ -134,7 +128,7 @@ def test_weak_evidence_is_refused_without_generating(pipeline):
     result = pipeline.run("你们京东上有旗舰店吗？价格一样不？")
     assert result.refused and result.refusal_reason == "weak_evidence"
     assert result.best_score < pipeline.config.refusal_threshold
-    assert result.answer == pipeline.refusal_text and result.citations == [] and result.inspection is None
+    assert result.answer == pipeline.refusals.plain and result.citations == [] and result.inspection is None
     assert "answer" not in result.timings_ms and result.tool_calls  # it searched, then generated nothing
 
 
@@ -169,7 +163,7 @@ def test_a_model_the_shop_lacks_is_refused_by_name_whatever_its_sibling_scores(p
     # the 火焰7's page matches 烈驹火焰8 on every word but one: well above the gate, and about another model
     result = pipeline.run(question)
     assert result.refused and result.refusal_reason == "unknown_model" and result.citations == []
-    assert result.answer == pipeline.unknown_model_texts[False].format(models=model)
+    assert result.answer == pipeline.refusals.unknown_model[False].format(models=model)
     assert result.features["unknown_models"] == [model] and result.features["products"] == []
     if model.isascii():  # asked in English, refused in English
         english = pipeline.run(f"How much is the {model}?")
@@ -274,11 +268,11 @@ def test_weak_evidence_that_disagrees_is_refused_saying_so(demo_kb, pipeline):
     ).warm_up()
     result = strict.run("AJ1 Retro 的鞋面是真皮吗？")
     assert result.refused and result.refusal_reason == "weak_evidence"
-    assert result.answer == strict.conflict_refusal_text and result.citations == []
+    assert result.answer == strict.refusals.conflict and result.citations == []
     assert {v.value for c in result.conflicts for v in c.values} >= {"头层牛皮", "人造革"}
     assert "answer" not in result.timings_ms
     plain = strict.run("默认发什么快递？")  # no disagreement: the plain refusal
-    assert plain.refused and plain.answer == strict.refusal_text and plain.conflicts == []
+    assert plain.refused and plain.answer == strict.refusals.plain and plain.conflicts == []
 
 
 def test_the_per_document_cap_only_leaves_slots_empty_when_nothing_else_can_fill_them(demo_kb, pipeline):
@@ -294,7 +288,7 @@ def test_the_per_document_cap_only_leaves_slots_empty_when_nothing_else_can_fill
         EvidenceHit(chunk_id=f"{doc}#{i}", doc_id=doc, text="t", score=1.0)
         for doc, i in [("a", 0), ("a", 1), ("b", 0), ("a", 2), ("b", 1), ("b", 2)]
     ]
-    kept, spare = _at_most_per_doc(hits, 2)
+    kept, spare = at_most_per_doc(hits, 2)
     assert [h.chunk_id for h in kept] == ["a#0", "a#1", "b#0", "b#1"] and [h.chunk_id for h in spare] == ["a#2", "b#2"]
 
 
@@ -306,16 +300,19 @@ def test_a_product_pages_table_rows_take_one_of_its_slots(pipeline):
     rows = [n for n, i in enumerate(result.evidence_ids) if "#尺码表-r" in i]
     assert result.evidence_ids.index("prod-sy-yantu#功能特点-0") < (rows[1:] or [99])[0]
     assert "不渗水" in result.answer and any("#功能特点" in c.id for c in result.citations)
-    row = lambda doc, i, product: EvidenceHit(
-        chunk_id=f"{doc}#尺码表-r{i}-0", doc_id=doc, section="尺码表", text="t", score=1.0, product_id=product
-    )
+
+    def row(doc, i, product):
+        return EvidenceHit(
+            chunk_id=f"{doc}#尺码表-r{i}-0", doc_id=doc, section="尺码表", text="t", score=1.0, product_id=product
+        )
+
     page = EvidenceHit(chunk_id="p#功能特点-0", doc_id="p", section="功能特点", text="t", score=0.5, product_id="x")
-    kept, spare = _at_most_per_doc([row("p", 0, "x"), row("p", 1, "x"), page], 2)
+    kept, spare = at_most_per_doc([row("p", 0, "x"), row("p", 1, "x"), page], 2)
     assert [h.chunk_id for h in kept] == ["p#尺码表-r0-0", "p#功能特点-0"] and [h.chunk_id for h in spare] == [
         "p#尺码表-r1-0"
     ]
     # a table that is no product's (DomainRAG's admission scores) keeps the plain cap
-    kept, _ = _at_most_per_doc([row("t", 0, None), row("t", 1, None)], 2)
+    kept, _ = at_most_per_doc([row("t", 0, None), row("t", 1, None)], 2)
     assert len(kept) == 2
 
 
@@ -327,13 +324,14 @@ def test_slots_beyond_the_cap_go_to_sections_not_shown_yet(pipeline):
     assert not result.refused and "65W" in result.answer
     assert "20W" not in result.answer
     assert any("#功能特点" in c.id for c in result.citations)
+
     # the order itself: the best spare hit of each unseen (document, section), then the rest
-    hit = lambda doc, section, i: EvidenceHit(
-        chunk_id=f"{doc}#{section}-{i}", doc_id=doc, section=section, text="t", score=1.0
-    )
+    def hit(doc, section, i):
+        return EvidenceHit(chunk_id=f"{doc}#{section}-{i}", doc_id=doc, section=section, text="t", score=1.0)
+
     shown = [hit("a", "table", 0), hit("a", "table", 1)]
     spare = [hit("a", "table", 2), hit("a", "notes", 0), hit("a", "notes", 1), hit("b", "table", 0)]
-    fresh, rest = _new_sections_first(spare, shown)
+    fresh, rest = new_sections_first(spare, shown)
     assert [h.chunk_id for h in fresh] == ["a#notes-0", "b#table-0"]
     assert [h.chunk_id for h in rest] == ["a#table-2", "a#notes-1"]
 
@@ -351,13 +349,13 @@ def test_a_products_variants_are_answered_from_its_sku_overview(pipeline):
     # a question about one section of the page keeps that section: the overview is no new section
     weight = pipeline.run("声屿S1耳机单只耳朵有多重？")
     assert "4.8" in weight.answer
+
     # the rule itself: an overview scores as its document's best SKU row, nothing else changes
-    hit = lambda chunk_id, section: (
-        EvidenceHit(chunk_id=chunk_id, doc_id=chunk_id.split("#")[0], section=section, text="t", score=0.0),
-        None,
-    )
-    pairs = [hit("sku-a#sku-1", "SKU"), hit("sku-a#sku-2", "SKU"), hit("sku-a#skus-0", "规格汇总"), hit("p#x-0", "x")]
-    assert _overviews_as_rows(pairs, [0.3, 0.6, 0.1, 0.9]) == [0.3, 0.6, 0.6, 0.9]
+    def hit(chunk_id, section):
+        return EvidenceHit(chunk_id=chunk_id, doc_id=chunk_id.split("#")[0], section=section, text="t", score=0.0)
+
+    hits = [hit("sku-a#sku-1", "SKU"), hit("sku-a#sku-2", "SKU"), hit("sku-a#skus-0", "规格汇总"), hit("p#x-0", "x")]
+    assert overviews_as_rows(hits, [0.3, 0.6, 0.1, 0.9]) == [0.3, 0.6, 0.6, 0.9]
 
 
 def test_a_size_worked_out_by_the_skill_is_the_answer(pipeline):
@@ -367,9 +365,9 @@ def test_a_size_worked_out_by_the_skill_is_the_answer(pipeline):
     assert cited[0] == "prod-bjy-bingyuan#尺码表-r3-0" and "sku-p-bjy-bingyuan#sku-BJYBY-BLK-XL" in cited
     # pinned evidence: every pinned hit is shown, each in place of the lowest-ranked unpinned one
     ranked = [EvidenceHit(chunk_id=f"c{i}", doc_id=f"d{i}", text="t", score=1.0 - i / 10) for i in range(6)]
-    assert [h.chunk_id for h in _with_pinned(ranked[:3], ranked, ["c5", "c4"], 3)] == ["c0", "c4", "c5"]
-    assert _with_pinned(ranked[:3], ranked, ["c1", "c9"], 3) == ranked[:3]  # shown already; unknown ids ignored
-    assert [h.chunk_id for h in _with_pinned(ranked[:2], ranked, ["c5"], 3)] == ["c0", "c1", "c5"]
+    assert [h.chunk_id for h in with_pinned(ranked[:3], ranked, ["c5", "c4"], 3)] == ["c0", "c4", "c5"]
+    assert with_pinned(ranked[:3], ranked, ["c1", "c9"], 3) == ranked[:3]  # shown already; unknown ids ignored
+    assert [h.chunk_id for h in with_pinned(ranked[:2], ranked, ["c5"], 3)] == ["c0", "c1", "c5"]
 
 
 def test_result_trace_json_and_text(pipeline):
@@ -488,7 +486,8 @@ ENGLISH_SHOP = [  # a cross-border shop's English pages: two versions of one pol
         "updated_at": "2024-05-01",
         "version": 1,
         "source": "store policy",
-        "text": "Items can be returned within 7 days of delivery. Returned items must be unused and in their original box.",
+        "text": "Items can be returned within 7 days of delivery. "
+        "Returned items must be unused and in their original box.",
     },
     {
         "doc_id": "en-returns-2026",
@@ -497,7 +496,8 @@ ENGLISH_SHOP = [  # a cross-border shop's English pages: two versions of one pol
         "updated_at": "2026-06-01",
         "version": 2,
         "source": "store policy",
-        "text": "Items can be returned within 15 days of delivery. Returned items must be unused and in their original box.",
+        "text": "Items can be returned within 15 days of delivery. "
+        "Returned items must be unused and in their original box.",
     },
     {
         "doc_id": "en-shipping",
@@ -505,7 +505,8 @@ ENGLISH_SHOP = [  # a cross-border shop's English pages: two versions of one pol
         "doc_type": "policy",
         "updated_at": "2026-01-10",
         "source": "store policy",
-        "text": "Orders ship from our Shenzhen warehouse within 2 days of payment. Standard delivery takes 5 to 9 days.",
+        "text": "Orders ship from our Shenzhen warehouse within 2 days of payment. "
+        "Standard delivery takes 5 to 9 days.",
     },
     {
         "doc_id": "en-warranty",
@@ -555,7 +556,7 @@ def test_an_english_question_is_refused_in_english(english_pipeline):
     terse = english_pipeline.run("Gift card price?")  # no function word: English beyond the pages' titles
     assert terse.refused and terse.answer == result.answer
     chinese = english_pipeline.run("你们卖礼品卡吗？")
-    assert chinese.refused and chinese.answer == english_pipeline.refusal_text
+    assert chinese.refused and chinese.answer == english_pipeline.refusals.plain
 
 
 def test_an_english_question_about_a_chinese_shop_is_answered_from_its_chinese_evidence(pipeline):
@@ -584,4 +585,4 @@ def test_a_question_in_traditional_characters_is_answered_in_them_from_the_simpl
         assert all(f"【{c.id}】" in result.answer for c in result.citations)  # the ids as the KB has them
     assert "299.00元" in pipeline.run("星擇XZ-3000充電寶多少錢？").answer
     refused = pipeline.run("你們有實體店嗎？")
-    assert refused.refused and refused.answer == in_traditional(pipeline.refusal_text) != pipeline.refusal_text
+    assert refused.refused and refused.answer == in_traditional(pipeline.refusals.plain) != pipeline.refusals.plain

@@ -347,7 +347,8 @@ def test_a_verdict_names_no_raw_codes_in_any_language():
 
 def test_every_refusal_reason_the_pipeline_sets_is_worded():
     texts = StudioTexts.load()
-    pipeline = (REPO / "workflows" / "pipeline.py").read_text(encoding="utf-8")
+    sources = [REPO / "workflows" / "pipeline.py", *sorted((REPO / "workflows" / "stages").glob("*.py"))]
+    pipeline = "\n".join(path.read_text(encoding="utf-8") for path in sources)
     for code in ("weak_evidence", "no_evidence", "no_supported_answer", "unknown_model", "sensitive"):
         assert f'"{code}"' in pipeline
         assert code in texts.reasons

@@ -1,0 +1,134 @@
+"""Stage retrieve: the policy's plan run by a real AgentScope ReActAgent over the skill toolkit,
+under the question's budget (agents/planner.py). Offline its model replays the plan call by call;
+with a planner LLM configured, the LLM runs its own ReAct loop with the plan as a suggestion in its
+prompt, and falls back to the offline replay when it fails or gathers nothing. The agent's closing
+text is not read: what counts is the evidence its tool calls gathered, and the structured findings
+(a size worked out, the size rows a question names, a product page's opening) pinned into what is shown."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from agentscope.formatter import FormatterBase
+from agentscope.model import ChatModelBase
+from agentscope.tool import Toolkit
+
+from citescope.agents.budget import BudgetTracker, RetryPolicy
+from citescope.agents.evidence import EvidencePool
+from citescope.agents.planner import RetrievalPlanner, ToolCallRecord
+from citescope.agents.policy import PolicyDecision
+from citescope.agents.query_analysis import QueryFeatures
+from citescope.knowledge.filters import SearchFilters
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.tools.base import SkillContext
+from citescope.tools.products import SizeAdvice
+from citescope.tools.registry import SkillRegistry
+from citescope.workflows.stages.analyse import Analysis, with_asked_time
+from citescope.workflows.stages.rank import Scorer
+
+
+@dataclass(frozen=True)
+class RetrieveInput:
+    analysis: Analysis
+    decision: PolicyDecision
+    filters: SearchFilters | None  # the caller's, which override a model's on every skill that takes them
+    retry: RetryPolicy
+    reserve_model_calls: int = 0  # model calls the planner leaves for the answerer
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    pool: EvidencePool  # every hit any skill found
+    source: Literal["offline", "llm"]  # who chose the tool calls
+    tool_calls: list[ToolCallRecord]  # every call, run, cached or refused by the budget
+    outputs: dict[str, dict]  # skill -> its latest result data
+    degradations: list[str]
+    advice: SizeAdvice | None  # the size size_recommend worked out from the table
+    overview: list[str]  # the opening chunk of each asked product's page, for "what is it like"
+    pinned: list[str]  # chunk ids shown whatever their rank: what the findings rest on
+
+
+class Retrieve:
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        registry: SkillRegistry,
+        reranker: Scorer,
+        toolkit_template: Toolkit,
+        llm: ChatModelBase | None = None,
+        formatter: FormatterBase | None = None,
+    ):
+        """toolkit_template: the toolkit's schemas, parsed once at warm-up. llm: the planner model, if any."""
+        self.kb = kb
+        self.registry = registry
+        self.reranker = reranker
+        self.toolkit_template = toolkit_template
+        self.llm = llm
+        self.formatter = formatter
+
+    async def run(self, given: RetrieveInput, tracker: BudgetTracker) -> Retrieved:
+        features, filters = given.analysis.features, given.filters
+        pool = EvidencePool()
+        planner = RetrievalPlanner(
+            self.registry,
+            SkillContext(self.kb, reranker=self.reranker, as_of=filters.reference_day() if filters else None),
+            pool,
+            tracker,
+            given.decision,
+            llm=self.llm,
+            formatter=self.formatter,
+            retry=given.retry,
+            filters=filters,
+            toolkit_template=self.toolkit_template,
+            reserve_model_calls=given.reserve_model_calls,
+        )
+        message = with_asked_time(
+            planner_message(given.analysis.question, features), filters.as_of if filters else None
+        )
+        outcome = await planner.run(message)
+        degradations = list(outcome.degradations)
+        degradations += [f"tool {r.name}: {reason}" for r in planner.records if r.degraded for reason in r.reasons]
+
+        # Structured findings are shown with the rows they rest on: a size the size_recommend skill
+        # worked out from the table, and the size-table rows of two or more sizes asked about.
+        advice = SizeAdvice.of(planner.outputs.get("size_recommend"))
+        pinned = advice.chunk_ids() if advice else []
+        named_sizes = list(((planner.outputs.get("product_lookup") or {}).get("size_rows") or {}).values())
+        pinned += named_sizes if len(named_sizes) > 1 else []
+        # A question about what a product is like is answered by its page's opening section.
+        overview = self._openings(pool, features) if features.asks_overview else []
+        pinned += overview
+        return Retrieved(
+            pool=pool,
+            source=outcome.source,
+            tool_calls=planner.records,
+            outputs=planner.outputs,
+            degradations=degradations,
+            advice=advice,
+            overview=overview,
+            pinned=pinned,
+        )
+
+    def _openings(self, pool: EvidencePool, features: QueryFeatures) -> list[str]:
+        """The opening chunk (商品简介) of each asked product's page, where the pool holds it."""
+        gathered = {hit.chunk_id: hit for hit in pool.hits()}
+        pages = {
+            hit.product_id: hit.doc_id for hit in gathered.values() if hit.doc_type == "product" and hit.product_id
+        }
+        openings = []
+        for product in features.focus_products:
+            chunks = self.kb.chunks_of(pages[product.product_id]) if product.product_id in pages else []
+            if chunks and chunks[0].chunk_id in gathered:
+                openings.append(chunks[0].chunk_id)
+        return openings
+
+
+def planner_message(question: str, features: QueryFeatures) -> str:
+    """The planner's user message: the question, plus the product or topic a follow-up refers to."""
+    carried = features.carried_entity
+    if carried is not None and not features.products:
+        return f"{question}\n（这是追问，指的是上一轮提到的商品「{carried.name}」）"
+    if features.carried_topic and not features.products:
+        return f"{question}\n（这是追问，对话开始时问的是「{features.carried_topic}」）"
+    return question
