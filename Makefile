@@ -20,6 +20,7 @@ demo: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 	mkdir -p build/typecheck && ln -sfn ../.. build/typecheck/citescope
 	$(BIN)/mypy
 

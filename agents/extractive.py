@@ -24,6 +24,7 @@ from citescope.agents.citations import (
     split_sentences,
     strip_citations,
 )
+from citescope.agents.conflicts import Conflict, ConflictValue, canonical_text
 from citescope.agents.evidence import RERANK_LEG
 from citescope.agents.inspector import Facts, InspectionReport, Inspector, facts_of
 from citescope.agents.inspector import asked_units as asked_units_of  # _profile's local is called asked_units
@@ -77,7 +78,6 @@ from citescope.knowledge.text import (
 from citescope.tools.base import EvidenceHit
 
 if TYPE_CHECKING:
-    from citescope.agents.conflicts import Conflict, ConflictValue
     from citescope.tools.products import SizeAdvice
 
 # A year a value is compared with (比2021年下降0.75个千分点, 超过2022清明档): the sentence's value is
@@ -1066,8 +1066,6 @@ def _statement(value: ConflictValue, hit: EvidenceHit) -> str:
     """The sentence that carries a conflicting value: as the evidence writes it when that is the
     detector's whole sentence and the value reads the same there (在队两年多, not the canonical
     在队2年多), else the detector's; failing both, the value itself."""
-    from citescope.agents.conflicts import canonical_text  # agents must not import workflows at load time
-
     sentence = quotable(value.sentence or "")
     wanted = _compact(sentence)
     for candidate in split_sentences(hit.text):

@@ -14,17 +14,17 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
 from citescope.agents.citations import AnswerSentence, split_sentences
+from citescope.agents.conflicts import Conflict, canonical_text
+from citescope.agents.evidence import EvidencePool
+from citescope.agents.prompts import load_prompt
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.text import MODEL_NUMBER, model_numbers, normalize, tokenize, unit_alternatives
 from citescope.tools.base import EvidenceHit
-
-if TYPE_CHECKING:
-    from citescope.agents.conflicts import Conflict
 
 log = logging.getLogger(__name__)
 
@@ -252,7 +252,6 @@ def cited_doc_ids(ids: Iterable[str], evidence: Sequence[EvidenceHit]) -> list[s
 
 def make_prompt_judge(complete: Callable[[str], str]) -> Callable[[str, str], dict]:
     """A judge from any text-completion callable: fills prompts/inspector_judge.md, parses JSON."""
-    from citescope.agents.prompts import load_prompt
 
     def judge(answer: str, evidence_text: str) -> dict:
         return parse_judge_reply(complete(load_prompt("inspector_judge", answer=answer, evidence=evidence_text)))
@@ -368,8 +367,6 @@ class Inspector:
         available_numbers = support_facts.numbers | given.numbers
         if any(not _number_supported(n, available_numbers) for n in claim_facts.numbers):
             # 两年 supports 2年 (a conflict disclosure quotes canonical values); read only when needed
-            from citescope.agents.conflicts import canonical_text
-
             available_numbers |= facts_of(canonical_text(support)).numbers
         missing = [
             number_text(n) for n in sorted(claim_facts.numbers, key=str) if not _number_supported(n, available_numbers)
@@ -434,8 +431,6 @@ class Inspector:
 
     # -- optional model judge ---------------------------------------------------------------
     def _ask_judge(self, answer: str, evidence: Sequence[EvidenceHit]) -> dict:
-        from citescope.agents.evidence import EvidencePool
-
         try:
             verdict = self.judge(answer, EvidencePool.render(list(evidence)))
             return {"supported": bool(verdict.get("supported", True)), "problems": list(verdict.get("problems", []))}

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from citescope.knowledge.loaders import load_path
 from citescope.knowledge.schema import Document
 from citescope.knowledge.source_ids import looks_like_id
 
@@ -374,8 +375,6 @@ def scan_corpus(paths: list[str]) -> dict:
     """How many documents of these corpus files the detector flags, by family: the false-positive
     check on text nobody planted injections in (`python -m citescope.knowledge.injection FILE...`)."""
     from collections import Counter
-
-    from citescope.knowledge.loaders import load_path
 
     flagged: Counter = Counter()
     docs = flagged_docs = 0

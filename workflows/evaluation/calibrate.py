@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import re
 import time
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -40,7 +39,8 @@ from citescope.tools.base import SkillContext
 from citescope.tools.rerank import DEFAULT_WEIGHTS_PATH, FEATURES, OfflineReranker, load_weights, save_weights, sigmoid
 from citescope.tools.rerank_fit import RankGroup, first_gold_rank, fit_ranking_weights
 from citescope.tools.search import hybrid_search
-from citescope.workflows.evaluation.datasets import Question, candidate_kb, load_questions
+from citescope.workflows.evaluation.bench.retrieval import current_params
+from citescope.workflows.evaluation.datasets import Question, candidate_kb, held_out, load_questions
 from citescope.workflows.evaluation.evaluate import (
     CALIBRATED_PATH,
     POLICY,
@@ -67,7 +67,6 @@ DEFAULT_SETS = (
     DEMO_DIR,
 )
 CANDIDATE_PER_QTYPE = 10  # candidate-protocol sets (RGB): questions per qtype, as the quality suite runs them
-HELD_OUT_SHARE = 0.3
 MAX_FALSE_REFUSALS = 0.05
 # The weights calibration may change: the text-matching features and the match to the asked
 # time (DomainRAG's time-sensitive questions carry one). The dev sets label whole
@@ -94,11 +93,6 @@ class CalibrationRequest(BaseModel):
     max_embed: int = 2000
     root: Path = Field(default_factory=default_root)
     progress: bool = True
-
-
-def held_out(qid: str) -> bool:
-    """The deterministic 30% of questions kept out of fitting and choosing."""
-    return zlib.crc32(qid.encode("utf-8")) % 10 < HELD_OUT_SHARE * 10
 
 
 def is_candidate_set(questions: Sequence[Question]) -> bool:
@@ -454,8 +448,6 @@ def plot_refusal(curves: dict, chosen: dict, path: Path) -> None:
 
 
 def run_calibration(request: CalibrationRequest) -> dict:
-    from citescope.workflows.evaluation.bench.retrieval import current_params
-
     started = time.perf_counter()
     datasets = [Path(d) for d in (request.datasets or DEFAULT_SETS) if Path(d).is_dir()]
     result: dict = {"datasets": [d.name for d in datasets], "skipped": {}}

@@ -12,6 +12,7 @@ import hashlib
 import json
 import random
 import time
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import date
@@ -36,6 +37,7 @@ from citescope.knowledge.settings import Settings, get_settings
 # as a shop ingests its FAQ (`run.py ingest --doc-type faq`).
 DECLARED_DOC_TYPES = {"baoxianzhidao": "faq"}
 MARKER = "dataset.json"  # written after a complete ingest; its presence means "reuse me"
+HELD_OUT_SHARE = 0.3  # of a set's questions, never used to fit or choose anything (calibrate.py)
 
 
 class Question(BaseModel):
@@ -138,6 +140,12 @@ def sample(
     rng = random.Random(seed)
     chosen = sorted(i for g in names for i in rng.sample(groups[g], counts[g]))
     return [questions[i] for i in chosen]
+
+
+def held_out(qid: str) -> bool:
+    """The deterministic 30% of questions kept out of fitting and choosing: calibration fits on
+    the rest, and the retrieval bench reports these apart."""
+    return zlib.crc32(qid.encode("utf-8")) % 10 < HELD_OUT_SHARE * 10
 
 
 # ----------------------------------------------------------------------------- dataset KBs

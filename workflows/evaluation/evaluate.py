@@ -46,6 +46,8 @@ from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.settings import get_settings
 from citescope.tools.rerank import DEFAULT_WEIGHTS_PATH
 from citescope.workflows.batch import AnswerLog
+from citescope.workflows.evaluation.bench.agentscope_baseline import AgentScopeBaseline
+from citescope.workflows.evaluation.bench.conflicts import _rebuilt_counterfactual  # DomainRAG's counterfactual recipe
 from citescope.workflows.evaluation.datasets import (
     DECLARED_DOC_TYPES,
     Question,
@@ -242,10 +244,6 @@ def _read_corpus(paths: Iterable[Path], wanted: set[str]) -> dict[str, dict]:
 def candidate_corpus(split: Split, questions: Sequence[Question], folder: Path) -> tuple[Path, list[str], list[str]]:
     """A JSONL of the union of the questions' candidate docs (written once per doc set, so the
     cached KB's key stays put); candidates missing from the corpus are rebuilt from the gold doc."""
-    from citescope.workflows.evaluation.bench.conflicts import (
-        _rebuilt_counterfactual,  # DomainRAG's counterfactual recipe
-    )
-
     wanted = sorted({d for q in questions for d in q.candidate_doc_ids or []})
     corpus = _read_corpus(split.corpus, set(wanted) | {d for q in questions for d in q.gold_doc_ids})
     records, rebuilt, not_rebuilt = {}, [], []
@@ -543,8 +541,6 @@ def _run_baseline(
 ) -> None:
     """AgentScope SimpleKnowledge (dense only) over each KB's chunks: ranked docs per question,
     restricted to a question's candidates when it has them."""
-    from citescope.workflows.evaluation.bench.agentscope_baseline import AgentScopeBaseline
-
     todo = [q for q in questions if f"{AGENTSCOPE}|{q.qid}" not in done]
     for role, kb in (("corpus", kbs.corpus), ("candidates", kbs.candidates)):
         mine = [q for q in todo if kbs.for_question(q) is kb] if kb is not None else []

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from citescope.agents.arms import load_arms
 from citescope.tools.rerank import DEFAULT_WEIGHTS_PATH, load_weights
+from citescope.workflows.evaluation.calibrate import format_calibration_report
 from citescope.workflows.evaluation.evaluate import (
     DEFAULT_MAX_EMBED,
     POLICY,
@@ -349,8 +350,6 @@ def _rebuilt_note(summary: dict) -> list[str]:
 
 
 def calibration_summary(calibration: dict) -> str:
-    from citescope.workflows.evaluation.calibrate import format_calibration_report
-
     return format_calibration_report(calibration).replace(str(REPO) + "/", "").replace(str(Path.home()), "~")
 
 

@@ -34,6 +34,10 @@ from pathlib import Path
 
 import httpx
 
+from citescope.workflows.assistant import Assistant
+from citescope.workflows.evaluation.bench.load import _ask, _Server
+from citescope.workflows.metrics import latency_summary
+
 REPO = Path(__file__).resolve().parents[3]
 LONG_QUESTION_PATH = Path(__file__).with_name("long_question_zh.txt")
 DEMO_QUESTIONS = REPO / "knowledge" / "demo" / "questions.jsonl"
@@ -68,8 +72,6 @@ def _load_average() -> list[float] | None:
 def measure_cpu(kb_dir: Path | str, repeats: int = 3, n_normal: int = 20) -> dict:
     """CPU seconds of one pipeline call: the long message (each repeat another variant) and
     n_normal demo questions, on a warmed Assistant over a copy of the KB."""
-    from citescope.workflows.assistant import Assistant
-
     with tempfile.TemporaryDirectory(prefix="citescope-cost-") as tmp:
         assistant = Assistant(_copy_kb(kb_dir, Path(tmp))).warm_up()
         try:
@@ -116,9 +118,6 @@ def measure_cpu(kb_dir: Path | str, repeats: int = 3, n_normal: int = 20) -> dic
 # ------------------------------------------------------------------------------------------ HTTP
 async def _normal_latencies(server, questions: list[str], long_in_flight: int) -> dict:
     """The questions one at a time, with long_in_flight clients asking long messages meanwhile."""
-    from citescope.workflows.evaluation.bench.load import _ask
-    from citescope.workflows.metrics import latency_summary
-
     stop = asyncio.Event()
     long_outcomes: list[dict] = []
     limits = httpx.Limits(max_connections=long_in_flight + 2)
@@ -157,8 +156,6 @@ def measure_interference(
 ) -> dict:
     """Normal questions' latency on an idle server and, on a fresh one, with long_in_flight long
     messages in flight. env: extra server environment (CITESCOPE_MAX_RUNNING_QUESTIONS=…)."""
-    from citescope.workflows.evaluation.bench.load import _Server
-
     questions = normal_questions(n_normal)
     phases = {}
     with tempfile.TemporaryDirectory(prefix="citescope-cost-") as tmp:

@@ -30,6 +30,7 @@ from citescope.knowledge.chunking import chunk_document
 from citescope.knowledge.ingest import embedding_text
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.loaders import load_path
+from citescope.knowledge.settings import get_settings
 from citescope.knowledge.vector_store import VectorStore
 from citescope.tools.base import EvidenceHit, SkillContext, hits_from_chunks
 from citescope.tools.registry import DEFAULT_CONFIG, read_config
@@ -37,10 +38,10 @@ from citescope.tools.rerank import FEATURES, OfflineReranker, load_weights, rera
 from citescope.tools.rerank_fit import RankGroup, fit_ranking_weights
 from citescope.tools.search import fuse, hybrid_search, keyword_search, semantic_search
 from citescope.workflows.evaluation.bench.agentscope_baseline import AgentScopeBaseline
-from citescope.workflows.evaluation.calibrate import held_out
 from citescope.workflows.evaluation.datasets import (
     Question,
     dataset_kb,
+    held_out,
     kb_doc_ids,
     load_questions,
     missing_embeddings,
@@ -492,8 +493,6 @@ def scale_corpus(
     path = Path(folder) / f"scale-{'+'.join(corpora)}-{n_chunks}.jsonl"
     if path.exists():
         return path
-    from citescope.knowledge.settings import get_settings
-
     settings = get_settings()
     docs = [d for name in corpora for d in load_path(datasets_dir / name / "corpus.jsonl")[0]]
     sizes = [len(chunk_document(d, settings.chunk_size, settings.chunk_overlap)) for d in docs]

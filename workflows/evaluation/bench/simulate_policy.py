@@ -35,6 +35,7 @@ from pydantic import BaseModel
 from citescope.agents.arms import DEFAULT_ARMS, Arm, load_arms
 from citescope.agents.budget import Budget, BudgetTracker
 from citescope.agents.evidence import EvidencePool
+from citescope.agents.planner import RetrievalPlanner
 from citescope.agents.policy import PolicyDecision, Rule, RulesPolicy
 from citescope.agents.query_analysis import Entity, QueryAnalyzer, QueryFeatures
 from citescope.knowledge.chunking import chunk_document
@@ -250,8 +251,6 @@ async def _run_arms(
     budget: Budget,
     progress: Callable[[str], None],
 ) -> list[RewardRow]:
-    from citescope.agents.planner import RetrievalPlanner  # the agent stack, only when outcomes are computed
-
     reranker = make_reranker("offline", kb=kb)
     reranker.warm_up()
     registry = SkillRegistry.from_config()
