@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -36,6 +36,7 @@ from citescope.agents.planner import ToolCallRecord
 from citescope.agents.policy import RulesPolicy
 from citescope.agents.query_analysis import Entity, QueryFeatures
 from citescope.knowledge.chinese_script import in_traditional, written_in_traditional
+from citescope.knowledge.filters import SearchFilters
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.settings import get_settings
 from citescope.knowledge.text import is_storable_text
@@ -100,7 +101,7 @@ class Assistant:
         self,
         question: str,
         session_id: str | None = None,
-        filters: dict | None = None,
+        filters: SearchFilters | Mapping | None = None,
         tenant: str = DEFAULT_TENANT,
         arrived: float | None = None,
         deadline_s: float | None = None,
@@ -185,7 +186,11 @@ class Assistant:
         return result
 
     def ask_sync(
-        self, question: str, session_id: str | None = None, filters: dict | None = None, tenant: str = DEFAULT_TENANT
+        self,
+        question: str,
+        session_id: str | None = None,
+        filters: SearchFilters | Mapping | None = None,
+        tenant: str = DEFAULT_TENANT,
     ) -> QAResult:
         """ask() from synchronous code. Every call runs on this Assistant's own event loop (one
         background thread), so model clients bound to a loop keep working across calls."""

@@ -1,0 +1,128 @@
+"""`run.py eval` and `run.py calibrate`: a dataset through the real pipeline, and the fit of the
+reranker and the refusal threshold on the dev sets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from citescope.workflows.cli.common import REPO, fail, valid_or_exit
+
+
+def _names(values: list[str] | None) -> list[str]:
+    """Repeated options and comma-separated values alike: --strategy a --strategy b,c."""
+    return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
+
+
+EVAL_OPTIONS = {
+    "dataset_dir": "--dataset",
+    "questions_file": "--questions",
+    "limit": "--limit",
+    "per_qtype": "--per-qtype",
+    "mode": "--mode",
+    "planner": "--planner",
+    "answerer": "--answerer",
+    "strategies": "--strategy",
+    "concurrency": "--concurrency",
+    "seed": "--seed",
+    "run_dir": "--run-dir",
+    "max_embed": "--max-embed",
+    "root": "--root",
+}
+
+
+def eval_command(
+    dataset: Path = typer.Option(..., "--dataset", help="a dataset folder: ../shared/datasets/NAME or knowledge/demo"),
+    questions: str = typer.Option(
+        None, "--questions", help="one question file of the set (default: every questions*.jsonl)"
+    ),
+    limit: int = typer.Option(None, "--limit", help="questions per file, stratified by qtype (seeded)"),
+    per_qtype: int = typer.Option(None, "--per-qtype", help="or: this many questions of each qtype"),
+    mode: str = typer.Option("offline", "--mode", help="offline | llm"),
+    planner: str = typer.Option(None, "--planner", help="llm mode: planner model spec (e.g. dashscope:qwen-plus)"),
+    answerer: str = typer.Option(None, "--answerer", help="llm mode: answerer model spec"),
+    strategy: list[str] = typer.Option(
+        None,
+        "--strategy",
+        help="policy and/or arm names of agents/arms.yaml, "
+        "compared side by side (repeat or comma-separate; default: policy)",
+    ),
+    baseline: bool = typer.Option(True, help="AgentScope SimpleKnowledge retrieval row"),
+    as_json: bool = typer.Option(False, "--json", help="print the scores as JSON"),
+    concurrency: int = typer.Option(1, "--concurrency", help="questions in flight (latency is measured under it)"),
+    resume: bool = typer.Option(False, "--resume", help="continue the run: skip questions already in its results"),
+    seed: int = typer.Option(0, "--seed"),
+    run_dir: Path = typer.Option(
+        None,
+        "--run-dir",
+        help="where results.jsonl and summary.json go (default: ~/.cache/citescope/eval/runs/<dataset>-<split>-<hash>)",
+    ),
+    max_embed: int = typer.Option(2000, "--max-embed", help="refuse KBs that would embed more texts than this"),
+    root: Path = typer.Option(None, "--root", help="eval KBs and runs (default: ~/.cache/citescope/eval)"),
+) -> None:
+    """Run a dataset's questions through the real pipeline: retrieval, answers, citations, refusal,
+    conflicts, tool calls and latency, by question type and strategy."""
+    from citescope.workflows.evaluation.evaluate import EvalError, EvalRequest, format_eval_report, run_eval
+
+    request = valid_or_exit(
+        EvalRequest,
+        EVAL_OPTIONS,
+        dataset_dir=dataset,
+        questions_file=questions,
+        limit=limit,
+        per_qtype=per_qtype,
+        mode=mode,
+        planner=planner,
+        answerer=answerer,
+        strategies=_names(strategy) or ["policy"],
+        baseline=baseline,
+        concurrency=concurrency,
+        resume=resume,
+        seed=seed,
+        run_dir=run_dir,
+        max_embed=max_embed,
+        progress=not as_json,
+        **({"root": root} if root else {}),
+    )
+    try:
+        result = run_eval(request)
+    except (EvalError, ValueError) as exc:
+        fail(exc)
+    print(json.dumps(result, ensure_ascii=False, indent=1) if as_json else format_eval_report(result))
+
+
+def calibrate_command(
+    dataset: list[Path] = typer.Option(
+        None,
+        "--dataset",
+        help="dev sets (repeat; default: cmrc2018_dev, baoxianzhidao, rgb_zh, domainrag and the demo, those embedded)",
+    ),
+    per_set: int = typer.Option(300, "--per-set", help="questions per set for the reranker fit and the threshold"),
+    fit_reranker: bool = typer.Option(True, help="refit tools/rerank_weights.json (written only if it wins held out)"),
+    threshold: bool = typer.Option(True, help="calibrate the refusal threshold"),
+    write_default: bool = typer.Option(False, help="also write the pooled threshold to workflows/pipeline.yaml"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="report only: write no weights, configs or plot"),
+    plot: Path = typer.Option(REPO / "docs" / "calibration_refusal.png", help="precision/recall curve PNG"),
+    as_json: bool = typer.Option(False, "--json"),
+    seed: int = typer.Option(0, "--seed"),
+    max_embed: int = typer.Option(2000, "--max-embed", help="refuse KBs that would embed more texts than this"),
+) -> None:
+    """Fit the offline reranker on dev data and choose the refusal threshold (≤ 5% false refusals)."""
+    from citescope.workflows.evaluation.calibrate import CalibrationRequest, format_calibration_report, run_calibration
+
+    request = CalibrationRequest(
+        datasets=list(dataset or []),
+        per_set=per_set,
+        fit_reranker=fit_reranker,
+        threshold=threshold,
+        write_default=write_default,
+        dry_run=dry_run,
+        plot=plot,
+        seed=seed,
+        max_embed=max_embed,
+        progress=not as_json,
+    )
+    result = run_calibration(request)
+    print(json.dumps(result, ensure_ascii=False, indent=1) if as_json else format_calibration_report(result))
