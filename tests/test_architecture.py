@@ -250,6 +250,14 @@ def test_no_citescope_import_hides_in_a_function(graph: grimp.ImportGraph) -> No
     assert not stale, f"ALLOWED_LOCAL_IMPORTS names modules that are gone: {stale}"
 
 
+def test_every_package_is_in_the_wheel(graph: grimp.ImportGraph) -> None:
+    """pyproject lists the packages setuptools installs (the root is mapped with package-dir, so
+    it cannot find them): a new layer package left out imports here but not from a wheel."""
+    listed = set(tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    packages = {m for m in graph.modules if source_of(m, "citescope", ROOT).name == "__init__.py"}
+    assert packages - listed == set(), "add them to [tool.setuptools] packages in pyproject.toml"
+
+
 def test_import_linter_contracts_hold(capsys: pytest.CaptureFixture[str]) -> None:
     """The same contracts as `make lint` runs, so pytest alone catches a break too."""
     code = lint_imports(config_filename=str(PYPROJECT), no_cache=True, no_logo=True)
