@@ -24,6 +24,7 @@ from citescope.agents.evidence import EvidencePool
 from citescope.agents.prompts import load_prompt
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.text import MODEL_NUMBER, model_numbers, normalize, tokenize, unit_alternatives
+from citescope.knowledge.units import BY_NAME, COUNT, UNITS, Unit, same_amount
 from citescope.tools.base import EvidenceHit
 
 log = logging.getLogger(__name__)
@@ -75,79 +76,8 @@ _DENIED = re.compile(r"(?:不是|不算|不|非|没有|没|无|未|\b(?:not|neve
 _DATE = re.compile(r"(?<!\d)(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})(?!\d)\s*日?")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _CURRENCY = re.compile(r"(?:[¥￥]|RMB|CNY)\s*(\d+(?:\.\d+)?)")
-# Longest first; ASCII units are case-sensitive (M码 is a size, not metres).
-_UNITS = {
-    "个工作日": "工作日",
-    "工作日": "工作日",
-    "个小时": "h",
-    "小时": "h",
-    "分钟": "min",
-    "个月": "月",
-    "英寸": "英寸",
-    "毫米": "mm",
-    "厘米": "cm",
-    "公里": "km",
-    "千米": "km",
-    "千克": "kg",
-    "公斤": "kg",
-    "毫升": "ml",
-    "积分": "积分",
-    "公分": "cm",
-    "公厘": "mm",
-    "公尺": "m",  # as Taiwan and Hong Kong write centimetres, millimetres, metres
-    "days": "天",
-    "day": "天",
-    "hours": "h",
-    "months": "月",
-    "years": "年",
-    "yuan": "元",
-    "mAh": "mah",
-    "mah": "mah",
-    "Wh": "wh",
-    "min": "min",
-    "mm": "mm",
-    "cm": "cm",
-    "ml": "ml",
-    "mL": "ml",
-    "kg": "kg",
-    "km": "km",
-    "FP": "fp",
-    "°C": "℃",
-    "℃": "℃",
-    "%": "%",
-    "天": "天",
-    "日": "天",
-    "周": "周",
-    "月": "月",
-    "年": "年",
-    "秒": "s",
-    "元": "元",
-    "块": "元",
-    "件": "件",
-    "双": "件",
-    "个": "件",
-    "只": "件",
-    "台": "件",
-    "条": "件",
-    "套": "件",
-    "次": "次",
-    "期": "期",
-    "码": "码",
-    "寸": "英寸",
-    "克": "g",
-    "斤": "斤",
-    "升": "l",
-    "米": "m",
-    "折": "折",
-    "倍": "倍",
-    "W": "w",
-    "V": "v",
-    "h": "h",
-    "g": "g",
-    "L": "l",
-    "m": "m",
-}
-_UNIT_PATTERN = unit_alternatives(_UNITS)
+# The units of knowledge/units.py, in the case they are written (M码 is a size, not metres).
+_UNIT_PATTERN = unit_alternatives(UNITS)
 _NUMBER = re.compile(rf"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)(?:\s*({_UNIT_PATTERN}))?")
 # A unit the question names after 多少/几 (多少Wh, 几克) is the kind of value it asks for.
 _ASKED_UNIT = re.compile(rf"(?:多少|几)\s*({_UNIT_PATTERN})")
@@ -183,20 +113,35 @@ def facts_of(text: str) -> Facts:
             follower = found[index + 1]
             if _RANGE_JOIN.match(text[match.end() : follower.start()]):
                 unit = follower.group(2)
-        numbers.add((_number_value(match.group(1)), _UNITS[unit] if unit else None))
+        numbers.add((_number_value(match.group(1)), UNITS[unit].name if unit else None))
     return Facts(frozenset(numbers), frozenset(models), frozenset(dates))
 
 
 def asked_units(question: str) -> set[str]:
     """Canonical units a question asks a value in: 多少Wh -> {"wh"}, 重几克 -> {"g"}. Not a counting
     word (几个颜色 is answered by the colours, not by a stock of 28件) nor 几月 (a date)."""
-    found = {(m.group(1), _UNITS[m.group(1)]) for m in _ASKED_UNIT.finditer(normalize(question))}
-    return {unit for word, unit in found if unit != "件" and word != "月"}
+    found = {(m.group(1), UNITS[m.group(1)]) for m in _ASKED_UNIT.finditer(normalize(question))}
+    return {unit.name for word, unit in found if _asks_a_value_in(unit) and word != "月"}
 
 
-def _number_supported(number: tuple[str, str | None], available: set[tuple[str, str | None]]) -> bool:
+def _asks_a_value_in(unit: Unit) -> bool:
+    """几次 asks a number of times, which only a count of times answers (3次); a count of things or
+    people (几个颜色, 几位) is answered by naming them, not by a stock of 28件."""
+    return unit.dimension != COUNT or unit.name == "次"
+
+
+def _number_supported(number: tuple[str, str | None], available: Iterable[tuple[str, str | None]]) -> bool:
+    """A number with a unit is supported by the same amount in any unit of its kind (1年 by 12个月,
+    1斤 by 500克: knowledge/units.py, as the conflict check compares them); a number without one by
+    the same number."""
     value, unit = number
-    return any(v == value and (unit is None or u is None or u == unit) for v, u in available)
+    for other_value, other_unit in available:
+        if unit is None or other_unit is None:
+            if other_value == value:
+                return True
+        elif same_amount((float(value), BY_NAME[unit]), (float(other_value), BY_NAME[other_unit])):
+            return True
+    return False
 
 
 def number_text(number: tuple[str, str | None]) -> str:

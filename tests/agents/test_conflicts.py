@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from citescope.agents.conflicts import _VALUE, _Passage, canonical_text, detect_conflicts, one_subject, parse_value
+from citescope.agents.conflicts import canonical_text, detect_conflicts, one_subject, parse_value
+from citescope.agents.conflicts.passages import Passage
+from citescope.agents.conflicts.values import VALUE
 from citescope.knowledge.loaders import load_path
 from citescope.tools.base import EvidenceHit, hits_from_chunks
 from citescope.workflows.evaluation.bench.conflicts import evidence_for, run_conflict_bench
@@ -204,7 +206,7 @@ def test_english_statements_that_do_not_contradict_each_other(question, left, ri
 
 
 def test_english_sentences_end_at_a_full_stop_and_keep_their_spaces():
-    passage = _Passage.of(
+    passage = Passage.of(
         english("a", "Notes", "Founded in the U.S. on Jan. 6, 2022 at 3.5 yuan. Now 4 yuan, e.g. online."), None
     )
     assert [passage.text[s:e].strip() for s, e in passage.sentences] == [
@@ -213,7 +215,7 @@ def test_english_sentences_end_at_a_full_stop_and_keep_their_spaces():
     ]
     assert canonical_text("Keep the receipt. Jun 1, 2026") == "Keep the receipt. Jun 1, 2026"
     # an ASCII unit is a whole word: the g of "5 g" and 5g网络, not of "5 great"
-    assert [_VALUE.match(t).group("unit") for t in ("5 g", "5g网络", "5 great", "10 days later")] == [
+    assert [VALUE.match(t).group("unit") for t in ("5 g", "5g网络", "5 great", "10 days later")] == [
         "g",
         "g",
         None,
@@ -223,7 +225,7 @@ def test_english_sentences_end_at_a_full_stop_and_keep_their_spaces():
 
 
 def test_a_semicolon_inside_brackets_ends_no_sentence_and_only_a_snippet_cut_is_kept_as_one():
-    passage = _Passage.of(
+    passage = Passage.of(
         hit(
             "f-88#body-0",
             "维多利亚女王（英语：Queen Victoria；1819年5月24日—1901年1月22日），全名亚历山德 ..."
@@ -239,7 +241,7 @@ def test_a_semicolon_inside_brackets_ends_no_sentence_and_only_a_snippet_cut_is_
     ]
     assert passage.sentence_text(3).endswith("全名亚历山德 ...")
     # a writer's own "..." ends a sentence and is not taken for a cut, whatever else the page holds
-    passage = _Passage.of(hit("r-1#body-0", "质量还行吧...物流很快。搜索摘要 ..."), None)
+    passage = Passage.of(hit("r-1#body-0", "质量还行吧...物流很快。搜索摘要 ..."), None)
     assert passage.sentence_text(0) == "质量还行吧"
     assert passage.sentence_text(passage.text.index("物流")) == "物流很快"
     assert passage.sentence_text(passage.text.index("搜索")) == "搜索摘要 ..."
