@@ -190,7 +190,8 @@ def _split_line(line: str, known_ids: Collection[str] | None) -> list[str]:
         position = match.end()
         if match.group(0).startswith("【"):
             continue
-        end = _CLOSERS.match(line, position).end()
+        closers = _CLOSERS.match(line, position)
+        end = closers.end() if closers else position  # the pattern matches "" at worst
         while True:  # absorb trailing spaces + citation brackets
             follow = _FOLLOWING_CITATION.match(line, end)
             if follow is None or not _ids_in(follow.group(1)[1:-1], False, known_ids):
@@ -236,7 +237,7 @@ def _variant(match: re.Match) -> str:
     if ":" not in inner:
         return inner
     chosen = _SIMPLIFIED_VARIANT.search(inner) or re.search(r":\s*([^;]*)", inner)
-    return chosen.group(1).strip()
+    return chosen.group(1).strip() if chosen else inner  # a ":" is in inner, so one of them matches
 
 
 def without_markup_debris(text: str) -> str:

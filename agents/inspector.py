@@ -376,6 +376,7 @@ class Inspector:
 
     # -- optional model judge ---------------------------------------------------------------
     def _ask_judge(self, answer: str, evidence: Sequence[EvidenceHit]) -> dict:
+        assert self.judge is not None  # run asks the judge only when there is one
         try:
             verdict = self.judge(answer, EvidencePool.render(list(evidence)))
             return {"supported": bool(verdict.get("supported", True)), "problems": list(verdict.get("problems", []))}

@@ -136,6 +136,8 @@ class ProductAnswers:
             )
             for hit in stock:
                 fields = sku_fields(hit.text)
+                if fields is None:  # an overview chunk that is no table
+                    continue
                 sentence = (
                     overview_sentence(fields, quotable(hit.title))
                     if hit is overview
@@ -203,7 +205,7 @@ class ProductAnswers:
         pieces = []
         for product_id in asked:
             hit = overviews[product_id]
-            fields = sku_fields(hit.text)
+            fields = sku_fields(hit.text) or {}  # overviews holds only chunks with fields
             if not (asks_list or (asks_price_stock and not prices_other and not self._names_variant(question, fields))):
                 return []
             sentence = f"{overview_sentence(fields, quotable(hit.title))}【{hit.chunk_id}】。"

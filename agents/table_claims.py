@@ -98,7 +98,7 @@ def claimed_numbers(text: str) -> list[Claim]:
             Claim(
                 PRICE,
                 value.strip(),
-                _number(re.search(_AMOUNT, value).group(0)),
+                _number(re.findall(_AMOUNT, value)[0]),  # the value holds its amount
                 match.start("value"),
                 match.end("value"),
             )

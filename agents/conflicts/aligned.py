@@ -108,6 +108,12 @@ class _Slot:
     def typed(self) -> bool:
         return self.value_a is not None and self.value_b is not None
 
+    @property
+    def values(self) -> tuple[Value, Value]:
+        """The two sides' values, of a typed slot."""
+        assert self.value_a is not None and self.value_b is not None, "only a typed slot has values"
+        return self.value_a, self.value_b
+
 
 def _sentence_slots(a: Passage, sa: tuple[int, int], b: Passage, sb: tuple[int, int]) -> list[_Slot] | None:
     """The differing slots of two sentences that say the same thing; None when they do not."""
@@ -215,7 +221,8 @@ def _is_content(slot: _Slot, a: Passage, b: Passage) -> bool:
     """Whether two sides of a slot say different things, rather than the same thing in other
     characters (开幕式 / 开闭幕式 is an elaboration, 北青网 / 北青網 another script)."""
     if slot.typed:
-        return not slot.value_a.same_as(slot.value_b)
+        value_a, value_b = slot.values
+        return not value_a.same_as(value_b)
     clean_a = NOT_WORD.sub("", a.text[slice(*slot.a_span)])
     clean_b = NOT_WORD.sub("", b.text[slice(*slot.b_span)])
     if not clean_a or not clean_b or _is_subsequence(clean_a, clean_b) or _is_subsequence(clean_b, clean_a):
@@ -317,11 +324,11 @@ def _answer_slot(slots: list[_Slot], a: Passage, b: Passage, question: Question)
         for s in content
         if not s.typed and _is_name(a.shown[slice(*s.a_span)]) and _is_name(b.shown[slice(*s.b_span)])
     ]
-    if len({s.value_a.key for s in typed} | {s.value_b.key for s in typed}) == 2 and not names:
+    if len({value.key for s in typed for value in s.values}) == 2 and not names:
         if any(not s.typed and _DIGIT.search(a.text[slice(*s.a_span)] + b.text[slice(*s.b_span)]) for s in content):
             return None  # another changed span holds a number too (比重为51.5% / 利润占比为20.8%): two facts
         slot = typed[0]
-        return slot if question.accepts_value(slot.value_a, slot.value_b) else None
+        return slot if question.accepts_value(*slot.values) else None
     changed_names = {
         (NOT_WORD.sub("", a.text[slice(*s.a_span)]), NOT_WORD.sub("", b.text[slice(*s.b_span)])) for s in names
     }
@@ -353,7 +360,7 @@ def _is_subsequence(short: str, long: str) -> bool:
 
 
 def aligned_candidates(a: Passage, b: Passage, entity: str, question: Question) -> list[Candidate]:
-    found = []
+    found: list[Candidate] = []
     if question.coverage(a.about) < MIN_COVERAGE or question.coverage(b.about) < MIN_COVERAGE:
         return found
     for sa in a.sentences:
@@ -363,7 +370,7 @@ def aligned_candidates(a: Passage, b: Passage, entity: str, question: Question) 
             if _PHOTO_CAPTION.search(a.text[slice(*sa)]) or _PHOTO_CAPTION.search(b.text[slice(*sb)]):
                 continue
             slots = _sentence_slots(a, sa, b, sb) or []
-            if any(s.typed and question.is_qualifier(s.value_a) and _is_content(s, a, b) for s in slots):
+            if any(s.typed and question.is_qualifier(s.values[0]) and _is_content(s, a, b) for s in slots):
                 continue  # a different year, model, size or asked-for qualifier: a different fact
             slot = _answer_slot(slots, a, b, question)
             if slot is not None:
@@ -399,7 +406,8 @@ def _slot_candidate(a: Passage, b: Passage, slot: _Slot, entity: str, question: 
         return []
     shown_a, shown_b = a.show(slot.a_span), b.show(slot.b_span)
     if slot.typed:
-        key_a, key_b, dimension = slot.value_a.key, slot.value_b.key, slot.value_a.dimension
+        value_a, value_b = slot.values
+        key_a, key_b, dimension = value_a.key, value_b.key, value_a.dimension
     elif slot.omitted:
         items = "、".join(slot.omitted)
         shown_a, shown_b = (items, f"未列出{items}") if shown_a else (f"未列出{items}", items)

@@ -222,9 +222,9 @@ def table_candidates(passages: list[Passage], question: Question) -> list[Candid
                 rows = list(prices.get(product, {}).values())
             else:
                 sentence = passage.sentence_text(claim.start)
-                shown = stocks.get(product, [])
-                named = [side for names, side in shown if any(name in sentence for name in names)]
-                rows = named or ([shown[0][1]] if len(shown) == 1 else [])
+                stock_rows = stocks.get(product, [])
+                named = [side for names, side in stock_rows if any(name in sentence for name in names)]
+                rows = named or ([stock_rows[0][1]] if len(stock_rows) == 1 else [])
             key = _table_key(claim.kind, claim.number)
             if not rows or key in {side.key for side in rows}:
                 continue  # nothing to hold it to, or the table agrees

@@ -70,7 +70,8 @@ def detect_conflicts(
             entity = entity_of(a.hit, b.hit, asked)
             if entity is None:
                 continue
-            docs = tuple(sorted((a.hit.doc_id, b.hit.doc_id)))
+            first_doc, second_doc = sorted((a.hit.doc_id, b.hit.doc_id))
+            docs = (first_doc, second_doc)
             aligned = aligned_candidates(a, b, entity, asked)
             if aligned:
                 candidates += aligned

@@ -541,9 +541,9 @@ def test_a_sku_row_reads_as_a_sentence_with_the_rows_own_numbers(demo_kb, answer
 
 
 def test_single_characters_are_joined_only_where_they_stand_together_in_the_question():
-    profile = ExtractiveAnswerer()._profile("曹文埴的字是什么？")  # 的 is a stop word between 埴 and 字
+    profile = ExtractiveAnswerer().reader.profile("曹文埴的字是什么？")  # 的 is a stop word between 埴 and 字
     assert "埴字" not in profile.terms and {"埴", "字"} <= set(profile.chars)
-    assert "谁" not in "".join(ExtractiveAnswerer()._profile("道同是被谁弹劾致死的？").terms)
+    assert "谁" not in "".join(ExtractiveAnswerer().reader.profile("道同是被谁弹劾致死的？").terms)
 
 
 def test_a_close_second_sentence_of_the_first_document_that_answers_beats_a_refusal():

@@ -1,0 +1,166 @@
+"""The extractive answerer's reading of a question: its words, the kind of value it asks for,
+the relation, time or amount it asks about (agents/question_cues.py), with the shop's lexicon."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from citescope.agents.inspector import Facts, facts_of
+from citescope.agents.inspector import asked_units as asked_units_of  # _profile's local is called asked_units
+from citescope.agents.question_cues import (
+    AMOUNT_QUESTION,
+    ASKS,
+    ENGLISH_COUNTED,
+    ERA_WORDS,
+    NUMERIC_QUESTION,
+    QUESTION_WORD,
+    RELATIONS,
+    WHEN_QUESTION,
+    WHO_QUESTION,
+    asked_focus,
+    editions,
+    gendered_events,
+)
+from citescope.knowledge.chinese_script import to_simplified
+from citescope.knowledge.crosslingual import everyday_words
+from citescope.knowledge.lexicon import Lexicon
+from citescope.knowledge.text import (
+    ASKED_YEAR,
+    is_english,
+    normalize,
+    tokenize,
+    unglued,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+_YES_NO_END = re.compile(r"[不没]有?\s*[？?]?\s*$")  # 可以机洗不 / 有货没: the 不 asks, it is no word to match
+
+
+@dataclass
+class QuestionProfile:
+    years: set[str]  # years the question names (2022年): a constraint, not a topic
+    tokens: set[str]  # every word of the question (a sentence made only of these restates it)
+    terms: list[str]  # words worth matching (no question words), CJK runs of single characters joined
+    chars: list[str]  # lone single CJK characters: weak evidence of a match
+    facts: Facts
+    asked_units: set[str]
+    asked_words: list[str]
+    relations: list[re.Pattern]  # how a sentence may state the relation asked about
+    numeric: bool
+    english: bool
+    asks_when: bool = False
+    asks_amount: bool = False
+    asks_who: bool = False  # X是谁, 谁是X, 主演有谁: an article's sentence answers only with a name
+    text: str = ""  # the question, canonical and lower-case
+    focus: str | None = (
+        None  # what a keyword question asks (冠军 of 男单冠军？) or the prize asked, when no cue says it
+    )
+    everyday: list[str] = field(
+        default_factory=list
+    )  # the documents' words for its everyday words (knowledge/crosslingual.py)
+    name_numbers: set[str] = field(default_factory=set)  # numbers of the shop's names it names (the 3 of 轻羽3)
+    editions: set[tuple[str, int]] = field(default_factory=set)  # editions it names (十三届五次会议)
+    events: set[tuple[str, str]] = field(default_factory=set)  # men's / women's events it names (男单)
+
+    @property
+    def focus_head(self) -> str:
+        """What of the focus a sentence must say: of a when-question's event (开售) only its head
+        character, since the time is what is asked and 发售 names the same event."""
+        focus = self.focus or ""
+        return focus[-1] if self.asks_when and focus and not focus.isascii() else focus
+
+
+class QuestionReader:
+    """How the extractive answerer reads text with the shop's lexicon: its tokens (cached: every
+    evidence sentence is tokenized once per question), its canonical form, and questions."""
+
+    def __init__(self, lexicon: Lexicon | None = None):
+        self.lexicon = lexicon
+        self._token_cache: dict[str, list[str]] = {}
+        # the shop's own names (brands, product lines, aliases' targets), lower-case
+        self.named_things = frozenset(t.lower() for t in lexicon.all_terms()) if lexicon is not None else frozenset()
+
+    def tokens(self, text: str) -> list[str]:
+        tokens = self._token_cache.get(text)
+        if tokens is None:
+            if len(self._token_cache) > 20000:
+                self._token_cache.clear()
+            tokens = self._token_cache[text] = tokenize(text, self.lexicon)
+        return tokens
+
+    def canonical(self, text: str) -> str:
+        text = to_simplified(normalize(text))  # a page in traditional characters (震級) says what 震级 asks
+        return self.lexicon.canonicalize(text) if self.lexicon is not None else text
+
+    def profile(self, question: str) -> QuestionProfile:
+        """What the question asks, as the sentence scorer matches it (QuestionProfile)."""
+        canonical = self.canonical(question)
+        terms: list[str] = []
+        chars: list[str] = []
+        run: list[str] = []
+        for token in [*(unglued(t, self.lexicon) for t in self.tokens(question)), ""]:
+            single = len(token) == 1 and not token.isascii()
+            if single and not QUESTION_WORD.match(token) and not (token in "不没" and _YES_NO_END.search(canonical)):
+                run.append(token)
+                continue
+            for piece in _adjacent_runs(run, canonical):  # jieba split an unknown word (跟差) into characters
+                (terms if len(piece) > 1 else chars).append(piece)
+            run = []
+            if token and not single and not QUESTION_WORD.match(token):
+                terms.append(token)
+        asks_when = bool(WHEN_QUESTION.search(canonical))
+        counted = set(ENGLISH_COUNTED.findall(canonical.lower())) | (set(ERA_WORDS) if asks_when else set())
+        terms = [t for t in terms if t not in counted]
+        asked_units, asked_words = asked_units_of(canonical), list[str]()
+        for pattern, units, words in ASKS:
+            if pattern.search(canonical):
+                asked_units |= units
+                asked_words += words
+        relations = [cue for pattern, cue in RELATIONS if pattern.search(canonical)]
+        # the documents' words for a shopper's everyday ones (洗澡 -> 淋浴, 寄到上海 -> 江浙沪) say what is asked
+        everyday = [w.lower() for w in everyday_words(canonical)]
+        asked_words += everyday
+        if self.lexicon is not None:
+            for key, values in self.lexicon.synonyms.items():
+                group = [key, *values]
+                if any(word.lower() in canonical.lower() for word in group):
+                    asked_words += group
+        return QuestionProfile(
+            years=set(ASKED_YEAR.findall(canonical)),
+            tokens=set(self.tokens(canonical)),
+            terms=list(dict.fromkeys(terms)),
+            chars=list(dict.fromkeys(chars)),
+            facts=facts_of(canonical),
+            asked_units=asked_units,
+            asked_words=[w.lower() for w in asked_words],
+            relations=relations,
+            numeric=bool(NUMERIC_QUESTION.search(canonical)),
+            english=is_english(canonical),
+            asks_when=asks_when,
+            text=canonical.lower(),
+            asks_amount=bool(AMOUNT_QUESTION.search(canonical)),
+            asks_who=bool(WHO_QUESTION.search(canonical)),
+            everyday=everyday,
+            name_numbers={value for t in terms if t in self.named_things for value, _ in facts_of(t).numbers},
+            editions=editions(canonical),
+            events=gendered_events(canonical),
+            # a kind of value or a relation asked (多少钱, 在哪里) says what answers instead
+            focus=None if asked_units or asked_words or relations else asked_focus(canonical),
+        )
+
+
+def _adjacent_runs(run: list[str], text: str) -> list[str]:
+    """Single characters joined only where they stand together in the text: 曹文埴的字 drops 的 as
+    a stop word, and 埴 + 字 is no word of the question."""
+    pieces: list[str] = []
+    for char in run:
+        if pieces and pieces[-1] + char in text:
+            pieces[-1] += char
+        else:
+            pieces.append(char)
+    return pieces
