@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from citescope.agents.prompts import load_prompt
 from citescope.knowledge.source_ids import looks_like_id
-from citescope.knowledge.text import SNIPPET_CUT, normalize, tokenize
+from citescope.knowledge.text import SENTENCE_BOUNDARY, SNIPPET_CUT, normalize, tokenize
 
 # Any bracket pair, half or full width; 【id]-style mismatches are tolerated.
 _BRACKET = re.compile(r"[【\[［〔]([^【】\[\]［］〔〕\n]{1,300})[】\]］〕]")
@@ -28,10 +28,8 @@ _SEPARATOR = re.compile(r"(\s*[,，;；、]\s*|\s+)")
 _CANONICAL = re.compile(r"【([^【】\n]+)】")
 _CANONICAL_RUN_GAP = re.compile(r"(?<=】)[^\S\n]+(?=【)")
 
-# A sentence ends at 。！？!? (a run of them), "." before whitespace (not "1. " in an inline
-# list) or at the end, or a line break.
-# Canonical 【…】 brackets come first in the alternation, so an id with "？" in it stays whole.
-SENTENCE_BOUNDARY = r"[。！？!?]+|(?<!\d)\.(?=\s)|\.(?=\s*$)"
+# A sentence ends where knowledge/text.py says (SENTENCE_BOUNDARY), or at a line break; canonical
+# 【…】 brackets come first in the alternation, so an id with "？" in it stays whole.
 _SENTENCE_END = re.compile(r"【[^【】\n]*】|" + SENTENCE_BOUNDARY)
 _FOLLOWING_CITATION = re.compile(r"[^\S\n]*(【[^【】\n]*】)")
 _CLOSERS = re.compile(r"[”’」』）)\"']*")

@@ -13,6 +13,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -23,7 +24,7 @@ from citescope.agents.conflicts import Conflict, canonical_text
 from citescope.agents.evidence import EvidencePool
 from citescope.agents.prompts import load_prompt
 from citescope.knowledge.lexicon import Lexicon
-from citescope.knowledge.text import MODEL_NUMBER, model_numbers, normalize, tokenize, unit_alternatives
+from citescope.knowledge.text import MODEL_NUMBER, MULTIPLIERS, model_numbers, normalize, tokenize, unit_alternatives
 from citescope.knowledge.units import BY_NAME, COUNT, UNITS, Unit, same_amount
 from citescope.tools.base import EvidenceHit
 
@@ -78,7 +79,8 @@ _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _CURRENCY = re.compile(r"(?:[¥￥]|RMB|CNY)\s*(\d+(?:\.\d+)?)")
 # The units of knowledge/units.py, in the case they are written (M码 is a size, not metres).
 _UNIT_PATTERN = unit_alternatives(UNITS)
-_NUMBER = re.compile(rf"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)(?:\s*({_UNIT_PATTERN}))?")
+# a number, its large unit (1.5万: knowledge/text.py reads it as the conflict check does), its unit
+_NUMBER = re.compile(rf"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)(?:\s*({'|'.join(MULTIPLIERS)}))?(?:\s*({_UNIT_PATTERN}))?")
 # A unit the question names after 多少/几 (多少Wh, 几克) is the kind of value it asks for.
 _ASKED_UNIT = re.compile(rf"(?:多少|几)\s*({_UNIT_PATTERN})")
 _RANGE_JOIN = re.compile(r"^\s*(?:-|~|～|—|–|至|到)\s*-?\s*$")
@@ -90,7 +92,9 @@ class Facts(NamedTuple):
     dates: frozenset[str]  # YYYY-MM-DD
 
 
-def _number_value(raw: str) -> str:
+def _number_value(raw: str, multiplier: str = "") -> str:
+    if multiplier:  # 1.5万 -> 15000, in decimal digits (no float rounding, no exponent)
+        raw = format(Decimal(raw) * MULTIPLIERS[multiplier], "f")
     if "." in raw:
         raw = raw.rstrip("0").rstrip(".")
     return raw.lstrip("0") or "0"
@@ -98,8 +102,8 @@ def _number_value(raw: str) -> str:
 
 @lru_cache(maxsize=16384)
 def facts_of(text: str) -> Facts:
-    """Numbers with units (15天 = 15 天, 1,299 = 1299, ¥899 = 899元, 899.00 = 899), model numbers
-    and dates found in a text; a range's unit applies to both ends (1-3 个工作日)."""
+    """Numbers with units (15天 = 15 天, 1,299 = 1299, ¥899 = 899元, 899.00 = 899, 1.5万 = 15000), model
+    numbers and dates found in a text; a range's unit applies to both ends (1-3 个工作日, 1-3万人)."""
     text = _CURRENCY.sub(r"\1元", _THOUSANDS.sub("", normalize(text)))
     models = model_numbers(text)
     text = MODEL_NUMBER.sub(" ", text)
@@ -108,12 +112,12 @@ def facts_of(text: str) -> Facts:
     found = list(_NUMBER.finditer(text))
     numbers: set[tuple[str, str | None]] = set()
     for index, match in enumerate(found):
-        unit = match.group(2)
+        multiplier, unit = match.group(2), match.group(3)
         if unit is None and index + 1 < len(found):
             follower = found[index + 1]
             if _RANGE_JOIN.match(text[match.end() : follower.start()]):
-                unit = follower.group(2)
-        numbers.add((_number_value(match.group(1)), UNITS[unit].name if unit else None))
+                multiplier, unit = multiplier or follower.group(2), follower.group(3)
+        numbers.add((_number_value(match.group(1), multiplier or ""), UNITS[unit].name if unit else None))
     return Facts(frozenset(numbers), frozenset(models), frozenset(dates))
 
 

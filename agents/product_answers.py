@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from citescope.agents.citations import after_heading, quotable, split_sentences, strip_citations
 from citescope.agents.query_analysis import parse_sizes
 from citescope.agents.question_cues import CLAUSE_END, PRICE_ASKED, VARIANTS_QUESTION
+from citescope.agents.table_claims import variant_values
 from citescope.knowledge.chinese_script import matching_form
 from citescope.knowledge.chunking import SKU_OVERVIEW_SECTION, row_cells
 from citescope.knowledge.text import CJK_CHAR, has_term
@@ -256,14 +257,14 @@ class ProductAnswers:
             matching_form(v).lower()
             for hit in evidence
             if hit.section in ("SKU", SKU_OVERVIEW_SECTION)
-            for v in _variant_values(sku_fields(hit.text) or {})
+            for v in variant_values(sku_fields(hit.text) or {})
         }
         return any(not any(w in n or 2 * len(set(w) & set(n)) >= len(w) for n in named) for w in asked)
 
     @staticmethod
     def _names_variant(question: AskedQuestion, fields: dict[str, str]) -> bool:
         """Does the question name one of the overview's colours or sizes (雾霾蓝, 42码, 2米)?"""
-        values = _variant_values(fields)
+        values = variant_values(fields)
         numbers = {n for n, _ in question.facts.numbers}
         leading = (re.match(r"\d+(?:\.\d+)?", v) for v in values)
         return any(matching_form(v).lower() in question.text for v in values) or any(
@@ -306,11 +307,6 @@ def overview_sentence(fields: dict[str, str], title: str) -> str:
     parts += [f"{key}：{fields[key]}" for key in ("有货", "有货规格数", "缺货") if fields.get(key)]
     count = f" 共 {fields['规格数']} 个规格" if fields.get("规格数") else ""
     return f"{name}{count}：" + "；".join(p for p in parts if p)
-
-
-def _variant_values(fields: dict[str, str]) -> list[str]:
-    """The colours and sizes of a SKU row or overview (雾霾蓝, 42, 2m)."""
-    return [v.strip() for key in ("颜色", "尺码") for v in fields.get(key, "").split("、") if v.strip()]
 
 
 # How a price is asked, beyond the price words themselves: 现在卖多少钱一双, 各自多少钱, 差价多少, 这款啥价

@@ -178,14 +178,16 @@ IDENTITY_QUESTION = re.compile(
 # SKU overview, which lists every colour, size, price and what is out of stock, answers it at once;
 # a single SKU row would answer for one variant as if it were the product.
 VARIANTS_QUESTION = re.compile(
-    r"(?:哪些|哪几|几种|几款|几个|多少种|可选)\S{0,3}(?:颜色|配色|色|尺码|(?<![编密代条])码|规格|款式|版本|型号)"  # not 蓝牙编码
+    # not 蓝牙编码
+    r"(?:哪些|哪几|几种|几款|几个|多少种|可选)\S{0,3}(?:颜色|配色|色|尺码|(?<![编密代条])码|规格|款式|版本|型号)"
     r"|(?:什么|哪种)\S{0,2}(?:颜色|配色)"  # not 穿什么码, which asks for size advice
     r"|(?:颜色|配色|尺码|规格|款式)(?:有|都有|可选|分别|有哪些|是什么)"
     r"|(?:哪|什么)\S{0,8}(?:缺货|没货|断货|卖完|售罄|有货|有现货)|(?:缺货|没货|断货)的?(?:是|有)"
 )
-QUESTION_WORD = re.compile(
-    r"^(?:几|多[少久重大高长远宽厚]|哪|谁|什么|啥|怎么|咋|怎样|如何|是否|能否|可否|有没有|是不是|请问|吗|(?:many|much)$)"
-)
+# The words that ask (谁, 什么, 多少, 怎么, 是否, 吗 …): the one list QUESTION_WORD (a word of a question
+# that is no term of it) and is_asking (a clause that asks) are built from.
+ASKING_WORDS = r"谁|什么|啥|哪|几|多[少久重大高长远宽厚]|怎么|咋|怎样|如何|是否|能否|可否|有没有|是不是|吗"
+QUESTION_WORD = re.compile(rf"^(?:{ASKING_WORDS}|请问|(?:many|much)$)")
 # The counted word of "how many days" is the kind of value asked, as the 天 of 几天 is.
 ENGLISH_COUNTED = re.compile(r"\bhow many\s+([a-z]+)")
 NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|多宽|how (?:much|many|long|big)", re.I)
@@ -209,7 +211,8 @@ TIME_EXPRESSION = re.compile(
     r"(?!一时)[0-9０-９一二三四五六七八九十两〇零]+\s*(?:年|月|日|点|时)"
     # a day (16号, 六月十六号), not a name's number (神舟十六号, 长征五号) nor a line or a room (19号线)
     r"|(?:[0-9０-９]+|(?<![\u4e00-\u9fff])[一二三四五六七八九十]+|(?<=月)[一二三四五六七八九十]+)\s*号(?![线楼院门站馆机船])"
-    # a duration dates something only from a moment (付款后 48 小时内, 发货后 1-2 天, 3天后), not alone (硅谷银行的48小时)
+    # a duration dates something only from a moment (付款后 48 小时内, 发货后 1-2 天, 3天后), not alone
+    # (硅谷银行的48小时)
     rf"|(?:后|之后|以后|起)\s*{_COUNT}{_DURATION}|{_COUNT}{_DURATION}\s*(?:内|之内|以内|后|之后|以后|前|之前|以前)"
     r"|[今明后昨前]天|次日|当[天日]|隔天|[周礼拜][一二三四五六日末天]|星期[一二三四五六日天]"
     r"|\d{1,2}[:：]\d{2}|\d{4}[-/.]\d{1,2}"
@@ -221,7 +224,8 @@ TIME_EXPRESSION = re.compile(
 # eras, seasons and dynasties (东汉, 明朝, 宋代); not 一个时期, 这个时代
 # A question about how much or how many (多少人, 几年, 总产量, 票房, 出生率) is only answered by a
 # sentence that states an amount: a number that is no year, date or clock time (3.71万人, 6.1%,
-# 1年, IPX4), or a Chinese one (十五人, 三分之一, 两成, 上千); not a model number (XZ-3000). Without one the best sentence only says the
+# 1年, IPX4), or a Chinese one (十五人, 三分之一, 两成, 上千); not a model number (XZ-3000). Without one
+# the best sentence only says the
 # figure exists ("河南正式公布2021年全年粮食总产量"). Counts of kinds (几种颜色, 多少款) are answered
 # by naming them, so they do not ask for an amount; nor does 多久 (a time: 次日, 当天).
 _QUANTITY_TAIL = r"(?:是|为|有|达到?|大概|约)*(?:多少)?"  # what may follow the quantity a question ends in
@@ -288,7 +292,7 @@ _FOCUS_SKIPPED = re.compile(
 )
 # 简述/介绍 X asks for a description, whatever word ends it (简述黄埔港的重要性)
 _ASKING = re.compile(
-    r"谁|什么|啥|哪|多[少久重大高长远宽厚]|几|何|怎|如何|是否|能否|可否|有没有|是不是|吗|么"
+    rf"{ASKING_WORDS}|何|怎|么"
     r"|简述|简介|介绍|说明|概述|描述"
     r"|([\u4e00-\u9fff])[不没]\1"
 )  # 会不会, 行不行, 占不占: asked as X-not-X
@@ -481,6 +485,9 @@ def without_name_words(text: str, names: Sequence[str]) -> str:
 
 
 # -- compound questions -----------------------------------------------------------------------
+# Words that compare two things (对比, 区别, 哪个更, vs): the one list of them, which the intent analyser
+# (agents/query_analysis.py) and the compound-question splitter below extend.
+COMPARISON_WORDS = r"对比|区别|比较|差别|差异|差价|\bvs\b|哪个好|哪款好|哪个更|哪款更|哪双更|哪件更"
 # "2022年和2023年春节档票房冠军", "德国队和法国队在哪个组", "主演和导演是谁", "逃税多少钱，被罚了多少钱":
 # one question asking for several facts, each stated by its own sentence. Each part is answered
 # as a question of its own. A comparison (M码和L码差多少, 哪个更…) asks for one relation of both
@@ -489,8 +496,7 @@ _YEARS_COORDINATED = re.compile(r"((?:19|20)\d{2})\s*年?\s*(?:和|与|及|、)\
 _COORDINATOR = frozenset("和与及、")
 _RESPECTIVELY = re.compile(r"分别|各自")
 _COMPARISON = re.compile(
-    r"对比|区别|比较|差别|差异|差价|相差|差多少|相比|一样|相同|不同|哪个|哪款|哪双|哪件|还是|\bvs\b|更"
-    r"|关系|之间|共同|一起|合作|同时",
+    rf"{COMPARISON_WORDS}|相差|差多少|相比|一样|相同|不同|哪个|哪款|哪双|哪件|还是|更|关系|之间|共同|一起|合作|同时",
     re.I,
 )
 _ASKED_AFTER = re.compile(r"\s*(?:是谁|是什么|是多少|是哪[个些里位家]?|有哪些|有多少)?\s*[？?。]?\s*$")

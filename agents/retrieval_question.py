@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 
 from citescope.agents.question_cues import is_asking
+from citescope.knowledge.text import split_sentences
 
-_SENTENCE = re.compile(r"[^。！？!?；;\n]*(?:[。！？!?；;]+|\n+|$)")
 _ASKED = ("？", "?")
 _CLAUSE_BREAK = re.compile(r"[，,、：:\s]")
 
@@ -33,7 +33,7 @@ def retrieval_question(question: str, max_chars: int) -> str:
     asking sentences within max_chars (module docstring)."""
     if len(question) <= max_chars:
         return question
-    sentences = [s.strip() for s in _SENTENCE.findall(question) if s.strip()]
+    sentences = split_sentences(question, at_clauses=True)
     if not sentences:
         return question[-max_chars:].strip()
     last = len(sentences) - 1

@@ -77,13 +77,18 @@ def table_numbers(hit: EvidenceHit) -> dict[str, list[tuple[float, str]]]:
     return found
 
 
+def variant_values(fields: dict[str, str], keys: tuple[str, ...] = ("颜色", "尺码")) -> list[str]:
+    """The colours and sizes (`keys`) of a SKU row or overview's fields (雾霾蓝, 42, 2m): an overview
+    lists several of each, 、 between them."""
+    return [value.strip() for key in keys for value in fields.get(key, "").split("、") if value.strip()]
+
+
 def variants(hit: EvidenceHit) -> set[str]:
     """The names a sentence would use for a SKU row's variant: its colour, and its size unless that
     is a bare number (库存 42 件 names no size 42) or says one size fits all."""
     cells = row_cells(hit.text)
-    size = cells.get("尺码", "")
-    names = {cells.get("颜色", ""), "" if re.fullmatch(r"[\d.]+", size) or size in _ONE_SIZE else size}
-    return {name for name in names if name}
+    sizes = [size for size in variant_values(cells, ("尺码",)) if not re.fullmatch(r"[\d.]+", size)]
+    return {*variant_values(cells, ("颜色",)), *(size for size in sizes if size not in _ONE_SIZE)}
 
 
 def claimed_numbers(text: str) -> list[Claim]:

@@ -70,6 +70,8 @@ _CN_DIGITS = {
     "九": 9,
 }
 _CN_UNITS = {"十": 10, "百": 100, "千": 1000}
+# 1.5万 = 15000: the large units a number is written with, in Chinese numerals or in digits.
+MULTIPLIERS = {"万": 10_000, "亿": 100_000_000}
 
 
 def chinese_int(text: str) -> int | None:
@@ -84,6 +86,15 @@ def chinese_int(text: str) -> int | None:
         else:
             return None
     return total + (digit or 0)
+
+
+def amount(number: str, multiplier: str = "") -> float:
+    """The amount a number states: 1,299 -> 1299, 1.5 with 万 -> 15000, 十五 -> 15, 两 with 万 -> 20000."""
+    plain = number.replace(",", "")
+    value = float(plain) if re.fullmatch(r"\d+(?:\.\d+)?", plain) else chinese_int(plain)
+    if value is None:
+        raise ValueError(f"not a number: {number!r}")
+    return value * MULTIPLIERS.get(multiplier, 1)
 
 
 def unit_alternatives(units) -> str:
@@ -118,6 +129,23 @@ def arabic_numerals(text: str, numeral: re.Pattern = QUANTITY_NUMERAL) -> str:
         return match.group(0) if value is None else str(value)
 
     return numeral.sub(replace, text)
+
+
+# What ends a sentence: a run of 。！？!?, or an English full stop before a space or at the end (not the
+# point of 3.5, nor the "1. " of an inline list). Answers (agents/citations.py), long messages
+# (agents/retrieval_question.py) and streamed replies (workflows/service.py) are all cut here.
+SENTENCE_BOUNDARY = r"[。！？!?]+|(?<!\d)\.(?=\s)|\.(?=\s*$)"
+_ENDS = "。！？!?"
+# The point right after a sentence's end or a line break (the marks stay with their sentence): split
+# on it, a text's pieces join back into the text.
+SENTENCE_END = re.compile(rf"(?<=[{_ENDS}\n])(?![{_ENDS}])|(?<=[^\d{_ENDS}]\.)(?=\s)")
+# ... and after a clause that a semicolon ends (a message's asks are often clauses of one sentence)
+CLAUSE_END = re.compile(rf"(?<=[{_ENDS}；;\n])(?![{_ENDS}；;])|(?<=[^\d{_ENDS}]\.)(?=\s)")
+
+
+def split_sentences(text: str, at_clauses: bool = False) -> list[str]:
+    """The text's sentences (or, at_clauses, its clauses too), stripped, empty ones left out."""
+    return [piece.strip() for piece in (CLAUSE_END if at_clauses else SENTENCE_END).split(text) if piece.strip()]
 
 
 def normalize(text: str) -> str:

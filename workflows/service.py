@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -47,6 +46,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from citescope.knowledge.filters import SearchFilters
+from citescope.knowledge.text import SENTENCE_END
 from citescope.workflows.admission import Admission, Saturated
 from citescope.workflows.http_timeouts import h11_with_header_timeout
 from citescope.workflows.personal_data import redact_personal
@@ -60,7 +60,6 @@ log = logging.getLogger("citescope.service")
 access_log = logging.getLogger("citescope.access")
 
 MODEL_NAME = "citescope"
-SENTENCE_END = re.compile(r"(?<=[。！？!?\n])")
 
 
 class ServiceSettings(BaseSettings):

@@ -9,6 +9,7 @@ from citescope.agents import table_claims
 from citescope.agents.conflicts.passages import Candidate, Passage, Side, terms_near, title_stem
 from citescope.agents.conflicts.question import Question
 from citescope.agents.conflicts.values import NOT_WORD, ascii_lower, canonical_text, fmt
+from citescope.agents.question_cues import PRICE_ASKED, STOCK_ASKED
 from citescope.knowledge.injection import is_untrusted
 from citescope.knowledge.text import (
     model_numbers,
@@ -237,10 +238,13 @@ def _table_key(kind: str, number: float) -> str:
     return f"{fmt(number)}{'元' if kind == table_claims.PRICE else '件'}"
 
 
-# A question about prices or stock: only then is a stranger's number for them worth disclosing.
+# A question about prices or stock (agents/question_cues.py: PRICE_ASKED, STOCK_ASKED), or about what is
+# free or on offer: only then is a stranger's number for them worth disclosing.
 _ASKS_TABLE = {
-    table_claims.PRICE: re.compile(r"价|钱|免费|送|优惠|活动|\b(?:price|cost|free|how much)", re.IGNORECASE),
-    table_claims.STOCK: re.compile(r"库存|有货|现货|缺货|没货|还有|几件|\b(?:stock|available)", re.IGNORECASE),
+    table_claims.PRICE: re.compile(
+        rf"{PRICE_ASKED}|价|钱|免费|送|优惠|活动|\b(?:price|cost|free|how much)", re.IGNORECASE
+    ),
+    table_claims.STOCK: re.compile(rf"{STOCK_ASKED}|库存|缺货|没货|还有|\b(?:stock|available)", re.IGNORECASE),
 }
 
 

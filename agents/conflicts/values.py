@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.text import (
     CJK_CHAR,
+    MULTIPLIERS,
+    amount,
     arabic_numerals,
     chinese_int,
     normalize,
@@ -47,6 +49,7 @@ _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
 
 
 _NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
+_MULTIPLIER = "|".join(MULTIPLIERS)
 
 
 VALUE = re.compile(
@@ -56,7 +59,7 @@ VALUE = re.compile(
     r"(?P<time>(?:上午|下午|晚上|中午)?(?P<hour>\d{1,2})(?::(?P<minute>\d{2})|[点时](?:(?P<minute2>\d{1,2})分)?))?"
     r"|(?P<clock>\d{1,2}:\d{2})"
     r"|(?P<ordinal>第(?P<on>\d+|[零一二两三四五六七八九十百]+)(?P<ounit>[\u4e00-\u9fff])?)"
-    rf"|(?P<qty>(?P<cur>[¥$])?(?P<n1>{_NUMBER})(?:\s*[-~～至到]\s*(?P<n2>{_NUMBER}))?\s*(?P<mult>万|亿)?\s*(?P<unit>{UNIT_PATTERN})?)"
+    rf"|(?P<qty>(?P<cur>[¥$])?(?P<n1>{_NUMBER})(?:\s*[-~～至到]\s*(?P<n2>{_NUMBER}))?\s*(?P<mult>{_MULTIPLIER})?\s*(?P<unit>{UNIT_PATTERN})?)"
     r"|(?P<code>[a-z]+[a-z0-9]*(?:[-_][a-z0-9]+)*)"
 )
 
@@ -125,13 +128,12 @@ def parse_value(text: str) -> Value | None:
         return Value(match.group("code"), "编码" if re.search(r"\d", match.group("code")) else "名称")
     form = match.group("unit") or CURRENCY_SIGNS.get(match.group("cur") or "", "")
     unit = COMPARED_UNITS.get(form)
-    multiplier = {"万": 1e4, "亿": 1e8}.get(match.group("mult") or "", 1)
-    first = float(match.group("n1").replace(",", ""))
+    first = amount(match.group("n1"))
     if form == "年" and first >= 1000 and not match.group("n2"):  # 2021年 is a year, not a duration
         return Value(f"{int(first)}年", "年份", (int(first), None, None, None, None))
     numbers = tuple(
-        n * multiplier * (unit.factor if unit else 1)
-        for n in [first] + ([float(match.group("n2").replace(",", ""))] if match.group("n2") else [])
+        amount(number, match.group("mult") or "") * (unit.factor if unit else 1)
+        for number in [match.group("n1")] + ([match.group("n2")] if match.group("n2") else [])
     )
     # counters only count (90个议席 and 90名议员 give the same number), as does a bare number
     dimension = unit.dimension if unit else COUNT

@@ -75,14 +75,14 @@ def test_a_size_asked_after_is_answered_by_its_row_in_every_colour(demo_kb, answ
 
 
 def test_two_named_sizes_are_answered_by_their_rows_and_stock_by_the_overview(demo_kb, answerer, inspector):
-    m, l, xl = "prod-sy-fengren#尺码表-r1-0", "prod-sy-fengren#尺码表-r2-0", "prod-sy-fengren#尺码表-r3-0"
+    m, large, xl = "prod-sy-fengren#尺码表-r1-0", "prod-sy-fengren#尺码表-r2-0", "prod-sy-fengren#尺码表-r3-0"
     # the whole-table chunk first: a row's own chunk is what answers (and is cited) for each size
     evidence = chunks(
         demo_kb,
         "prod-sy-fengren#尺码表-table-0",
         "sku-p-sy-fengren#skus-0",
         xl,
-        l,
+        large,
         m,
         "sku-p-sy-fengren#sku-SYFR-BLU-M",
     )
@@ -90,13 +90,13 @@ def test_two_named_sizes_are_answered_by_their_rows_and_stock_by_the_overview(de
     answer = answerer.run(question, evidence)
     sentences = [s.text for s in split_sentences(answer)]
     assert sentences[0].startswith("山野 峰刃 GTX 冲锋衣 M 码：适合身高(cm): 168-174") and f"【{m}】" in answer
-    assert sentences[1].startswith("山野 峰刃 GTX 冲锋衣 L 码：") and f"【{l}】" in answer and xl not in answer
+    assert sentences[1].startswith("山野 峰刃 GTX 冲锋衣 L 码：") and f"【{large}】" in answer and xl not in answer
     assert "尺码表-table-0" not in answer
     assert "缺货：冰川蓝 L【sku-p-sy-fengren#skus-0】" in answer
     assert inspector.run(answer, evidence, question=question).passed
     # no stock asked: the rows alone; a named size without its row in the evidence: not this path
     assert "skus-0" not in answerer.run("山野峰刃冲锋衣M码和L码胸围差多少？", evidence)
-    assert f"【{xl}】" not in answerer.run("山野峰刃冲锋衣M码和XL码胸围差多少？", chunks(demo_kb, m, l))
+    assert f"【{xl}】" not in answerer.run("山野峰刃冲锋衣M码和XL码胸围差多少？", chunks(demo_kb, m, large))
 
 
 def test_size_advice_is_stated_with_its_rows_and_the_stock_of_that_size(demo_kb, answerer, inspector):

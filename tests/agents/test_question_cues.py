@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from citescope.agents.question_cues import (
@@ -455,3 +457,19 @@ def test_a_question_asking_who(question, asks_who):
 )
 def test_a_sentence_naming_someone_the_question_does_not(sentence, question, named):
     assert names_someone(sentence.lower(), question.lower()) is named
+
+
+def test_one_list_of_asking_words_serves_the_question_word_and_the_asking_clause():
+    from citescope.agents.question_cues import QUESTION_WORD, is_asking
+
+    for word in ("谁", "什么", "多少", "怎么", "咋", "是否", "吗"):
+        assert QUESTION_WORD.match(word) and is_asking(f"这个{word}")
+    assert is_asking("果壳手机壳咋样")  # how shoppers type 怎么样
+    assert not is_asking("我买了一件冲锋衣")
+
+
+def test_the_comparison_words_keep_a_comparison_whole():
+    from citescope.agents.question_cues import COMPARISON_WORDS, compound_parts
+
+    assert re.search(COMPARISON_WORDS, "峰刃和暖岩哪个更保暖")
+    assert compound_parts("峰刃和暖岩的区别是什么") == ["峰刃和暖岩的区别是什么"]

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from citescope.knowledge.text import arabic_numerals, chinese_int, has_term, is_english, tokenize, unglued
+from citescope.knowledge.text import (
+    SENTENCE_END,
+    amount,
+    arabic_numerals,
+    chinese_int,
+    has_term,
+    is_english,
+    split_sentences,
+    tokenize,
+    unglued,
+)
 
 
 @pytest.mark.parametrize(
@@ -117,3 +127,43 @@ def test_a_query_is_also_searched_with_its_numerals_in_digits(demo_kb):
     assert "七天" in tokens and "7" in tokens  # the pages write 7天
     assert demo_kb.search_tokens("可以7天无理由退货吗") == tokenize("可以7天无理由退货吗", demo_kb.lexicon)
     assert "7" not in demo_kb.query_tokens("可以七天无理由退货吗")  # scored as typed
+
+
+@pytest.mark.parametrize(
+    ("written", "multiplier", "value"),
+    [
+        ("15", "", 15),
+        ("1,299", "", 1299),
+        ("1.5", "万", 15000),
+        ("两", "万", 20000),
+        ("十五", "", 15),
+        ("3", "亿", 3e8),
+    ],
+)
+def test_one_numeral_reader_reads_digits_chinese_numerals_and_large_units(written, multiplier, value):
+    assert amount(written, multiplier) == value
+
+
+def test_a_text_that_is_no_number_is_refused():
+    with pytest.raises(ValueError):
+        amount("十五个")
+
+
+def test_sentences_end_at_a_run_of_marks_a_full_stop_before_a_space_or_a_line_break():
+    text = "尺码不对！！能退吗？运费谁出；多久到账\n版本3.5可用. It broke. 1. 第一条"
+    assert split_sentences(text) == [
+        "尺码不对！！",
+        "能退吗？",
+        "运费谁出；多久到账",
+        "版本3.5可用.",
+        "It broke.",
+        "1. 第一条",  # the point of a list item's number ends nothing
+    ]
+    assert split_sentences("运费谁出；多久到账？", at_clauses=True) == ["运费谁出；", "多久到账？"]
+
+
+def test_a_text_split_at_its_sentence_ends_joins_back_into_the_text():
+    answer = "退货运费由买家承担【faq-1#body-0】。\n七天无理由退换【policy#退换-0】！？Done. Thanks"
+    pieces = SENTENCE_END.split(answer)
+    assert "".join(pieces) == answer
+    assert pieces[:2] == ["退货运费由买家承担【faq-1#body-0】。", "\n"]
