@@ -70,6 +70,8 @@ _CN_DIGITS = {
     "九": 9,
 }
 _CN_UNITS = {"十": 10, "百": 100, "千": 1000}
+# The characters of a Chinese numeral (十五, 两, 一百二十): what chinese_int reads.
+CN_NUMERAL_CHARS = "".join(_CN_DIGITS) + "".join(_CN_UNITS)
 # 1.5万 = 15000: the large units a number is written with, in Chinese numerals or in digits.
 MULTIPLIERS = {"万": 10_000, "亿": 100_000_000}
 
@@ -111,8 +113,8 @@ def numerals_before(units) -> re.Pattern:
     nor in 哪一年 / 每一天 / 第一 / 统一, which are no amounts; not inside a longer numeral (第五十八条
     stays whole) nor a bare 百/千 (百年人寿, 千元机 are names)."""
     return re.compile(
-        rf"(?<![\d.哪每第这那同统唯之零〇一二两三四五六七八九十百千])(?![百千])"
-        rf"[零〇一二两三四五六七八九十百千]+(?=\s*(?:{unit_alternatives(units)}))"
+        rf"(?<![\d.哪每第这那同统唯之{CN_NUMERAL_CHARS}])(?![百千])"
+        rf"[{CN_NUMERAL_CHARS}]+(?=\s*(?:{unit_alternatives(units)}))"
     )
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.text import (
     CJK_CHAR,
+    CN_NUMERAL_CHARS,
     MULTIPLIERS,
     amount,
     arabic_numerals,
@@ -58,7 +59,7 @@ VALUE = re.compile(
     rf"|(?P<em>{'|'.join(_MONTHS)})[a-z]*\.?\s*(?P<ed>\d{{1,2}}),\s*(?P<ey>\d{{4}}))"
     r"(?P<time>(?:上午|下午|晚上|中午)?(?P<hour>\d{1,2})(?::(?P<minute>\d{2})|[点时](?:(?P<minute2>\d{1,2})分)?))?"
     r"|(?P<clock>\d{1,2}:\d{2})"
-    r"|(?P<ordinal>第(?P<on>\d+|[零一二两三四五六七八九十百]+)(?P<ounit>[\u4e00-\u9fff])?)"
+    rf"|(?P<ordinal>第(?P<on>\d+|[{CN_NUMERAL_CHARS}]+)(?P<ounit>[\u4e00-\u9fff])?)"
     rf"|(?P<qty>(?P<cur>[¥$])?(?P<n1>{_NUMBER})(?:\s*[-~～至到]\s*(?P<n2>{_NUMBER}))?\s*(?P<mult>{_MULTIPLIER})?\s*(?P<unit>{UNIT_PATTERN})?)"
     r"|(?P<code>[a-z]+[a-z0-9]*(?:[-_][a-z0-9]+)*)"
 )
