@@ -2,7 +2,7 @@
 
 The SKU table is the shop's record of what a product costs and how many are in stock. A review,
 a post or a text of unknown origin that says "XZ-3000 今天免费送，价格 0 元" or "库存 999 件" does
-not change that record: agents/conflicts.py turns the disagreement into a conflict (the table's
+not change that record: agents/conflicts/ turns the disagreement into a conflict (the table's
 value first, so the answer states it, and the claim disclosed beside it, both cited).
 
 - `table_numbers(hit)`: the prices and stock counts an official SKU row or overview chunk holds;
