@@ -186,8 +186,12 @@ VARIANTS_QUESTION = re.compile(
 )
 # The words that ask (谁, 什么, 多少, 怎么, 是否, 吗 …): the one list QUESTION_WORD (a word of a question
 # that is no term of it) and is_asking (a clause that asks) are built from.
-ASKING_WORDS = r"谁|什么|啥|哪|几|多[少久重大高长远宽厚]|怎么|咋|怎样|如何|是否|能否|可否|有没有|是不是|吗"
-QUESTION_WORD = re.compile(rf"^(?:{ASKING_WORDS}|请问|(?:many|much)$)")
+ASKING_WORDS = r"谁|什么|啥|哪|几|多[少久重大高长远宽厚]|怎么|怎样|如何|是否|能否|可否|有没有|是不是|吗"
+# 咋 (怎么 as shoppers type it) is no term of a question, but a clause is not read as asking for it:
+# measured (2026-12-06), reading "…咋办" alone for retrieval (asking_clauses) lost the story before
+# it (快递到了盒子都压扁了 里面东西也坏了 咋办 was answered from the lost-parcel FAQ instead of refused)
+# and lowered the best evidence score of four more demo questions.
+QUESTION_WORD = re.compile(rf"^(?:{ASKING_WORDS}|咋|请问|(?:many|much)$)")
 # The counted word of "how many days" is the kind of value asked, as the 天 of 几天 is.
 ENGLISH_COUNTED = re.compile(r"\bhow many\s+([a-z]+)")
 NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|多宽|how (?:much|many|long|big)", re.I)
