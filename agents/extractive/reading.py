@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from citescope.agents.inspector import Facts, facts_of
-from citescope.agents.inspector import asked_units as asked_units_of  # _profile's local is called asked_units
+from citescope.agents.inspector import asked_units as asked_units_of  # profile's local is called asked_units
 from citescope.agents.question_cues import (
     AMOUNT_QUESTION,
     ASKS,
