@@ -1,4 +1,4 @@
-"""The conflict check (agents/conflicts.py) as the pipeline uses it, twice: after the rank, the
+"""The conflict check (agents/conflicts/) as the pipeline uses it, twice: after the rank, the
 sources of a disagreement just below the evidence cut are brought into what is shown
 (`with_sources`); before the answer, the disagreements among the shown evidence are found
 (`run`), which the answerer must disclose, the inspector checks are disclosed, and a refusal names."""
