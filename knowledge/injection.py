@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from citescope.knowledge.loaders import load_path
 from citescope.knowledge.schema import Document
@@ -379,7 +380,7 @@ def scan_corpus(paths: list[str]) -> dict:
     flagged: Counter = Counter()
     docs = flagged_docs = 0
     for path in paths:
-        for doc in load_path(path)[0]:
+        for doc in load_path(Path(path))[0]:
             docs += 1
             families = document_families(doc)
             flagged_docs += bool(families)

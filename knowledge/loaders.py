@@ -557,7 +557,8 @@ def _read_markdown(file: Path, text: str) -> Iterator[Document | LoadIssue]:
 
     lines = body.splitlines()
     title_line = _first_h1(lines)
-    h1_text = normalize(_H1.match(lines[title_line]).group(1)) if title_line is not None else ""
+    h1 = _H1.match(lines[title_line]) if title_line is not None else None  # _first_h1 found a match there
+    h1_text = normalize(h1.group(1)) if h1 else ""
     metadata = {str(key).lower(): value for key, value in metadata.items()}
     title = normalize(str(metadata.get("title") or h1_text or file.stem))
 

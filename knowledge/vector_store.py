@@ -138,10 +138,11 @@ class VectorStore:
                 f"{self.uri}: this Milvus Lite store is open in another process (Milvus Lite allows one "
                 "process per store): wait for that run to finish, or serve the KB from a Milvus server by URI"
             )
-        self._client = _Retrying(MilvusClient(self.uri, token=self._token or "", **options))
-        if not self._client.has_collection(self.collection):
-            self._create()
-        self._client.load_collection(self.collection)
+        client = _Retrying(MilvusClient(self.uri, token=self._token or "", **options))
+        self._client = client
+        if not client.has_collection(self.collection):
+            self._create(client)
+        client.load_collection(self.collection)
         self.catch_up()
 
     def catch_up(self) -> None:
@@ -153,7 +154,7 @@ class VectorStore:
             # pymilvus 3.0.2's MilvusClient has no public call for the server's timestamp oracle
             self._read_ts = self._client._get_connection().alloc_timestamp()
 
-    def _create(self) -> None:
+    def _create(self, client: MilvusClient) -> None:
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("row_id", DataType.VARCHAR, is_primary=True, max_length=64)
         schema.add_field("chunk_id", DataType.VARCHAR, max_length=_VARCHAR)
@@ -162,11 +163,11 @@ class VectorStore:
             schema.add_field(field, DataType.VARCHAR, max_length=_VARCHAR)
         schema.add_field("updated_day", DataType.INT64)
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.dim)
-        index = self._client.prepare_index_params()
+        index = client.prepare_index_params()
         # FLAT: exact inner product (recall 1.0). Milvus Lite's FLAT takes ~110 ms at 100k x 384 on
         # this machine, so Lite KBs search an in-memory copy instead (KnowledgeBase, dense_search).
         index.add_index("vector", index_type="FLAT", metric_type="IP")
-        self._client.create_collection(self.collection, schema=schema, index_params=index, **_STRONG)
+        client.create_collection(self.collection, schema=schema, index_params=index, **_STRONG)
 
     @property
     def client(self) -> MilvusClient:
