@@ -23,7 +23,7 @@ def expand_context(chunk_id: str, mode: str = "neighbours", window: int = 1, *, 
         chunk_id: 证据 ID，即检索结果中【】里的内容。
         mode: 扩展方式：neighbours（同一小节内前后相邻的段落，默认）、section（整个小节）、document（整篇文档，约 2000 字以内）。
         window: neighbours 模式下前后各取几段，默认 1，最多 5。
-    """
+    """  # noqa: E501 - the model reads this docstring as the tool's description: wrapping a line would change it
     chunk = ctx.kb.get(chunk_id)
     if chunk is None:
         return SkillResult(

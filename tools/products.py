@@ -9,7 +9,9 @@ No `from __future__ import annotations`: tool schemas are built from the real an
 import re
 import threading
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -61,7 +63,7 @@ def _match_keys(units: list[str]) -> set:
     return {u for u in units if len(u) > 1} | set(zip(units, units[1:], strict=False))
 
 
-def _longest_common_run(query: list, name: list) -> tuple[int, int, int]:
+def _longest_common_run(query: Sequence[str | None], name: Sequence[str | None]) -> tuple[int, int, int]:
     """(query start, name start, length) of the longest common run of units; None units never match."""
     best = (0, 0, 0)
     previous = [0] * (len(name) + 1)
@@ -91,7 +93,9 @@ def _coverage(query: list[str], name: list[str]) -> float:
         follower = query[i + 1] if i + 1 < len(query) else ""
         if unit[0].isdigit() and follower not in _QUANTITY_WORDS and unit not in name:
             return 0.0  # the query names a number this product does not have
-    left, right = list(query), list(name)
+    # a matched run is blanked out (None) so that no unit counts twice
+    left: list[str | None] = list(query)
+    right: list[str | None] = list(name)
     matched = 0
     while True:
         qi, ni, size = _longest_common_run(left, right)
@@ -130,11 +134,11 @@ class ProductIndex:
         for chunk in kb.all_chunks():
             if chunk.doc_type != "product" or not chunk.product_id:
                 continue
-            product = self.products.get(chunk.product_id)
-            if product is None:  # a detail page without SKU rows is still a product
-                product = self.products[chunk.product_id] = Product(
+            if chunk.product_id not in self.products:  # a detail page without SKU rows is still a product
+                self.products[chunk.product_id] = Product(
                     chunk.product_id, chunk.title or chunk.product_id, chunk.brand or "", chunk.category or ""
                 )
+            product = self.products[chunk.product_id]
             fragment = chunk.chunk_id.partition("#")[2]
             if "尺码" in chunk.section and TABLE_ROW_ID.search(fragment):
                 product.size_rows.append(chunk)
@@ -199,7 +203,7 @@ def _hit(kb: KnowledgeBase, chunk_id: str, leg: str, rank: int) -> EvidenceHit |
 
 
 def _sku_hits(kb: KnowledgeBase, rows: list[dict], start_rank: int = 1) -> list[EvidenceHit]:
-    hits = []
+    hits: list[EvidenceHit] = []
     for row in rows:
         chunk_id = row.get("chunk_id") or f"sku-{row['product_id']}#sku-{row['sku']}"
         hit = _hit(kb, chunk_id, "sku_table", start_rank + len(hits))
@@ -246,7 +250,7 @@ def product_lookup(product: str, sizes: list[str] | None = None, *, ctx: SkillCo
     Args:
         product: 商品名称、别名、型号、商品 ID 或 SKU 编码，例如“AJ1 低帮”“XZ-3000”“AJ1L-WR-42”。
         sizes: 可选，问题里提到的尺码，例如 ["M", "L"] 或 ["42"]。
-    """
+    """  # noqa: E501 - the model reads this docstring as the tool's description: wrapping a line would change it
     match = product_index(ctx.kb).resolve(product)
     if match.product is None:
         return _unresolved("product_lookup", product, match)
@@ -268,7 +272,7 @@ def product_lookup(product: str, sizes: list[str] | None = None, *, ctx: SkillCo
     prices = [float(r["price"]) for r in rows]
     in_stock = sorted({r["size"] for r in rows if r["stock"] > 0 and r.get("size")}, key=size_key)
     out_of_stock = [r["sku"] for r in rows if r["stock"] <= 0]
-    data = {
+    data: dict[str, Any] = {
         "product_id": item.product_id,
         "name": item.name,
         "brand": item.brand,
@@ -362,7 +366,9 @@ def parse_size_rows(chunks: list[Chunk]) -> list[SizeRow]:
     for chunk in sorted(chunks, key=lambda c: c.position):
         _, dash, body = chunk.text.partition(" — ")
         columns = row_cells(body if dash else chunk.text)
-        row_no = int(TABLE_ROW_ID.search(chunk.chunk_id).group(1))
+        row_id = TABLE_ROW_ID.search(chunk.chunk_id)
+        assert row_id is not None, chunk.chunk_id  # ProductIndex keeps only chunks whose id names a table row
+        row_no = int(row_id.group(1))
         if row_no in by_row:  # a long row split into pieces: one row, first piece's id
             by_row[row_no].columns.update(columns)
             continue
@@ -381,8 +387,7 @@ def _pick_by_range(
 ) -> tuple[SizeRow | None, str, SizeRow]:
     """(the row whose range holds value (the larger one on a shared boundary, the next larger in a
     gap; None when value is above every range), the reason, the row whose numbers the reason quotes)."""
-    ranged = [(row, row.number_range(keyword)) for row in rows]
-    ranged = [(row, r) for row, r in ranged if r is not None]
+    ranged = [(row, r) for row in rows if (r := row.number_range(keyword)) is not None]
     inside = [(row, r) for row, r in ranged if r[0] <= value <= r[1]]
     if inside:
         row = inside[-1][0]
@@ -439,9 +444,7 @@ def _recommend_shoe(
 ) -> tuple[SizeRow | None, list[SizeRow], str]:
     """The smallest size whose foot length is not shorter than the foot; for a foot between two
     sizes, the one the size table's note says (note: fit_note's finding)."""
-    measured = sorted(
-        ((row.number_range("脚长")[1], row) for row in rows if row.number_range("脚长")), key=lambda pair: pair[0]
-    )
+    measured = sorted(((r[1], row) for row in rows if (r := row.number_range("脚长"))), key=lambda pair: pair[0])
     for index, (length, row) in enumerate(measured):
         if length >= foot_length_cm:
             below = measured[index - 1][1] if index > 0 else None
@@ -483,9 +486,7 @@ def _recommend_by_body(
     order = {id(row): i for i, row in enumerate(rows)}
     chosen = max(used, key=lambda row: order[id(row)])
     if len({row.size for row in used}) > 1:
-        sizes = "、".join(
-            f"{label}对应 {row.size} 码" for (row, _, _), label in zip(picks, ("身高", "体重"), strict=False)
-        )
+        sizes = "、".join(f"{label}对应 {row.size} 码" for row, label in zip(used, ("身高", "体重"), strict=False))
         reasons.append(f"{sizes}，两者不一致时建议选较大的 {chosen.size} 码，穿着不会紧绷")
     return chosen, quoted, "；".join(reasons)
 
@@ -585,6 +586,7 @@ def size_recommend(
         )
     note = fit_note(ctx.kb, rows) if by_foot else None
     if by_foot:
+        assert foot_length_cm is not None  # else `need` above asked for it
         chosen, used, reason = _recommend_shoe(rows, foot_length_cm, note)
     elif by_body:
         chosen, used, reason = _recommend_by_body(rows, height_cm, weight_kg)
@@ -595,7 +597,7 @@ def size_recommend(
             hits=[h for h in (_hit(ctx.kb, r.chunk_id, "size_table", i) for i, r in enumerate(rows, 1)) if h],
         )
     hits = [h for h in (_hit(ctx.kb, r.chunk_id, "size_table", i) for i, r in enumerate(used, 1)) if h]
-    data = {
+    data: dict[str, Any] = {
         "product": item.name,
         "size": chosen.size if chosen else None,
         "reason": reason,

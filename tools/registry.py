@@ -24,7 +24,7 @@ import inspect
 import re
 import threading
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,7 +155,8 @@ def load_skill(spec: SkillSpec) -> Skill:
     if not (isinstance(returns, type) and issubclass(returns, SkillResult)):
         raise Unhealthy("must be annotated `-> SkillResult`")
     arg_docs = docstring_args(function.__doc__ or "")
-    visible, fields = [], {}
+    visible: list[inspect.Parameter] = []
+    fields: dict[str, Any] = {}  # name -> (annotation, default), create_model's field form
     for name, param in signature.parameters.items():
         if name == "ctx":
             continue
@@ -239,7 +240,8 @@ def read_config(path: Path) -> list[SkillSpec]:
     defaults = raw.get("defaults") or {}
     if not isinstance(defaults, dict) or set(defaults) - {"timeout_s"}:
         raise SkillConfigError(f"{path}: defaults may only set timeout_s")
-    specs, seen = [], {}
+    specs: list[SkillSpec] = []
+    seen: dict[str, int] = {}  # skill name -> index of its first entry
     for index, entry in enumerate(raw["skills"]):
         spec = _spec_from_entry(entry, f"{path}: skills[{index}]", defaults)
         if spec.name in seen:
@@ -321,7 +323,7 @@ def run_with_timeout(function: Callable, kwargs: dict, timeout_s: float, thread_
 
 
 class SkillRegistry:
-    def __init__(self, specs: list[SkillSpec] = (), source: str = "code"):
+    def __init__(self, specs: Iterable[SkillSpec] = (), source: str = "code"):
         self.source = source
         self.skills: dict[str, Skill] = {}
         self.skipped: dict[str, str] = {}  # name -> why it is not offered

@@ -13,6 +13,7 @@ import math
 import re
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -211,7 +212,7 @@ class BGEReranker:
         self.name = f"bge:{Path(model_name_or_path).name}"
         self.batch_size = batch_size
         self.max_length = max_length
-        self._model = None
+        self._model: Any = None  # the untyped FlagEmbedding reranker, loaded by warm_up
 
     def warm_up(self) -> None:
         if self._model is None:
@@ -302,15 +303,18 @@ def _candidates(ctx: SkillContext, chunk_ids: list[str] | None) -> tuple[list[Ev
 
 def _chunk_of(kb: KnowledgeBase, hit: EvidenceHit) -> Chunk:
     """The indexed chunk (all metadata), or one rebuilt from the hit if the KB dropped it since."""
-    return kb.get(hit.chunk_id) or Chunk(
-        chunk_id=hit.chunk_id,
-        doc_id=hit.doc_id,
-        text=hit.text,
-        title=hit.title,
-        section=hit.section,
-        doc_type=hit.doc_type,
-        source=hit.source,
-        updated_at=hit.updated_at,
-        authority=hit.authority,
-        product_id=hit.product_id,
+    # model_validate: a hit's doc_type and authority are plain strings, checked against Chunk's literals
+    return kb.get(hit.chunk_id) or Chunk.model_validate(
+        {
+            "chunk_id": hit.chunk_id,
+            "doc_id": hit.doc_id,
+            "text": hit.text,
+            "title": hit.title,
+            "section": hit.section,
+            "doc_type": hit.doc_type,
+            "source": hit.source,
+            "updated_at": hit.updated_at,
+            "authority": hit.authority,
+            "product_id": hit.product_id,
+        }
     )

@@ -53,7 +53,7 @@ def build_filters(
         "updated_after": updated_after or None,
     }
     try:
-        filters = SearchFilters(**raw)
+        filters = SearchFilters.model_validate(raw)  # the model's strings, checked here (e.g. doc_type)
     except ValidationError as exc:
         fields = sorted({str(err["loc"][0]) for err in exc.errors() if err.get("loc")})
         problems = "；".join(f"{f} {_FIELD_RULES.get(f, _VALUE_RULE)}" for f in fields)
