@@ -52,8 +52,8 @@ class ArmsConfigError(ValueError):
 class PlanBudget(BaseModel):
     """The tool-call caps a plan is made under: the part of agents.budget.Budget the policy sees."""
 
-    max_calls: int = Field(DEFAULT_MAX_CALLS, ge=0)
-    max_per_tool: int = Field(DEFAULT_MAX_PER_TOOL, ge=0)
+    max_calls: int = Field(default=DEFAULT_MAX_CALLS, ge=0)
+    max_per_tool: int = Field(default=DEFAULT_MAX_PER_TOOL, ge=0)
 
 
 class PlannedCall(BaseModel):
@@ -75,7 +75,10 @@ class PlannedCall(BaseModel):
 
 
 def lookup_binding(ref: str, outputs: Mapping[str, Mapping]) -> Any:
-    skill, key, index = _BINDING.match(ref).groups()
+    found = _BINDING.match(ref)
+    if found is None:  # load_arms rejects such a ref when it reads the arms file
+        raise ValueError(f"not a binding 'skill.key' or 'skill.key[i]': {ref!r}")
+    skill, key, index = found.groups()
     value = (outputs.get(skill) or {}).get(key)
     if index is None:
         return value

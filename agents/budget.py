@@ -28,10 +28,10 @@ log = logging.getLogger(__name__)
 class Budget(BaseModel):
     """What one question may spend."""
 
-    max_tool_calls: int = Field(4, ge=0)
-    max_calls_per_tool: int = Field(2, ge=0)
-    max_model_calls: int = Field(10, ge=0)  # every HTTP attempt counts, retries included
-    deadline_s: float = Field(60.0, gt=0)
+    max_tool_calls: int = Field(default=4, ge=0)
+    max_calls_per_tool: int = Field(default=2, ge=0)
+    max_model_calls: int = Field(default=10, ge=0)  # every HTTP attempt counts, retries included
+    deadline_s: float = Field(default=60.0, gt=0)
 
     def plan_budget(self) -> PlanBudget:
         """The caps the strategy policy plans under (agents/arms.py)."""
@@ -177,9 +177,9 @@ class ModelFailure(Exception):
 
 
 class RetryPolicy(BaseModel):
-    max_retries: int = Field(1, ge=0)
-    backoff_s: float = Field(0.5, ge=0)  # doubled after each failed attempt
-    call_timeout_s: float = Field(30.0, gt=0)  # one attempt; never beyond the question's deadline
+    max_retries: int = Field(default=1, ge=0)
+    backoff_s: float = Field(default=0.5, ge=0)  # doubled after each failed attempt
+    call_timeout_s: float = Field(default=30.0, gt=0)  # one attempt; never beyond the question's deadline
 
 
 def describe_failure(exc: BaseException) -> str:

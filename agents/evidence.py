@@ -130,7 +130,8 @@ def render_conflicts(conflicts: Iterable) -> str:
     lines = []
     for conflict in conflicts:
         values = "；".join(
-            f"{v.value}（{v.updated_at or '日期未知'}，{'官方' if v.authority == 'official' else '用户'}）【{v.chunk_id}】"
+            f"{v.value}（{v.updated_at or '日期未知'}，"
+            f"{'官方' if v.authority == 'official' else '用户'}）【{v.chunk_id}】"
             for v in conflict.values
         )
         asked = f"（问的是 {conflict.as_of} 时的情况：最接近该时间的在前）" if getattr(conflict, "as_of", None) else ""

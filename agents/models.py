@@ -11,7 +11,7 @@ import logging
 import os
 import re
 from collections.abc import Iterable
-from typing import Literal
+from typing import Literal, TypeGuard, get_args
 
 from agentscope.formatter import (
     DashScopeChatFormatter,
@@ -19,11 +19,17 @@ from agentscope.formatter import (
     OpenAIChatFormatter,
 )
 from agentscope.model import ChatModelBase, DashScopeChatModel, OpenAIChatModel
+from agentscope.types import JSONSerializableObject
 from pydantic import BaseModel, Field, SecretStr, model_validator
 
 log = logging.getLogger(__name__)
 
 Provider = Literal["offline", "dashscope", "openai", "compatible"]
+
+
+def _is_provider(name: str) -> TypeGuard[Provider]:
+    return name in get_args(Provider)
+
 
 API_KEY_ENV: dict[str, str] = {
     "dashscope": "DASHSCOPE_API_KEY",
@@ -108,7 +114,7 @@ class ModelConfig(BaseModel):
         """ "openai:gpt-4o-mini@https://proxy/v1" -> ModelConfig; overrides set the other fields."""
         provider, _, rest = spec.strip().partition(":")
         model, _, base_url = rest.partition("@")
-        if provider not in ("offline", "dashscope", "openai", "compatible"):
+        if not _is_provider(provider):
             raise ValueError(
                 f"model spec {spec!r}: unknown provider {provider!r} "
                 "(use offline, dashscope:<model>, openai:<model>, compatible:<model>@<base_url>)"
@@ -144,7 +150,9 @@ def make_chat_model(config: ModelConfig | str) -> tuple[ChatModelBase | None, Fo
     """Build AgentScope's client and formatter for a config; offline -> (None, formatter)."""
     if isinstance(config, str):
         config = ModelConfig.parse(config)
-    generate_kwargs = {} if config.temperature is None else {"temperature": config.temperature}
+    generate_kwargs: dict[str, JSONSerializableObject] = (
+        {} if config.temperature is None else {"temperature": config.temperature}
+    )
 
     if config.provider == "offline":
         # The pipeline supplies its own deterministic planner model.
@@ -156,7 +164,7 @@ def make_chat_model(config: ModelConfig | str) -> tuple[ChatModelBase | None, Fo
         generate_kwargs["request_timeout"] = config.timeout_s
         if config.base_url:
             generate_kwargs["base_address"] = config.base_url
-        model = DashScopeChatModel(
+        model: ChatModelBase = DashScopeChatModel(
             model_name=config.model,
             api_key=config.require_api_key(),
             stream=config.stream,

@@ -11,14 +11,14 @@ import itertools
 import json
 from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from agentscope.message import TextBlock, ToolUseBlock
 from agentscope.model import ChatModelBase, ChatResponse
 
 # A reply as a test writes it: a ready ChatResponse, a text, or tool calls
 # [{"name": ..., "arguments": dict | JSON str, "id": optional}].
-Reply = Union[ChatResponse, str, list[dict]]
+Reply = ChatResponse | str | list[dict]
 
 DEFAULT_FINAL_TEXT = "脚本已结束。"
 _call_ids = itertools.count(1)  # unique tool-call ids within a process: memory pairs results by id

@@ -193,7 +193,10 @@ class RetrievalPlanner:
         for name, registered in template.tools.items():
             call_skill = tool_function(self.registry, self.registry.get(name), self.ctx, self._on_result)
             toolkit.tools[name] = dataclasses.replace(
-                registered, original_func=self._guarded(name, call_skill), preset_kwargs={"ctx": self.ctx}
+                registered,
+                original_func=self._guarded(name, call_skill),
+                # AgentScope annotates preset kwargs as JSON values, yet passes them to the function as they are
+                preset_kwargs={"ctx": self.ctx},  # type: ignore[dict-item]
             )
         return toolkit
 

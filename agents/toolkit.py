@@ -44,7 +44,8 @@ def build_toolkit(
         if skill is not None:
             toolkit.register_tool_function(
                 tool_function(registry, skill, ctx, on_result),
-                preset_kwargs={"ctx": ctx},
+                # AgentScope annotates preset kwargs as JSON values, yet passes them to the function as they are
+                preset_kwargs={"ctx": ctx},  # type: ignore[dict-item]
                 func_name=name,
                 func_description=skill.description,
             )
