@@ -62,4 +62,5 @@ class Admission:
     def leave(self) -> None:
         """Give a slot back (on the loop that entered); the longest waiter gets it."""
         self.running -= 1
+        assert self._slots is not None  # enter() made it
         self._slots.release()

@@ -101,7 +101,7 @@ class Assistant:
         self,
         question: str,
         session_id: str | None = None,
-        filters: SearchFilters | Mapping | None = None,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
         tenant: str = DEFAULT_TENANT,
         arrived: float | None = None,
         deadline_s: float | None = None,
@@ -112,12 +112,13 @@ class Assistant:
         (time.monotonic(), a service request) and a deadline shorter than the config's; the
         pipeline's deadline counts from then (QAPipeline.arun)."""
         question = self.pipeline.validate(question)
-        filters = parse_filters(filters)  # before the cache: an invalid filter fails even when the question is cached
+        # before the cache: an invalid filter fails even when the question is cached
+        search_filters = parse_filters(filters)
         session_id = check_session_id(session_id) if session_id is not None else None
         self.warm_up()
         # nothing above awaits, so callers take their turn in the order they called
         async with self._session_turn(tenant, session_id):
-            return await self._ask(question, session_id, filters, tenant, arrived, deadline_s)
+            return await self._ask(question, session_id, search_filters, tenant, arrived, deadline_s)
 
     @asynccontextmanager
     async def _session_turn(self, tenant: str, session_id: str | None) -> AsyncIterator[None]:
@@ -140,7 +141,7 @@ class Assistant:
         self,
         question: str,
         session_id: str | None,
-        filters: Any,
+        filters: SearchFilters | None,
         tenant: str,
         arrived: float | None = None,
         deadline_s: float | None = None,
@@ -151,15 +152,17 @@ class Assistant:
         # the opening question: the analyzer carries it into a follow-up when there is no product to carry
         topic = state.turns[0].question if state and state.turns else None
         asked, asked_entity = question, entity
+        clarifier = self.clarifier
+        assert clarifier is not None  # ask() warmed up
         if state is not None and state.pending is not None:
-            completed = self.clarifier.complete(state.pending, question)
+            completed = clarifier.complete(state.pending, question)
             if completed is not None:
                 asked, asked_entity = completed
                 asked = self.pipeline.validate(asked)
         elif state is not None:  # "那M码呢？" keeps the colour the last turn asked about
-            asked = self.pipeline.validate(self.clarifier.carry_variant(state, question))
+            asked = self.pipeline.validate(clarifier.carry_variant(state, question))
         features = self.pipeline.analyzer.run(asked, asked_entity, topic)
-        clarification = self.clarifier.check(features)
+        clarification = clarifier.check(features)
 
         if clarification is not None:
             result = self._ask_back(asked, features, clarification, started)
@@ -167,8 +170,9 @@ class Assistant:
             self._record(result, features, tenant)
         else:
             kb_version = self.kb.version  # read once: an ingest while answering must not file this under the new one
-            result = self.cache.get(asked, features.carried_entity, kb_version, filters, features.carried_topic)
-            if result is not None:
+            cached = self.cache.get(asked, features.carried_entity, kb_version, filters, features.carried_topic)
+            if cached is not None:
+                result = cached
                 # this request's own identity: the cached answer's trace belongs to whoever asked first
                 result.trace_id, result.question, result.session_id = new_trace_id(), asked, session_id
                 result.timings_ms["total"] = _ms_since(started)
@@ -189,7 +193,7 @@ class Assistant:
         self,
         question: str,
         session_id: str | None = None,
-        filters: SearchFilters | Mapping | None = None,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
         tenant: str = DEFAULT_TENANT,
     ) -> QAResult:
         """ask() from synchronous code. Every call runs on this Assistant's own event loop (one
@@ -297,6 +301,7 @@ class Assistant:
         with self._loop_lock:
             if self._loop is not None:
                 self._loop.call_soon_threadsafe(self._loop.stop)
+                assert self._loop_thread is not None  # started with the loop
                 self._loop_thread.join(timeout=10)
                 self._loop.close()
                 self._loop = self._loop_thread = None

@@ -97,7 +97,7 @@ class LinUCBPolicy:
             if self.count[name]:
                 learned = float(x @ np.linalg.solve(self.ridge * identity + gram, self.b[name]))
             mean = (self.prior_weight * prior + experience * learned) / (self.prior_weight + experience)
-            width = float(np.sqrt(max(x @ np.linalg.solve(self.prior_weight * identity + gram, x), 0.0)))
+            width = float(np.sqrt(max(float(x @ np.linalg.solve(self.prior_weight * identity + gram, x)), 0.0)))
             parts.append((name, prior, experience, learned, mean, width))
         bonuses = self._exploration(x, [width for *_, width in parts])
         return {
@@ -202,7 +202,8 @@ def explain(chosen: str, estimates: dict[str, ArmEstimate], rules: PolicyDecisio
     if pick.experience >= _LITTLE_EXPERIENCE:
         return (
             f"经验改变了选择：同类问题上「{chosen}」约 {pick.experience:.0f} 次经验的回报估计为 {pick.learned:.2f}，"
-            f"综合 {pick.mean:.2f} 高于规则首选「{rules.arm}」的 {favourite.mean:.2f}（先验 {favourite.prior:.2f}），因此改用前者。"
+            f"综合 {pick.mean:.2f} 高于规则首选「{rules.arm}」的 {favourite.mean:.2f}"
+            f"（先验 {favourite.prior:.2f}），因此改用前者。"
         )
     return (
         f"经验改变了选择：规则首选「{rules.arm}」在同类问题上约 {favourite.experience:.0f} 次经验的回报只有 "

@@ -157,6 +157,7 @@ class AnswerLog:
         temporary.replace(self.path)
 
     def write(self, record: dict) -> None:
+        assert self._fd is not None, "open() the results file first"
         data = memoryview(_line(record))
         while data:  # one append; loop only if the OS wrote part of it
             written = os.write(self._fd, data)
@@ -232,10 +233,12 @@ class BatchRunner:
         waiting = collections.deque(lanes.values())
 
         async def worker() -> None:
+            this_task = asyncio.current_task()
+            assert this_task is not None  # a coroutine run by gather is always a task
             while waiting:
                 for item in waiting.popleft():
                     record = await self._answer(item)
-                    if asyncio.current_task().cancelling():
+                    if this_task.cancelling():
                         # Ctrl-C: AgentScope agents turn a cancellation into an "interrupted" reply,
                         # so this answer may be cut short. Drop it (the rerun asks again) and stop.
                         raise asyncio.CancelledError

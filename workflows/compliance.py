@@ -156,6 +156,7 @@ class SensitiveWordFilter:
     def _longest_match(self, text: str, folded: str, origin: list[int], start: int) -> tuple[str, int] | None:
         """The longest word starting at folded[start] that respects word boundaries, and its last index."""
         node = self._trie
+        assert node is not None  # run() loaded the list first
         ends: list[tuple[str, int]] = []
         for j in range(start, len(folded)):
             node = node.get(folded[j])

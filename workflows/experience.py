@@ -264,7 +264,9 @@ class ExperienceStore:
                 "INSERT INTO feedback (trace_id, rating, comment, created_at) VALUES (?, ?, ?, ?)",
                 (trace_id, rating, redact_personal(comment or ""), time.time()),
             )
-            return self.get(trace_id)
+            found = self.get(trace_id)
+            assert found is not None  # checked just above, in this transaction
+            return found
 
     def set_rewards(self, trace_id: str, implicit: float | None, current: float | None, applied: float | None) -> None:
         self._execute(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -101,7 +101,7 @@ class PersonalDataRedactor:
         if not self.enabled or not text:
             return text
         for pattern, compiled in self._compiled:
-            text = compiled.sub(lambda match, p=pattern: _replace(match, p), text)
+            text = compiled.sub(partial(_replace, pattern=pattern), text)
         return text
 
     def found(self, text: str) -> list[str]:

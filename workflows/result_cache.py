@@ -5,9 +5,10 @@ The key is the question normalised (knowledge.text.normalize, case-folded, white
 and dropped next to Chinese, closing ?/! marks dropped), the product a follow-up carries from its
 session (None when the question names its own), the topic a follow-up carries on a KB without
 products (its conversation's opening question), the caller's filters and the KB version (the
-catalog generation). Any ingest moves the generation on and empties the cache. A hit is a copy of the stored result that keeps the
-original trace id (its decision trace and experience round stay the ones to look at and rate)
-and says where it came from: timings_ms {"cached": 1.0, "original_total": ..., "total": ...}.
+catalog generation). Any ingest moves the generation on and empties the cache. A hit is a copy
+of the stored result that keeps the original trace id (its decision trace and experience round
+stay the ones to look at and rate) and says where it came from:
+timings_ms {"cached": 1.0, "original_total": ..., "total": ...}.
 """
 
 from __future__ import annotations

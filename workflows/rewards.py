@@ -30,19 +30,19 @@ def missed_skill(features: dict, called: set[str]) -> str | None:
 
 
 class RewardWeights(BaseModel):
-    passed: float = Field(0.5, ge=0)
-    coverage: float = Field(0.3, ge=0)
-    not_refused: float = Field(0.2, ge=0)
-    degraded_penalty: float = Field(0.1, ge=0)
-    skill_missed_penalty: float = Field(0.3, ge=0)
-    explicit: float = Field(0.7, ge=0, le=1)  # share of the reward feedback takes when it exists
+    passed: float = Field(default=0.5, ge=0)
+    coverage: float = Field(default=0.3, ge=0)
+    not_refused: float = Field(default=0.2, ge=0)
+    degraded_penalty: float = Field(default=0.1, ge=0)
+    skill_missed_penalty: float = Field(default=0.3, ge=0)
+    explicit: float = Field(default=0.7, ge=0, le=1)  # share of the reward feedback takes when it exists
 
 
 class RewardSignals(BaseModel):
     """What one round tells about its arm."""
 
     passed: bool = False  # the inspector passed the answer
-    coverage: float = Field(0.0, ge=0, le=1)  # cited factual sentences / factual sentences
+    coverage: float = Field(default=0.0, ge=0, le=1)  # cited factual sentences / factual sentences
     refused: bool = False
     refusal_expected: bool = False  # e.g. an out-of-scope question: refusing is the right outcome
     degraded: bool = False

@@ -29,7 +29,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -65,25 +65,25 @@ MODEL_NAME = "citescope"
 class ServiceSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CITESCOPE_", extra="ignore")
 
-    api_keys: str = Field("", repr=False)  # comma-separated `key` or `key:tenant`; unset: no auth
+    api_keys: str = Field(default="", repr=False)  # comma-separated `key` or `key:tenant`; unset: no auth
     tenants_file: Path | None = None  # YAML/JSON: tenants: {name: {keys: [...], requests_per_minute: N}}
-    requests_per_minute: int = Field(0, ge=0)  # per tenant, unless its entry says otherwise; 0: no limit
-    max_body_bytes: int = Field(64 * 1024, ge=1024)
+    requests_per_minute: int = Field(default=0, ge=0)  # per tenant, unless its entry says otherwise; 0: no limit
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     # questions computed at once on the Assistant thread, and waiting for a turn; beyond both: 503
-    max_running_questions: int = Field(4, ge=1)
-    max_queued_questions: int = Field(64, ge=0)
+    max_running_questions: int = Field(default=4, ge=1)
+    max_queued_questions: int = Field(default=64, ge=0)
     # of them, questions longer than the pipeline's retrieval_max_chars (a pasted story) computed at once
-    max_running_long_questions: int = Field(1, ge=1)
-    retry_after_s: int = Field(2, ge=1)  # the Retry-After of a 503 for a full queue
+    max_running_long_questions: int = Field(default=1, ge=1)
+    retry_after_s: int = Field(default=2, ge=1)  # the Retry-After of a 503 for a full queue
     # a question answers or refuses (refusal_reason "deadline") this long after its request arrived,
     # its wait for a slot included (the pipeline's deadline_s, if shorter, wins)
-    request_deadline_s: float = Field(10.0, gt=0)
+    request_deadline_s: float = Field(default=10.0, gt=0)
     # a connection that has not sent a whole request line and headers this long after it opened
     # (or a keep-alive one after its last response) is closed; a body not received in full this
     # long after its headers gets 408; an idle keep-alive connection is closed after keep_alive_timeout_s
-    header_timeout_s: float = Field(10.0, gt=0)
-    body_timeout_s: float = Field(10.0, gt=0)
-    keep_alive_timeout_s: float = Field(5.0, gt=0)
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    body_timeout_s: float = Field(default=10.0, gt=0)
+    keep_alive_timeout_s: float = Field(default=5.0, gt=0)
 
     def tenants(self) -> TenantDirectory:
         return TenantDirectory.load(self.api_keys, self.tenants_file, self.requests_per_minute)
@@ -101,7 +101,7 @@ class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str
-    session_id: str | None = Field(None, max_length=128)
+    session_id: str | None = Field(default=None, max_length=128)
     filters: Filters | None = None
 
 
@@ -110,7 +110,7 @@ class FeedbackRequest(BaseModel):
 
     trace_id: str = Field(..., max_length=128)
     rating: int | str  # 1 | -1 | "up" | "down" | 👍 | 👎
-    comment: str | None = Field(None, max_length=2000)
+    comment: str | None = Field(default=None, max_length=2000)
 
 
 class FeedbackResponse(BaseModel):
@@ -134,8 +134,8 @@ class ChatRequest(BaseModel):
     model: str = MODEL_NAME
     messages: list[ChatMessage] = Field(..., min_length=1)
     stream: bool = False
-    user: str | None = Field(None, max_length=128)
-    session_id: str | None = Field(None, max_length=128)
+    user: str | None = Field(default=None, max_length=128)
+    session_id: str | None = Field(default=None, max_length=128)
     metadata: dict[str, Any] | None = None
     filters: Filters | None = None
 
@@ -211,7 +211,7 @@ class AssistantLoop:
         self,
         question: str,
         session_id: str | None,
-        filters: dict | None,
+        filters: SearchFilters | Mapping[str, Any] | None,
         tenant: str = DEFAULT_TENANT,
         arrived: float | None = None,
         deadline_s: float | None = None,
@@ -219,8 +219,8 @@ class AssistantLoop:
         """arrived: time.monotonic() when the request came in; the question's deadline (deadline_s,
         or the pipeline's if shorter) counts from then, time spent waiting for a slot included.
         Saturated when no slot is free and the queue is full."""
-        long = self.long_lane is not None and self.long_chars is not None and len(question) > self.long_chars
-        lanes = [self.long_lane, self.admission] if long else [self.admission]
+        long = self.long_chars is not None and len(question) > self.long_chars
+        lanes = [self.long_lane, self.admission] if long and self.long_lane is not None else [self.admission]
         entered: list[Admission] = []
         try:
             for lane in lanes:
@@ -650,7 +650,7 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
     return app
 
 
-def _describe_request_errors(errors: list[dict]) -> str:
+def _describe_request_errors(errors: Sequence[Mapping[str, Any]]) -> str:
     """A body that is not JSON, or not a JSON object, said as such (FastAPI reports the first as
     "0: JSON decode error"); otherwise each field's problem."""
     for error in errors:

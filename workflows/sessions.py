@@ -22,7 +22,7 @@ import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -407,7 +407,7 @@ class Clarifier:
             "weight_kg": features.weight_kg,
             "foot_length_cm": features.foot_length_cm,
         }
-        arguments = {"product": product.product_id, **{k: v for k, v in given.items() if v is not None}}
+        arguments: dict[str, Any] = {"product": product.product_id, **{k: v for k, v in given.items() if v is not None}}
         started = time.perf_counter()
         need = size_recommend(**arguments, ctx=SkillContext(self.kb)).data.get("need")
         elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
@@ -463,7 +463,11 @@ class Clarifier:
         other as the last turn named it: "那M码呢？" after "雪山白L码还有吗？" is 雪山白 M, "那黑色呢？"
         after it is black L. Returns the question with that colour or size put in front, or as is."""
         index = product_index(self.kb)
-        product = index.products.get(state.entity.product_id) if state.entity else None
+        product = (
+            index.products.get(state.entity.product_id)
+            if state.entity and state.entity.product_id is not None
+            else None
+        )
         if product is None or not state.turns or index.resolve(question).product is not None:
             return question
         colours = list(dict.fromkeys(r["colour"] for r in product.skus if r.get("colour")))

@@ -38,6 +38,8 @@ EXIT_WORDS = {"/exit", "/quit", "exit", "quit", "q", "/退出", "退出", "结�
 FORWARD_HOOK = "citescope_studio_forward"
 MARKDOWN_HOOK = "citescope_markdown_tool_results"
 OTLP_EXPORTER_LOGGER = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
+# frozen: one shared default is safe
+DEFAULT_RECONNECT = ReconnectPolicy()
 
 
 class PipelineStageAgent(AgentBase):
@@ -118,7 +120,7 @@ class StudioSession:
         project: str = "citescope",
         name: str | None = None,
         session_id: str | None = None,
-        reconnect: ReconnectPolicy = ReconnectPolicy(),
+        reconnect: ReconnectPolicy = DEFAULT_RECONNECT,
         on_event: Callable[[str], None] | None = None,
     ):
         """assistant: a workflows.assistant.Assistant (warmed in connect()); on_event receives the
@@ -163,6 +165,8 @@ class StudioSession:
     @property
     def run_url(self) -> str:
         """The Studio page that shows this run."""
+        if self.link is None:
+            raise RuntimeError("the Studio link is not open yet: start() the session first")
         return self.link.url
 
     async def ask(self, question: str) -> QAResult:

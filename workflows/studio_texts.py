@@ -16,6 +16,7 @@ from typing import Any, Literal
 import yaml
 
 from citescope.agents.citations import strip_citations
+from citescope.agents.inspector import InspectionReport
 from citescope.knowledge.chinese_script import in_traditional, written_in_traditional
 from citescope.knowledge.text import CJK_CHAR, is_english
 from citescope.workflows.result import QAResult
@@ -138,14 +139,14 @@ def verdict_markdown(result: QAResult, language: Language) -> str:
     blocks = [line]
     if result.refused and result.refusal_reason:
         blocks.append(say("verdict_refusal_reason", reason=texts.refusal_reason(result.refusal_reason, language)))
-    findings = _findings(result, language)
+    findings = _findings(report, language)
     if findings:
         blocks.append("\n".join(f"- {finding}" for finding in findings))
     return "\n\n".join(blocks)
 
 
-def _findings(result: QAResult, language: Language) -> list[str]:
-    texts, report = studio_texts(), result.inspection
+def _findings(report: InspectionReport, language: Language) -> list[str]:
+    texts = studio_texts()
     lines = []
     if report.invalid_ids:
         lines.append(texts.say("finding_invalid_ids", language, ids=joined(report.invalid_ids, language)))

@@ -31,6 +31,7 @@ import math
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -134,9 +135,9 @@ class TenantDirectory:
                 "or unset it to run the API open"
             )
         if tenants_file is not None:
-            for name, entry in _read_tenants_file(Path(tenants_file)).tenants.items():
-                for key in entry.keys:
-                    add(key, name, entry.requests_per_minute, f"CITESCOPE_TENANTS_FILE {tenants_file}")
+            for name, tenant_entry in _read_tenants_file(Path(tenants_file)).tenants.items():
+                for key in tenant_entry.keys:
+                    add(key, name, tenant_entry.requests_per_minute, f"CITESCOPE_TENANTS_FILE {tenants_file}")
         return cls(keys)
 
 
@@ -159,7 +160,7 @@ def _read_tenants_file(path: Path) -> TenantsFile:
 class RateLimiter:
     """A token bucket per tenant: `requests_per_minute` tokens at most, refilled evenly."""
 
-    def __init__(self, clock=time.monotonic):
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._buckets: dict[str, tuple[float, float]] = {}  # tenant -> (tokens, at)
         self._lock = threading.Lock()
