@@ -554,7 +554,8 @@ def format_calibration_report(result: dict) -> str:
             "",
             "### Refusal threshold (chosen on 70% of the questions, scored on the held-out 30%)",
             "",
-            "| set | answerable / unanswerable | threshold | rule | held-out refusal recall | held-out false refusals |",
+            "| set | answerable / unanswerable | threshold | rule "
+            "| held-out refusal recall | held-out false refusals |",
             "|---|---:|---:|---|---:|---:|",
         ]
         for name, s in thresholds["sets"].items():

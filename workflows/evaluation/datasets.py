@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import date
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -282,7 +282,7 @@ class CandidateKB:
         self, query: str, k: int = 10, filters: SearchFilters | None = None, title_weight: float = 0.5
     ) -> list[Hit]:
         ranked = self.base.search_keyword(query, k=len(self.base), filters=filters, title_weight=title_weight)
-        return [h for h in ranked if self.base.get(h.chunk_id).doc_id in self.doc_ids][:k]
+        return [h for h in ranked if (chunk := self.base.get(h.chunk_id)) and chunk.doc_id in self.doc_ids][:k]
 
     def search_dense(self, query: str, k: int = 10, filters: SearchFilters | None = None) -> list[Hit]:
         chunks = self._chunks
@@ -299,6 +299,7 @@ class CandidateKB:
         return [Hit(chunks[i].chunk_id, float(scores[i])) for i in order if np.isfinite(scores[i])]
 
 
-def candidate_kb(kb: KnowledgeBase, doc_ids: Iterable[str]) -> CandidateKB:
+def candidate_kb(kb: KnowledgeBase, doc_ids: Iterable[str]) -> KnowledgeBase:
     """The KB restricted to a question's candidate documents (pass it as SkillContext.kb)."""
-    return CandidateKB(kb, doc_ids)
+    # typed as the KB it stands in for: it overrides what reads documents, the rest is the KB's (__getattr__)
+    return cast(KnowledgeBase, CandidateKB(kb, doc_ids))

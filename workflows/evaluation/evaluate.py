@@ -103,7 +103,7 @@ class EvalRequest(BaseModel):
     answerer: str | None = None
     strategies: list[str] = Field(default_factory=lambda: [POLICY])
     baseline: bool = True  # the AgentScope retrieval row
-    concurrency: int = Field(1, ge=1)
+    concurrency: int = Field(default=1, ge=1)
     resume: bool = False
     history: bool = True  # conversational questions carry their conversation's opening question, as a session does
     overrides: dict[str, Any] = Field(default_factory=dict)  # PipelineConfig fields (e.g. refusal_threshold)
@@ -213,7 +213,9 @@ class SplitKBs:
     not_rebuilt: list[str] = field(default_factory=list)
 
     def for_question(self, question: Question) -> KnowledgeBase:
-        return self.candidates if question.candidate_doc_ids else self.corpus
+        kb = self.candidates if question.candidate_doc_ids else self.corpus
+        assert kb is not None, "build_kbs makes the KB each question of the split needs"
+        return kb
 
 
 # Milvus Lite: a KB file reopened by the process that closed it may fail to connect (pymilvus keeps
@@ -246,7 +248,9 @@ def candidate_corpus(split: Split, questions: Sequence[Question], folder: Path) 
     cached KB's key stays put); candidates missing from the corpus are rebuilt from the gold doc."""
     wanted = sorted({d for q in questions for d in q.candidate_doc_ids or []})
     corpus = _read_corpus(split.corpus, set(wanted) | {d for q in questions for d in q.gold_doc_ids})
-    records, rebuilt, not_rebuilt = {}, [], []
+    records: dict[str, dict] = {}
+    rebuilt: list[str] = []
+    not_rebuilt: list[str] = []
     for q in questions:
         for doc_id in q.candidate_doc_ids or []:
             if doc_id in records:
@@ -415,7 +419,11 @@ def run_eval(request: EvalRequest) -> dict:
     unknown = [s for s in request.strategies if s not in (POLICY, *load_arms())]
     if unknown:
         raise EvalError(f"unknown strategies {unknown} (use {POLICY} or an arm: {', '.join(load_arms())})")
-    out = {"dataset": Path(request.dataset_dir).name, "request": request.model_dump(mode="json"), "splits": {}}
+    out: dict[str, Any] = {
+        "dataset": Path(request.dataset_dir).name,
+        "request": request.model_dump(mode="json"),
+        "splits": {},
+    }
     for split in find_splits(request.dataset_dir, request.questions_file):
         out["splits"][split.name] = run_split(request, split)
     return out
@@ -543,7 +551,9 @@ def _run_baseline(
     restricted to a question's candidates when it has them."""
     todo = [q for q in questions if f"{AGENTSCOPE}|{q.qid}" not in done]
     for role, kb in (("corpus", kbs.corpus), ("candidates", kbs.candidates)):
-        mine = [q for q in todo if kbs.for_question(q) is kb] if kb is not None else []
+        if kb is None:
+            continue
+        mine = [q for q in todo if kbs.for_question(q) is kb]
         if not mine:
             continue
         store = folder / f"agentscope-{role}"

@@ -57,15 +57,15 @@ class AgentScopeBaseline:
         if self.knowledge is None:
             self.folder.mkdir(parents=True, exist_ok=True)
             self.kb.embedder.warm_up()
-            self.embedding = CachedEmbedding(self.kb.embedder)
+            self.embedding = embedding = CachedEmbedding(self.kb.embedder)
             store = MilvusLiteStore(
                 uri=str(self.folder / "agentscope.db"), collection_name="chunks", dimensions=self.kb.embedder.dim
             )
-            self.knowledge = SimpleKnowledge(embedding_store=store, embedding_model=self.embedding)
-            asyncio.run(self._add_chunks())
+            self.knowledge = knowledge = SimpleKnowledge(embedding_store=store, embedding_model=embedding)
+            asyncio.run(self._add_chunks(knowledge, embedding))
         return self
 
-    async def _add_chunks(self) -> None:
+    async def _add_chunks(self, knowledge: SimpleKnowledge, embedding: CachedEmbedding) -> None:
         lexicon = self.kb.lexicon
         documents = []
         for chunk in self.kb.all_chunks():
@@ -76,17 +76,18 @@ class AgentScopeBaseline:
                     metadata=DocMetadata(content=content, doc_id=chunk.doc_id, chunk_id=chunk.position, total_chunks=0)
                 )
             )
-        self.embedding.mode = "passage"
+        embedding.mode = "passage"
         for start in range(0, len(documents), _ADD_BATCH):
-            await self.knowledge.add_documents(documents[start : start + _ADD_BATCH])
-        client = self.knowledge.embedding_store.get_client()
+            await knowledge.add_documents(documents[start : start + _ADD_BATCH])
+        client = knowledge.embedding_store.get_client()
         client.flush("chunks")
         client.load_collection("chunks")
-        self.embedding.mode = "query"
+        embedding.mode = "query"
 
     def retrieve_doc_ids(self, query: str, limit: int = 10) -> list[str]:
         """Doc ids of the top `limit` chunks, best first (SimpleKnowledge.retrieve, no threshold)."""
         self.warm_up()
+        assert self.knowledge is not None  # made by warm_up
         found = asyncio.run(self.knowledge.retrieve(query, limit=limit))
         return [doc.metadata.doc_id for doc in found]
 

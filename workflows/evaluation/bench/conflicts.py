@@ -108,7 +108,8 @@ def _rebuilt_counterfactual(question: dict, gold: dict, doc_id: str) -> dict | N
     missing = [a for a in answers if a not in fakes and a.strip()]
     added = [f for f in fakes if f not in answers]
     pairs = sorted(((a, added[i] if i < len(added) else "") for i, a in enumerate(missing)), key=lambda p: -len(p[0]))
-    text, replaced = gold["text"], []
+    text: str = gold["text"]
+    replaced: list[str] = []
     for answer, fake in pairs:
         if any(answer in longer for longer in replaced):
             continue
@@ -227,7 +228,7 @@ def main(argv: list[str]) -> None:
         del args[at : at + 2]
     datasets_dir = Path(args[0]) if args else Path(__file__).resolve().parents[4] / "shared" / "datasets"
     report = run_conflict_bench(datasets_dir, top_k=top_k)
-    for name, part in report.items():
+    for part in report.values():
         part.pop("rows", None)
         for stats in part["by_qtype"].values():
             stats.pop("flagged_qids") if stats["expect_conflict"] else None

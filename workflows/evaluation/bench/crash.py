@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from citescope.knowledge.chunking import chunk_document
 from citescope.knowledge.ingest import Ingestor
@@ -128,6 +128,8 @@ def run_cli(
         stderr=subprocess.PIPE,
         text=True,
     )
+    stderr = proc.stderr
+    assert stderr is not None  # stderr=PIPE
     started = time.perf_counter()
     stages: list[str] = []
     stage_seconds: list[float] = []
@@ -135,7 +137,7 @@ def run_cli(
     reached = threading.Event()
 
     def read_stderr() -> None:  # drains the pipe even after the kill: lines written before death count
-        for line in proc.stderr:
+        for line in stderr:
             if line.startswith("stage "):
                 stages.append(line.split()[1])
                 stage_seconds.append(time.perf_counter() - started)
@@ -212,6 +214,7 @@ def check_consistent(kb_dir: Path, old: dict, new: dict) -> Consistency:
         chunks = kb.all_chunks()
         chunk_ids = [c.chunk_id for c in chunks]
         live_rows = kb.catalog.all_row_ids()
+        assert kb.vectors is not None  # warmed up above
         copies = kb.vectors.row_copies()  # row_id -> rows Milvus holds under it (a primary key: 1)
         vector_rows = set(copies)
         result.orphan_rows = len(vector_rows - live_rows)
@@ -339,7 +342,7 @@ def run_crash_trials(
             _discard_kb(kb_dir)
 
     rng = random.Random(seed)
-    records = []
+    records: list[dict[str, Any]] = []
     for trial in range(trials):
         kind = KINDS[trial % len(KINDS)]
         kb_dir = _copy_kb(base, workdir, f"trial-{trial}")

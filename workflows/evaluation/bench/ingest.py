@@ -55,11 +55,13 @@ def format_ingest_report(result: dict) -> str:
     return "\n".join(
         [
             f"Ingest of {result['dataset']} ({result['documents']} documents -> {result['chunks']} chunks, "
-            f"mean {result['mean_chunk_chars']} chars, embedder {result['embedder']}, {result['machine']['cpus']} CPUs)",
+            f"mean {result['mean_chunk_chars']} chars, embedder {result['embedder']}, "
+            f"{result['machine']['cpus']} CPUs)",
             "",
             "| run | seconds | chunks/s | docs/s | embedded |",
             "|---|---|---|---|---|",
-            f"| cold (empty embedding cache) | {cold['seconds']} | {cold['chunks_per_s']} | {cold['docs_per_s']} | {result['chunks']} |",
+            f"| cold (empty embedding cache) | {cold['seconds']} | {cold['chunks_per_s']} | {cold['docs_per_s']} "
+            f"| {result['chunks']} |",
             f"| unchanged rerun | {warm['seconds']} | - | - | {warm['embedded']} (skipped {warm['skipped']}) |",
             "",
             "```json",

@@ -237,7 +237,8 @@ def format_load_report(result: dict) -> str:
             f"served from the result cache {result['cached_share']:.0%}; refused {result['refused_share']:.0%}; "
             f"access-log lines for /v1/ask {result.get('access_log_lines')}",
             f"API key enforced: no key -> {result['auth']['no_key']}, wrong key -> {result['auth']['wrong_key']}, "
-            f"right key -> {result['auth']['right_key']}; in the server log: the API key {result['log_leaks']['api_key']} "
+            f"right key -> {result['auth']['right_key']}; "
+            f"in the server log: the API key {result['log_leaks']['api_key']} "
             f"times, a customer's secret from a question {result['log_leaks']['customer_secret']} times",
             "",
             "| requests | n | p50 ms | p95 ms | max ms |",

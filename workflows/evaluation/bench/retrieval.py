@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rank_bm25 import BM25Okapi
@@ -54,7 +55,7 @@ KS = (1, 5, 10, 30)  # R@30: what any reranker of the 30 hybrid candidates can r
 LEGS = ("bm25", "dense", "hybrid", "hybrid+rerank", "rank_bm25", "agentscope")
 # The skill params tools/skills.yaml had before this benchmark argued for title weight 1
 # (2026-12-01): run side by side, so the change is measured in the same run.
-PREVIOUS_PARAMS = {
+PREVIOUS_PARAMS: dict[str, dict[str, Any]] = {
     "keyword_search": {"title_weight": 0.5},
     "hybrid_search": {"candidates": 30, "fusion": "rrf", "rrf_k": 60, "title_weight": 0.5},
 }
@@ -156,10 +157,12 @@ class LegRunner:
             reranked, rerank_ms = self.rerank(query, candidates, self.current, as_of=as_of)
             return _docs(reranked), {"hybrid": hybrid_ms, "rerank": rerank_ms}
         if leg == "rank_bm25":
+            assert self.rank_bm25 is not None, "the runner was made without this leg"
             scores = self.rank_bm25.get_scores(self.kb.query_tokens(query))
             top = [i for i in np.argsort(-scores, kind="stable")[:DEPTH] if scores[i] > 0]
             return ranked_doc_ids(self._chunks[i].doc_id for i in top), {"rank_bm25": _ms(started)}
         if leg == "agentscope":
+            assert self.agentscope is not None, "the runner was made without this leg"
             docs = ranked_doc_ids(self.agentscope.retrieve_doc_ids(query, limit=DEPTH))
             return docs, {"agentscope": _ms(started)}
         raise ValueError(f"unknown leg {leg!r} (use {', '.join(LEGS)})")
@@ -285,7 +288,7 @@ def _rerank_examples(runner: LegRunner, questions: list[Question], history: bool
     for q in questions:
         query, as_of = q.asked("all" if history else "none"), q.reference_day
         candidates, _ = runner.hybrid(query, runner.current)
-        chunks = [runner.kb.get(h.chunk_id) for h in candidates]
+        chunks = [c for h in candidates if (c := runner.kb.get(h.chunk_id)) is not None]
         features = runner.reranker.features(query, chunks, as_of)
         labels = [int(c.doc_id in q.gold_doc_ids) for c in chunks]
         examples.append(
@@ -418,7 +421,7 @@ def _run_set(
 
 
 def _summarise(questions: list[Question], runs: dict[str, list]) -> dict:
-    out = {"legs": {leg: _scores(r) for leg, r in runs.items()}, "by_qtype": {}}
+    out: dict[str, Any] = {"legs": {leg: _scores(r) for leg, r in runs.items()}, "by_qtype": {}}
     # The shipped reranker's weights were fitted by `run.py calibrate` on 70% of the dev questions:
     # its score on the other 30% is the number that has not seen its questions.
     unseen = [i for i, q in enumerate(questions) if held_out(q.qid)]
@@ -457,7 +460,8 @@ def _cross_validated_rerank(active: dict, examples: dict[str, list[dict]], tmp: 
         weight_files[fold] = tmp / f"rerank_fold{fold}.json"
         save_weights(fit_ranking_weights(groups({1 - fold}), start), weight_files[fold])
     everything = fit_ranking_weights(groups({0, 1}), start)
-    runs, latency = {}, {}
+    runs: dict[str, list[tuple[list[str], list[str]]]] = {}
+    latency: dict[str, dict] = {}
     for key, (_, runner, questions) in active.items():
         by_qid = {e["qid"]: e for e in examples[key]}
         rerankers = {fold: OfflineReranker(runner.kb, path) for fold, path in weight_files.items()}
@@ -774,7 +778,9 @@ def format_retrieval_report(result: dict) -> str:
     for key, s in result["sets"].items():
         legs = s["legs"]
         r5 = {leg: sc["recall@5"] for leg, sc in legs.items()}
-        best_single = max((leg for leg in ("bm25", "dense", "bm25*") if leg in r5), key=r5.get, default=None)
+        best_single = max(
+            (leg for leg in ("bm25", "dense", "bm25*") if leg in r5), key=lambda leg: r5[leg], default=None
+        )
         ours = r5.get("hybrid+rerank", float("nan"))
         unseen = s["held_out"]["hybrid+rerank"]["recall@5"] if s.get("held_out") else ours
         target = TARGETS_R5.get(key)

@@ -27,6 +27,7 @@ import sys
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -282,8 +283,8 @@ async def _run_arms(
                 docs = ranked_doc_ids(hit.doc_id for hit in pool.hits())
                 gold = set(question.gold_doc_ids)
                 by_plan[key] = next((rank for rank, doc in enumerate(docs, start=1) if doc in gold), None)
-            ranks[arm_name] = by_plan[key]
-            outcomes[arm_name] = 1.0 if by_plan[key] is not None and by_plan[key] <= TOP_DOCS else 0.0
+            rank = ranks[arm_name] = by_plan[key]
+            outcomes[arm_name] = 1.0 if rank is not None and rank <= TOP_DOCS else 0.0
         rows.append(
             RewardRow(
                 qid=question.qid,
@@ -345,11 +346,11 @@ def simulate_once(
     oracle = best_fixed_arms(stream, names)
     rules_arm = {row.qid: rules.choose(row.features).arm for row in rows}
     kbs = list(dict.fromkeys(row.kb for row in rows))
-    learners = {
+    learners: dict[str, dict[str, LinUCBPolicy]] = {
         "bandit": {kb: make_bandit() for kb in kbs},  # one per KB, as deployed
         "thompson": {kb: make_thompson() for kb in kbs},
     }
-    rewards = {name: [] for name in POLICIES}
+    rewards: dict[str, list[float]] = {name: [] for name in POLICIES}
     bandit_arms: list[str] = []
     for row in stream:
         rewards["rules"].append(_value(row, rules_arm[row.qid]))
@@ -454,7 +455,7 @@ def sensitivity(
     out = []
     for alpha in alphas:
         for weight in prior_weights:
-            make = lambda: LinUCBPolicy(rules=rules, alpha=alpha, prior_weight=weight)  # noqa: E731
+            make = partial(LinUCBPolicy, rules=rules, alpha=alpha, prior_weight=weight)
             runs = [simulate_once(rows, rounds, seed + r, rules, make_bandit=make)["rewards"] for r in range(repeats)]
             finals = {name: [float(np.sum(run[name])) for run in runs] for name in POLICIES}
             out.append(
@@ -494,7 +495,7 @@ def _most_common(values) -> str:
     counts: dict[str, int] = defaultdict(int)
     for value in values:
         counts[value] += 1
-    return max(counts, key=counts.get) if counts else ""
+    return max(counts, key=lambda value: counts[value]) if counts else ""
 
 
 # ----------------------------------------------------------------------------- entry point and report
