@@ -43,8 +43,8 @@ async def final(response):
     if not hasattr(type(response), "__aiter__"):
         return response
     last = None
-    async for last in response:
-        pass
+    async for reply in response:
+        last = reply
     return last
 
 

@@ -171,7 +171,8 @@ def write(tmp_path: Path, text: str) -> Path:
         ("arms:\n  bad_arm:\n    steps: []\n", ["bad_arm", "steps"]),
         ("arms:\n  bad_arm:\n    steps:\n      - skill: teleport\n", ["bad_arm", "teleport", "unknown skill"]),
         (
-            "arms:\n  bad_arm:\n    steps:\n      - skill: hybrid_search\n        bind: {query: 'rewrite_query.queries[0]'}\n",
+            "arms:\n  bad_arm:\n    steps:\n      - skill: hybrid_search\n"
+            "        bind: {query: 'rewrite_query.queries[0]'}\n",
             ["bad_arm", "rewrite_query", "earlier step"],
         ),
         (

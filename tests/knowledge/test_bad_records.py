@@ -95,7 +95,8 @@ def test_csv_and_jsonl_mixing_utf8_and_gbk_rows_are_read_line_by_line(tmp_path):
         "j2": "保修一年",
     }
     assert issues == [
-        f"{csv_file}: mixes encodings: lines 3-4 decoded as GB18030, the rest as UTF-8; check those lines for garbled text",
+        f"{csv_file}: mixes encodings: lines 3-4 decoded as GB18030, the rest as UTF-8; "
+        "check those lines for garbled text",
         f"{jsonl}: mixes encodings: line 1 decoded as GB18030, the rest as UTF-8; check those lines for garbled text",
     ]
 
@@ -127,7 +128,8 @@ def test_wrong_field_types_are_named(tmp_path):
     corpus.write_text(
         "\n".join(
             [
-                '{"doc_id": "v", "text": "版本号太大", "version": 12345678901234567890123}',  # was: OverflowError in SQLite
+                # was: OverflowError in SQLite
+                '{"doc_id": "v", "text": "版本号太大", "version": 12345678901234567890123}',
                 '{"doc_id": "n", "text": NaN}',
                 '{"doc_id": "t", "text": "x", "version": true}',
                 "[" * 100_000,

@@ -39,7 +39,10 @@ def test_no_simplified_question_of_the_demo_reads_as_traditional():
 
 
 def test_an_answer_is_given_in_traditional_characters_with_its_citation_ids_untouched():
-    answer = "根据现有资料，摩擦系数为 0.52，湿滑岩石面也防滑【prod-sy-yantu#功能特点-0】。关于“发票”，资料中暂未找到可靠信息。"
+    answer = (
+        "根据现有资料，摩擦系数为 0.52，湿滑岩石面也防滑【prod-sy-yantu#功能特点-0】。"
+        "关于“发票”，资料中暂未找到可靠信息。"
+    )
     assert in_traditional(answer) == (
         "根據現有資料，摩擦係數為 0.52，溼滑岩石面也防滑【prod-sy-yantu#功能特点-0】。"
         "關於“發票”，資料中暫未找到可靠信息。"

@@ -31,9 +31,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Union
+from typing import Any
 
-Step = Union[dict, Callable[[Any], dict]]
+Step = dict | Callable[[Any], dict]
 
 EXHAUSTED_STEP: dict = {
     "status": 500,

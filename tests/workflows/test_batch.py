@@ -136,7 +136,7 @@ def test_every_id_gets_one_line_errors_included_and_sessions_keep_their_order(as
     again = BatchRunner(assistant, show_progress=False).run(source, output)  # nothing left to do
     assert (again.skipped, again.written) == (7, 0) and len(_lines(output)) == 7
     retried = BatchRunner(assistant, show_progress=False).run(source, output, retry_errors=True)
-    assert retried.written == 3 and sorted(l["id"] for l in _lines(output)) == sorted(by_id)
+    assert retried.written == 3 and sorted(line["id"] for line in _lines(output)) == sorted(by_id)
 
 
 def test_a_torn_last_line_is_dropped_and_its_item_redone(assistant, tmp_path):

@@ -169,7 +169,7 @@ def markup_kb(tmp_path_factory):
 def test_nothing_stored_holds_markup_and_injections_are_counted_at_ingest(markup_kb):
     kb, summary = markup_kb
     records = raw_records()
-    for line, record in enumerate(records, start=1):
+    for record in records:
         chunks = [c for c in (kb.get(f"{record['doc_id']}#body-{i}") for i in range(3)) if c is not None]
         assert chunks, record["doc_id"]
         for chunk in chunks:

@@ -253,13 +253,13 @@ def test_one_json_log_line_per_request_with_trace_id_and_no_keys(http, access_li
     while len(access_lines) < before + 3 and time.monotonic() < deadline:
         time.sleep(0.01)
     lines = [json.loads(line) for line in access_lines[before:]]
-    assert [(l["method"], l["path"], l["status"]) for l in lines] == [
+    assert [(entry["method"], entry["path"], entry["status"]) for entry in lines] == [
         ("POST", "/v1/ask", 200),
         ("GET", "/healthz", 200),
         ("POST", "/v1/ask", 401),
     ]
     assert lines[0]["trace_id"] == answered["trace_id"]
-    assert all(isinstance(l["latency_ms"], float) for l in lines)
+    assert all(isinstance(entry["latency_ms"], float) for entry in lines)
     everything = "\n".join(access_lines)
     assert not any(key in everything for key in (*KEYS, "wrong-key", "Bearer"))
 

@@ -125,7 +125,7 @@ def test_no_cross_tenant_read_or_rating_over_every_id_bearing_route(http):
         assert reply.status_code == 200, reply.text
         replies.append((f"chat {carrier}", reply.json()["x_citescope"]))
         streamed = _chat(http, AS_B, "2", stream=True, **carrier)
-        events = [json.loads(l[6:]) for l in streamed.text.splitlines() if l.startswith("data: {")]
+        events = [json.loads(line[6:]) for line in streamed.text.splitlines() if line.startswith("data: {")]
         replies.append((f"stream {carrier}", events[-1]["x_citescope"]))
     for what, reply in replies:
         trace = http.get(f"/v1/traces/{reply['trace_id']}", headers=AS_B).json()

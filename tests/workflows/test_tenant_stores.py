@@ -16,7 +16,8 @@ from citescope.workflows.traces import TraceStore
 
 # The schemas as released before tenants (workflows/*.py at 677cd0b)
 OLD_SESSIONS = """
-CREATE TABLE sessions (id TEXT PRIMARY KEY, created_at REAL NOT NULL, updated_at REAL NOT NULL, entity TEXT, pending TEXT);
+CREATE TABLE sessions (id TEXT PRIMARY KEY, created_at REAL NOT NULL, updated_at REAL NOT NULL, entity TEXT,
+    pending TEXT);
 CREATE TABLE turns (session_id TEXT NOT NULL REFERENCES sessions(id), number INTEGER NOT NULL, question TEXT NOT NULL,
     answer TEXT NOT NULL, trace_id TEXT NOT NULL, refused INTEGER NOT NULL, clarification TEXT, at REAL NOT NULL,
     PRIMARY KEY (session_id, number));
@@ -28,7 +29,8 @@ OLD_TRACES = """
 CREATE TABLE traces (trace_id TEXT PRIMARY KEY, session_id TEXT, created_at REAL NOT NULL, question TEXT NOT NULL,
     trace TEXT NOT NULL);
 CREATE INDEX traces_session ON traces(session_id, created_at);
-INSERT INTO traces VALUES ('trace-old-1', 'old-1', 1.0, '退货要几天？', '{"trace_id": "trace-old-1", "question": "退货要几天？"}');
+INSERT INTO traces VALUES ('trace-old-1', 'old-1', 1.0, '退货要几天？',
+    '{"trace_id": "trace-old-1", "question": "退货要几天？"}');
 """
 OLD_ROUNDS = """
 CREATE TABLE rounds (
@@ -41,8 +43,8 @@ CREATE TABLE rounds (
 CREATE INDEX rounds_session ON rounds(session_id, created_at);
 CREATE TABLE feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, trace_id TEXT NOT NULL REFERENCES rounds(trace_id),
     rating INTEGER NOT NULL CHECK (rating IN (-1, 1)), comment TEXT NOT NULL, created_at REAL NOT NULL);
-INSERT INTO rounds VALUES ('trace-old-1', 'old-1', 1.0, '退货要几天？', '{}', '{}', 'lookup', 'rules', '{}', '', '[]', '[]',
-    '[]', NULL, 0, '', 0, '[]', 0, 10.0, 0.5, 0.5, 0.5);
+INSERT INTO rounds VALUES ('trace-old-1', 'old-1', 1.0, '退货要几天？', '{}', '{}', 'lookup', 'rules', '{}', '',
+    '[]', '[]', '[]', NULL, 0, '', 0, '[]', 0, 10.0, 0.5, 0.5, 0.5);
 """
 
 
