@@ -20,7 +20,7 @@ Markdown is not HTML: headings (`## 尺码表`), pipe tables, lists, emphasis an
 untouched; an autolink `<https://…>` keeps its address. Text without `<`, `&` or a script URL
 is returned as it is, without parsing (most of a shop's text).
 
-The loaders call `normalize_text` on every field they read (knowledge/loaders.py), and the
+The loaders call `normalize_text` on every field they read (knowledge/load_*.py), and the
 answer, citation snippets and titles of every result pass `strip_markup` again
 (workflows/result.py): defence in depth for a KB ingested before this existed, and for a model
 that writes HTML.
