@@ -6,7 +6,7 @@ the conversation is about (follow-ups such as "它多少钱？" are filtered to 
 clarifying question, the pending task: the question waiting for facts and its product.
 
 `Clarifier` decides when to ask instead of guessing: a size recommendation whose skill
-(tools.products.size_recommend) reports facts it needs ({"need": [...]}) the customer has not
+(tools.sizes.size_recommend) reports facts it needs ({"need": [...]}) the customer has not
 given, a name several products fit ("AJ1", "轻羽"), or a question about a product it never names
 ("这双鞋雨天防滑吗？", "它多少钱？", "适合新手吗？") with no product anywhere in the conversation. The next
 turn that supplies what was asked completes the pending task (the facts are merged into the
