@@ -20,6 +20,9 @@ SimpleKnowledge over the same chunks, retrieval metrics only.
 
 Every (strategy, question) outcome is appended to <run dir>/results.jsonl as it finishes, so an
 interrupted run continues with `resume=True`; summary.json holds the scores.
+
+This module runs the questions; splits.py finds the splits and opens their KBs, eval_report.py
+scores the records and writes the report.
 """
 
 from __future__ import annotations
@@ -27,15 +30,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import re
 import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, Field
 
 from citescope.agents.arms import Arm, load_arms
@@ -47,37 +47,38 @@ from citescope.knowledge.settings import get_settings
 from citescope.tools.rerank import DEFAULT_WEIGHTS_PATH
 from citescope.workflows.batch import AnswerLog
 from citescope.workflows.evaluation.bench.agentscope_baseline import AgentScopeBaseline
-from citescope.workflows.evaluation.bench.conflicts import _rebuilt_counterfactual  # DomainRAG's counterfactual recipe
 from citescope.workflows.evaluation.datasets import (
-    DECLARED_DOC_TYPES,
     Question,
     candidate_kb,
-    dataset_kb,
     load_questions,
-    missing_embeddings,
-    sample,
 )
-from citescope.workflows.metrics import (
-    Outcome,
-    answer_scores_by_qtype,
-    group_by,
-    latency_summary,
-    mean,
-    ranked_doc_ids,
-    recall_at_k,
-    reciprocal_rank,
+from citescope.workflows.evaluation.eval_report import (
+    AGENTSCOPE,
+    format_eval_report,
+    format_split,
+    markdown_table,
+    summarize,
 )
+from citescope.workflows.evaluation.splits import (
+    CALIBRATED_PATH,
+    EvalError,
+    Split,
+    SplitKBs,
+    calibrated_key,
+    choose_questions,
+    find_splits,
+    open_split_kbs,
+    read_calibrated,
+    seed_calibrated_config,
+)
+from citescope.workflows.metrics import group_by, ranked_doc_ids
 from citescope.workflows.pipeline import QAPipeline
-from citescope.workflows.pipeline_config import KB_CONFIG_NAME, PipelineConfig
+from citescope.workflows.pipeline_config import PipelineConfig
 from citescope.workflows.progress import RecordProgress
 from citescope.workflows.result import QAResult
 
 POLICY = "policy"  # the pipeline's own strategy choice
-AGENTSCOPE = "agentscope"  # baseline retrieval row
-KS = (1, 5)
-MRR_K = 10
 BASELINE_DEPTH = 30  # chunks the AgentScope baseline returns per question
-CALIBRATED_PATH = Path(__file__).with_name("calibrated.yaml")
 DEFAULT_MAX_EMBED = 2000  # refuse to build a KB that would embed more texts (~3 min per 500 here)
 
 
@@ -85,10 +86,6 @@ def default_root() -> Path:
     """Eval KBs, subset corpora and run folders. Not the benchmark's KB folder: Milvus Lite opens a
     file from one process only, so an eval and a benchmark must not share a KB."""
     return get_settings().cache_dir / "eval"
-
-
-class EvalError(ValueError):
-    """A request that cannot run (unknown dataset file, strategy, missing embeddings...)."""
 
 
 class EvalRequest(BaseModel):
@@ -111,65 +108,6 @@ class EvalRequest(BaseModel):
     root: Path = Field(default_factory=default_root)
     run_dir: Path | None = None  # default: <root>/runs/<split label>-<hash> (run_dir_for)
     progress: bool = True
-
-
-@dataclass(frozen=True)
-class Split:
-    """One question file and the corpus it is asked against."""
-
-    name: str
-    questions: Path
-    corpus: tuple[Path, ...]
-    doc_type: str | None = None  # the type of its corpus records, which name none (DECLARED_DOC_TYPES)
-
-    @property
-    def label(self) -> str:
-        """<dataset>-<main|holdout|...>: names KBs, subset corpora and runs (never "questions":
-        the loader skips files named like question sets)."""
-        return f"{self.questions.parent.name}-{self.name.removeprefix('questions').strip('_') or 'main'}"
-
-
-def find_splits(dataset_dir: Path, questions_file: str | None = None) -> list[Split]:
-    """questions_X.jsonl pairs with corpus_X.jsonl when present, else corpus.jsonl; a folder with
-    no corpus.jsonl (the demo) is its own corpus."""
-    dataset_dir = Path(dataset_dir)
-    if not dataset_dir.is_dir():
-        raise EvalError(f"no dataset folder {dataset_dir}")
-    if questions_file:
-        path = Path(questions_file)
-        files = [path if path.exists() else dataset_dir / questions_file]
-        if not files[0].exists():
-            raise EvalError(f"no question file {questions_file} (in {dataset_dir})")
-    else:
-        files = sorted(dataset_dir.glob("questions*.jsonl"))
-        if not files:
-            raise EvalError(f"{dataset_dir} has no questions*.jsonl")
-    splits = []
-    for file in files:
-        suffix = file.stem[len("questions") :] if file.stem.startswith("questions") else ""
-        corpus = dataset_dir / f"corpus{suffix}.jsonl"
-        if not corpus.exists():
-            corpus = dataset_dir / "corpus.jsonl"
-        splits.append(
-            Split(
-                file.stem, file, (corpus if corpus.exists() else dataset_dir,), DECLARED_DOC_TYPES.get(dataset_dir.name)
-            )
-        )
-    return splits
-
-
-def choose_questions(
-    questions: Sequence[Question], limit: int | None, per_qtype: int | None, seed: int
-) -> list[Question]:
-    """All, a qtype-stratified sample of `limit`, or `per_qtype` of each qtype (file order kept)."""
-    if per_qtype is not None:
-        chosen = {
-            q.qid
-            for group in group_by(questions, lambda q: q.qtype).values()
-            for q in sample(group, per_qtype, seed, stratify_by=None)
-        }
-        questions = [q for q in questions if q.qid in chosen]
-    return sample(questions, limit, seed)
 
 
 # ----------------------------------------------------------------------------- strategies
@@ -198,123 +136,6 @@ class FixedArmPolicy:
 
 def policy_for(strategy: str) -> Any:
     return RulesPolicy() if strategy == POLICY else FixedArmPolicy(strategy)
-
-
-# ----------------------------------------------------------------------------- knowledge bases
-
-
-@dataclass
-class SplitKBs:
-    """The KBs one split's questions are asked against."""
-
-    corpus: KnowledgeBase | None = None  # questions without candidate docs
-    candidates: KnowledgeBase | None = None  # union of the candidate docs (candidate protocol)
-    rebuilt: list[str] = field(default_factory=list)  # counterfactual docs rebuilt from gold docs
-    not_rebuilt: list[str] = field(default_factory=list)
-
-    def for_question(self, question: Question) -> KnowledgeBase:
-        kb = self.candidates if question.candidate_doc_ids else self.corpus
-        assert kb is not None, "build_kbs makes the KB each question of the split needs"
-        return kb
-
-
-# Milvus Lite: a KB file reopened by the process that closed it may fail to connect (pymilvus keeps
-# the closed connection registered and "recovers" it to the stopped server), so a process opens
-# each eval KB once and keeps it open (calibrate runs several phases over the same KBs).
-_OPEN_KBS: dict[tuple, KnowledgeBase] = {}
-
-
-def _open_kb(paths: Sequence[Path], name: str, root: Path, doc_type: str | None = None) -> KnowledgeBase:
-    key = (tuple(str(Path(p).resolve()) for p in paths), name, str(Path(root).resolve()), doc_type)
-    if key not in _OPEN_KBS:
-        _OPEN_KBS[key] = dataset_kb(paths, name, root=root, doc_type=doc_type)
-    return _OPEN_KBS[key]
-
-
-def _read_corpus(paths: Iterable[Path], wanted: set[str]) -> dict[str, dict]:
-    found: dict[str, dict] = {}
-    for path in paths:
-        with open(path, encoding="utf-8") as lines:
-            for line in lines:
-                if line.strip():
-                    record = json.loads(line)
-                    if record.get("doc_id") in wanted:
-                        found[record["doc_id"]] = record
-    return found
-
-
-def candidate_corpus(split: Split, questions: Sequence[Question], folder: Path) -> tuple[Path, list[str], list[str]]:
-    """A JSONL of the union of the questions' candidate docs (written once per doc set, so the
-    cached KB's key stays put); candidates missing from the corpus are rebuilt from the gold doc."""
-    wanted = sorted({d for q in questions for d in q.candidate_doc_ids or []})
-    corpus = _read_corpus(split.corpus, set(wanted) | {d for q in questions for d in q.gold_doc_ids})
-    records: dict[str, dict] = {}
-    rebuilt: list[str] = []
-    not_rebuilt: list[str] = []
-    for q in questions:
-        for doc_id in q.candidate_doc_ids or []:
-            if doc_id in records:
-                continue
-            record = corpus.get(doc_id)
-            if record is None and q.gold_doc_ids and q.gold_doc_ids[0] in corpus:
-                record = _rebuilt_counterfactual(q.model_dump(), corpus[q.gold_doc_ids[0]], doc_id)
-                (rebuilt if record is not None else not_rebuilt).append(doc_id)
-            if record is not None:
-                records[doc_id] = record
-    key = hashlib.sha256(json.dumps(wanted).encode()).hexdigest()[:10]
-    path = Path(folder) / f"{split.label}-candidates-{key}.jsonl"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(
-            "".join(json.dumps(records[d], ensure_ascii=False) + "\n" for d in wanted if d in records), encoding="utf-8"
-        )
-        tmp.replace(path)
-    return path, rebuilt, not_rebuilt
-
-
-def open_split_kbs(split: Split, questions: Sequence[Question], root: Path, max_embed: int) -> SplitKBs:
-    """Build (first time) or open the KBs the questions need; EvalError when a build would embed
-    more than max_embed texts (a slow CPU job that should be started on purpose)."""
-    kbs = SplitKBs()
-    name = split.label
-    plans: list[tuple[str, list[Path]]] = []
-    if any(not q.candidate_doc_ids for q in questions):
-        plans.append(("corpus", list(split.corpus)))
-    if any(q.candidate_doc_ids for q in questions):
-        path, kbs.rebuilt, kbs.not_rebuilt = candidate_corpus(split, questions, root / "corpora")
-        plans.append(("candidates", [path]))
-    for role, paths in plans:
-        missing = missing_embeddings(paths)
-        if missing > max_embed:
-            raise EvalError(
-                f"{name}: building the {role} KB would embed {missing:,} texts (~{missing // 180 + 1} min "
-                "on this CPU); raise --max-embed to do it, wait for the embedding cache, or (candidate-"
-                "protocol sets such as rgb_zh) take fewer questions: --per-qtype 10"
-            )
-        kb = _open_kb(paths, f"{name}-{role}", root / "kbs", split.doc_type)
-        seed_calibrated_config(kb.dir)
-        setattr(kbs, role, kb)
-        if not len(kb):
-            raise EvalError(f"{name}: the {role} KB at {kb.dir} is empty (see its dataset.json)")
-    return kbs
-
-
-def calibrated_key(kb_dir: Path) -> str:
-    """An eval KB's name without its content hash: what calibrated.yaml is keyed by."""
-    return re.sub(r"-[0-9a-f]{10}$", "", Path(kb_dir).name)
-
-
-def read_calibrated(path: Path = CALIBRATED_PATH) -> dict[str, dict]:
-    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.exists() else {}
-
-
-def seed_calibrated_config(kb_dir: Path, path: Path = CALIBRATED_PATH) -> None:
-    """Give a KB without config.yaml the values calibrate chose for its name."""
-    values = read_calibrated(path).get(calibrated_key(kb_dir))
-    target = Path(kb_dir) / KB_CONFIG_NAME
-    if values and not target.exists():
-        target.write_text(yaml.safe_dump(values, allow_unicode=True, sort_keys=True), encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------- one question
@@ -584,164 +405,20 @@ def _run_baseline(
             baseline.close()
 
 
-# ----------------------------------------------------------------------------- scores
-
-
-def outcome_of(record: dict) -> Outcome:
-    return Outcome(
-        qid=record["qid"],
-        answer=record.get("answer", ""),
-        cited_ids=record.get("cited_ids", []),
-        evidence={c: d for c, d in record.get("evidence", []) if c and d},
-        refused=bool(record.get("refused")),
-        conflict_flagged=bool(record.get("conflicts")),
-        latency_ms=record.get("latency_ms"),
-    )
-
-
-def retrieval_of(questions: Sequence[Question], records: dict[str, dict]) -> dict:
-    """Doc-level Recall@k and MRR over the evidence order (answerable questions with gold docs);
-    pool_recall: a gold doc anywhere in what the tool calls gathered."""
-    pairs = [(q, records[q.qid]) for q in questions if q.qid in records and q.answerable and q.gold_doc_ids]
-    ranked = [(ranked_doc_ids(d for _, d in r.get("evidence", []) if d), q.gold_doc_ids) for q, r in pairs]
-    out = {f"recall@{k}": mean(recall_at_k(docs, gold, k) for docs, gold in ranked) for k in KS}
-    out[f"mrr@{MRR_K}"] = mean(reciprocal_rank(docs, gold, MRR_K) for docs, gold in ranked)
-    pools = [(r["pool_docs"], q.gold_doc_ids) for q, r in pairs if "pool_docs" in r]
-    out["pool_recall"] = mean(recall_at_k(docs, gold, len(docs)) for docs, gold in pools) if pools else float("nan")
-    out["n"] = len(pairs)
-    return out
-
-
-def operations_of(records: Sequence[dict]) -> dict:
-    """Citation validity, tool calls, budgets, degradations and errors of some outcomes."""
-    ok = [r for r in records if not r.get("error")]
-    answered = [r for r in ok if not r.get("refused")]
-    return {
-        "invalid_ids": sum(len(r.get("invalid_ids", [])) for r in ok),
-        "answers_with_invalid_ids": sum(bool(r.get("invalid_ids")) for r in answered),
-        "tool_calls_mean": mean(r.get("tool_calls", 0) for r in ok),
-        "tool_calls_max": max((r.get("tool_calls", 0) for r in ok), default=0),
-        "budget_exceeded": sum(not r.get("within_budget", True) for r in ok),
-        "degraded": sum(bool(r.get("degraded")) for r in ok),
-        "errors": len(records) - len(ok),
-        "latency_ms": latency_summary(r["latency_ms"] for r in ok if r.get("latency_ms") is not None),
-    }
-
-
-def summarize(questions: Sequence[Question], records: Iterable[dict], strategies: Sequence[str]) -> dict:
-    """{"strategies": {strategy: {"all": scores, qtype: scores}}} over the given questions."""
-    by_strategy: dict[str, dict[str, dict]] = {}
-    for record in records:
-        by_strategy.setdefault(record["strategy"], {})[record["qid"]] = record
-    groups = {"all": list(questions), **group_by(questions, lambda q: q.qtype)}
-    out: dict = {"strategies": {}}
-    for strategy in strategies:
-        mine = by_strategy.get(strategy, {})
-        if strategy == AGENTSCOPE:
-            out["strategies"][strategy] = {g: {"retrieval": retrieval_of(qs, mine)} for g, qs in groups.items()}
-            continue
-        outcomes = {qid: outcome_of(r) for qid, r in mine.items() if not r.get("error")}
-        answers = answer_scores_by_qtype(questions, outcomes)
-        out["strategies"][strategy] = {
-            g: {
-                "retrieval": retrieval_of(qs, mine),
-                "answers": answers[g],
-                "operations": operations_of([mine[q.qid] for q in qs if q.qid in mine]),
-            }
-            for g, qs in groups.items()
-        }
-    return out
-
-
-# ----------------------------------------------------------------------------- report
-
-
-def _f(value: float | None, digits: int = 3) -> str:
-    return "–" if value is None or value != value else f"{value:.{digits}f}"
-
-
-def strategy_row(name: str, scores: dict) -> list[str]:
-    """One table row: retrieval, answers, refusal, conflicts, tools, latency."""
-    r = scores["retrieval"]
-    cells = [name, _f(r["recall@1"]), _f(r["recall@5"]), _f(r[f"mrr@{MRR_K}"]), _f(r.get("pool_recall"))]
-    if "answers" not in scores:
-        return cells + ["–"] * 12
-    a, o = scores["answers"], scores["operations"]
-    return cells + [
-        _f(a["answer_hit"]),
-        _f(a["answer_hit_all_answerable"]),
-        _f(a["citation_precision"]),
-        _f(a["citation_recall"]),
-        str(o["invalid_ids"]),
-        _f(a["refusal_recall"]),
-        _f(a["false_refusal_rate"]),
-        _f(a["conflict_flag_rate"]),
-        _f(a["false_flag_rate"]),
-        _f(a["fake_answer_asserted"]),
-        f"{_f(o['tool_calls_mean'], 2)} / {o['tool_calls_max']}"
-        + (f" ({o['budget_exceeded']} over)" if o["budget_exceeded"] else ""),
-        f"{_f(o['latency_ms']['p50'], 0)} / {_f(o['latency_ms']['p95'], 0)}",
-    ]
-
-
-HEADER = [
-    "",
-    "R@1",
-    "R@5",
-    f"MRR@{MRR_K}",
-    "pool R",
-    "hit (answered)",
-    "hit (all)",
-    "cit P",
-    "cit R",
-    "invalid ids",
-    "refusal R",
-    "false refusal",
-    "conflict flag",
-    "false flag",
-    "fake asserted",
-    "tools mean / max",
-    "ms p50 / p95",
+# the harness's parts, imported from here by the CLI, calibrate, quality_report and the tests
+__all__ = [
+    "AGENTSCOPE",
+    "CALIBRATED_PATH",
+    "EvalError",
+    "Split",
+    "calibrated_key",
+    "choose_questions",
+    "find_splits",
+    "format_eval_report",
+    "format_split",
+    "markdown_table",
+    "open_split_kbs",
+    "read_calibrated",
+    "seed_calibrated_config",
+    "summarize",
 ]
-
-
-def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return [
-        "| " + " | ".join(header) + " |",
-        "|---|" + "---:|" * (len(header) - 1),
-        *("| " + " | ".join(row) + " |" for row in rows),
-    ]
-
-
-def format_split(summary: dict, by_qtype_for: Sequence[str] | None = None) -> list[str]:
-    """Markdown lines of one split: strategies side by side, then by qtype for some of them."""
-    strategies = summary["strategies"]
-    qtypes = ", ".join(f"{t} {n}" for t, n in summary["qtypes"].items())
-    lines = [
-        f"{summary['n_questions']} questions ({qtypes}); refusal threshold "
-        f"{_thresholds(summary)}; {summary['seconds']:.0f} s.",
-        "",
-    ]
-    lines += markdown_table(["strategy", *HEADER[1:]], [strategy_row(s, g["all"]) for s, g in strategies.items()])
-    chosen = by_qtype_for if by_qtype_for is not None else [s for s in strategies if s != AGENTSCOPE]
-    if len(summary["qtypes"]) > 1:
-        for strategy in chosen:
-            if strategy in strategies:
-                lines += ["", f"By question type, {strategy}:", ""]
-                lines += markdown_table(
-                    ["qtype (n)", *HEADER[1:]],
-                    [strategy_row(f"{t} ({summary['qtypes'][t]})", strategies[strategy][t]) for t in summary["qtypes"]],
-                )
-    return lines
-
-
-def _thresholds(summary: dict) -> str:
-    values = sorted(set(summary.get("refusal_threshold", {}).values()))
-    return " / ".join(f"{v:g}" for v in values) or "–"
-
-
-def format_eval_report(result: dict) -> str:
-    lines = [f"## {result['dataset']}"]
-    for name, summary in result["splits"].items():
-        lines += ["", f"### {name}", *format_split(summary)]
-    return "\n".join(lines)
