@@ -16,6 +16,7 @@ import zipfile
 from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -131,7 +132,7 @@ class BM25Index:
         encoded = [term.encode("utf-8") for term in terms]
         term_offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         term_offsets[1:] = np.cumsum(np.array([len(raw) for raw in encoded], dtype=np.int64))
-        arrays = {
+        arrays: dict[str, Any] = {
             "format_version": np.array(_FORMAT_VERSION, dtype=np.int64),
             "params": np.array([self.k1, self.b, self.epsilon, self.avgdl, self.average_idf]),
             "term_bytes": np.frombuffer(b"".join(encoded), dtype=np.uint8),

@@ -250,7 +250,7 @@ def _split_into_pieces(text: str, max_chars: int) -> list[str]:
 
 
 def _sample_queries(datasets_dir: Path, n_queries: int, seed: int) -> list[list[str]]:
-    questions = []
+    questions: list[str] = []
     for name in PRIMARY_DATASETS:
         path = datasets_dir / name / "questions.jsonl"
         if path.exists():
