@@ -37,7 +37,7 @@ from citescope.agents.query_analysis import (
 )
 from citescope.knowledge.crosslingual import with_document_words
 from citescope.knowledge.kb import KnowledgeBase
-from citescope.knowledge.text import CJK_RUN, is_storable_text, normalize
+from citescope.knowledge.text import CJK_RUN, chinese_int, is_storable_text, normalize
 from citescope.tools.base import SkillContext
 from citescope.tools.products import product_index, size_recommend
 from citescope.workflows.personal_data import redact_personal, redact_personal_in
@@ -58,7 +58,6 @@ MAX_LISTED = 8  # more products of the kind than this: ASK_PRODUCT, no list
 _UNNAMED_SUBJECT_CHARS = 12
 # A reply that picks an offered option by its number: "2", "第二个", "第2款"
 _ORDINAL = re.compile(r"^\s*(?:第\s*)?([1-9一二三四五六七八九])\s*(?:个|款|种|项|号)?\s*[。.！!]?\s*$")
-_CHINESE_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九", start=1)}
 # Words that point at a product the question does not name.
 _PRODUCT_REFERENCE = re.compile(
     r"它|这款|那款|这件|那件|这双|那双|这只|那只|这台|那台|这条|那条|这个|那个|"
@@ -492,8 +491,8 @@ class Clarifier:
         ordinal = _ORDINAL.match(reply)
         if ordinal:
             digit = ordinal.group(1)
-            index = int(digit) if digit.isdigit() else _CHINESE_DIGITS[digit]
-            if index <= len(options):
+            index = int(digit) if digit.isdigit() else chinese_int(digit)
+            if index and index <= len(options):
                 return options[index - 1]
             # no such number: "3" may still be a model number only one option has (轻羽3)
         by_id = {o.product_id: o for o in options}
