@@ -22,6 +22,7 @@ from citescope.agents.evidence import EvidencePool, render_conflicts
 from citescope.agents.extractive import ExtractiveAnswerer
 from citescope.agents.inspector import InspectionReport
 from citescope.agents.prompts import load_prompt
+from citescope.knowledge.shop_profile import ShopProfile
 from citescope.tools.base import EvidenceHit
 
 if TYPE_CHECKING:
@@ -47,10 +48,13 @@ def answer_prompt(
     conflicts: Sequence[Conflict] = (),
     feedback: InspectionReport | None = None,
     advice: SizeAdvice | None = None,
+    shop: ShopProfile | None = None,
 ) -> str:
     """The filled answerer prompt; with feedback, the retry prompt carrying the findings. advice:
-    what a structured skill worked out (a size), given as 【工具结论】 with the ids it rests on."""
+    what a structured skill worked out (a size), given as 【工具结论】 with the ids it rests on. shop:
+    the KB's shop, whose name the prompt gives (None: the neutral 本店)."""
     values = {
+        "shop": (shop or ShopProfile()).prompt_name,
         "question": question,
         "evidence": EvidencePool.render(evidence),
         "conflicts": render_conflicts(conflicts),
@@ -70,10 +74,18 @@ def answer_prompt(
 class LLMAnswerer:
     """A chat model answering from the evidence; raises ModelFailure when it cannot."""
 
-    def __init__(self, model: ChatModelBase, formatter: FormatterBase, retry: RetryPolicy | None = None):
+    def __init__(
+        self,
+        model: ChatModelBase,
+        formatter: FormatterBase,
+        retry: RetryPolicy | None = None,
+        shop: ShopProfile | None = None,
+    ):
+        """shop: the profile of the KB it answers from (KnowledgeBase.shop), named in its prompt."""
         self.model = model
         self.formatter = formatter
         self.retry = retry or RetryPolicy()
+        self.shop = shop
 
     @property
     def name(self) -> str:
@@ -89,7 +101,7 @@ class LLMAnswerer:
         advice: SizeAdvice | None = None,
     ) -> str:
         tracker = budget or BudgetTracker()
-        prompt = answer_prompt(question, evidence, conflicts, feedback, advice)
+        prompt = answer_prompt(question, evidence, conflicts, feedback, advice, self.shop)
         messages = await self.formatter.format([Msg("user", prompt, "user")])
         response = await budgeted_model_call(self.model, messages, tracker, self.retry, validate=_has_text)
         return _text_of(response)

@@ -194,7 +194,7 @@ def template_values(
         product = focus[0]
     policy = features.intent == "policy"
     query = (part or features.question).strip()
-    query = with_document_words(query) if bridged else query
+    query = with_document_words(query, features.shop) if bridged else query
     carried = features.carried_entity
     if carried is not None and not features.products:
         query = f"{carried.name} {query}"

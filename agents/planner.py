@@ -165,6 +165,7 @@ class RetrievalPlanner:
         budget = self.tracker.budget
         return load_prompt(
             "planner",
+            shop=self.ctx.kb.shop.prompt_name,  # the KB's own shop (knowledge/shop_profile.py)
             plan=render_plan(self.decision.plan),
             scores=render_scores(self.decision),
             reason=self.decision.reason,

@@ -3,7 +3,8 @@
 Rules and dictionaries only (no embeddings): the result feeds the strategy policy, whose rules
 read the typed fields and whose bandit reads `QueryFeatures.vector()`. Its parts: which products
 a question names (agents/entity_index.py), the numbers it gives (agents/query_numbers.py) and what
-is read (agents/query_features.py).
+is read (agents/query_features.py). Words only one shop uses (its membership tiers, programme
+names, delivery zones) come from the KB's shop profile (knowledge/shop_profile.py), never from here.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from citescope.agents.question_cues import PRICE_ASKED, SIZE_AVAILABLE, STOCK_AS
 from citescope.agents.retrieval_question import retrieval_question
 from citescope.knowledge.chinese_script import to_simplified
 from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.shop_profile import ShopProfile
 from citescope.knowledge.text import MODEL_NUMBER, normalize
 from citescope.tools.products import ProductIndex, product_index
 
@@ -51,10 +53,11 @@ __all__ = [  # the names callers import from here, wherever they are defined
 # Each pattern: a regex over the normalized question.
 _COMPARE_WORDS = re.compile(r"对比|区别|比较|差别|差异|差价|\bvs\b|哪个好|哪款好|哪个更|哪款更|哪双更|哪件更", re.I)
 _MULTI_PRODUCT_LINK = re.compile(r"和|与|跟|及|还是|哪|分别|各|一样|相同|不同|\bvs\b", re.I)
-# Strong policy words make a question a policy question even when it names a product.
+# Strong policy words make a question a policy question even when it names a product; so do the
+# shop's own membership tiers and programme names (its profile's, _asks_policy).
 _POLICY_STRONG = re.compile(
     r"退货|退换|退款|换货|无理由|退回|能退|可以退|怎么退|退吗|运费|邮费|包邮|顺丰|发票|开票|会员|积分|"
-    r"金卡|银卡|黑钻|优惠券|价保|保价|降价|分期|花呗|免息|货到付款|以旧换新|收货地址|修改地址|"
+    r"优惠券|价保|保价|降价|分期|花呗|免息|货到付款|以旧换新|收货地址|修改地址|"
     r"国际运|寄到|客服|签收|拒收|运费险|极速退款|专票|普票|"
     # shipping is the shop's, whatever it ships (轻羽3下单后几天能发货 asks the shipping policy)
     r"发货|快递|物流|配送|几天到|多久到|"
@@ -185,6 +188,7 @@ class QueryAnalyzer:
         model_codes = list(dict.fromkeys(m.upper() for m in MODEL_NUMBER.findall(canonical)))
         sizes = parse_sizes(canonical)
         features = QueryFeatures(
+            shop=self.kb.shop if self.kb is not None else None,
             question=question,
             canonical=canonical,
             length=len(re.sub(r"\s+", "", text)),
@@ -222,7 +226,7 @@ class QueryAnalyzer:
                 session_entity is not None
                 and not brands
                 and features.length <= 12
-                and not _POLICY_STRONG.search(text)
+                and not _asks_policy(text, features.shop)
                 and not _UNRELATED.search(text)
             )
             features.is_followup = marker or elliptic
@@ -257,12 +261,18 @@ def _free_numbers(text: str, product_surfaces: list[str]) -> list[float]:
     return [float(n) for n in _NUMBER.findall(text)]
 
 
+def _asks_policy(text: str, shop: ShopProfile | None) -> bool:
+    """Whether the question says a strong policy word: a generic one or one of the shop's own."""
+    own = shop.policy_pattern if shop is not None else None
+    return bool(_POLICY_STRONG.search(text) or (own is not None and own.search(text)))
+
+
 def _intent(f: QueryFeatures, text: str, greeting: bool, has_catalogue: bool | None) -> Intent:
     """has_catalogue: the KB has a product table (None: no KB given). Only a shop KB makes an unrelated
     topic (天气, 股票) out of scope, and only a KB without one (news, encyclopedia, insurance
     FAQ) turns 会员/退款 words into plain facts: such a KB has no shop policy documents."""
     focus = f.focus_products
-    strong_policy = _POLICY_STRONG.search(text)
+    strong_policy = _asks_policy(text, f.shop)
     shop_words = strong_policy or _POLICY_WEAK.search(text) or f.asks_price_stock or f.asks_size
     if greeting or (
         has_catalogue

@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from citescope.agents.entity_index import Entity
+from citescope.knowledge.shop_profile import ShopProfile
 
 Intent = Literal["fact", "numeric", "comparison", "policy", "open", "out_of_scope"]
 INTENTS: tuple[str, ...] = get_args(Intent)
@@ -60,6 +61,10 @@ class QueryFeatures(BaseModel):
     # The questions a compound question is made of (北京冬奥会和冬残奥会的开幕日期分别是什么时候),
     # each searched alone by an arm step `for_each: part`; [] when it asks one thing.
     parts: list[str] = Field(default_factory=list)
+    # The shop of the KB it was read against (None: no KB): its delivery zones are the documents' words
+    # for the places the question names (knowledge/crosslingual.py). The KB's, not the question's, so
+    # it is left out of the features' JSON (a run's results, the experience store).
+    shop: ShopProfile | None = Field(default=None, exclude=True, repr=False)
 
     @property
     def focus_products(self) -> list[Entity]:

@@ -6,27 +6,37 @@ The dense leg (multilingual e5) already reads across languages and paraphrase, w
 reranker's term and body coverage and so the refusal gate do not: "Can I take the XZ-3000 power bank
 on a plane?" shares no token with "可以随身携带登机", nor does "充电宝能带上飞机吗", and "寄到上海几天能到"
 none with "江浙沪地区：发货后 1-2 天送达". Two glossaries give the documents' words: for English words
-(knowledge/glossary_en.json) and for everyday Chinese ones (knowledge/glossary_zh.json, one way: 上海 is
-in 江浙沪, not the reverse). The pipeline searches with them added (workflows/arms.template_values),
-scores the evidence for the question and for its documents' wording (document_query, the better
-counts), and the answerer reads an English question with them against Chinese evidence (worded_for)
-and takes a sentence with an everyday word's document word as saying what is asked.
+(knowledge/glossary_en.json) and for everyday Chinese ones (knowledge/glossary_zh.json, one way: 洗澡 is
+淋浴, not the reverse). Where a place is delivered is the shop's own word: its shop profile's delivery
+zones (knowledge/shop_profile.py) join the glossary's delivery context, so 上海 is 江浙沪 in the demo
+shop's questions about delivery and nothing in a shop without zones. The pipeline searches with
+them added (agents/arms.template_values), scores the evidence for the question and for its
+documents' wording (document_query, the better counts), and the answerer reads an English question
+with them against Chinese evidence (worded_for) and takes a sentence with an everyday word's
+document word as saying what is asked.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
 import jieba
 
+from citescope.knowledge.shop_profile import ShopProfile
 from citescope.knowledge.text import CJK_CHAR
 
 GLOSSARY_PATH = Path(__file__).with_name("glossary_en.json")
 EVERYDAY_PATH = Path(__file__).with_name("glossary_zh.json")
+Zones = tuple[tuple[str, tuple[str, ...]], ...]  # a shop's (place, its zone's words), hashable for the caches
+NO_ZONES: Zones = ()
+
+
+def _zones(shop: ShopProfile | None) -> Zones:
+    return shop.zone_table if shop is not None else NO_ZONES
 
 
 def _read(path: Path) -> dict:
@@ -48,15 +58,21 @@ def _english(path: Path = GLOSSARY_PATH) -> tuple[re.Pattern, dict[str, list[str
     return pattern, {k.lower(): v for k, v in words.items()}
 
 
-@lru_cache(maxsize=4)
-def _everyday(path: Path = EVERYDAY_PATH) -> list[tuple[re.Pattern | None, dict[str, list[str]]]]:
-    """The glossary's tables, each with the words a question must also have for it to apply (None: always)."""
+@lru_cache(maxsize=8)
+def _everyday(
+    path: Path = EVERYDAY_PATH, zones: Zones = NO_ZONES
+) -> list[tuple[re.Pattern | None, Mapping[str, Sequence[str]]]]:
+    """The glossary's tables, each with the words a question must also have for it to apply (None:
+    always); a context marked shop_zones is followed by the shop's places with its zones' names."""
     glossary = _read(path)
     try:
-        return [
-            (None, glossary["words"]),
-            *((re.compile(c["when"]), c["words"]) for c in glossary.get("in_context", [])),
-        ]
+        tables: list[tuple[re.Pattern | None, Mapping[str, Sequence[str]]]] = [(None, glossary["words"])]
+        for context in glossary.get("in_context", []):
+            when = re.compile(context["when"])
+            tables.append((when, context["words"]))
+            if context.get("shop_zones") and zones:
+                tables.append((when, dict(zones)))
+        return tables
     except (KeyError, TypeError, re.error) as exc:
         raise ValueError(f"{path}: not a valid glossary ({exc})") from exc
 
@@ -73,14 +89,16 @@ def chinese_words(question: str, path: Path = GLOSSARY_PATH) -> list[str]:
 
 
 @lru_cache(maxsize=256)  # one question is worded for several arms, queries and the answerer
-def _everyday_spans(question: str, path: Path = EVERYDAY_PATH) -> tuple[tuple[int, int, list[str]], ...]:
+def _everyday_spans(
+    question: str, path: Path = EVERYDAY_PATH, zones: Zones = NO_ZONES
+) -> tuple[tuple[int, int, Sequence[str]], ...]:
     """(start, end, documents' words) of the everyday words of a Chinese question, longest first at each
     place, each a run of whole jieba words (退款几天到账 has 到账, not 几天到)."""
     if not CJK_CHAR.search(question):
         return ()
     text = question.lower()
-    tables = [words for when, words in _everyday(path) if when is None or when.search(text)]
-    longest = _longest_word(path)
+    tables = [words for when, words in _everyday(path, zones) if when is None or when.search(text)]
+    longest = _longest_word(path, zones)
     bounds, at = [0], 0
     for word in jieba.lcut(text):
         at += len(word)
@@ -110,18 +128,19 @@ def _everyday_spans(question: str, path: Path = EVERYDAY_PATH) -> tuple[tuple[in
     return tuple(spans)
 
 
-@lru_cache(maxsize=4)
-def _longest_word(path: Path = EVERYDAY_PATH) -> int:
-    return max((len(word) for _, words in _everyday(path) for word in words), default=0)
+@lru_cache(maxsize=8)
+def _longest_word(path: Path = EVERYDAY_PATH, zones: Zones = NO_ZONES) -> int:
+    return max((len(word) for _, words in _everyday(path, zones) for word in words), default=0)
 
 
-def everyday_words(question: str, path: Path = EVERYDAY_PATH) -> list[str]:
-    """The documents' words for the everyday words of a Chinese question (洗澡 -> 淋浴, 上海 -> 江浙沪 when
-    it asks about delivery), in order, each once, without those the rest of the question says."""
-    return _not_said(question, _everyday_spans(question, path))
+def everyday_words(question: str, path: Path = EVERYDAY_PATH, *, shop: ShopProfile | None = None) -> list[str]:
+    """The documents' words for the everyday words of a Chinese question (洗澡 -> 淋浴; 上海 -> 江浙沪 when
+    it asks about delivery and the shop's zones put 上海 in 江浙沪), in order, each once, without those
+    the rest of the question says."""
+    return _not_said(question, _everyday_spans(question, path, _zones(shop)))
 
 
-def _not_said(question: str, spans: Sequence[tuple[int, int, list[str]]]) -> list[str]:
+def _not_said(question: str, spans: Sequence[tuple[int, int, Sequence[str]]]) -> list[str]:
     """The spans' documents' words, in order, each once, but those the question says outside the spans."""
     rest = question.lower()
     for start, end, _ in reversed(spans):
@@ -129,9 +148,9 @@ def _not_said(question: str, spans: Sequence[tuple[int, int, list[str]]]) -> lis
     return list(dict.fromkeys(w for _, _, words in spans for w in words if w.lower() not in rest))
 
 
-def document_words(question: str) -> list[str]:
-    """The documents' words for a question's English or everyday words."""
-    return chinese_words(question) or everyday_words(question)
+def document_words(question: str, shop: ShopProfile | None = None) -> list[str]:
+    """The documents' words for a question's English or everyday words (shop: whose delivery zones)."""
+    return chinese_words(question) or everyday_words(question, shop=shop)
 
 
 _NAME = re.compile(
@@ -139,7 +158,7 @@ _NAME = re.compile(
 )  # XZ-3000, T20, AJ1, and Chinese a question names
 
 
-def document_query(question: str) -> str | None:
+def document_query(question: str, shop: ShopProfile | None = None) -> str | None:
     """The question as the documents word it, for scoring them; None when no glossary knows its words.
     An English one: its model numbers and Chinese names with the glossary's words ("can i take the
     XZ-3000 power bank on a plane?" -> "XZ-3000 充电宝 飞机 登机"), since against Chinese evidence every
@@ -148,7 +167,7 @@ def document_query(question: str) -> str | None:
     words = chinese_words(question)
     if words:
         return " ".join(dict.fromkeys([*_NAME.findall(question), *words]))
-    spans = _everyday_spans(question)
+    spans = _everyday_spans(question, EVERYDAY_PATH, _zones(shop))
     if not _not_said(question, spans):  # none, or only words the question says itself (几天到账 of 退款几天到账)
         return None
     worded = question.lower()
@@ -157,9 +176,9 @@ def document_query(question: str) -> str | None:
     return " ".join(worded.split())
 
 
-def with_document_words(question: str) -> str:
+def with_document_words(question: str, shop: ShopProfile | None = None) -> str:
     """The question, then the documents' words for its English or everyday words (as it is if none)."""
-    words = document_words(question)
+    words = document_words(question, shop)
     return f"{question} {' '.join(words)}" if words else question
 
 

@@ -26,6 +26,7 @@ from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.loaders import load_path
 from citescope.knowledge.prune_guard import ProtectedSources, PruneRefused, check_share, check_sources
 from citescope.knowledge.schema import Chunk, Document, LoadIssue, check_doc_type
+from citescope.knowledge.shop_profile import find_shop_profile
 from citescope.knowledge.text import tokenize
 
 
@@ -136,6 +137,8 @@ class Ingestor:
         """
         started = time.perf_counter()
         summary = IngestSummary(dry_run=dry_run)
+        # the shop.yaml the sources ship (knowledge/shop_profile.py): a bad one stops the run before any write
+        shop = find_shop_profile(paths)
         docs, summary.issues, new_lexicon, per_path = self.load(paths)
         docs, summary.flagged = screen_documents(docs)
         kb = self.kb
@@ -175,6 +178,8 @@ class Ingestor:
         summary.orphans_removed = self.reconcile()
         if lexicon.fingerprint() != kb.lexicon.fingerprint():
             kb.catalog.set_meta("lexicon", lexicon.model_dump_json())
+        if shop is not None and shop != kb.shop:  # sources without one keep the profile stored before
+            kb.set_shop(shop)
         bar = tqdm(total=to_embed, unit="chunk", desc="embedding", disable=not self.show_progress or not to_embed)
         try:
             step = max(1, kb.settings.ingest_batch_docs)

@@ -3,7 +3,8 @@
 Heavy loading happens in `warm_up`; search methods are plain typed calls that the retrieval
 skills wrap. Layout of a KB folder:
   kb.json          what the KB was built with (embedder, dimension, Milvus URI, collection)
-  catalog.sqlite   documents, chunks with search tokens, SKU table, generation counter
+  catalog.sqlite   documents, chunks with search tokens, SKU table, generation counter, and the
+                   source's lexicon and shop profile (knowledge/shop_profile.py) as meta values
   milvus.db        Milvus Lite store (absent when a Milvus server URI is configured)
   bm25/            BM25 snapshots, rebuilt from the catalog when its generation moves on
   dense/           the live vectors for in-memory exact search (Milvus Lite KBs), per generation
@@ -19,6 +20,7 @@ import re
 import shutil
 import threading
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,10 +34,12 @@ from citescope.knowledge.filters import SearchFilters, day_number
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.schema import Chunk
 from citescope.knowledge.settings import Settings, get_settings
+from citescope.knowledge.shop_profile import ShopProfile
 from citescope.knowledge.text import arabic_numerals, tokenize
 from citescope.knowledge.vector_store import VectorStore, drop_server_collection
 
 MANIFEST = "kb.json"
+SHOP_PROFILE_META = "shop_profile"
 
 
 class KBError(Exception):
@@ -72,6 +76,7 @@ class KnowledgeBase:
         self._dense_prefilter: Float16Prefilter | None = None
         self._load_lock = threading.RLock()
         self._search_lock = threading.Lock()
+        self._shop: tuple[str | None, ShopProfile] = (None, ShopProfile())  # (stored JSON, its profile)
 
     # -- setup ----------------------------------------------------------------------------
     def _read_manifest(self, path: Path) -> dict:
@@ -140,6 +145,21 @@ class KnowledgeBase:
         raw = self.catalog.get_meta("lexicon")
         return Lexicon.model_validate_json(raw) if raw else Lexicon()
 
+    @property
+    def shop(self) -> ShopProfile:
+        """The shop profile its sources shipped (shop.yaml), or the neutral one; read as stored now,
+        parsed once per stored value (prompts and the query analyser ask for it per question)."""
+        raw = self.catalog.get_meta(SHOP_PROFILE_META)
+        stored, profile = self._shop
+        if raw != stored:
+            profile = ShopProfile.model_validate_json(raw) if raw else ShopProfile()
+            self._shop = (raw, profile)
+        return profile
+
+    def set_shop(self, profile: ShopProfile) -> None:
+        """Store the shop profile a source shipped (ingest), in place of the one stored before."""
+        self.catalog.set_meta(SHOP_PROFILE_META, profile.model_dump_json())
+
     def warm_up(self) -> KnowledgeBase:
         self.open_vectors()
         self._load_tables()
@@ -167,8 +187,9 @@ class KnowledgeBase:
             self._bm25_body = self._bm25_snapshot("body", body, generation)
             self._bm25_title = self._bm25_snapshot("title", title, generation)
             self._dense = self._dense_snapshot(row_ids, generation) if self._dense_in_memory() else None
-            use_prefilter = self._dense is not None and len(self._dense) >= self.settings.dense_prefilter_min_rows
-            self._dense_prefilter = Float16Prefilter.build(self._dense) if use_prefilter else None
+            dense = self._dense
+            use_prefilter = dense is not None and len(dense) >= self.settings.dense_prefilter_min_rows
+            self._dense_prefilter = Float16Prefilter.build(dense) if dense is not None and use_prefilter else None
             self._lexicon = self.lexicon
             self._loaded_generation = generation
             if self.vectors is not None:  # Milvus searches from now on see the vectors of this generation
@@ -209,6 +230,7 @@ class KnowledgeBase:
             vectors = np.zeros((len(row_ids), self.embedder.dim), dtype=np.float32)
             known = [(i, self._dense_rows[r]) for i, r in enumerate(row_ids) if r in self._dense_rows]
             if known:
+                assert self._dense is not None  # _dense_rows index the previous snapshot's rows
                 new_at, old_at = map(list, zip(*known, strict=False))
                 vectors[new_at] = self._dense[old_at]
             missing = [i for i, r in enumerate(row_ids) if r not in self._dense_rows]
@@ -344,8 +366,11 @@ class KnowledgeBase:
         query = np.ascontiguousarray(vector, dtype=np.float32)
         mask = filters.mask(self._columns) if filters else None
         prefilter = self._dense_prefilter
-        found = prefilter.search(query, k, mask) if prefilter is not None else None
+        found: tuple[Sequence[int] | np.ndarray, np.ndarray] | None = (
+            prefilter.search(query, k, mask) if prefilter is not None else None
+        )
         if found is None:  # a small KB, or the prefilter could not prove its candidates hold the top k
+            assert self._dense is not None  # searched in memory only with a snapshot (_dense_in_memory)
             scores = self._dense @ query
             if mask is not None:
                 scores = np.where(mask, scores, -np.inf)
@@ -424,7 +449,8 @@ class Float16Prefilter:
         params = None
         if mask is not None:
             bitmap = np.packbits(mask, bitorder="little")
-            params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap)))
+            selector = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
+            params = faiss.SearchParameters(sel=selector)  # type: ignore[call-arg]  # the stubs lack SWIG's keyword
         # One query: faiss would start an OpenMP team whose other threads have nothing to scan.
         # The thread count is this thread's own (an OpenMP ICV), restored for its other faiss calls.
         threads = faiss.omp_get_max_threads()

@@ -22,6 +22,7 @@ from citescope.knowledge.load_records import LONE_SURROGATE, build_document, nor
 from citescope.knowledge.load_text import read_pdf, read_plain_text
 from citescope.knowledge.schema import Document, LoadIssue
 from citescope.knowledge.settings import Settings
+from citescope.knowledge.shop_profile import SHOP_PROFILE_FILENAME
 
 SUPPORTED_SUFFIXES = frozenset({".jsonl", ".csv", ".md", ".txt", ".pdf"})
 LEXICON_FILENAME = "lexicon.json"
@@ -104,6 +105,8 @@ def _files_to_load(root: Path, issues: list[LoadIssue]) -> Iterator[Path]:
             if file == root:  # named explicitly: say why nothing was loaded
                 issues.append(LoadIssue(where=str(file), message="evaluation question set, not knowledge; skipped"))
             continue
+        if file.name == SHOP_PROFILE_FILENAME:
+            continue  # the shop's profile: the ingest reads it (knowledge/shop_profile.py); no document
         if file.name == LEXICON_FILENAME or file.suffix.lower() in SUPPORTED_SUFFIXES:
             yield file
         else:

@@ -120,7 +120,7 @@ class QAPipeline:
         toolkit_template = build_toolkit(self.registry, SkillContext(kb))  # the tools' schemas, parsed once
         lexicon = kb.lexicon  # read from the catalog: once, shared by the stages
         inspector = Inspector(lexicon=lexicon)
-        extractive = ExtractiveAnswerer(lexicon=lexicon, inspector=inspector)
+        extractive = ExtractiveAnswerer(lexicon=lexicon, inspector=inspector, shop=kb.shop)
         self.refusals = RefusalTexts.load()
         compliance = SensitiveWordFilter.for_config(config, kb.dir)  # None when off
         conflict_check.warm_up()
@@ -131,7 +131,7 @@ class QAPipeline:
         if config.answerer != "offline":
             model, formatter = make_chat_model(config.model_config_for(config.answerer))
             if model is not None:  # an offline spec under another name: the extractive answerer
-                self.answerer = LLMAnswerer(model, formatter, config.retry())
+                self.answerer = LLMAnswerer(model, formatter, config.retry(), shop=kb.shop)
         self.models = {
             "planner": planner_llm.model_name if planner_llm is not None else "policy-planner",
             "answerer": self.answerer.name if self.answerer is not None else "extractive",

@@ -340,7 +340,7 @@ class Clarifier:
         if not self.kb.query_tokens(without_product_asks(features.canonical)):
             return True  # nothing but a price, stock or size ask: "多少钱？有货吗？"
         # searched as the documents word it: 箱子压坏了 is a delivery's 破损 (a policy), not a suitcase
-        best = self.kb.search_keyword(with_document_words(features.canonical), k=1)
+        best = self.kb.search_keyword(with_document_words(features.canonical, features.shop), k=1)
         chunk = self.kb.get(best[0].chunk_id) if best else None
         return chunk is not None and bool(chunk.product_id)
 

@@ -29,6 +29,7 @@ from citescope.knowledge.chunking import PIECE_ID
 from citescope.knowledge.crosslingual import worded_for
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.schema import in_users_voice
+from citescope.knowledge.shop_profile import ShopProfile
 from citescope.knowledge.text import (
     is_english,
     is_faq,
@@ -61,11 +62,19 @@ _CAUTIOUS = "根据现有资料，"  # opens an answer whose best evidence match
 
 
 class ExtractiveAnswerer:
-    def __init__(self, lexicon: Lexicon | None = None, max_sentences: int = 3, inspector: Inspector | None = None):
+    def __init__(
+        self,
+        lexicon: Lexicon | None = None,
+        max_sentences: int = 3,
+        inspector: Inspector | None = None,
+        shop: ShopProfile | None = None,
+    ):
+        """shop: the KB's shop profile, whose delivery zones are the documents' words for the places
+        a question names (knowledge/crosslingual.py)."""
         self.lexicon = lexicon
         self.max_sentences = max_sentences
         self.inspector = inspector or Inspector(lexicon=lexicon)
-        self.reader = QuestionReader(lexicon)
+        self.reader = QuestionReader(lexicon, shop)
         self.products = ProductAnswers(self.reader.tokens, self.reader.canonical)
         self._refusal = load_prompt("refusal").strip()  # read once: every answer is compared with it
 

@@ -26,6 +26,7 @@ from citescope.agents.question_cues import (
 from citescope.knowledge.chinese_script import to_simplified
 from citescope.knowledge.crosslingual import everyday_words
 from citescope.knowledge.lexicon import Lexicon
+from citescope.knowledge.shop_profile import ShopProfile
 from citescope.knowledge.text import (
     ASKED_YEAR,
     is_english,
@@ -79,8 +80,10 @@ class QuestionReader:
     """How the extractive answerer reads text with the shop's lexicon: its tokens (cached: every
     evidence sentence is tokenized once per question), its canonical form, and questions."""
 
-    def __init__(self, lexicon: Lexicon | None = None):
+    def __init__(self, lexicon: Lexicon | None = None, shop: ShopProfile | None = None):
+        """shop: the KB's shop profile, whose delivery zones word the places a question names."""
         self.lexicon = lexicon
+        self.shop = shop
         self._token_cache: dict[str, list[str]] = {}
         # the shop's own names (brands, product lines, aliases' targets), lower-case
         self.named_things = frozenset(t.lower() for t in lexicon.all_terms()) if lexicon is not None else frozenset()
@@ -123,7 +126,7 @@ class QuestionReader:
                 asked_words += words
         relations = [cue for pattern, cue in RELATIONS if pattern.search(canonical)]
         # the documents' words for a shopper's everyday ones (洗澡 -> 淋浴, 寄到上海 -> 江浙沪) say what is asked
-        everyday = [w.lower() for w in everyday_words(canonical)]
+        everyday = [w.lower() for w in everyday_words(canonical, shop=self.shop)]
         asked_words += everyday
         if self.lexicon is not None:
             for key, values in self.lexicon.synonyms.items():

@@ -21,7 +21,7 @@ RET24 = "policy-returns-2024#无理由退换-0"
 
 @pytest.fixture(scope="module")
 def answerer(demo_kb) -> ExtractiveAnswerer:
-    return ExtractiveAnswerer(lexicon=demo_kb.lexicon)
+    return ExtractiveAnswerer(lexicon=demo_kb.lexicon, shop=demo_kb.shop)  # as the pipeline builds it
 
 
 @pytest.fixture(scope="module")

@@ -432,4 +432,15 @@ def test_vector_is_fixed_length_with_one_hot_intent(demo_kb):
 def test_features_round_trip_as_json(demo_kb):
     features = analyze("那M码呢？", demo_kb, JIGUANG700)
     again = QueryFeatures.model_validate_json(features.model_dump_json())
-    assert again == features and np.array_equal(again.vector(), features.vector())
+    # every field but the shop profile, which is the KB's, not the question's, and stays out of the JSON
+    assert features.shop == demo_kb.shop and features.shop.name and again.shop is None
+    assert again == features.model_copy(update={"shop": None}) and np.array_equal(again.vector(), features.vector())
+
+
+def test_membership_tiers_are_the_shops_own_policy_words(demo_kb):
+    # the demo KB's profile (knowledge/demo/shop.yaml) names its tiers; no KB, no tiers
+    assert analyze("黑钻能打几折", demo_kb).intent == "policy" and analyze("银卡能打几折", demo_kb).intent == "policy"
+    assert analyze("黑钻能打几折").intent != "policy"
+    assert (
+        analyze("紫晶能打几折", demo_kb).intent != "policy"
+    )  # another shop's tier (tests/workflows/test_second_shop.py)

@@ -1,5 +1,6 @@
 """The documents' words for English questions and everyday Chinese ones (knowledge/crosslingual.py,
-knowledge/glossary_en.json, knowledge/glossary_zh.json)."""
+knowledge/glossary_en.json, knowledge/glossary_zh.json), and a shop's delivery zones for the places
+a question about delivery names (its shop profile's, knowledge/demo/shop.yaml for the demo shop)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from citescope.knowledge.crosslingual import (
     everyday_words,
     with_document_words,
 )
+from citescope.knowledge.shop_profile import ShopProfile
+from tests.conftest import DEMO_DIR
+
+DEMO_SHOP = ShopProfile.load(DEMO_DIR / "shop.yaml")
 
 
 def test_phrases_before_their_words_whole_words_and_plurals():
@@ -58,21 +63,31 @@ def test_a_comparison_by_weight_or_price_asks_the_attribute():
 
 
 def test_regions_and_delivery_times_only_in_a_question_about_delivery():
-    assert everyday_words("寄到上海一般几天能到") == ["江浙沪", "送达", "配送时效"]
-    assert everyday_words("上海东方明珠的母公司是什么") == []  # 上海 is in 江浙沪 only for a parcel
-    assert everyday_words("退款一般几天能到账") == []  # 几天能到 is a parcel's, not a refund's
-    assert everyday_words("我在上海几天能到") == [
-        "江浙沪",
-        "送达",
-        "配送时效",
-    ]  # a part of 发顺丰要加多少钱 我在上海几天能到
-    assert everyday_words("我在北京 几天能到") == ["其他地区", "送达", "配送时效"]  # neither 江浙沪 nor remote
-    assert everyday_words("能发到广州吗") == ["其他地区"]
-    assert everyday_words("黑龙江龙属化石被发现的地点是哪里") == []  # 发现 sends nothing
+    def zoned(question: str) -> list[str]:
+        return everyday_words(question, shop=DEMO_SHOP)
+
+    assert zoned("寄到上海一般几天能到") == ["江浙沪", "送达", "配送时效"]
+    assert zoned("上海东方明珠的母公司是什么") == []  # 上海 is in 江浙沪 only for a parcel
+    assert zoned("退款一般几天能到账") == []  # 几天能到 is a parcel's, not a refund's
+    assert zoned("我在上海几天能到") == ["江浙沪", "送达", "配送时效"]  # a part of 发顺丰要加多少钱 我在上海几天能到
+    assert zoned("我在北京 几天能到") == ["其他地区", "送达", "配送时效"]  # neither 江浙沪 nor remote
+    assert zoned("能发到广州吗") == ["其他地区"]
+    assert zoned("黑龙江龙属化石被发现的地点是哪里") == []  # 发现 sends nothing
     # how long a parcel takes, however it is asked; how long until it is sent is the sending time
-    assert everyday_words("寄到成都要几天") == ["其他地区", "送达", "配送时效"]
-    assert everyday_words("发货要几天") == ["发货时效"]
-    assert everyday_words("要几天才能学会") == []  # nothing is sent
+    assert zoned("寄到成都要几天") == ["其他地区", "送达", "配送时效"]
+    assert zoned("发货要几天") == ["发货时效"]
+    assert zoned("要几天才能学会") == []  # nothing is sent
+
+
+def test_zones_are_the_shops_own_words():
+    # without a shop profile a place is in no zone; how long delivery takes is every shop's word
+    assert everyday_words("寄到上海一般几天能到") == ["送达", "配送时效"]
+    assert everyday_words("能发到广州吗") == []
+    assert document_query("寄到上海一般几天能到") == "寄到上海一般 送达 配送时效"
+    island = ShopProfile(delivery_zones={"离岛": ["澎湖", "金门"], "本岛": ["台北", "高雄"]})
+    assert everyday_words("寄到澎湖要几天", shop=island) == ["离岛", "送达", "配送时效"]
+    assert everyday_words("寄到上海要几天", shop=island) == ["送达", "配送时效"]  # the demo's zones mean nothing here
+    assert with_document_words("能寄到高雄吗", island) == "能寄到高雄吗 本岛"
 
 
 def test_chat_spellings_and_trade_terms():
@@ -82,7 +97,7 @@ def test_chat_spellings_and_trade_terms():
 
 def test_a_chinese_question_is_scored_with_the_documents_words_in_place_of_its_own():
     assert document_query("S1耳机能戴着洗澡吗") == "s1耳机能戴着 淋浴 吗"
-    assert document_query("寄到上海一般几天能到") == "寄到 江浙沪 一般 送达 配送时效"
+    assert document_query("寄到上海一般几天能到", DEMO_SHOP) == "寄到 江浙沪 一般 送达 配送时效"
     assert document_query("这双鞋防水吗") is None
     assert with_document_words("S1耳机能戴着洗澡吗") == "S1耳机能戴着洗澡吗 淋浴"
 

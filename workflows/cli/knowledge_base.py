@@ -15,6 +15,7 @@ from citescope.knowledge.kb import KnowledgeBase, remove_kb
 from citescope.knowledge.prune_guard import PruneRefused
 from citescope.knowledge.schema import check_doc_type
 from citescope.knowledge.settings import get_settings
+from citescope.knowledge.shop_profile import ShopProfileError
 from citescope.workflows.cli.common import DEMO_DIR, KbOption, console, err, fail, open_kb, pipeline_config_or_exit
 
 MAX_SEARCH_K = 100  # `search` prints a table row per hit and leg; more is not a table anyone reads
@@ -77,7 +78,7 @@ def ingest(
         summary = ingestor.run(
             list(paths), prune=prune, dry_run=dry_run, max_prune_share=max_prune_share, allow_large_prune=yes
         )
-    except PruneRefused as exc:
+    except (PruneRefused, ShopProfileError) as exc:  # a shop.yaml that does not read names its file and field
         fail(exc)
     finally:
         base.close()

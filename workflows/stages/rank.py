@@ -86,9 +86,9 @@ class Rank:
             # the question is also scored as the documents word it (an English question as a Chinese shop's
             # evidence does, 洗澡 as 淋浴: knowledge/crosslingual.py), and a chat message by what it asks without
             # what the shopper adds about themselves (… 平时不在家); the best of the readings counts
-            worded = document_query(features.question)
+            worded = document_query(features.question, features.shop)
             asking = asking_clauses(features.question)
-            alternates = [a for a in (worded, asking, asking and document_query(asking)) if a]
+            alternates = [a for a in (worded, asking, asking and document_query(asking, features.shop)) if a]
         compared = [p.product_id for p in features.products] if len(features.products) > 1 else []
         return await asyncio.to_thread(self._rank, given, queries, alternates, compared, run)
 
