@@ -24,7 +24,14 @@ from citescope.agents.query_numbers import (
     parse_sizes,
     parse_weight_kg,
 )
-from citescope.agents.question_cues import PRICE_ASKED, SIZE_AVAILABLE, STOCK_ASKED, asks_overview, compound_parts
+from citescope.agents.question_cues import (
+    COMPARISON_WORDS,
+    PRICE_ASKED,
+    SIZE_AVAILABLE,
+    STOCK_ASKED,
+    asks_overview,
+    compound_parts,
+)
 from citescope.agents.retrieval_question import retrieval_question
 from citescope.knowledge.chinese_script import to_simplified
 from citescope.knowledge.kb import KnowledgeBase
@@ -51,7 +58,7 @@ __all__ = [  # the names callers import from here, wherever they are defined
 
 # --------------------------------------------------------------------------- vocabulary
 # Each pattern: a regex over the normalized question.
-_COMPARE_WORDS = re.compile(r"对比|区别|比较|差别|差异|差价|\bvs\b|哪个好|哪款好|哪个更|哪款更|哪双更|哪件更", re.I)
+_COMPARE_WORDS = re.compile(COMPARISON_WORDS, re.I)
 _MULTI_PRODUCT_LINK = re.compile(r"和|与|跟|及|还是|哪|分别|各|一样|相同|不同|\bvs\b", re.I)
 # Strong policy words make a question a policy question even when it names a product; so do the
 # shop's own membership tiers and programme names (its profile's, _asks_policy).

@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from citescope.agents.entity_index import Entity
+from citescope.agents.question_cues import COMPARISON_WORDS
 from citescope.knowledge.shop_profile import ShopProfile
 
 Intent = Literal["fact", "numeric", "comparison", "policy", "open", "out_of_scope"]
@@ -23,9 +24,7 @@ QUESTION_WORDS: dict[str, re.Pattern] = {
     "which": re.compile(r"哪"),
     "whether": re.compile(r"是否|吗|能不能|可不可以|有没有|是不是|会不会|支不支持|行不行"),
     "why": re.compile(r"为什么|为啥|怎么会"),
-    "compare": re.compile(
-        r"对比|区别|比较|差别|差异|不同|差价|哪个好|哪款好|哪个更|哪款更|哪双更|哪件更|\bvs\b|还是", re.I
-    ),
+    "compare": re.compile(COMPARISON_WORDS + r"|不同|还是", re.I),
 }
 
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import re
 
-from citescope.knowledge.text import MODEL_NUMBER
+from citescope.knowledge.text import MODEL_NUMBER, chinese_int
 
 _NUM = r"(\d+(?:\.\d+)?)"
-_CN_DIGIT = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _HEIGHT = [
     re.compile(r"身高\s*(?:是|有|为|:)?\s*" + _NUM + r"\s*(cm|厘米|公分|m|米)?", re.I),
     re.compile(r"(?<![\d.])(1\d{2}(?:\.\d)?)\s*(cm|厘米|公分)", re.I),
@@ -47,7 +46,8 @@ def _first(patterns: list[re.Pattern], text: str) -> re.Match | None:
 def parse_height_cm(text: str) -> float | None:
     found = _HEIGHT_CN.search(text)
     if found:
-        return 100 + _CN_DIGIT[found.group(1)] * 10 + (_CN_DIGIT[found.group(2)] if found.group(2) else 0)
+        tens, ones = (chinese_int(digit or "零") or 0 for digit in found.groups())
+        return 100 + tens * 10 + ones
     found = _HEIGHT_METRE_CM.search(text)
     if found:
         tail = found.group(1)
