@@ -13,6 +13,7 @@ import re
 import threading
 import weakref
 
+from citescope.agents.compound_questions import compound_parts
 from citescope.agents.entity_index import Entity, EntityIndex, compact, series_in, typed_loosely
 from citescope.agents.query_features import FEATURE_NAMES, INTENTS, QUESTION_WORDS, Intent, QueryFeatures
 from citescope.agents.query_numbers import (
@@ -30,7 +31,6 @@ from citescope.agents.question_cues import (
     SIZE_AVAILABLE,
     STOCK_ASKED,
     asks_overview,
-    compound_parts,
 )
 from citescope.agents.retrieval_question import retrieval_question
 from citescope.knowledge.chinese_script import to_simplified

@@ -15,6 +15,7 @@ from citescope.agents.citations import (
     split_sentences,
     strip_citations,
 )
+from citescope.agents.compound_questions import compound_parts
 from citescope.agents.extractive.disclosure import compact, disclose
 from citescope.agents.extractive.reading import QuestionReader
 from citescope.agents.extractive.scoring import Candidate
@@ -22,9 +23,6 @@ from citescope.agents.extractive.selection import parts_not_named, same_question
 from citescope.agents.inspector import InspectionReport, Inspector, facts_of
 from citescope.agents.product_answers import ProductAnswers, sku_fields, sku_sentence
 from citescope.agents.prompts import load_prompt
-from citescope.agents.question_cues import (
-    compound_parts,
-)
 from citescope.knowledge.chunking import PIECE_ID
 from citescope.knowledge.crosslingual import worded_for
 from citescope.knowledge.lexicon import Lexicon

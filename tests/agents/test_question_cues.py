@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from citescope.agents.compound_questions import compound_parts
 from citescope.agents.question_cues import (
     AMOUNT_QUESTION,
     DEFINITION_QUESTION,
@@ -15,7 +16,6 @@ from citescope.agents.question_cues import (
     asked_focus,
     asking_clauses,
     asks_overview,
-    compound_parts,
     editions,
     gendered_events,
     names_a_sibling,
@@ -469,7 +469,8 @@ def test_one_list_of_asking_words_serves_the_question_word_and_the_asking_clause
 
 
 def test_the_comparison_words_keep_a_comparison_whole():
-    from citescope.agents.question_cues import COMPARISON_WORDS, compound_parts
+    from citescope.agents.compound_questions import compound_parts
+    from citescope.agents.question_cues import COMPARISON_WORDS
 
     assert re.search(COMPARISON_WORDS, "峰刃和暖岩哪个更保暖")
     assert compound_parts("峰刃和暖岩的区别是什么") == ["峰刃和暖岩的区别是什么"]
