@@ -37,14 +37,14 @@ def _price(value: float) -> str:
 
 
 def product_lookup(product: str, sizes: list[str] | None = None, *, ctx: SkillContext) -> SkillResult:
-    """商品结构化查询：按商品名、别名（如 AJ1）、型号（如 XZ-2000）、商品 ID 或 SKU 编码查商品表，返回价格、颜色、尺码和库存。
+    """商品结构化查询：按商品名、别名（顾客常用的简称）、型号（如 AB-100）、商品 ID 或 SKU 编码查商品表，返回价格、颜色、尺码和库存。
 
     价格、库存等数字来自商品表本身，适合回答“多少钱”“有没有货”“有哪些尺码/颜色”。
     问到具体尺码（如“M码和L码差多少”）时传 sizes，会先返回这些尺码的尺码表行和 SKU。
     同名或含糊时会列出候选商品，请向顾客确认，不要猜测。
 
     Args:
-        product: 商品名称、别名、型号、商品 ID 或 SKU 编码，例如“AJ1 低帮”“XZ-3000”“AJ1L-WR-42”。
+        product: 商品名称、别名、型号、商品 ID 或 SKU 编码，例如“冲锋衣”“AB-100”“AB100-BK-42”。
         sizes: 可选，问题里提到的尺码，例如 ["M", "L"] 或 ["42"]。
     """  # noqa: E501 - the model reads this docstring as the tool's description: wrapping a line would change it
     match = product_index(ctx.kb).resolve(product)

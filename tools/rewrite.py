@@ -79,7 +79,7 @@ def _dedupe(queries: list[str]) -> list[str]:
 
 
 def rewrite_query(query: str, *, ctx: SkillContext) -> SkillResult:
-    """改写查询：把别名换成标准名（如 AJ1 → Air Jordan 1），生成关键词形式和同义词变体，供后续多路检索。
+    """改写查询：把别名换成商品表里的标准名，生成关键词形式和同义词变体，供后续多路检索。
 
     Args:
         query: 需要改写的用户问题。

@@ -121,12 +121,12 @@ def keyword_search(
     """关键词检索（BM25）：适合型号、SKU、专有名词、精确数字等字面匹配的问题。
 
     Args:
-        query: 检索用的问题或关键词，中文为主，例如“XZ-3000 充电宝 价格”。
+        query: 检索用的问题或关键词，中文为主，例如“AB-100 充电宝 价格”。
         top_k: 返回条数，默认 8，最多 50。
         doc_type: 只检索这些文档类型，逗号分隔，可选 product, review, policy, faq, post, doc。
-        brand: 只检索该品牌，例如“星择”。
+        brand: 只检索该品牌，即商品页写的品牌名。
         category: 只检索该类目，例如“手机配件”。
-        product_id: 只检索该商品 ID，例如“p-xz3000”。
+        product_id: 只检索该商品 ID，例如“p-ab100”。
         updated_after: 只检索该日期（含）之后更新的内容，格式 YYYY-MM-DD。
     """
     filter_args = dict(
@@ -152,9 +152,9 @@ def semantic_search(
         query: 检索用的问题，中文为主，用完整的自然语言描述效果更好。
         top_k: 返回条数，默认 8，最多 50。
         doc_type: 只检索这些文档类型，逗号分隔，可选 product, review, policy, faq, post, doc。
-        brand: 只检索该品牌，例如“星择”。
+        brand: 只检索该品牌，即商品页写的品牌名。
         category: 只检索该类目，例如“手机配件”。
-        product_id: 只检索该商品 ID，例如“p-xz3000”。
+        product_id: 只检索该商品 ID，例如“p-ab100”。
         updated_after: 只检索该日期（含）之后更新的内容，格式 YYYY-MM-DD。
     """
     filter_args = dict(
@@ -180,9 +180,9 @@ def hybrid_search(
         query: 检索用的问题或关键词，中文为主。
         top_k: 返回条数，默认 8，最多 50。
         doc_type: 只检索这些文档类型，逗号分隔，可选 product, review, policy, faq, post, doc。
-        brand: 只检索该品牌，例如“星择”。
+        brand: 只检索该品牌，即商品页写的品牌名。
         category: 只检索该类目，例如“手机配件”。
-        product_id: 只检索该商品 ID，例如“p-xz3000”。
+        product_id: 只检索该商品 ID，例如“p-ab100”。
         updated_after: 只检索该日期（含）之后更新的内容，格式 YYYY-MM-DD。
     """
     try:

@@ -5,6 +5,7 @@ and it answers from its own documents through the real offline pipeline. Nothing
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -57,11 +58,16 @@ def test_its_model_prompts_name_it_and_never_the_demo_shop(shop_kb, registry):
             shop_kb.dir, environ={}, planner=spec, answerer=spec, max_retries=0, backoff_s=0.01, model_timeout_s=10
         )
         QAPipeline(shop_kb, config, registry=registry).warm_up().run("紫晶会员打几折？")
-        prompts = [_prompt_text(request.body) for request in server.chat_requests()]
+        bodies = [request.body for request in server.chat_requests()]
+    prompts = [_prompt_text(body) for body in bodies]
     planner, answerer = prompts[0], prompts[-1]
     assert planner.startswith("你是“花漾美妆”电商店铺客服系统的检索规划员") and "【建议计划】" in planner
     assert answerer.startswith("你是“花漾美妆”电商店铺的客服助手") and "【证据】" in answerer
     assert not any(word in prompt for prompt in prompts for word in ("云栈优选", "江浙沪", "黑钻"))
+    # nor do the skills' descriptions the planner reads name the demo's brands or products
+    tools = json.dumps([body.get("tools") for body in bodies], ensure_ascii=False)
+    assert "keyword_search" in tools
+    assert not any(word in tools for word in ("云栈", "星择", "XZ-3000", "AJ1", "峰刃", "p-xz3000"))
 
 
 def test_a_shop_without_a_name_is_called_this_shop():
