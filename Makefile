@@ -24,7 +24,7 @@ lint: install
 	mkdir -p build/typecheck && ln -sfn ../.. build/typecheck/citescope
 	$(BIN)/mypy
 
-test: install
+test: lint
 	$(BIN)/python -m pytest
 
 # Every dev set through the real offline pipeline; rewrites docs/quality.md. About 35 min on a

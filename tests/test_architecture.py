@@ -274,6 +274,23 @@ LINT_IMPORTS = (
 )
 
 
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_of_the_package_is_longer_than_a_reader_can_hold() -> None:
+    """A module over MAX_MODULE_LINES holds more than one unit: split it by responsibility."""
+    layers = ("knowledge", "tools", "agents", "workflows")
+    sizes = {
+        path.relative_to(ROOT).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+        for layer in layers
+        for path in (ROOT / layer).rglob("*.py")
+    }
+    sizes.update({"run.py": len((ROOT / "run.py").read_text(encoding="utf-8").splitlines())})
+    assert len(sizes) > 100  # the walk found the package
+    too_long = {path: lines for path, lines in sizes.items() if lines > MAX_MODULE_LINES}
+    assert too_long == {}, f"split these modules (lines): {too_long}"
+
+
 # ------------------------------------------------------------------------------ the checks can fail
 SHOP = {
     "__init__.py": "",
