@@ -17,6 +17,8 @@ Intent = Literal["fact", "numeric", "comparison", "policy", "open", "out_of_scop
 INTENTS: tuple[str, ...] = get_args(Intent)
 
 # Each flag: a regex over the normalized question. Order in QUESTION_WORDS is the vector order.
+# The kinds of question word as the strategy policy's features (learned weights are keyed by them,
+# so they change only with a retrained policy); what counts as asking at all is question_cues'.
 QUESTION_WORDS: dict[str, re.Pattern] = {
     "what": re.compile(r"什么|啥"),
     "how": re.compile(r"怎么|如何|怎样|咋"),

@@ -229,6 +229,7 @@ def tokenize(text: str, lexicon: Lexicon | None = None) -> list[str]:
 
 # A title that is itself a customer question (an FAQ entry loaded without doc_type "faq"): long
 # enough not to be a name (哪吒), with a question mark or a question word (…的区别 and 长不长 ask too).
+# Here, not agents/question_cues: loading decides which documents are FAQs, below every agent.
 _QUESTION_TITLE = re.compile(
     r"[？?]|吗|呢|什么|怎么|怎样|如何|哪|多少|多久|多长|是否|能否|可否|有没有|是不是|能不能|可不可以"
     r"|为什么|为何|有何|区别|(.)不\1|[么呀]$"

@@ -26,7 +26,9 @@ from citescope.knowledge.text import (
     tokenize,
 )
 
-# Words that only shape a question; they never anchor an attribute.
+# Words that only shape a question; they never anchor an attribute. Not question_cues.ASKING_WORDS
+# (the one list of what asks): whole words, so a name like 哪吒 stays an anchor, and with the
+# framing words (现在, 可以, 之内) a question wraps its attribute in.
 _QUESTION_WORDS = frozenset(
     "多少 几天 几个 几年 几次 几名 几人 什么 时候 什么时候 哪里 哪儿 哪个 哪些 哪年 哪天 哪一天 是不是 怎么 "
     "怎样 如何 多久 多长 多大 多重 多高 多远 为什么 现在 能否 可否 请问 有没有 是否 一样 分别 各自 还是 "
