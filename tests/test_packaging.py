@@ -85,37 +85,20 @@ def test_an_installed_citescope_answers_from_site_packages(wheel, tmp_path):
 
     # Dependencies from this environment; run from tmp_path so no checkout is on the path.
     env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
-    where = subprocess.run(
-        [str(python), "-c", "import citescope.workflows.cli as c; print(c.__file__)"],
-        env=env,
-        cwd=tmp_path,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert Path(where.stdout.strip()).is_relative_to(site)
 
-    script = env_dir / "bin" / "citescope"
-    demo = site / "citescope" / "knowledge" / "demo"
-    kb = tmp_path / "kb"
-    subprocess.run(
-        [str(script), "ingest", str(demo), "--kb", str(kb)],
-        env=env,
-        cwd=tmp_path,
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
-    asked = subprocess.run(
-        [str(script), "ask", "退货多久到账？", "--kb", str(kb), "--json"],
-        env=env,
-        cwd=tmp_path,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    result = json.loads(asked.stdout)
+    def installed(*command: str, timeout: int) -> str:
+        done = subprocess.run(
+            command, env=env, cwd=tmp_path, check=True, capture_output=True, text=True, timeout=timeout
+        )
+        return done.stdout
+
+    where = installed(str(python), "-c", "import citescope.workflows.cli as c; print(c.__file__)", timeout=120)
+    assert Path(where.strip()).is_relative_to(site)
+
+    script = str(env_dir / "bin" / "citescope")
+    demo, kb = site / "citescope" / "knowledge" / "demo", tmp_path / "kb"
+    installed(script, "ingest", str(demo), "--kb", str(kb), timeout=600)
+    asked = installed(script, "ask", "退货多久到账？", "--kb", str(kb), "--json", timeout=300)
+    result = json.loads(asked)
     assert not result["refused"]
     assert "【" in result["answer"] and result["citations"]
