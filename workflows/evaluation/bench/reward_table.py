@@ -262,7 +262,8 @@ async def _run_arms(
                 kb=name,
                 qtype=question.qtype,
                 question=question.question,
-                features=features,
+                # as the cached JSON keeps it: the shop profile is the KB's, left out of a row's JSON
+                features=features.model_copy(update={"shop": None}),
                 rewards=outcomes,
                 gold_ranks=ranks,
             )
