@@ -58,7 +58,7 @@ class E5Tokenizer:
         """Steps 1-2: the string the Viterbi search segments, "▁" for each space."""
         text = text.split("\0", 1)[0]
         mapped = "".join(self._normalisation.get(char, char) for char in text)
-        collapsed = []
+        collapsed: list[str] = []
         for char in mapped:
             if char == " " and collapsed and collapsed[-1] == " ":
                 continue
