@@ -85,4 +85,8 @@ class E5NumpyEncoder:
         return (mean / max(float(np.linalg.norm(mean)), 1e-6)).astype(np.float32)
 
     def embed_many(self, texts: list[str], is_query: bool) -> np.ndarray:
-        return np.stack([self.embed(text, is_query) for text in texts]) if texts else np.zeros((0, self.config.hidden))
+        return (
+            np.stack([self.embed(text, is_query) for text in texts])
+            if texts
+            else np.zeros((0, self.config.hidden), np.float32)
+        )

