@@ -138,3 +138,27 @@ def bench_cost(
 
     result = run_cost_bench(kb, repeats=repeats, n_normal=normal, long_in_flight=long_in_flight, cpu_only=cpu_only)
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_cost_report(result))
+
+
+@bench_app.command("reader")
+def bench_reader(
+    as_json: bool = typer.Option(False, "--json"),
+    kb: Path = typer.Option(DEMO_DIR, "--kb", help="folder of KB documents (as given to ingest)"),
+    limit: int | None = typer.Option(
+        None, help="passages (chunks) per source, drawn by the seed (default 1000; 0: all)"
+    ),
+    seed: int = typer.Option(0),
+    mrc: bool = typer.Option(True, help="also the reader-benchmark passages of ../shared/training/mrc_train.jsonl"),
+) -> None:
+    """Claim checking by the current inspector: perturbed claims rejected, faithful paraphrases passed (#46)."""
+    from citescope.workflows.evaluation.bench.reader import DEFAULT_LIMIT, format_reader_report, run_reader_bench
+
+    mrc_train = REPO.parent / "shared" / "training" / "mrc_train.jsonl"
+    if not kb.is_dir():
+        fail(f"--kb: no folder {kb}")
+    if mrc and not mrc_train.exists():
+        fail(f"no {mrc_train} (pass --no-mrc to run on the KB alone)")
+    result = run_reader_bench(
+        kb, mrc_train if mrc else None, limit=DEFAULT_LIMIT if limit is None else limit or None, seed=seed
+    )
+    print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_reader_report(result))

@@ -1,0 +1,199 @@
+"""Benchmark: claim checking (`run.py bench reader`, issue #46). Every item of
+workflows/evaluation/perturbations.py is put to the current inspector exactly as the pipeline puts
+an answer to it: the answer "claim【chunk-id】", the evidence that chunk, the inspector built with
+the KB's lexicon (workflows/pipeline.py). A perturbation should be rejected, a faithful
+paraphrase passed; the report gives both fractions overall, per family, per source, and with the
+held-out families apart.
+
+Sources: (a) the chunks of a KB's documents (the demo's by default), loaded and chunked by the
+project's own loader and chunker; (b) the reading-comprehension passages of
+../shared/training/mrc_train.jsonl whose title falls in the reader-benchmark bucket
+(perturbations.is_reader_bench_title), chunked the same way, checked without a lexicon.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from citescope.agents.inspector import Inspector
+from citescope.knowledge.chunking import chunk_document
+from citescope.knowledge.lexicon import Lexicon
+from citescope.knowledge.loaders import load_path
+from citescope.knowledge.schema import Chunk, Document
+from citescope.knowledge.settings import get_settings
+from citescope.tools.base import EvidenceHit
+from citescope.workflows.evaluation.perturbations import (
+    FAMILIES,
+    HELD_OUT_FAMILIES,
+    ClaimItem,
+    Passage,
+    generate,
+    is_reader_bench_title,
+)
+
+DEMO_SOURCE = "demo_kb"
+MRC_SOURCE = "mrc_heldout"
+DEFAULT_LIMIT = 1000  # passages (chunks) per source: today every chunk of both (635 demo, 709 MRC; ~20 s)
+
+
+class Source:
+    """One source's evidence chunks (as hits), the names entity_swap swaps, and its inspector."""
+
+    def __init__(self, name: str, chunks: Sequence[Chunk], names: dict[str, list[str]], lexicon: Lexicon | None):
+        self.name = name
+        self.hits = {c.chunk_id: EvidenceHit.from_chunk(c, 1.0) for c in chunks}
+        self.names = names
+        self.inspector = Inspector(lexicon=lexicon)  # as workflows/pipeline.py builds it
+
+    def passages(self, limit: int | None, seed: int) -> list[Passage]:
+        ids = sorted(self.hits)
+        if limit is not None and limit < len(ids):
+            ids = sorted(random.Random(f"{seed}:{self.name}").sample(ids, limit))
+        return [Passage(i, self.hits[i].text, self.name) for i in ids]
+
+    def rejects(self, claim: str, chunk_id: str) -> bool:
+        return not self.inspector.run(f"{claim}【{chunk_id}】", [self.hits[chunk_id]]).passed
+
+
+def _chunks(docs: Iterable[Document]) -> list[Chunk]:
+    settings = get_settings()
+    return [c for d in docs for c in chunk_document(d, settings.chunk_size, settings.chunk_overlap)]
+
+
+def kb_source(kb_dir: Path) -> Source:
+    """A KB's documents (a folder as given to `ingest`): its product titles and brands are the names."""
+    docs, _issues, lexicon = load_path(kb_dir)
+    names = {
+        "product": sorted({d.title for d in docs if d.doc_type == "product" and d.title}),
+        "brand": sorted({d.brand for d in docs if d.brand}),
+    }
+    return Source(DEMO_SOURCE, _chunks(docs), names, lexicon)
+
+
+def mrc_source(mrc_train: Path) -> Source:
+    """The reader-benchmark passages of mrc_train.jsonl (one document per distinct context); the
+    article titles are the names."""
+    docs: dict[str, Document] = {}
+    with mrc_train.open(encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if not is_reader_bench_title(row["title"]):
+                continue
+            doc_id = "mrc-" + hashlib.sha1(row["context"].encode("utf-8")).hexdigest()[:12]
+            docs.setdefault(doc_id, Document(doc_id=doc_id, title=row["title"], text=row["context"]))
+    names = {"title": sorted({d.title for d in docs.values()})}
+    return Source(MRC_SOURCE, _chunks(docs.values()), names, None)
+
+
+def _rate(rejected: int, total: int) -> float | None:
+    return round(rejected / total, 4) if total else None
+
+
+def _rates(outcomes: Sequence[tuple[ClaimItem, bool]]) -> dict:
+    """perturbations_rejected / paraphrases_rejected of some outcomes, with their counts."""
+    out: dict = {}
+    for label, key in (("contradicted", "perturbations"), ("supported", "paraphrases")):
+        chosen = [rejected for item, rejected in outcomes if item.label == label]
+        out[f"{key}_rejected"] = _rate(sum(chosen), len(chosen))
+        out[key] = len(chosen)
+    return out
+
+
+def run_reader_bench(
+    kb_dir: Path, mrc_train: Path | None, limit: int | None = DEFAULT_LIMIT, seed: int = 0, examples: int = 3
+) -> dict:
+    started = time.perf_counter()
+    sources = [kb_source(kb_dir)]
+    if mrc_train is not None:
+        sources.append(mrc_source(mrc_train))
+    outcomes: list[tuple[ClaimItem, bool]] = []
+    verbatim: Counter[str] = Counter()  # the evidence sentences themselves: the inspector's own floor
+    skipped: dict[str, Counter[str]] = {}
+    passages: dict[str, dict[str, int]] = {}
+    for source in sources:
+        chosen = source.passages(limit, seed)
+        generated = generate(chosen, seed=seed, names=source.names)
+        skipped[source.name] = generated.skipped
+        passages[source.name] = {"chunks": len(source.hits), "passages": len(chosen)}
+        sentences = {(i.evidence_id, i.sentence) for i in generated.items if i.label == "supported"}
+        for chunk_id, sentence in sorted(sentences):
+            verbatim["checked"] += 1
+            verbatim["rejected"] += source.rejects(sentence, chunk_id)
+        outcomes += [(item, source.rejects(item.claim, item.evidence_id)) for item in generated.items]
+
+    by_family: dict[str, dict] = {}
+    missed: dict[str, list[dict]] = defaultdict(list)
+    for family, (label, _change) in FAMILIES.items():
+        mine = [(item, rejected) for item, rejected in outcomes if item.family == family]
+        wrong = [item for item, rejected in mine if rejected != (label == "contradicted")]
+        by_family[family] = {
+            "label": label,
+            "held_out": family in HELD_OUT_FAMILIES,
+            "items": len(mine),
+            "rejected": _rate(sum(r for _, r in mine), len(mine)),
+            "by_source": {
+                s.name: {
+                    "items": len(part := [r for i, r in mine if i.source == s.name]),
+                    "rejected": _rate(sum(part), len(part)),
+                    "skipped_passages": skipped[s.name][family],
+                }
+                for s in sources
+            },
+        }
+        missed[family] = [
+            {"claim": i.claim, "sentence": i.sentence, "evidence_id": i.evidence_id} for i in wrong[:examples]
+        ]
+    overall = _rates(outcomes)
+    return {
+        "perturbations_rejected": overall["perturbations_rejected"],
+        "paraphrases_rejected": overall["paraphrases_rejected"],
+        "counts": {
+            "perturbations": overall["perturbations"],
+            "paraphrases": overall["paraphrases"],
+            "items": len(outcomes),
+            "by_source": passages,
+        },
+        "trained_families": _rates([(i, r) for i, r in outcomes if i.family not in HELD_OUT_FAMILIES]),
+        "held_out_families": _rates([(i, r) for i, r in outcomes if i.family in HELD_OUT_FAMILIES])
+        | {"families": sorted(HELD_OUT_FAMILIES)},
+        "by_source": {s.name: _rates([(i, r) for i, r in outcomes if i.source == s.name]) for s in sources},
+        "by_family": by_family,
+        "verbatim_rejected": _rate(verbatim["rejected"], verbatim["checked"]),
+        "verbatim_checked": verbatim["checked"],
+        "misjudged_examples": dict(missed),
+        "seed": seed,
+        "limit": limit,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def format_reader_report(result: dict) -> str:
+    lines = [
+        "Claim checking by the current inspector (perturbations should be rejected, paraphrases passed)",
+        f"perturbations rejected {_pct(result['perturbations_rejected'])} of {result['counts']['perturbations']}; "
+        f"paraphrases rejected {_pct(result['paraphrases_rejected'])} of {result['counts']['paraphrases']}; "
+        f"evidence sentences verbatim rejected {_pct(result['verbatim_rejected'])} of {result['verbatim_checked']}",
+        f"trained families: perturbations {_pct(result['trained_families']['perturbations_rejected'])}, "
+        f"paraphrases {_pct(result['trained_families']['paraphrases_rejected'])}; held-out families "
+        f"({', '.join(result['held_out_families']['families'])}): perturbations "
+        f"{_pct(result['held_out_families']['perturbations_rejected'])}",
+        "",
+        f"{'family':<16}{'label':<14}{'held out':<10}" + "".join(f"{s:>22}" for s in result["by_source"]),
+    ]
+    for family, row in result["by_family"].items():
+        cells = "".join(
+            f"{_pct(part['rejected']) + ' of ' + str(part['items']):>22}" for part in row["by_source"].values()
+        )
+        lines.append(f"{family:<16}{row['label']:<14}{'yes' if row['held_out'] else '':<10}{cells}")
+    lines.append("(rejected fraction of items per source; a family skips passages it cannot change: see --json)")
+    return "\n".join(lines)
