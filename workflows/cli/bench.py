@@ -158,7 +158,10 @@ def bench_reader(
         fail(f"--kb: no folder {kb}")
     if mrc and not mrc_train.exists():
         fail(f"no {mrc_train} (pass --no-mrc to run on the KB alone)")
-    result = run_reader_bench(
-        kb, mrc_train if mrc else None, limit=DEFAULT_LIMIT if limit is None else limit or None, seed=seed
-    )
+    try:
+        result = run_reader_bench(
+            kb, mrc_train if mrc else None, limit=DEFAULT_LIMIT if limit is None else limit or None, seed=seed
+        )
+    except ValueError as exc:  # a folder without documents
+        fail(exc)
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_reader_report(result))

@@ -213,3 +213,8 @@ def test_bench_reader_command_prints_the_json_keys():
     result = json.loads(shown.output)
     assert {"perturbations_rejected", "paraphrases_rejected", "by_family", "counts"} <= set(result)
     assert result["counts"]["by_source"][DEMO_SOURCE]["passages"] == 8
+
+
+def test_bench_reader_command_refuses_a_folder_without_documents(tmp_path):
+    shown = CliRunner().invoke(app, ["bench", "reader", "--no-mrc", "--kb", str(tmp_path)])
+    assert shown.exit_code == 2 and "no documents in" in shown.output

@@ -69,6 +69,8 @@ def _chunks(docs: Iterable[Document]) -> list[Chunk]:
 def kb_source(kb_dir: Path) -> Source:
     """A KB's documents (a folder as given to `ingest`): its product titles and brands are the names."""
     docs, _issues, lexicon = load_path(kb_dir)
+    if not docs:
+        raise ValueError(f"no documents in {kb_dir} (--kb takes the folder of a KB's documents, as given to ingest)")
     names = {
         "product": sorted({d.title for d in docs if d.doc_type == "product" and d.title}),
         "brand": sorted({d.brand for d in docs if d.brand}),
