@@ -305,7 +305,9 @@ def entity_swap(sentence: str, ctx: FamilyContext) -> str | None:
     """A name of the passage set (a product, a brand, an article's title: `ctx.names` by kind) or
     a model number replaced by another of its kind that the passage does not mention."""
     kinds = {
-        kind: sorted({n for n in names if len(n) >= 2}, key=len, reverse=True) for kind, names in ctx.names.items()
+        # longest first, then by text: a set's own order changes with every process (hash seed)
+        kind: sorted({n for n in names if len(n) >= 2}, key=lambda n: (-len(n), n))
+        for kind, names in ctx.names.items()
     }
     kinds["model"] = sorted({m.group(0) for ns in kinds.values() for n in ns for m in MODEL_NUMBER.finditer(n)})
     found: list[tuple[int, int, str, str]] = []

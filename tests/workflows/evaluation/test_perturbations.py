@@ -6,8 +6,11 @@ inspector judges a slice of the demo KB."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -143,6 +146,28 @@ def test_generator_is_deterministic_and_an_item_does_not_depend_on_the_other_pas
         assert made + first.skipped[family] == len(passages)
     assert {i.label for i in first.items if i.family in PERTURBATIONS} == {"contradicted"}
     assert {i.label for i in first.items if i.family in PARAPHRASES} == {"supported"}
+
+
+def test_the_items_are_the_same_in_another_process_with_another_hash_seed():
+    script = (
+        "import hashlib, json, sys; from pathlib import Path; "
+        "from citescope.workflows.evaluation.bench.reader import kb_source; "
+        "from citescope.workflows.evaluation.perturbations import generate; "
+        "s = kb_source(Path(sys.argv[1])); g = generate(s.passages(80, seed=0), seed=0, names=s.names); "
+        "print(hashlib.sha256(json.dumps([vars(i) for i in g.items], ensure_ascii=False).encode()).hexdigest())"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", script, str(DEMO_DIR)],
+            env={**os.environ, "PYTHONHASHSEED": hash_seed},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout
+        for hash_seed in ("1", "2")
+    }
+    assert len(digests) == 1 and len(digests.pop()) == 65
 
 
 def test_training_families_never_include_the_held_out_ones():
