@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
-from citescope.workflows.cli.common import REPO, fail, valid_or_exit
+from citescope.workflows.cli.common import REPO, err, fail, open_kb, valid_or_exit
 
 
 def _names(values: list[str] | None) -> list[str]:
@@ -108,8 +109,24 @@ def calibrate_command(
     as_json: bool = typer.Option(False, "--json"),
     seed: int = typer.Option(0, "--seed"),
     max_embed: int = typer.Option(2000, "--max-embed", help="refuse KBs that would embed more texts than this"),
+    self_probes: bool = typer.Option(
+        False, "--self", help="calibrate --kb's threshold from probes made of its own documents (no dataset)"
+    ),
+    kb: Path = typer.Option(None, "--kb", help="--self: the knowledge base folder"),
+    max_probes: int = typer.Option(200, "--max-probes", help="--self: probes made of the KB's documents, at most"),
 ) -> None:
-    """Fit the offline reranker on dev data and choose the refusal threshold (≤ 5% false refusals)."""
+    """Fit the offline reranker on dev data and choose the refusal threshold (≤ 5% false refusals);
+    with --self, choose one KB's threshold from its own documents (≤ 10% false refusals on its probes)."""
+    if self_probes:  # runtime code only: a shop's KB calibrates itself without workflows.evaluation
+        if kb is None:
+            fail("--self: name the knowledge base with --kb DIR")
+        if max_probes < 1:
+            fail(f"--max-probes: must be at least 1 (got {max_probes})")
+        from citescope.workflows.self_calibration import format_self_calibration
+
+        figures = self_calibrate_kb(kb, seed=seed, dry_run=dry_run, max_probes=max_probes) or {}
+        print(json.dumps(figures, ensure_ascii=False, indent=1) if as_json else format_self_calibration(figures))
+        return
     from citescope.workflows.evaluation.calibrate import CalibrationRequest, format_calibration_report, run_calibration
 
     request = CalibrationRequest(
@@ -126,3 +143,22 @@ def calibrate_command(
     )
     result = run_calibration(request)
     print(json.dumps(result, ensure_ascii=False, indent=1) if as_json else format_calibration_report(result))
+
+
+def self_calibrate_kb(
+    kb_dir: Path, seed: int = 0, dry_run: bool = False, strict: bool = True, max_probes: int = 200
+) -> dict | None:
+    """Self-calibrate a KB (workflows/self_calibration.py): its figures. When it cannot (too few
+    probes): strict, one line and exit 2; else a warning and None (an ingest that worked stays a success)."""
+    from citescope.workflows.self_calibration import SelfCalibrationError, self_calibrate
+
+    base = open_kb(kb_dir)  # a folder that is no KB: one line naming it and exit 2
+    try:
+        return self_calibrate(base, seed=seed, max_probes=max_probes, write=not dry_run)
+    except SelfCalibrationError as exc:
+        if strict:
+            fail(exc)
+        err.print(f"[yellow]not self-calibrated[/yellow] {escape(str(exc))}", highlight=False)
+        return None
+    finally:
+        base.close()

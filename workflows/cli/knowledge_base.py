@@ -50,6 +50,11 @@ def ingest(
         help="the type of documents whose records name none "
         "(product, review, policy, faq, post, doc), e.g. faq for an FAQ export",
     ),
+    self_calibrate: bool = typer.Option(
+        False,
+        "--self-calibrate",
+        help="then choose the KB's refusal threshold from its documents (calibrate --self)",
+    ),
 ) -> None:
     """Ingest documents into a KB; unchanged documents are skipped, changed ones replaced."""
     from citescope.knowledge.ingest import Ingestor
@@ -82,8 +87,14 @@ def ingest(
         fail(exc)
     finally:
         base.close()
+    calibrated = None
+    if self_calibrate and not dry_run:  # the KB as ingested chooses its refusal threshold (calibrate --self)
+        from citescope.workflows.cli.evaluating import self_calibrate_kb
+
+        calibrated = self_calibrate_kb(kb, strict=False)
     if as_json:
-        print(json.dumps(summary.as_dict(), ensure_ascii=False))
+        shown = summary.as_dict() | ({"self_calibration": calibrated} if calibrated else {})
+        print(json.dumps(shown, ensure_ascii=False))
     else:
         for issue in summary.issues:
             err.print(f"[yellow]skipped[/yellow] {escape(str(issue))}", highlight=False)
@@ -103,6 +114,10 @@ def ingest(
                 f"embedded {summary.embedded}  issues {len(summary.issues)}  flagged {len(summary.flagged)}  "
                 f"{summary.seconds}s"
             )
+        if calibrated:
+            from citescope.workflows.self_calibration import format_self_calibration
+
+            console.print(format_self_calibration(calibrated), highlight=False)
     if summary.refused:
         fail(f"--prune: without --dry-run this prune would be refused: {summary.refused}")
     if summary.issues:

@@ -1,0 +1,90 @@
+"""Self-calibration (workflows/self_calibration.py): the threshold choice on synthetic scores, the
+KB config it writes as PipelineConfig reads it, and `run.py calibrate --self` on a copy of the demo KB
+(real pipeline, real Milvus Lite). That the module never imports workflows.evaluation is held by
+pyproject's import contracts (tests/test_architecture.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from citescope.workflows.cli.app import app
+from citescope.workflows.pipeline_config import PipelineConfig
+from citescope.workflows.self_calibration import (
+    CONFIG_KEY,
+    SelfCalibrationError,
+    choose_threshold,
+    write_kb_config,
+)
+
+
+def test_the_threshold_refuses_at_most_the_bound_of_answerable_probes_and_all_it_can_of_the_rest():
+    answerable = [0.05, 0.08, *[0.3 + i / 100 for i in range(18)]]  # 20: the bound allows 2 refusals
+    unanswerable = [0.01, 0.02, 0.04, 0.2, 0.25, 0.5, 0.6, 0.7, 0.75, 0.8]
+    choice = choose_threshold(answerable, unanswerable, bound=0.10)
+    assert choice.false_refusals == 2 and choice.false_refusal_rate == 0.1
+    assert choice.threshold == 0.3  # the third lowest answerable: any higher refuses a third
+    assert choice.refusal_recall == 0.5  # 0.01 .. 0.25 are under it
+    tighter = choose_threshold(answerable, unanswerable, bound=0.0)
+    assert tighter.false_refusals == 0 and tighter.threshold == 0.05 and tighter.refusal_recall == 0.3
+
+
+def test_the_threshold_is_rounded_down_so_the_answerable_probe_at_the_cut_stays_answered():
+    answerable = [0.123456] + [0.5] * 19
+    choice = choose_threshold(answerable, [0.1] * 10, bound=0.0)
+    assert choice.threshold == 0.1234 and choice.false_refusals == 0 and choice.refusal_recall == 1.0
+
+
+def test_too_few_probes_choose_nothing():
+    with pytest.raises(SelfCalibrationError, match="too few probes"):
+        choose_threshold([0.5] * 19, [0.1] * 10)
+    with pytest.raises(SelfCalibrationError, match="too few probes"):
+        choose_threshold([0.5] * 40, [0.1] * 9)
+
+
+def test_the_written_threshold_is_what_pipeline_config_reads_and_other_keys_stay(tmp_path):
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"evidence_top_n": 4, "owner": "ops"}), encoding="utf-8")
+    write_kb_config(tmp_path, 0.2345, {"threshold": 0.2345, "answerable": 80})
+    config = PipelineConfig.load(tmp_path, environ={})
+    assert config.refusal_threshold == 0.2345 and config.evidence_top_n == 4
+    stored = yaml.safe_load((tmp_path / "config.yaml").read_text(encoding="utf-8"))
+    assert stored["owner"] == "ops" and stored[CONFIG_KEY]["answerable"] == 80
+
+
+def test_calibrate_self_on_a_kb_writes_its_threshold_and_figures(demo_kb, tmp_path):
+    kb_dir = tmp_path / "kb"
+    shutil.copytree(demo_kb.dir, kb_dir)  # the session's demo KB must not change
+    shown = CliRunner().invoke(
+        app, ["calibrate", "--self", "--kb", str(kb_dir), "--max-probes", "50", "--json"], catch_exceptions=False
+    )
+    assert shown.exit_code == 0, shown.output
+    figures = json.loads(shown.output)
+    assert figures["answerable"] + figures["unanswerable"] <= 50
+    assert figures["false_refusal_rate"] <= 0.10
+    assert set(figures["by_kind"]) == {"heading", "cloze", "held_out", "sibling"}
+    assert PipelineConfig.load(kb_dir, environ={}).refusal_threshold == figures["threshold"]
+    assert yaml.safe_load((kb_dir / "config.yaml").read_text(encoding="utf-8"))[CONFIG_KEY] == figures
+
+
+def test_calibrate_self_needs_a_kb_and_says_so(tmp_path):
+    shown = CliRunner().invoke(app, ["calibrate", "--self"])
+    assert shown.exit_code == 2 and "--kb" in shown.output
+    missing = CliRunner().invoke(app, ["calibrate", "--self", "--kb", str(tmp_path / "none")])
+    assert missing.exit_code == 2 and "no knowledge base" in missing.output
+
+
+def test_ingest_self_calibrate_on_too_small_a_kb_warns_and_the_ingest_still_succeeds(tmp_path):
+    corpus = tmp_path / "faq.jsonl"
+    corpus.write_text(
+        json.dumps({"doc_id": "faq-1", "title": "多久发货？", "text": "付款后 48 小时内发货。", "doc_type": "faq"}),
+        encoding="utf-8",
+    )
+    kb_dir = tmp_path / "kb"
+    shown = CliRunner().invoke(app, ["ingest", str(corpus), "--kb", str(kb_dir), "--self-calibrate"])
+    assert shown.exit_code == 0, shown.output
+    assert "not self-calibrated" in shown.output and "too few probes" in shown.output
+    assert not (kb_dir / "config.yaml").exists()

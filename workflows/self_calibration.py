@@ -1,0 +1,190 @@
+"""Self-calibration: a KB chooses its own refusal threshold from probes made of its documents
+(agents/self_probes.py), scored by the real pipeline (issue #44).
+
+Each probe runs through QAPipeline as a question would; the score kept is the one the gate reads
+(QAResult.best_score: the rank stage's best calibrated score). What a probe holds out of the KB is
+taken out of the pool the rank stage scores (knowledge/filters.py has no exclusion by document):
+retrieval still fills its pool from the whole KB, so a held-out question's pool can lack a chunk
+that would have come in had the document really been absent — its score is, if anything, a little
+low, so refusal recall on held-out probes is an upper bound. The gate is set to refuse everything
+while probing (threshold 1.0), so no answer is generated: only the score is wanted.
+
+The threshold is the highest that refuses at most `false_refusal_bound` of the answerable probes
+(refusal recall only grows with the threshold), written into `<kb>/config.yaml` with the figures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from citescope.agents.evidence import EvidencePool
+from citescope.agents.self_probes import Probe, make_probes
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.workflows.pipeline import QAPipeline
+from citescope.workflows.pipeline_config import KB_CONFIG_NAME, PipelineConfig
+from citescope.workflows.stages.context import QuestionRun
+from citescope.workflows.stages.rank import Rank, Ranking, RankInput
+
+FALSE_REFUSAL_BOUND = 0.10
+MIN_ANSWERABLE = 20  # fewer answerable probes than this: a 10% bound is one or two questions, no estimate
+MIN_UNANSWERABLE = 10
+CONFIG_KEY = "self_calibration"  # the figures' block in <kb>/config.yaml (PipelineConfig ignores it)
+
+
+class SelfCalibrationError(ValueError):
+    """The KB's probes cannot choose a threshold (too few of them); nothing is written."""
+
+
+@dataclass(frozen=True)
+class ThresholdChoice:
+    threshold: float
+    answerable: int
+    unanswerable: int
+    false_refusals: int
+    false_refusal_rate: float
+    refusal_recall: float
+
+
+def choose_threshold(
+    answerable: Sequence[float], unanswerable: Sequence[float], bound: float = FALSE_REFUSAL_BOUND
+) -> ThresholdChoice:
+    """The highest threshold (a question is refused when its score is below it) that refuses at most
+    `bound` of the answerable scores; SelfCalibrationError when there are too few probes to tell."""
+    if len(answerable) < MIN_ANSWERABLE or len(unanswerable) < MIN_UNANSWERABLE:
+        raise SelfCalibrationError(
+            f"too few probes to calibrate: {len(answerable)} answerable (need {MIN_ANSWERABLE}), "
+            f"{len(unanswerable)} unanswerable (need {MIN_UNANSWERABLE})"
+        )
+    if not 0 <= bound < 1:
+        raise SelfCalibrationError(f"the false-refusal bound must be a share in [0, 1) (got {bound:g})")
+    ordered = sorted(answerable)
+    allowed = math.floor(bound * len(ordered) + 1e-9)  # answerable probes the threshold may refuse
+    # rounded down so the answerable probe at the cut stays answered once written with 4 decimals
+    threshold = math.floor(ordered[allowed] * 10_000) / 10_000
+    refused = sum(score < threshold for score in answerable)
+    caught = sum(score < threshold for score in unanswerable)
+    return ThresholdChoice(
+        threshold=threshold,
+        answerable=len(answerable),
+        unanswerable=len(unanswerable),
+        false_refusals=refused,
+        false_refusal_rate=round(refused / len(answerable), 4),
+        refusal_recall=round(caught / len(unanswerable), 4),
+    )
+
+
+class ProbeRank:
+    """The pipeline's rank stage with the current probe's held-out chunks taken out of the pool and
+    its cloze sentence taken out of the passages it came from."""
+
+    def __init__(self, rank: Rank):
+        self.rank = rank
+        self.probe: Probe | None = None
+
+    async def run(self, given: RankInput, run: QuestionRun) -> Ranking:
+        probe = self.probe
+        if probe is None:
+            return await self.rank.run(given, run)
+        hits = []
+        for hit in given.pool.hits():
+            if probe.excludes(hit.doc_id, hit.section):
+                continue
+            if probe.removed_sentence and hit.doc_id == probe.doc_id:
+                hit = hit.model_copy(update={"text": hit.text.replace(probe.removed_sentence, "")})
+            hits.append(hit)
+        pool = EvidencePool.from_hits(hits)
+        return await self.rank.run(RankInput(given.analysis, pool, given.pinned, given.filters, given.limits), run)
+
+
+def score_probes(
+    kb: KnowledgeBase, probes: Sequence[Probe], on_probe: Callable[[int, int], None] | None = None
+) -> list[float]:
+    """The gate's score of each probe through the KB's pipeline (0.0 when nothing was found)."""
+    config = PipelineConfig.load(kb.dir, refusal_threshold=1.0)  # refuse all: only the score is wanted
+    pipeline = QAPipeline(kb, config).warm_up()
+    probing = ProbeRank(pipeline.rank)
+    pipeline.rank = probing  # type: ignore[assignment]  # same run(RankInput, QuestionRun) -> Ranking
+    scores = []
+    for i, probe in enumerate(probes):
+        probing.probe = probe
+        result = pipeline.run(probe.question)
+        scores.append(result.best_score or 0.0)
+        if on_probe:
+            on_probe(i + 1, len(probes))
+    return scores
+
+
+def kb_fingerprint(kb: KnowledgeBase) -> str:
+    """What the KB holds: its documents' content hashes (a changed or added document changes it)."""
+    digest = hashlib.sha256()
+    for doc_id, content_hash in sorted(kb.catalog.content_hashes().items()):
+        digest.update(f"{doc_id}\t{content_hash}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def self_calibrate(
+    kb: KnowledgeBase,
+    seed: int = 0,
+    max_probes: int = 200,
+    bound: float = FALSE_REFUSAL_BOUND,
+    write: bool = True,
+    on_probe: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Make the probes, score them, choose the threshold and (write) store it in <kb>/config.yaml."""
+    probes = make_probes(kb.all_chunks(), seed=seed, max_probes=max_probes)
+    scores = score_probes(kb, probes, on_probe)
+    choice = choose_threshold(
+        [s for p, s in zip(probes, scores, strict=True) if p.answerable],
+        [s for p, s in zip(probes, scores, strict=True) if not p.answerable],
+        bound,
+    )
+    figures: dict[str, Any] = {
+        **asdict(choice),
+        "false_refusal_bound": bound,
+        "by_kind": _by_kind(probes, scores, choice.threshold),
+        "seed": seed,
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "kb_fingerprint": kb_fingerprint(kb),
+    }
+    if write:
+        write_kb_config(kb.dir, choice.threshold, figures)
+    return figures
+
+
+def _by_kind(probes: Sequence[Probe], scores: Sequence[float], threshold: float) -> dict[str, dict[str, int]]:
+    kinds: dict[str, dict[str, int]] = {}
+    for probe, score in zip(probes, scores, strict=True):
+        counts = kinds.setdefault(probe.kind, {"probes": 0, "refused": 0})
+        counts["probes"] += 1
+        counts["refused"] += score < threshold
+    return kinds
+
+
+def write_kb_config(kb_dir: Path | str, threshold: float, figures: dict[str, Any]) -> Path:
+    """Set refusal_threshold and the self_calibration figures in <kb>/config.yaml, other keys kept."""
+    path = Path(kb_dir) / KB_CONFIG_NAME
+    values = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {}
+    values = values if isinstance(values, dict) else {}
+    values["refusal_threshold"] = threshold
+    values[CONFIG_KEY] = figures
+    path.write_text(yaml.safe_dump(values, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def format_self_calibration(figures: dict[str, Any]) -> str:
+    """The figures as the lines a person reads after `calibrate --self` or `ingest --self-calibrate`."""
+    kinds = "  ".join(f"{kind} {c['refused']}/{c['probes']} refused" for kind, c in sorted(figures["by_kind"].items()))
+    return (
+        f"self-calibrated refusal_threshold {figures['threshold']:g}: {figures['answerable']} answerable probes, "
+        f"{figures['false_refusals']} refused ({figures['false_refusal_rate']:.1%}, bound "
+        f"{figures['false_refusal_bound']:.0%}); {figures['unanswerable']} unanswerable, refusal recall "
+        f"{figures['refusal_recall']:.1%}\n  {kinds}\n  KB fingerprint {figures['kb_fingerprint']}, {figures['date']}"
+    )
