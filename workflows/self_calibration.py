@@ -141,15 +141,19 @@ def self_calibrate(
     """Make the probes, score them, choose the threshold and (write) store it in <kb>/config.yaml."""
     probes = make_probes(kb.all_chunks(), seed=seed, max_probes=max_probes)
     scores = score_probes(kb, probes, on_probe)
-    choice = choose_threshold(
-        [s for p, s in zip(probes, scores, strict=True) if p.answerable],
-        [s for p, s in zip(probes, scores, strict=True) if not p.answerable],
-        bound,
-    )
+    answerable = [s for p, s in zip(probes, scores, strict=True) if p.answerable]
+    unanswerable = [s for p, s in zip(probes, scores, strict=True) if not p.answerable]
+    choice = choose_threshold(answerable, unanswerable, bound)
+    before = PipelineConfig.load(kb.dir).refusal_threshold  # what the KB ran with until now
     figures: dict[str, Any] = {
         **asdict(choice),
         "false_refusal_bound": bound,
         "by_kind": _by_kind(probes, scores, choice.threshold),
+        "previous_threshold": {
+            "threshold": before,
+            "false_refusals": sum(s < before for s in answerable),
+            "refusal_recall": round(sum(s < before for s in unanswerable) / len(unanswerable), 4),
+        },
         "seed": seed,
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "kb_fingerprint": kb_fingerprint(kb),
@@ -181,10 +185,13 @@ def write_kb_config(kb_dir: Path | str, threshold: float, figures: dict[str, Any
 
 def format_self_calibration(figures: dict[str, Any]) -> str:
     """The figures as the lines a person reads after `calibrate --self` or `ingest --self-calibrate`."""
+    previous = figures["previous_threshold"]
     kinds = "  ".join(f"{kind} {c['refused']}/{c['probes']} refused" for kind, c in sorted(figures["by_kind"].items()))
     return (
         f"self-calibrated refusal_threshold {figures['threshold']:g}: {figures['answerable']} answerable probes, "
         f"{figures['false_refusals']} refused ({figures['false_refusal_rate']:.1%}, bound "
         f"{figures['false_refusal_bound']:.0%}); {figures['unanswerable']} unanswerable, refusal recall "
-        f"{figures['refusal_recall']:.1%}\n  {kinds}\n  KB fingerprint {figures['kb_fingerprint']}, {figures['date']}"
+        f"{figures['refusal_recall']:.1%}\n  {kinds}\n  the previous threshold {previous['threshold']:g} on the same "
+        f"probes: {previous['false_refusals']} answerable refused, refusal recall {previous['refusal_recall']:.1%}\n"
+        f"  KB fingerprint {figures['kb_fingerprint']}, {figures['date']}"
     )
