@@ -13,6 +13,7 @@ from citescope.workflows.cli.conversation import ask, chat, feedback, trace
 from citescope.workflows.cli.evaluating import calibrate_command, eval_command
 from citescope.workflows.cli.knowledge_base import delete, demo, ingest, search
 from citescope.workflows.cli.serving import batch, serve, studio
+from citescope.workflows.cli.training import train_app
 
 app = typer.Typer(
     add_completion=False,
@@ -25,6 +26,7 @@ for command in (ingest, delete, search, demo, ask, chat, trace, feedback, serve,
 app.command("eval")(eval_command)
 app.command("calibrate")(calibrate_command)
 app.add_typer(bench_app, name="bench")
+app.add_typer(train_app, name="train")
 
 
 def main() -> None:

@@ -1,0 +1,130 @@
+"""Pair training on a handful of pairs: it writes the manifest, the log and a checkpoint, resumes
+from it exactly where it stopped, and refuses what would mix runs or licences."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="training needs the [train] extra (torch); CI does not install it")
+
+from citescope.knowledge.e5_model_file import bundled_model_path  # noqa: E402
+from citescope.workflows.training.checkpoints import CHECKPOINT_NAME  # noqa: E402
+from citescope.workflows.training.pair_data import answer_sentence, choose_sources, split_of_passage  # noqa: E402
+from citescope.workflows.training.pair_training import (  # noqa: E402
+    LOG_NAME,
+    MANIFEST_NAME,
+    PairTrainingSettings,
+    train_pairs,
+)
+
+QUESTIONS = [
+    "退货运费谁出",
+    "发顺丰要加钱吗",
+    "积分会过期吗",
+    "能开专票吗",
+    "保修多久",
+    "几天发货",
+    "支持货到付款吗",
+    "尺码偏大吗",
+]
+PASSAGE = "本店默认发中通快递。顺丰需补差价10元。积分自获得之日起一年内有效。"
+
+
+def _write_training_data(folder: Path) -> Path:
+    folder.mkdir()
+    rows = [
+        {"a": q, "b": q + "呢", "label": 1, "source": "pawsx_zh", "split": "train" if i < 6 else "valid"}
+        for i, q in enumerate(QUESTIONS)
+    ]
+    rows += [{"a": QUESTIONS[0], "b": QUESTIONS[1], "label": 0, "source": "pawsx_zh", "split": "train"}]
+    rows += [{"a": "花呗怎么还款", "b": "花呗如何还钱", "label": 1, "source": "afqmc", "split": "train"}]
+    (folder / "paraphrase_pairs.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n")
+    start = PASSAGE.index("顺丰")
+    mrc = [
+        {"qid": f"c{i}", "question": q, "context": PASSAGE + "第" + str(i) + "段。",
+         "answers": [{"text": "顺丰", "start": start}], "answerable": True, "source": "cmrc2018_train", "title": "t"}
+        for i, q in enumerate(["顺丰要加钱吗", "发顺丰补多少", "顺丰差价多少"])
+    ]  # fmt: skip
+    (folder / "mrc_train.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in mrc) + "\n")
+    return folder
+
+
+def _settings(tmp_path: Path, **overrides) -> PairTrainingSettings:
+    values = dict(
+        data_dir=tmp_path / "data",
+        out_dir=tmp_path / "run",
+        layers=2,
+        batch_size=4,
+        max_tokens=24,
+        checkpoint_every=2,
+        valid_candidates=4,
+        export_model=False,
+        max_minutes=5.0,
+        model_path=bundled_model_path("enpt"),  # its 47k-piece table (mostly <unk> for Chinese) loads 5x quicker
+    )
+    values.update(overrides)
+    return PairTrainingSettings(**values)
+
+
+def _log(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / LOG_NAME).read_text(encoding="utf-8").splitlines()]
+
+
+def test_a_short_run_checkpoints_and_a_resumed_run_continues_it_exactly(tmp_path):
+    _write_training_data(tmp_path / "data")
+    first = train_pairs(_settings(tmp_path, max_steps=3))
+    run = tmp_path / "run"
+    assert (run / CHECKPOINT_NAME).is_file() and first["step"] == 3 and first["stopped_by"] == "max_steps"
+    log = _log(run)
+    assert [(r["event"], r["step"]) for r in log] == [("start", 0), ("checkpoint", 2), ("end", 3)]
+    assert all(0.0 <= r["valid_recall_at_1"]["mean"] <= 1.0 for r in log)
+    manifest = json.loads((run / MANIFEST_NAME).read_text(encoding="utf-8"))
+    assert manifest["sources"]["pawsx_zh"]["train"] == 6 and manifest["sources"]["pawsx_zh"]["valid"] == 2
+    cmrc = manifest["sources"]["cmrc2018"]
+    assert cmrc["train"] + cmrc["valid"] == 3 and cmrc["licence"].startswith("CC BY-SA")
+    assert "afqmc" not in manifest["sources"] and manifest["seed"] == 0  # research data stays out by default
+
+    resumed = train_pairs(_settings(tmp_path, max_steps=5, resume=True))
+    log = _log(run)
+    assert [(r["event"], r["step"]) for r in log[3:]] == [("checkpoint", 4), ("end", 5)]  # no second start
+    assert resumed["session_steps"] == 2 and all(torch.isfinite(torch.tensor(r["loss"])) for r in log[3:])
+
+    # the same five steps in one go end on the same weights: resuming lost no state
+    straight = train_pairs(_settings(tmp_path, out_dir=tmp_path / "straight", max_steps=5))
+    assert straight["step"] == 5
+    a = torch.load(run / CHECKPOINT_NAME, weights_only=True)
+    b = torch.load(tmp_path / "straight" / CHECKPOINT_NAME, weights_only=True)
+    assert a["position"] == b["position"]
+    for name, values in a["weights"].items():
+        torch.testing.assert_close(values, b["weights"][name], rtol=0, atol=1e-6)
+
+
+def test_a_fresh_run_over_a_saved_one_and_a_resume_without_one_are_refused(tmp_path):
+    _write_training_data(tmp_path / "data")
+    with pytest.raises(ValueError, match="--resume: no checkpoint.pt"):
+        train_pairs(_settings(tmp_path, resume=True))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / CHECKPOINT_NAME).write_bytes(b"")
+    with pytest.raises(ValueError, match="holds a run already"):
+        train_pairs(_settings(tmp_path))
+
+
+def test_sources_are_checked_by_name_and_licence():
+    assert [s.name for s in choose_sources(["pawsx_zh", "cmrc2018"], research=False)] == ["pawsx_zh", "cmrc2018"]
+    with pytest.raises(ValueError, match=r"unknown source\(s\) pawsx; known: pawsx_zh"):
+        choose_sources(["pawsx", "cmrc2018"], research=False)
+    with pytest.raises(ValueError, match="lcqmc: research use only"):
+        choose_sources(["pawsx_zh", "lcqmc"], research=False)
+    assert [s.name for s in choose_sources(["lcqmc"], research=True)] == ["lcqmc"]
+
+
+def test_an_answer_sentence_is_the_sentence_holding_the_answer_and_passages_split_stably():
+    assert answer_sentence(PASSAGE, PASSAGE.index("10元")) == "顺丰需补差价10元。"
+    assert answer_sentence(PASSAGE, PASSAGE.index("一年")) == "积分自获得之日起一年内有效。"
+    assert answer_sentence(PASSAGE, len(PASSAGE) + 5) == ""
+    shares = [split_of_passage(f"段落{i}") for i in range(2000)]
+    assert shares == [split_of_passage(f"段落{i}") for i in range(2000)]
+    assert 0.02 < shares.count("valid") / len(shares) < 0.08

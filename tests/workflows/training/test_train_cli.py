@@ -1,0 +1,29 @@
+"""`run.py train pairs`: its help, and a bad --sources value refused in one line naming it (both
+without torch: the sources are checked before training loads)."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from citescope.workflows.cli import app
+
+
+def test_train_pairs_help_names_its_options():
+    result = CliRunner().invoke(app, ["train", "pairs", "--help"])
+    assert result.exit_code == 0, result.output
+    for option in ("--out", "--sources", "--research", "--max-minutes", "--seed", "--resume", "--layers"):
+        assert option in result.output
+
+
+def test_a_bad_sources_value_is_named_in_one_error_line(tmp_path):
+    result = CliRunner().invoke(app, ["train", "pairs", "--out", str(tmp_path / "run"), "--sources", "pawsx_zh,qqp"])
+    line = result.stderr.strip()
+    assert result.exit_code == 2 and "\n" not in line, result.output
+    assert line.startswith("error: --sources: unknown source(s) qqp;") and "cmrc2018" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_research_only_source_needs_research(tmp_path):
+    result = CliRunner().invoke(app, ["train", "pairs", "--out", str(tmp_path / "run"), "--sources", "bq"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: --sources: bq: research use only; add --research to train a research build"

