@@ -4,9 +4,10 @@ Two kinds of source: paraphrase pairs (`paraphrase_pairs.jsonl`, label-1 rows: t
 mean the same) and reading comprehension (`mrc_train.jsonl`: a question with the sentence of its
 passage that holds the answer). The default uses only the sources whose licences allow a shop's
 commercial use (CMRC 2018, PAWS-X); the research-only ones need `research=True` and are never the
-default. Splits: paraphrase rows carry their own `split`; mrc_train has none, so a passage goes to
-`valid` when a hash of its text falls in the first VALID_PERCENT (all questions of a passage stay
-on one side), as the README asks ("hold out part of mrc_train.jsonl yourself").
+default. Splits: paraphrase rows carry their own `split`; mrc_train has none, so an article goes to
+`valid` when a hash of its title falls in the first VALID_PERCENT (all its passages and questions
+on one side), as the README asks ("hold out part of mrc_train.jsonl yourself"). The articles the
+claim-check benchmark holds out (docs/reader.md) are dropped first.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-VALID_PERCENT = 5  # of mrc_train passages, held out as that source's valid rows
+from citescope.workflows.evaluation.perturbations import is_reader_bench_title
+
+VALID_PERCENT = 5  # of mrc_train articles (titles), held out as that source's valid rows
 
 
 @dataclass(frozen=True)
@@ -73,19 +76,9 @@ def choose_sources(names: list[str], research: bool) -> list[PairSource]:
     return chosen
 
 
-def claim_check_holdout() -> frozenset[str]:
-    """Passages the claim-check benchmark keeps out of training (#46: two whole perturbation
-    families on training passages are never trained on).
-
-    TODO(#46): workflows/evaluation/perturbations.py, being written, will name them; return its
-    held-out passages here (and add citescope.workflows.training to the evaluation contract's
-    allowed importers in pyproject.toml). Until it lands nothing is held out, and the manifest
-    says so."""
-    return frozenset()
-
-
-def split_of_passage(context: str) -> str:
-    digest = hashlib.sha1(context.encode("utf-8")).digest()
+def split_of_title(title: str) -> str:
+    """Whole articles to one side, so no article's passages straddle train and valid."""
+    digest = hashlib.sha1(title.encode("utf-8")).digest()
     return "valid" if int.from_bytes(digest[:4], "big") % 100 < VALID_PERCENT else "train"
 
 
@@ -109,11 +102,10 @@ def _rows(path: Path) -> Iterator[dict]:
                 yield json.loads(line)
 
 
-def read_pairs(
-    data_dir: Path, sources: list[PairSource], holdout: frozenset[str] = frozenset()
-) -> tuple[dict[str, list[TextPair]], dict]:
+def read_pairs(data_dir: Path, sources: list[PairSource]) -> tuple[dict[str, list[TextPair]], dict]:
     """{"train": [...], "valid": [...]} pairs of the sources, and per-source counts for the manifest.
-    A pair whose text or passage is in `holdout` is dropped."""
+    An mrc row whose title belongs to the claim-check benchmark (`is_reader_bench_title`,
+    docs/reader.md) is dropped and counted as held out: that benchmark's passages are never trained on."""
     split: dict[str, list[TextPair]] = {"train": [], "valid": []}
     counts: dict[str, dict[str, int]] = {s.name: {"train": 0, "valid": 0, "held_out": 0} for s in sources}
     by_field = {s.source_field: s for s in sources}
@@ -123,9 +115,6 @@ def read_pairs(
             source = by_field.get(row["source"])
             if source is None or int(row["label"]) != 1:
                 continue
-            if row["a"] in holdout or row["b"] in holdout:
-                counts[source.name]["held_out"] += 1
-                continue
             split[row["split"]].append(TextPair(row["a"], row["b"], True, source.name))
             counts[source.name][row["split"]] += 1
     if "mrc" in kinds:
@@ -134,14 +123,14 @@ def read_pairs(
             source = by_field.get(row["source"])
             if source is None or not row.get("answers"):
                 continue
-            if row["context"] in holdout:
+            if is_reader_bench_title(row.get("title", "")):
                 counts[source.name]["held_out"] += 1
                 continue
             sentence = answer_sentence(row["context"], int(row["answers"][0]["start"]))
             if not sentence or (row["question"], sentence) in seen:
                 continue
             seen.add((row["question"], sentence))
-            part = split_of_passage(row["context"])
+            part = split_of_title(row.get("title", ""))
             split[part].append(TextPair(row["question"], sentence, False, source.name))
             counts[source.name][part] += 1
     return split, counts
@@ -161,8 +150,8 @@ def manifest(data_dir: Path, sources: list[PairSource], counts: dict, seed: int,
             for s in sources
         },
         "pairs": "paraphrase: label-1 rows, their own split; mrc: (question, answer sentence of its passage), "
-        f"passages hashed to valid at {VALID_PERCENT}%",
-        "claim_check_holdout": "none yet: workflows/evaluation/perturbations.py has not landed (TODO hook "
-        "pair_data.claim_check_holdout)",
+        f"articles (titles) hashed to valid at {VALID_PERCENT}%",
+        "claim_check_holdout": "mrc rows whose title is in the reader benchmark's bucket "
+        "(workflows/evaluation/perturbations.is_reader_bench_title) dropped: `held_out` per source",
         "seed": seed,
     }

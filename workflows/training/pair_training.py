@@ -32,7 +32,6 @@ from citescope.workflows.training.pair_data import (
     COMMERCIAL_DEFAULT,
     TextPair,
     choose_sources,
-    claim_check_holdout,
     manifest,
     read_pairs,
 )
@@ -119,7 +118,7 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
     started = time.monotonic()
     torch.manual_seed(settings.seed)
 
-    split, counts = read_pairs(settings.data_dir, sources, claim_check_holdout())
+    split, counts = read_pairs(settings.data_dir, sources)
     if len(split["train"]) < settings.batch_size:
         raise ValueError(f"{len(split['train'])} training pairs, fewer than one batch of {settings.batch_size}")
     (out / MANIFEST_NAME).write_text(

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch", reason="training needs the [train] extra (t
 
 from citescope.knowledge.e5_model_file import bundled_model_path  # noqa: E402
 from citescope.workflows.training.checkpoints import CHECKPOINT_NAME  # noqa: E402
-from citescope.workflows.training.pair_data import answer_sentence, choose_sources, split_of_passage  # noqa: E402
+from citescope.workflows.training.pair_data import answer_sentence, choose_sources, split_of_title  # noqa: E402
 from citescope.workflows.training.pair_training import (  # noqa: E402
     LOG_NAME,
     MANIFEST_NAME,
@@ -45,9 +45,10 @@ def _write_training_data(folder: Path) -> Path:
     start = PASSAGE.index("顺丰")
     mrc = [
         {"qid": f"c{i}", "question": q, "context": PASSAGE + "第" + str(i) + "段。",
-         "answers": [{"text": "顺丰", "start": start}], "answerable": True, "source": "cmrc2018_train", "title": "t"}
-        for i, q in enumerate(["顺丰要加钱吗", "发顺丰补多少", "顺丰差价多少"])
-    ]  # fmt: skip
+         "answers": [{"text": "顺丰", "start": start}], "answerable": True, "source": "cmrc2018_train", "title": title}
+        for i, (q, title) in enumerate([("顺丰要加钱吗", "文章1"), ("发顺丰补多少", "文章2"), ("顺丰差价多少", "文章3"),
+                                        ("积分多久过期", "文章0")])
+    ]  # fmt: skip  # 文章0 is in the claim-check benchmark's bucket (is_reader_bench_title): never trained on
     (folder / "mrc_train.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in mrc) + "\n")
     return folder
 
@@ -84,7 +85,7 @@ def test_a_short_run_checkpoints_and_a_resumed_run_continues_it_exactly(tmp_path
     manifest = json.loads((run / MANIFEST_NAME).read_text(encoding="utf-8"))
     assert manifest["sources"]["pawsx_zh"]["train"] == 6 and manifest["sources"]["pawsx_zh"]["valid"] == 2
     cmrc = manifest["sources"]["cmrc2018"]
-    assert cmrc["train"] + cmrc["valid"] == 3 and cmrc["licence"].startswith("CC BY-SA")
+    assert cmrc["train"] + cmrc["valid"] == 3 and cmrc["held_out"] == 1 and cmrc["licence"].startswith("CC BY-SA")
     assert "afqmc" not in manifest["sources"] and manifest["seed"] == 0  # research data stays out by default
 
     resumed = train_pairs(_settings(tmp_path, max_steps=5, resume=True))
@@ -125,6 +126,6 @@ def test_an_answer_sentence_is_the_sentence_holding_the_answer_and_passages_spli
     assert answer_sentence(PASSAGE, PASSAGE.index("10元")) == "顺丰需补差价10元。"
     assert answer_sentence(PASSAGE, PASSAGE.index("一年")) == "积分自获得之日起一年内有效。"
     assert answer_sentence(PASSAGE, len(PASSAGE) + 5) == ""
-    shares = [split_of_passage(f"段落{i}") for i in range(2000)]
-    assert shares == [split_of_passage(f"段落{i}") for i in range(2000)]
+    shares = [split_of_title(f"段落{i}") for i in range(2000)]
+    assert shares == [split_of_title(f"段落{i}") for i in range(2000)]
     assert 0.02 < shares.count("valid") / len(shares) < 0.08
