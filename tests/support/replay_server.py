@@ -74,6 +74,15 @@ class RecordedRequest:
         return self.authorization_sha256 == _sha256(f"Bearer {token}")
 
 
+def prompt_text(body: dict) -> str:
+    """All text the client sent in one chat request (string contents and text parts)."""
+    parts = []
+    for message in body["messages"]:
+        content = message.get("content")
+        parts += [content] if isinstance(content, str) else [p.get("text", "") for p in content or []]
+    return "\n".join(parts)
+
+
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -10,7 +10,7 @@ import pytest
 
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
-from tests.support.replay_server import ReplayServer
+from tests.support.replay_server import ReplayServer, prompt_text
 
 PRICE_QUESTION = "XZ-3000 充电宝多少钱？"
 _SKU_LINE = re.compile(r"【(sku-p-xz3000#[^】]+)】[^\n]*?价格: ([\d.]+)元")
@@ -29,15 +29,6 @@ def make_pipeline(kb, registry, server, planner=False, answerer=False, **overrid
         kb.dir, environ={}, planner=spec if planner else "offline", answerer=spec if answerer else "offline", **settings
     )
     return QAPipeline(kb, config, registry=registry).warm_up()
-
-
-def prompt_text(body: dict) -> str:
-    """All text the client sent in one chat request."""
-    parts = []
-    for message in body["messages"]:
-        content = message.get("content")
-        parts += [content] if isinstance(content, str) else [p.get("text", "") for p in content or []]
-    return "\n".join(parts)
 
 
 def valid_price_answer(body: dict) -> dict:

@@ -20,7 +20,7 @@ from citescope.workflows.cli import app
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
 from tests.conftest import ingested_kb
-from tests.support.replay_server import ReplayServer
+from tests.support.replay_server import ReplayServer, prompt_text
 
 SHOP_DIR = Path(__file__).resolve().parents[1] / "support" / "cosmetics_shop"
 DEMO_SHOP_WORDS = ("云栈优选", "云栈", "江浙沪", "其他地区", "偏远地区", "金卡", "银卡", "黑钻")
@@ -38,14 +38,6 @@ def pipeline(shop_kb, registry):
     return QAPipeline(shop_kb, PipelineConfig.load(shop_kb.dir, environ={}), registry=registry).warm_up()
 
 
-def _prompt_text(body: dict) -> str:
-    parts = []
-    for message in body["messages"]:
-        content = message.get("content")
-        parts += [content] if isinstance(content, str) else [p.get("text", "") for p in content or []]
-    return "\n".join(parts)
-
-
 def test_the_kb_keeps_the_profile_its_folder_shipped(shop_kb):
     assert shop_kb.shop.name == "花漾美妆" and shop_kb.shop.membership_tiers == ["粉钻", "紫晶", "星耀"]
 
@@ -59,7 +51,7 @@ def test_its_model_prompts_name_it_and_never_the_demo_shop(shop_kb, registry):
         )
         QAPipeline(shop_kb, config, registry=registry).warm_up().run("紫晶会员打几折？")
         bodies = [request.body for request in server.chat_requests()]
-    prompts = [_prompt_text(body) for body in bodies]
+    prompts = [prompt_text(body) for body in bodies]
     planner, answerer = prompts[0], prompts[-1]
     assert planner.startswith("你是“花漾美妆”电商店铺客服系统的检索规划员") and "【建议计划】" in planner
     assert answerer.startswith("你是“花漾美妆”电商店铺的客服助手") and "【证据】" in answerer
