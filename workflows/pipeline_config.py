@@ -120,3 +120,13 @@ def _read_yaml(path: Path, strict: bool) -> dict:
     if strict and unknown:
         raise PipelineConfigError(f"{path}: unknown setting(s) {sorted(unknown)}")
     return {k: v for k, v in raw.items() if k in PipelineConfig.model_fields}
+
+
+def update_kb_config(kb_dir: Path | str, values: Mapping[str, Any]) -> Path:
+    """Set these keys in <kb_dir>/config.yaml, keeping its other keys (the file is shared with other
+    components): how calibration, dataset or self, records what it chose."""
+    path = Path(kb_dir) / KB_CONFIG_NAME
+    stored = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {}
+    stored = {**(stored if isinstance(stored, dict) else {}), **values}
+    path.write_text(yaml.safe_dump(stored, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return path

@@ -23,13 +23,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from citescope.agents.evidence import EvidencePool
 from citescope.agents.self_probes import Probe, make_probes
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.workflows.pipeline import QAPipeline
-from citescope.workflows.pipeline_config import KB_CONFIG_NAME, PipelineConfig
+from citescope.workflows.pipeline_config import PipelineConfig, update_kb_config
 from citescope.workflows.stages.context import QuestionRun
 from citescope.workflows.stages.rank import Rank, Ranking, RankInput
 
@@ -174,13 +172,7 @@ def _by_kind(probes: Sequence[Probe], scores: Sequence[float], threshold: float)
 
 def write_kb_config(kb_dir: Path | str, threshold: float, figures: dict[str, Any]) -> Path:
     """Set refusal_threshold and the self_calibration figures in <kb>/config.yaml, other keys kept."""
-    path = Path(kb_dir) / KB_CONFIG_NAME
-    values = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {}
-    values = values if isinstance(values, dict) else {}
-    values["refusal_threshold"] = threshold
-    values[CONFIG_KEY] = figures
-    path.write_text(yaml.safe_dump(values, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    return path
+    return update_kb_config(kb_dir, {"refusal_threshold": threshold, CONFIG_KEY: figures})
 
 
 def format_self_calibration(figures: dict[str, Any]) -> str:

@@ -54,7 +54,7 @@ from citescope.workflows.evaluation.evaluate import (
     run_split,
 )
 from citescope.workflows.metrics import mean
-from citescope.workflows.pipeline_config import DEFAULTS_PATH, KB_CONFIG_NAME
+from citescope.workflows.pipeline_config import DEFAULTS_PATH, update_kb_config
 
 REPO = Path(__file__).resolve().parents[2]
 DATASETS = REPO.parent / "shared" / "datasets"
@@ -370,11 +370,7 @@ def calibrate_thresholds(rows_by_set: dict[str, list[dict]]) -> dict:
 
 def write_kb_threshold(kb_dir: Path, threshold: float) -> Path:
     """Set refusal_threshold in <kb>/config.yaml, keeping the file's other keys."""
-    path = Path(kb_dir) / KB_CONFIG_NAME
-    values = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.exists() else {}
-    values["refusal_threshold"] = round(float(threshold), 4)
-    path.write_text(yaml.safe_dump(values, allow_unicode=True, sort_keys=True), encoding="utf-8")
-    return path
+    return update_kb_config(kb_dir, {"refusal_threshold": round(float(threshold), 4)})
 
 
 def record_calibrated(kb_dir: Path, threshold: float, path: Path = CALIBRATED_PATH) -> None:
