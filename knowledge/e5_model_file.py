@@ -124,6 +124,27 @@ class E5Tensor:
             return np.frombuffer(self.data, dtype="<f4").reshape(self.shape).copy()
         return dequantize_q4_0(self.data, self.size).reshape(self.shape)
 
+    def q4_0_steps_and_scales(self) -> tuple[np.ndarray, np.ndarray]:
+        """A Q4_0 tensor as integer steps in -8..7 [blocks, 32] (weight j of a block is step j x
+        scale) and its scales [blocks]: what a quantization-aware fine-tune holds fixed and trains."""
+        if self.kind != TensorType.Q4_0:
+            raise ValueError(f"{self.name}: not a Q4_0 tensor")
+        blocks = np.frombuffer(self.data, dtype=_Q4_BLOCK, count=self.size // QUANT_BLOCK)
+        low = (blocks["nibbles"] & 0x0F).astype(np.int8) - 8
+        high = (blocks["nibbles"] >> 4).astype(np.int8) - 8
+        return np.concatenate([low, high], axis=1), blocks["scale"].astype(np.float32)
+
+    def with_scales(self, scales: np.ndarray) -> E5Tensor:
+        """The same 4-bit steps under new block scales (stored as fp16, as the engine reads them)."""
+        if self.kind != TensorType.Q4_0:
+            raise ValueError(f"{self.name}: not a Q4_0 tensor")
+        blocks = np.frombuffer(self.data, dtype=_Q4_BLOCK, count=self.size // QUANT_BLOCK).copy()
+        scales = np.asarray(scales, dtype=np.float32).ravel()
+        if scales.shape != blocks.shape:
+            raise ValueError(f"{self.name}: {scales.size} scales for {len(blocks)} blocks")
+        blocks["scale"] = scales.astype(np.float16)
+        return E5Tensor(self.name, self.kind, self.shape, blocks.tobytes())
+
     @classmethod
     def from_float32(cls, name: str, kind: TensorType, values: np.ndarray) -> E5Tensor:
         values = np.ascontiguousarray(values, dtype=np.float32)
@@ -244,6 +265,11 @@ class E5ModelFile:
         if tuple(values.shape) != old.shape:
             raise ValueError(f"{name}: shape {values.shape}, expected {old.shape}")
         self.tensors[name] = E5Tensor.from_float32(name, old.kind, values)
+
+    def replace_scales(self, name: str, scales: np.ndarray) -> None:
+        """Keep `name`'s 4-bit steps and store new block scales: what a scales fine-tune exports,
+        exactly (no re-quantization)."""
+        self.tensors[name] = self.tensors[name].with_scales(scales)
 
 
 def _aligned(position: int) -> int:

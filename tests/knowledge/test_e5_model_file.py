@@ -99,3 +99,22 @@ def test_replacing_a_tensor_checks_its_shape_and_keeps_its_quantization(bundled)
     np.testing.assert_allclose(copy.float32("l0.q.w"), bundled.float32("l0.q.w") * 2, rtol=1e-2, atol=1e-3)
     assert E5ModelFile.from_bytes(copy.to_bytes()).tensors["l0.q.w"].data == copy.tensors["l0.q.w"].data
     assert bundled.tensors["l0.q.w"].data != copy.tensors["l0.q.w"].data
+
+
+def test_new_block_scales_keep_the_steps_and_dequantize_to_steps_times_scales(bundled):
+    tensor = bundled.tensors["l1.fi.w"]
+    steps, scales = tensor.q4_0_steps_and_scales()
+    assert steps.shape == (tensor.size // 32, 32) and steps.min() >= -8 and steps.max() <= 7
+    np.testing.assert_array_equal((steps * scales[:, None]).ravel(), tensor.to_float32().ravel())
+    assert tensor.with_scales(scales).data == tensor.data  # the same scales: the same bytes
+
+    copy = E5ModelFile(bundled.config, bundled.vocabulary, dict(bundled.tensors))
+    gains = np.linspace(0.5, 1.5, len(scales), dtype=np.float32)
+    copy.replace_scales("l1.fi.w", scales * gains)
+    new_steps, new_scales = copy.tensors["l1.fi.w"].q4_0_steps_and_scales()
+    np.testing.assert_array_equal(new_steps, steps)
+    np.testing.assert_allclose(new_scales, scales * gains, rtol=1e-3)  # stored as fp16
+    with pytest.raises(ValueError, match="2 scales for"):
+        copy.replace_scales("l1.fi.w", scales[:2])
+    with pytest.raises(ValueError, match="not a Q4_0 tensor"):
+        copy.replace_scales("l1.fi.b", scales)

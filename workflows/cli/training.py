@@ -31,6 +31,13 @@ def train_pairs_command(
     seed: int = typer.Option(0, "--seed"),
     resume: bool = typer.Option(False, "--resume", help="continue the run saved in --out"),
     layers: int = typer.Option(12, "--layers", help="keep the first N encoder layers (a smaller student)"),
+    fine_tune: str = typer.Option(
+        "weights",
+        "--fine-tune",
+        help="weights: every float weight (4-bit matrices re-quantized at export); "
+        "scales: the matrices' block scales, biases and norms (exported exactly)",
+    ),
+    scale_lr: float = typer.Option(1e-3, "--scale-lr", help="learning rate of the block scales (--fine-tune scales)"),
     batch_size: int = typer.Option(32, "--batch-size", help="pairs per step (the others are each one's negatives)"),
     max_tokens: int = typer.Option(64, "--max-tokens", help="tokens per text, longer ones are cut"),
     learning_rate: float = typer.Option(2e-5, "--lr"),
@@ -45,6 +52,8 @@ def train_pairs_command(
         choose_sources(names, research)
     except ValueError as exc:
         fail(f"--sources: {exc}")
+    if fine_tune not in ("weights", "scales"):
+        fail(f"--fine-tune: weights or scales, got {fine_tune!r}")
     if importlib.util.find_spec("torch") is None:
         fail("training needs torch: pip install -e '.[train]'")
     from citescope.workflows.training.pair_training import PairTrainingSettings, train_pairs
@@ -59,6 +68,8 @@ def train_pairs_command(
         seed=seed,
         resume=resume,
         layers=layers,
+        fine_tune="scales" if fine_tune == "scales" else "weights",
+        scale_learning_rate=scale_lr,
         batch_size=batch_size,
         max_tokens=max_tokens,
         learning_rate=learning_rate,

@@ -16,6 +16,7 @@ bundled bytes, untouched.
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 import numpy as np
 import torch
@@ -24,6 +25,35 @@ from torch import nn
 
 from citescope.knowledge.e5_model_file import E5ModelFile
 from citescope.knowledge.e5_tokenizer import E5Tokenizer
+
+FineTune = Literal["weights", "scales"]
+MATRICES = ("q", "k", "v", "ao", "fi", "fo")  # the Q4_0 tensors of a layer
+
+
+class Q4Linear(nn.Module):
+    """A linear layer whose weight is a Q4_0 tensor with its 4-bit steps held fixed: what trains is
+    one gain per 32-weight block (its scale = the file's scale x gain) and the bias. The export is
+    the file's steps under the new fp16 scales, so the engine runs exactly what trained; a fine-tune
+    of the float weights moves them by much less than a 4-bit step and re-quantizing erases it
+    (docs/models.md). Training the scales of a quantized model is PEQA's method (Kim et al., 2023)."""
+
+    steps: torch.Tensor  # buffers, declared for the type checker (nn.Module's __getattr__ is untyped)
+    base_scale: torch.Tensor
+
+    def __init__(self, steps: np.ndarray, scales: np.ndarray, bias: np.ndarray, shape: tuple[int, int]):
+        super().__init__()
+        self.shape = shape
+        self.register_buffer("steps", torch.from_numpy(steps.astype(np.float32)).view(shape[0], -1, steps.shape[1]))
+        self.register_buffer("base_scale", torch.from_numpy(scales).view(shape[0], -1))
+        self.gain = nn.Parameter(torch.ones_like(self.base_scale))
+        self.bias = nn.Parameter(torch.from_numpy(bias))
+
+    def scales(self) -> torch.Tensor:
+        return (self.base_scale * self.gain).reshape(-1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight = (self.steps * (self.base_scale * self.gain).unsqueeze(-1)).view(self.shape)
+        return F.linear(x, weight, self.bias)
 
 
 class E5Layer(nn.Module):
@@ -47,7 +77,16 @@ class E5Layer(nn.Module):
 
 
 class E5TorchEncoder(nn.Module):
-    def __init__(self, source: E5ModelFile, layers: int | None = None, train_word_embeddings: bool = False):
+    def __init__(
+        self,
+        source: E5ModelFile,
+        layers: int | None = None,
+        train_word_embeddings: bool = False,
+        fine_tune: FineTune = "weights",
+    ):
+        """fine_tune: "weights" trains every float weight (matrices are re-quantized at export);
+        "scales" keeps the matrices' 4-bit steps and trains their block scales, with the biases,
+        LayerNorms and position table (all exported exactly)."""
         super().__init__()
         cfg = source.config
         depth = cfg.layers if layers is None else layers
@@ -68,6 +107,16 @@ class E5TorchEncoder(nn.Module):
             for name, parameter in self.e5_parameters().items():
                 if name != "emb.word":
                     parameter.copy_(torch.from_numpy(source.float32(name)))
+        self.fine_tune = fine_tune
+        if fine_tune == "scales":
+            for index, layer in enumerate(self.layers):
+                for part in MATRICES:
+                    tensor = source.tensors[f"l{index}.{part}.w"]
+                    steps, scales = tensor.q4_0_steps_and_scales()
+                    bias = source.float32(f"l{index}.{part}.b")
+                    setattr(layer, part, Q4Linear(steps, scales, bias, (tensor.shape[0], tensor.shape[1])))
+        elif fine_tune != "weights":
+            raise ValueError(f"fine_tune: weights or scales, got {fine_tune!r}")
 
     def e5_parameters(self) -> dict[str, torch.Tensor]:
         """The model file's tensor names -> this module's parameters (the student's layers only)."""
@@ -80,11 +129,23 @@ class E5TorchEncoder(nn.Module):
         }
         for index, layer in enumerate(self.layers):
             assert isinstance(layer, E5Layer)
-            for part in ("q", "k", "v", "ao", "fi", "fo", "aln", "oln"):
+            for part in (*MATRICES, "aln", "oln"):
                 module = getattr(layer, part)
-                named[f"l{index}.{part}.w"] = module.weight
+                if isinstance(module, Q4Linear):
+                    named[f"l{index}.{part}.w.gain"] = module.gain
+                else:
+                    named[f"l{index}.{part}.w"] = module.weight
                 named[f"l{index}.{part}.b"] = module.bias
         return named
+
+    def q4_layers(self) -> dict[str, Q4Linear]:
+        """The model file's names of the matrices trained by their scales ("scales" fine-tune)."""
+        return {
+            f"l{index}.{part}.w": module
+            for index, layer in enumerate(self.layers)
+            for part in MATRICES
+            if isinstance(module := getattr(layer, part), Q4Linear)
+        }
 
     def token_ids(self, text: str, is_query: bool, max_tokens: int | None = None) -> list[int]:
         """The engine's first window of `text` (<s> … </s>), cut to max_tokens in all when given."""
@@ -122,8 +183,9 @@ def pad(windows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tens
 
 def export(model: E5TorchEncoder) -> E5ModelFile:
     """The model's weights as a model file the engine runs: each tensor quantized the way the
-    source file stores it (Q4_0 matrices, float32 the rest), the header's depth the model's, the
-    vocabulary and a frozen word table unchanged."""
+    source file stores it (Q4_0 matrices, float32 the rest; a "scales" fine-tune's matrices keep
+    their steps under the trained scales), the header's depth the model's, the vocabulary and a
+    frozen word table unchanged."""
     source = model.source
     depth = model.config.layers
     kept = {
@@ -132,7 +194,10 @@ def export(model: E5TorchEncoder) -> E5ModelFile:
         if not name.startswith("l") or int(name[1:].split(".", 1)[0]) < depth
     }
     out = E5ModelFile(model.config, source.vocabulary, kept)
+    quantized = model.q4_layers()
     for name, parameter in model.e5_parameters().items():
-        if parameter.requires_grad:
+        if parameter.requires_grad and not name.endswith(".gain"):
             out.replace(name, parameter.detach().cpu().numpy().astype(np.float32))
+    for name, module in quantized.items():
+        out.replace_scales(name, module.scales().detach().cpu().numpy())
     return out

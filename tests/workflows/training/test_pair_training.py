@@ -103,6 +103,18 @@ def test_a_short_run_checkpoints_and_a_resumed_run_continues_it_exactly(tmp_path
         torch.testing.assert_close(values, b["weights"][name], rtol=0, atol=1e-6)
 
 
+def test_a_scales_run_trains_the_gains_resumes_and_refuses_a_checkpoint_of_the_other_kind(tmp_path):
+    _write_training_data(tmp_path / "data")
+    train_pairs(_settings(tmp_path, max_steps=2, fine_tune="scales", scale_learning_rate=1e-2))
+    saved = torch.load(tmp_path / "run" / CHECKPOINT_NAME, weights_only=True)
+    gains = [values for name, values in saved["weights"].items() if name.endswith(".gain")]
+    assert gains and "l0.q.w" not in saved["weights"] and "l0.aln.w" in saved["weights"]  # steps fixed
+    assert any((g - 1).abs().max() > 0 for g in gains)
+    assert train_pairs(_settings(tmp_path, max_steps=3, fine_tune="scales", resume=True))["step"] == 3
+    with pytest.raises(ValueError, match="trained as"):
+        train_pairs(_settings(tmp_path, max_steps=4, resume=True))  # a weights run over a scales checkpoint
+
+
 def test_a_fresh_run_over_a_saved_one_and_a_resume_without_one_are_refused(tmp_path):
     _write_training_data(tmp_path / "data")
     with pytest.raises(ValueError, match="--resume: no checkpoint.pt"):
