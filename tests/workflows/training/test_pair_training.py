@@ -10,12 +10,15 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="training needs the [train] extra (torch); CI does not install it")
 
+from citescope.knowledge.e5_delta import apply_delta  # noqa: E402
 from citescope.knowledge.e5_model_file import bundled_model_path  # noqa: E402
 from citescope.workflows.training.checkpoints import CHECKPOINT_NAME  # noqa: E402
 from citescope.workflows.training.pair_data import answer_sentence, choose_sources, split_of_title  # noqa: E402
 from citescope.workflows.training.pair_training import (  # noqa: E402
+    DELTA_NAME,
     LOG_NAME,
     MANIFEST_NAME,
+    MODEL_NAME,
     PairTrainingSettings,
     train_pairs,
 )
@@ -110,7 +113,12 @@ def test_a_scales_run_trains_the_gains_resumes_and_refuses_a_checkpoint_of_the_o
     gains = [values for name, values in saved["weights"].items() if name.endswith(".gain")]
     assert gains and "l0.q.w" not in saved["weights"] and "l0.aln.w" in saved["weights"]  # steps fixed
     assert any((g - 1).abs().max() > 0 for g in gains)
-    assert train_pairs(_settings(tmp_path, max_steps=3, fine_tune="scales", resume=True))["step"] == 3
+    last = train_pairs(_settings(tmp_path, max_steps=3, fine_tune="scales", resume=True, export_model=True))
+    assert last["step"] == 3 and 0.0 <= last["engine_valid_recall_at_1"]["mean"] <= 1.0
+    run = tmp_path / "run"  # the shipped delta rebuilds the exported file byte for byte
+    rebuilt = apply_delta(run / DELTA_NAME, bundled_model_path("enpt"))
+    assert rebuilt.to_bytes() == (run / MODEL_NAME).read_bytes()
+    assert (run / DELTA_NAME).stat().st_size < (run / MODEL_NAME).stat().st_size / 10
     with pytest.raises(ValueError, match="trained as"):
         train_pairs(_settings(tmp_path, max_steps=4, resume=True))  # a weights run over a scales checkpoint
 
