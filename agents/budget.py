@@ -3,9 +3,10 @@
 `Budget` is the value object (what is allowed); `BudgetTracker` is one question's account of it
 (what was used). Every tool call asks `check_tool` first: an identical repeat (same name, same
 normalised arguments) is answered from the earlier result and costs nothing, and a call over the
-total or per-tool cap never runs. Every model call asks `check_model` first; `budgeted_model_call`
-wraps one model request with that check, the remaining deadline as its timeout, and retries with
-backoff, so every caller (planner, answerer) gets the same guarantees.
+total or per-tool cap never runs. Every model call asks `check_model` first (the model-call cap,
+the token limits of agents/usage.py, the deadline); `budgeted_model_call` wraps one model request
+with that check, the remaining deadline as its timeout, and retries with backoff, so every caller
+(planner, answerer) gets the same guarantees; it records each request's tokens per model.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from citescope.agents.arms import PlanBudget
 from citescope.agents.models import redact
+from citescope.agents.usage import Usage, UsageLimits
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +34,16 @@ class Budget(BaseModel):
     max_calls_per_tool: int = Field(default=2, ge=0)
     max_model_calls: int = Field(default=10, ge=0)  # every HTTP attempt counts, retries included
     deadline_s: float = Field(default=60.0, gt=0)
+    max_input_tokens: int | None = Field(default=None, ge=0)  # over all of a question's requests; None: no limit
+    max_output_tokens: int | None = Field(default=None, ge=0)
+
+    def usage_limits(self) -> UsageLimits:
+        """The limits checked before each model request (requests = every attempt)."""
+        return UsageLimits(
+            max_requests=self.max_model_calls,
+            max_input_tokens=self.max_input_tokens,
+            max_output_tokens=self.max_output_tokens,
+        )
 
     def plan_budget(self) -> PlanBudget:
         """The caps the strategy policy plans under (agents/arms.py)."""
@@ -101,6 +113,7 @@ class BudgetTracker:
         self.cached_calls = 0
         self.refused_calls = 0
         self.model_calls = 0
+        self.model_usage: dict[str, Usage] = {}  # model name -> its requests and tokens
 
     # -- time ------------------------------------------------------------------------------
     def elapsed_s(self) -> float:
@@ -149,13 +162,18 @@ class BudgetTracker:
 
     # -- models ----------------------------------------------------------------------------
     def check_model(self) -> Decision:
-        """Allowed (and counted) or exhausted (model-call cap or deadline)."""
-        if self.model_calls >= self.budget.max_model_calls:
-            return Decision(kind="exhausted", reason=f"model-call budget used up ({self.budget.max_model_calls} calls)")
+        """Allowed (and counted) or exhausted (model-call cap, token limits or deadline)."""
+        spent = sum(self.model_usage.values(), Usage()).model_copy(update={"requests": self.model_calls})
+        over = self.budget.usage_limits().check_before_request(spent)
+        if over is not None:
+            return Decision(kind="exhausted", reason=over)
         if self.expired:
             return Decision(kind="exhausted", reason=f"deadline of {self.budget.deadline_s:g}s passed")
         self.model_calls += 1
         return Decision(kind="allowed")
+
+    def record_usage(self, model: str, usage: Usage) -> None:
+        self.model_usage[model] = self.model_usage.get(model, Usage()) + usage
 
     def used(self) -> BudgetUsage:
         return BudgetUsage(
@@ -210,15 +228,19 @@ async def budgeted_model_call(
     ModelFailure for a reply that cannot be used). Failed attempts are retried with backoff while
     budget and deadline last; then ModelFailure says what went wrong."""
     failures: list[str] = []
+    name = str(getattr(model, "model_name", "?"))
     for attempt in range(retry.max_retries + 1):
         decision = tracker.check_model()
         if not decision.allowed:
             failures.append(decision.reason)
             break
+        tracker.record_usage(name, Usage(requests=1))  # sent, whatever comes back
         timeout = min(retry.call_timeout_s, tracker.remaining_s())
 
         async def attempt_once() -> Any:
-            return await collect_response(await model(messages, **kwargs))
+            response = await collect_response(await model(messages, **kwargs))
+            tracker.record_usage(name, Usage.tokens_of(response))  # paid for, even if `validate` rejects it
+            return response
 
         try:
             response = await asyncio.wait_for(attempt_once(), timeout)

@@ -23,8 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
+from citescope.agents.usage import UsageReport
 from citescope.knowledge.filters import SearchFilters
 from citescope.workflows.metrics import latency_summary
 from citescope.workflows.personal_data import redact_personal_in
@@ -56,6 +57,7 @@ class BatchSummary(BaseModel):
     p95_ms: float | None
     seconds: float
     duplicate_ids: list[str] = []  # input ids seen more than once (only the first is asked)
+    usage: UsageReport = Field(default_factory=UsageReport)  # model requests, tokens, cost: the whole output
 
     def render(self) -> str:
         latency = "n/a" if self.p50_ms is None else f"p50 {self.p50_ms:.0f} ms, p95 {self.p95_ms:.0f} ms"
@@ -64,6 +66,7 @@ class BatchSummary(BaseModel):
             f"{self.seconds:.1f}s)",
             f"answered {self.answered}  refused {self.refused}  conflicts {self.conflicts}  "
             f"errors {self.errors}  latency {latency}",
+            f"usage: {self.usage.render()}",
         ]
         if self.duplicate_ids:
             lines.append(f"duplicate ids asked once: {', '.join(self.duplicate_ids[:10])}")
@@ -294,5 +297,6 @@ def summarize(records: list[dict], **fields: Any) -> BatchSummary:
         errors=len(records) - len(ok),
         p50_ms=p50,
         p95_ms=p95,
+        usage=UsageReport.combine(UsageReport.read(r.get("usage")) for r in ok),
         **{**fields, "seconds": round(fields["seconds"], 2)},
     )

@@ -31,6 +31,7 @@ from citescope.agents.models import make_chat_model
 from citescope.agents.policy import PolicyDecision, RulesPolicy
 from citescope.agents.query_analysis import Entity, QueryAnalyzer, QueryFeatures
 from citescope.agents.toolkit import build_toolkit
+from citescope.agents.usage import UsageReport
 from citescope.knowledge.chinese_script import to_simplified
 from citescope.knowledge.chinese_script import warm_up as warm_up_scripts
 from citescope.knowledge.filters import SearchFilters
@@ -287,6 +288,7 @@ class QAPipeline:
         result.degradation_reasons = run.degradations
         result.degraded = bool(run.degradations)
         result.budget = run.tracker.used()
+        result.usage = UsageReport.of(run.tracker.model_usage, self.config.prices)
         result.timings_ms = run.clock.total()
         return result
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from citescope.agents.budget import Budget, RetryPolicy
 from citescope.agents.models import ModelConfig
+from citescope.agents.usage import ModelPrice
 from citescope.workflows.validation import describe_validation_error
 
 DEFAULTS_PATH = Path(__file__).with_name("pipeline.yaml")
@@ -36,6 +37,9 @@ class PipelineConfig(BaseModel):
     max_calls_per_tool: int = Field(2, ge=0)
     max_model_calls: int = Field(10, ge=0)
     deadline_s: float = Field(60.0, gt=0)
+    max_input_tokens: int | None = Field(None, ge=0)  # per question, over every model request; None: no limit
+    max_output_tokens: int | None = Field(None, ge=0)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)  # model name -> price per 1k tokens
     evidence_top_n: int = Field(6, ge=1)
     evidence_max_chars: int = Field(2400, ge=100)
     evidence_per_doc: int = Field(2, ge=1)
@@ -74,6 +78,8 @@ class PipelineConfig(BaseModel):
             max_calls_per_tool=self.max_calls_per_tool,
             max_model_calls=self.max_model_calls,
             deadline_s=self.deadline_s,
+            max_input_tokens=self.max_input_tokens,
+            max_output_tokens=self.max_output_tokens,
         )
 
     def retry(self) -> RetryPolicy:

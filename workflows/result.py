@@ -14,6 +14,7 @@ from citescope.agents.conflicts import Conflict
 from citescope.agents.inspector import InspectionReport
 from citescope.agents.planner import ToolCallRecord
 from citescope.agents.query_analysis import QueryFeatures
+from citescope.agents.usage import UsageReport
 from citescope.knowledge.markup import strip_markup
 from citescope.tools.base import SNIPPET_CHARS, EvidenceHit
 
@@ -127,6 +128,9 @@ class QAResult(BaseModel):
     planner_source: Literal["offline", "llm"] = "offline"
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     budget: BudgetUsage | None = None
+    # the model requests and tokens this question spent, per model, and their cost (agents/usage.py):
+    # always present; zeros when no model was called (offline) or the answer came from the cache
+    usage: UsageReport = Field(default_factory=UsageReport)
     best_score: float | None = None  # best calibrated evidence score (what the refusal gate read)
     evidence_ids: list[str] = Field(default_factory=list)  # the evidence shown to the answerer, in order
     timings_ms: dict[str, float] = Field(default_factory=dict)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from citescope.agents.query_analysis import Entity
+from citescope.agents.usage import UsageReport
 from citescope.knowledge.text import normalize
 from citescope.workflows.result import QAResult
 
@@ -90,6 +91,7 @@ class ResultCache:
             self._entries.move_to_end(key)
         hit = stored.model_copy(deep=True)
         hit.timings_ms = {"cached": 1.0, "original_total": stored.timings_ms.get("total", 0.0)}
+        hit.usage = UsageReport()  # this request called no model: the tokens were the first asker's
         return hit
 
     def put(

@@ -6,6 +6,7 @@
     POST /v1/chat/completions    OpenAI-compatible (stream=true: SSE chat.completion.chunk deltas)
     GET  /v1/models              the one model name, for OpenAI clients that list models first
     GET  /healthz, /readyz       process alive / KB warmed (never behind the API key)
+    GET  /metrics                Prometheus text: questions, model requests, tokens and cost per tenant
 
 The pipeline is async but does CPU work between its awaits (analysis, rerank, answer,
 inspection); on the server's event loop that work would stall every other request, health checks
@@ -30,6 +31,7 @@ OpenAI-compatible chat layer and its SSE stream) and service_server (serve, Back
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -39,7 +41,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -57,6 +59,7 @@ from citescope.workflows.service_http import (
     describe_request_errors,
     error_body,
 )
+from citescope.workflows.service_metrics import CONTENT_TYPE, UsageCounters
 from citescope.workflows.service_openai import MODEL_NAME, ChatMessage, ChatRequest, chat_completion, stream_chat
 from citescope.workflows.service_runner import AssistantLoop
 from citescope.workflows.service_server import BackgroundServer, serve, uvicorn_options
@@ -83,6 +86,7 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
     long_lane = Admission(settings.max_running_long_questions, settings.max_queued_questions)
     runner = AssistantLoop(assistant, admission, long_lane, long_chars=assistant.config.retrieval_max_chars)
     max_question_chars = assistant.config.max_question_chars
+    counters = UsageCounters()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -170,6 +174,7 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
                 503, f"the service is busy: {exc}; retry after {settings.retry_after_s} s", headers=busy_headers
             ) from None
         request.state.trace_id = result.trace_id
+        counters.record(tenant.name, result)
         return result
 
     # -- health --------------------------------------------------------------------------------
@@ -190,6 +195,22 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
         if admission.full:
             return JSONResponse({"ready": False, "status": "saturated", **load}, 503, headers=busy_headers)
         return JSONResponse({"ready": True, "status": "ok", **load})
+
+    @app.get("/metrics", tags=["health"])
+    async def metrics(request: Request) -> PlainTextResponse:
+        """Prometheus text. The metrics key (CITESCOPE_METRICS_KEY) sees every tenant; a tenant's
+        API key only its own counters (another tenant's usage is its business); an open API all.
+        Not rate-limited: a scrape must not spend a tenant's questions."""
+        key = bearer_key(request)
+        if settings.metrics_key and key is not None and hmac.compare_digest(key, settings.metrics_key):
+            return PlainTextResponse(counters.prometheus(), media_type=CONTENT_TYPE)
+        tenant = directory.tenant_for(key)
+        if tenant is None:
+            raise HTTPException(
+                401, "missing or invalid API key (Authorization: Bearer <key>)", headers={"WWW-Authenticate": "Bearer"}
+            )
+        shown = None if directory.open else [tenant.name]
+        return PlainTextResponse(counters.prometheus(shown), media_type=CONTENT_TYPE)
 
     # -- native API ----------------------------------------------------------------------------
     v1 = [Depends(authenticate)]
@@ -220,7 +241,9 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
         state = await runner.call(assistant.session, session_id, tenant.name)
         if state is None:
             raise HTTPException(404, f"no session {session_id!r}")
-        return state.model_dump(mode="json")
+        # what the session's questions spent on models, summed from their traces
+        usage = await runner.call(assistant.traces.session_usage, session_id, tenant.name)
+        return {**state.model_dump(mode="json"), "usage": usage.model_dump(mode="json")}
 
     @app.get("/v1/traces/{trace_id}", tags=["qa"])
     async def trace(trace_id: str, request: Request, tenant: Tenant = Depends(authenticate)) -> dict:

@@ -135,4 +135,5 @@ def _extension(result: QAResult) -> dict:
         "refusal_reason": result.refusal_reason,
         "degraded": result.degraded,
         "conflicts": [c.model_dump(mode="json") for c in result.conflicts],
+        "usage": result.usage.model_dump(mode="json"),  # the models citescope called for this answer
     }

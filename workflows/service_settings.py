@@ -16,6 +16,8 @@ class ServiceSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CITESCOPE_", extra="ignore")
 
     api_keys: str = Field(default="", repr=False)  # comma-separated `key` or `key:tenant`; unset: no auth
+    # GET /metrics with this Bearer key shows every tenant's counters; a tenant's own key shows its own
+    metrics_key: str = Field(default="", repr=False)
     tenants_file: Path | None = None  # YAML/JSON: tenants: {name: {keys: [...], requests_per_minute: N}}
     requests_per_minute: int = Field(default=0, ge=0)  # per tenant, unless its entry says otherwise; 0: no limit
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)

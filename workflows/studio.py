@@ -86,6 +86,7 @@ class AnswererAgent(PipelineStageAgent):
                 "degraded": result.degraded,
                 "citations": [c.model_dump(mode="json") for c in result.citations],
                 "conflicts": [c.model_dump(mode="json") for c in result.conflicts],
+                "usage": result.usage.model_dump(mode="json"),  # model tokens and cost of this answer
             },
         )
 

@@ -2,7 +2,7 @@
 
 A trace is the whole QAResult (features, policy scores per arm, chosen arm and reason, plan,
 every tool call with its arguments and hit ids, conflicts, inspector report, budget, timings,
-models, degradations, clarification) plus the evidence shown to the answerer with titles and
+models, model usage and cost, degradations, clarification) plus the evidence shown to the answerer with titles and
 snippets as they were at answer time, and the KB version. `TraceStore` keeps them in
 `<kb>/traces.sqlite`; every string passes through agents.models.redact and the personal-data
 redaction first, so neither an API key that reached an error message nor a customer's phone
@@ -34,6 +34,7 @@ from rich.table import Table
 from rich.text import Text
 
 from citescope.agents.models import redact
+from citescope.agents.usage import UsageReport
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.tools.base import EvidenceHit
 from citescope.workflows.experience import ExperienceStore
@@ -157,6 +158,16 @@ class TraceStore:
                 "SELECT trace FROM traces WHERE trace_id = ? AND (? IS NULL OR tenant = ?)", (trace_id, tenant, tenant)
             ).fetchone()
         return json.loads(row[0]) if row else None
+
+    def session_usage(self, session_id: str, tenant: str = DEFAULT_TENANT) -> UsageReport:
+        """What a session's questions spent on models, summed over their traces (a cached answer's
+        trace holds zeros: it called no model)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT json_extract(trace, '$.usage') FROM traces WHERE tenant = ? AND session_id = ?",
+                (tenant, session_id),
+            ).fetchall()
+        return UsageReport.combine(UsageReport.read(json.loads(row[0]) if row[0] else None) for row in rows)
 
     def close(self) -> None:
         with self._lock:
@@ -311,6 +322,16 @@ def render_trace(trace: dict) -> RenderableType:
             f"{budget['refused_calls']}) of {budget['limits']['max_tool_calls']}",
         )
         costs.add_row("model calls", f"{budget['model_calls']} of {budget['limits']['max_model_calls']}")
+    usage = UsageReport.read(trace.get("usage"))
+    if usage.requests:
+        costs.add_row("model usage", escape(usage.render()))
+        for model, used in usage.by_model.items():
+            cost = "cost unknown (no price)" if used.cost is None else f"{used.cost:.4f} {used.currency}"
+            costs.add_row(
+                f"  {escape(model)}",
+                f"{used.requests} requests, {used.input_tokens} in ({used.cached_tokens} cached), "
+                f"{used.output_tokens} out, {cost}",
+            )
     for stage, model in (trace.get("models") or {}).items():
         costs.add_row(f"model {stage}", escape(model))
     parts.append(costs)

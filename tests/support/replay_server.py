@@ -8,6 +8,8 @@ Each chat request consumes the next step of the script:
   {"raw": "not json"}                                  a 200 whose body is not JSON
   {"malformed_tool_args": True | "<arguments string>", "name"?: "search"}
   callable(request_json) -> step                       dynamic replies
+  "usage": {"input_tokens", "output_tokens", "cached_tokens"?}  beside a reply: the tokens it reports
+                                                       (default 10 in, 5 out, none cached)
 When the script is exhausted, `default_step` answers (a loud 500 unless configured).
 POST /v1/embeddings is deterministic (hash of the text) and consumes no step.
 DashScope's native text-generation route (/api/v1/services/aigc/text-generation/generation)
@@ -34,6 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Step = dict | Callable[[Any], dict]
+DEFAULT_USAGE = {"input_tokens": 10, "output_tokens": 5}
 
 EXHAUSTED_STEP: dict = {
     "status": 500,
@@ -81,6 +84,34 @@ def prompt_text(body: dict) -> str:
         content = message.get("content")
         parts += [content] if isinstance(content, str) else [p.get("text", "") for p in content or []]
     return "\n".join(parts)
+
+
+def openai_usage(step: dict) -> dict:
+    """The step's tokens as OpenAI reports them (cached prompt tokens in prompt_tokens_details)."""
+    tokens = step.get("usage") or DEFAULT_USAGE
+    usage: dict = {
+        "prompt_tokens": tokens["input_tokens"],
+        "completion_tokens": tokens["output_tokens"],
+        "total_tokens": tokens["input_tokens"] + tokens["output_tokens"],
+    }
+    if "cached_tokens" in tokens:
+        usage["prompt_tokens_details"] = {"cached_tokens": tokens["cached_tokens"]}
+    return usage
+
+
+def dashscope_usage(step: dict, share: float = 1.0) -> dict:
+    """The step's tokens as DashScope reports them; share: the part of the output written so far
+    (a stream's every event carries the usage up to it, so the last one has the whole)."""
+    tokens = step.get("usage") or DEFAULT_USAGE
+    output = round(tokens["output_tokens"] * share)
+    usage: dict = {
+        "input_tokens": tokens["input_tokens"],
+        "output_tokens": output,
+        "total_tokens": tokens["input_tokens"] + output,
+    }
+    if "cached_tokens" in tokens:
+        usage["prompt_tokens_details"] = {"cached_tokens": tokens["cached_tokens"]}
+    return usage
 
 
 def _sha256(text: str) -> str:
@@ -264,7 +295,7 @@ class _Handler(BaseHTTPRequestHandler):
         content = step.get("content")
         tool_calls = _tool_calls(step, serial)
         finish = "tool_calls" if tool_calls else "stop"
-        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        usage = openai_usage(step)
         base = {"id": f"chatcmpl-replay-{serial}", "created": int(time.time()), "model": body.get("model", "replay")}
         if not stream:
             message: dict = {"role": "assistant", "content": content}
@@ -357,12 +388,11 @@ class _Handler(BaseHTTPRequestHandler):
         content = step.get("content") or ""
         tool_calls = _tool_calls(step, serial)
         finish = "tool_calls" if tool_calls else "stop"
-        usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
 
-        def payload(message: dict, finish_reason: str) -> dict:
+        def payload(message: dict, finish_reason: str, share: float = 1.0) -> dict:
             return {
                 "request_id": request_id,
-                "usage": usage,
+                "usage": dashscope_usage(step, share),
                 "output": {"choices": [{"finish_reason": finish_reason, "message": message}]},
             }
 
@@ -379,9 +409,10 @@ class _Handler(BaseHTTPRequestHandler):
             for index, call in enumerate(tool_calls)
         ]
         deltas = deltas or [{"role": "assistant", "content": ""}]
+        last = len(deltas)
         events = [
             f"id:{n}\nevent:result\n:HTTP_STATUS/200\ndata:"
-            f"{json.dumps(payload(delta, finish if n == len(deltas) else 'null'), ensure_ascii=False)}\n\n"
+            f"{json.dumps(payload(delta, finish if n == last else 'null', n / last), ensure_ascii=False)}\n\n"
             for n, delta in enumerate(deltas, start=1)
         ]
         self._send_sse(events)

@@ -1,4 +1,4 @@
-"""Are two eval runs the same behaviour? Per question, every recorded field but the timings.
+"""Are two eval runs the same behaviour? Per question, every recorded field but the timings and the model usage.
 
 A refactoring commit is checked this way (docs/quality.md, "Behaviour checks"): run the same
 `run.py eval ... --run-dir DIR` slice from a worktree of the commit and one of its parent, then
@@ -15,8 +15,9 @@ import json
 import sys
 from pathlib import Path
 
-# Wall-clock measurements differ between any two runs; everything else must not.
-IGNORED_FIELDS = frozenset({"latency_ms", "timings_ms"})
+# Wall-clock measurements differ between any two runs, and what a run spent (model tokens) is no
+# part of what it answered; everything else must not differ.
+IGNORED_FIELDS = frozenset({"latency_ms", "timings_ms", "usage"})
 
 
 def read_results(run_dir: Path) -> dict[str, dict]:

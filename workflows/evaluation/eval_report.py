@@ -4,6 +4,7 @@ their markdown report.
 
 from collections.abc import Iterable, Sequence
 
+from citescope.agents.usage import UsageReport
 from citescope.workflows.evaluation.datasets import (
     Question,
 )
@@ -52,7 +53,8 @@ def retrieval_of(questions: Sequence[Question], records: dict[str, dict]) -> dic
 
 
 def operations_of(records: Sequence[dict]) -> dict:
-    """Citation validity, tool calls, budgets, degradations and errors of some outcomes."""
+    """Citation validity, tool calls, budgets, degradations, errors and model usage (requests,
+    tokens and cost summed: agents/usage.py) of some outcomes."""
     ok = [r for r in records if not r.get("error")]
     answered = [r for r in ok if not r.get("refused")]
     return {
@@ -64,6 +66,7 @@ def operations_of(records: Sequence[dict]) -> dict:
         "degraded": sum(bool(r.get("degraded")) for r in ok),
         "errors": len(records) - len(ok),
         "latency_ms": latency_summary(r["latency_ms"] for r in ok if r.get("latency_ms") is not None),
+        "usage": UsageReport.combine(UsageReport.read(r.get("usage")) for r in ok).model_dump(mode="json"),
     }
 
 

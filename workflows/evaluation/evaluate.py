@@ -183,6 +183,7 @@ def record_of(strategy: str, question: Question, result: QAResult, kb: Knowledge
         "tool_calls": budget.tool_calls if budget else 0,
         "per_tool": budget.per_tool if budget else {},
         "model_calls": budget.model_calls if budget else 0,
+        "usage": result.usage.model_dump(mode="json"),
         "within_budget": within_budget,
         "degraded": result.degradation_reasons,
         "answer_source": result.answer_source,
