@@ -33,10 +33,10 @@ class Usage(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    requests: int = Field(0, ge=0)
-    input_tokens: int = Field(0, ge=0)
-    output_tokens: int = Field(0, ge=0)
-    cached_tokens: int = Field(0, ge=0)
+    requests: int = Field(default=0, ge=0)
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cached_tokens: int = Field(default=0, ge=0)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -81,9 +81,9 @@ class UsageLimits(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_requests: int | None = Field(None, ge=0)
-    max_input_tokens: int | None = Field(None, ge=0)
-    max_output_tokens: int | None = Field(None, ge=0)
+    max_requests: int | None = Field(default=None, ge=0)
+    max_input_tokens: int | None = Field(default=None, ge=0)
+    max_output_tokens: int | None = Field(default=None, ge=0)
 
     def check_before_request(self, spent: Usage) -> str | None:
         """Why the next request must not be sent after `spent`, or None when it may be."""

@@ -130,6 +130,7 @@ def test_one_question_arrives_as_one_run_in_agent_order(kb_dir):
         (turn,) = _turns(studio.messages)
         metadata = _check_turn(turn, "XZ-3000 充电宝多少钱？")
         assert not metadata["refused"] and "299" in turn[-2]["msg"]["content"]
+        assert metadata["usage"]["requests"] == 0 and metadata["usage"]["cost"] == 0.0  # offline: no model tokens
         assert turn[-1]["msg"]["content"].startswith("审核通过：")
         # every tool result reads in Studio's Markdown view as one list item per hit
         results = _tool_results(turn)

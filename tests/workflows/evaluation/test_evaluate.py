@@ -154,6 +154,7 @@ def test_every_question_and_strategy_is_recorded_and_scored(first_run, mini_data
     assert set(scores[POLICY]) == {"all", "faq_title", "unanswerable_kb_removed", "conflicting_evidence"}
     everything = scores[POLICY]["all"]
     assert everything["operations"]["invalid_ids"] == 0 and everything["operations"]["budget_exceeded"] == 0
+    assert everything["operations"]["usage"]["requests"] == 0  # offline: no model tokens
     assert everything["retrieval"]["n"] == 7  # answerable questions with gold docs
     assert 0.0 <= everything["answers"]["refusal_recall"] <= 1.0
     assert scores[AGENTSCOPE]["all"]["retrieval"]["recall@5"] > 0.5  # FAQ titles are the questions
@@ -385,6 +386,14 @@ def test_llm_mode_runs_the_model_path_and_needs_a_model(mini_dataset, eval_root)
     assert len(records) == 3 and not [r for r in records if r.get("error")]
     assert {r["model_calls"] for r in records} <= {0, 2} and any(r["model_calls"] == 2 for r in records)
     assert all(not r["invalid_ids"] and r["answer_source"] in ("extractive", "refusal") for r in records)
+    # every request reported the server's default usage (10 in, 5 out); the eval report sums it
+    assert all(
+        r["usage"]["requests"] == r["model_calls"] and r["usage"]["input_tokens"] == 10 * r["model_calls"]
+        for r in records
+    )
+    used = summary["strategies"][POLICY]["all"]["operations"]["usage"]
+    assert used["requests"] == sum(r["model_calls"] for r in records) and used["output_tokens"] == 5 * used["requests"]
+    assert used["cost"] is None  # the model "test" has no price: unknown, not 0
     with pytest.raises(EvalError, match="needs a model"):
         run_eval(
             EvalRequest(dataset_dir=mini_dataset, mode="llm", limit=1, baseline=False, root=eval_root, progress=False)
