@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 
 import httpx
@@ -82,6 +83,29 @@ def test_stream_sends_text_in_pieces_usage_and_done():
     assert events[-1] == "data: [DONE]"
     assert '"usage"' in events[-2]
     assert sum('"content"' in e for e in events) >= 3  # role chunk + several text pieces
+
+
+def test_a_step_s_usage_is_reported_as_each_provider_does():
+    usage = {"input_tokens": 900, "output_tokens": 30, "cached_tokens": 512}
+    with ReplayServer([{"content": "一段分块发送的回答", "usage": usage}] * 3) as server:
+        plain = chat(server).usage
+        streamed = [c.usage for c in chat(server, stream=True, stream_options={"include_usage": True}) if c.usage]
+        with httpx.stream(
+            "POST",
+            f"{server.dashscope_base_url}/services/aigc/text-generation/generation",
+            json={"model": "qwen-plus", "input": {"messages": []}},
+            headers={"X-DashScope-SSE": "enable"},
+        ) as response:
+            events = [json.loads(line[5:]) for line in response.iter_lines() if line.startswith("data:")]
+    for reported in (plain, *streamed):  # OpenAI: once, in the reply or in the final chunk of a stream
+        assert (reported.prompt_tokens, reported.completion_tokens) == (900, 30)
+        assert reported.prompt_tokens_details.cached_tokens == 512
+    assert len(streamed) == 1
+    # DashScope: every event carries the usage so far; the last one has the whole reply's
+    outputs = [event["usage"]["output_tokens"] for event in events]
+    assert len(outputs) > 1 and outputs == sorted(outputs) and outputs[-1] == 30
+    assert all(e["usage"]["input_tokens"] == 900 for e in events)
+    assert events[-1]["usage"]["prompt_tokens_details"] == {"cached_tokens": 512}
 
 
 def test_dynamic_steps_see_the_request():
