@@ -11,11 +11,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
-from citescope.workflows.training.e5_torch import E5TorchEncoder
+
+class TrainableModel(Protocol):
+    """A model whose trainable tensors have stable names (E5TorchEncoder, the claim model)."""
+
+    def e5_parameters(self) -> dict[str, torch.Tensor]: ...
+
 
 CHECKPOINT_NAME = "checkpoint.pt"
 
@@ -28,7 +33,7 @@ class Position:
 
 
 def save_checkpoint(
-    out_dir: Path, model: E5TorchEncoder, optimizer: torch.optim.Optimizer, position: Position, shape: dict[str, Any]
+    out_dir: Path, model: TrainableModel, optimizer: torch.optim.Optimizer, position: Position, shape: dict[str, Any]
 ) -> Path:
     path = out_dir / CHECKPOINT_NAME
     state = {
@@ -45,7 +50,7 @@ def save_checkpoint(
 
 
 def load_checkpoint(
-    out_dir: Path, model: E5TorchEncoder, optimizer: torch.optim.Optimizer, shape: dict[str, Any]
+    out_dir: Path, model: TrainableModel, optimizer: torch.optim.Optimizer, shape: dict[str, Any]
 ) -> Position:
     """Restore the run saved in out_dir into model and optimizer; ValueError when the checkpoint's
     model shape (layers, trained tables) differs from this run's settings."""

@@ -20,7 +20,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import torch
@@ -32,7 +32,6 @@ from citescope.workflows.training.checkpoints import CHECKPOINT_NAME, Position, 
 from citescope.workflows.training.e5_torch import E5TorchEncoder, FineTune, export, pad
 from citescope.workflows.training.pair_data import (
     COMMERCIAL_DEFAULT,
-    TextPair,
     choose_sources,
     manifest,
     read_pairs,
@@ -44,6 +43,7 @@ from citescope.workflows.training.pair_validation import (
     validation_groups,
 )
 
+Example = TypeVar("Example")
 LOG_NAME = "log.jsonl"
 MANIFEST_NAME = "manifest.json"
 MODEL_NAME = "model-q4.bin"
@@ -81,18 +81,18 @@ def contrastive_loss(anchors: torch.Tensor, positives: torch.Tensor, temperature
     return (F.cross_entropy(logits, targets) + F.cross_entropy(logits.T, targets)) / 2
 
 
-class _PairStream:
-    """The training pairs in a seeded order per epoch: (seed, epoch) fixes the order, so a resumed
-    run draws the same batches it would have drawn."""
+class SeededBatches(Generic[Example]):
+    """The training examples in a seeded order per epoch: (seed, epoch) fixes the order, so a
+    resumed run draws the same batches it would have drawn."""
 
-    def __init__(self, pairs: list[TextPair], seed: int, position: Position):
+    def __init__(self, pairs: list[Example], seed: int, position: Position):
         self.pairs, self.seed, self.position = pairs, seed, position
         self._order = self._epoch_order()
 
     def _epoch_order(self) -> np.ndarray:
         return np.random.default_rng([self.seed, self.position.epoch]).permutation(len(self.pairs))
 
-    def batch(self, size: int) -> list[TextPair]:
+    def batch(self, size: int) -> list[Example]:
         if self.position.cursor + size > len(self.pairs):  # the tail of an epoch is dropped
             self.position.epoch += 1
             self.position.cursor = 0
@@ -102,7 +102,7 @@ class _PairStream:
         return [self.pairs[i] for i in chosen]
 
 
-def _log(out_dir: Path, record: dict[str, Any]) -> None:
+def append_log(out_dir: Path, record: dict[str, Any]) -> None:
     with (out_dir / LOG_NAME).open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
@@ -158,12 +158,12 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
         record = {"event": event, "step": position.step, "epoch": position.epoch, **common, **extra}
         record["valid_recall_at_1"] = recall_at_1(torch_embedder(model, settings.max_tokens), valid)
         record["valid_anchors"] = {source: sum(len(g) for g in gs) for source, gs in valid.items()}
-        _log(out, record)
+        append_log(out, record)
         return record
 
     if position.step == 0:
         validate("start")
-    stream = _PairStream(split["train"], settings.seed, position)
+    stream = SeededBatches(split["train"], settings.seed, position)
     deadline = started + settings.max_minutes * 60
     losses: list[float] = []
     train_seconds, session_steps = 0.0, 0
@@ -190,11 +190,11 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
         train_seconds += time.monotonic() - tick
         if position.step % settings.checkpoint_every == 0:
             save_checkpoint(out, model, optimizer, position, shape)
-            validate("checkpoint", **_speed(losses, session_steps, train_seconds))
+            validate("checkpoint", **speed_record(losses, session_steps, train_seconds))
             losses = []
 
     save_checkpoint(out, model, optimizer, position, shape)
-    extra = _speed(losses, session_steps, train_seconds)  # loss: of the steps since the last checkpoint
+    extra = speed_record(losses, session_steps, train_seconds)  # loss: of the steps since the last checkpoint
     extra["stopped_by"] = "max_steps" if time.monotonic() < deadline else "time budget"
     if settings.export_model:
         exported = export(model)
@@ -211,7 +211,7 @@ def _pad_id(model: E5TorchEncoder) -> int:
     return model.source.vocabulary.pad
 
 
-def _speed(losses: list[float], steps: int, seconds: float) -> dict[str, Any]:
+def speed_record(losses: list[float], steps: int, seconds: float) -> dict[str, Any]:
     return {
         "loss": round(float(np.mean(losses)), 4) if losses else None,
         "session_steps": steps,
@@ -219,5 +219,6 @@ def _speed(losses: list[float], steps: int, seconds: float) -> dict[str, Any]:
     }
 
 
-def settings_dict(settings: PairTrainingSettings) -> dict[str, Any]:
+def settings_dict(settings: Any) -> dict[str, Any]:
+    """A settings dataclass as JSON-ready values (paths as strings)."""
     return {key: str(value) if isinstance(value, Path) else value for key, value in asdict(settings).items()}

