@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from agentscope.formatter import FormatterBase
 from agentscope.message import Msg
@@ -18,6 +18,7 @@ from agentscope.model import ChatModelBase
 
 from citescope.agents.budget import BudgetTracker, ModelFailure, RetryPolicy, budgeted_model_call
 from citescope.agents.citations import part_not_found
+from citescope.agents.conversation import NONE_TEXT
 from citescope.agents.evidence import EvidencePool, render_conflicts
 from citescope.agents.extractive import ExtractiveAnswerer
 from citescope.agents.inspector import InspectionReport
@@ -30,6 +31,14 @@ if TYPE_CHECKING:
     from citescope.tools.products import SizeAdvice
 
 __all__ = ["Answerer", "ExtractiveAnswerer", "LLMAnswerer", "generate"]
+
+AnswerLanguage = Literal["auto", "zh", "en"]
+# rule 8 of the answerer prompts, Chinese then the English summary's words, per answer_language
+LANGUAGE_RULES: dict[str, tuple[str, str]] = {
+    "auto": ("使用用户提问的语言回答（中文提问用中文，英文提问用英文，引用 ID 保持原样）。", "answer in the user's language."),
+    "zh": ("一律用中文回答（英文提问也用中文），引用 ID 保持原样。", "always answer in Chinese."),
+    "en": ("一律用英文回答（中文提问也用英文），引用 ID 保持原样。", "always answer in English."),
+}
 
 
 class Answerer(Protocol):
@@ -49,11 +58,18 @@ def answer_prompt(
     feedback: InspectionReport | None = None,
     advice: SizeAdvice | None = None,
     shop: ShopProfile | None = None,
+    conversation: str = NONE_TEXT,
+    language: AnswerLanguage = "auto",
 ) -> str:
     """The filled answerer prompt; with feedback, the retry prompt carrying the findings. advice:
     what a structured skill worked out (a size), given as 【工具结论】 with the ids it rests on. shop:
-    the KB's shop, whose name the prompt gives (None: the neutral 本店)."""
+    the KB's shop, whose name the prompt gives (None: the neutral 本店). conversation: the rendered
+    【对话上下文】 (agents/conversation.py). language: answer_language (auto: the question's)."""
+    rule, rule_en = LANGUAGE_RULES[language]
     values = {
+        "conversation": conversation,
+        "language_rule": rule,
+        "language_rule_en": rule_en,
         "shop": (shop or ShopProfile()).prompt_name,
         "question": question,
         "evidence": EvidencePool.render(evidence),
@@ -80,16 +96,22 @@ class LLMAnswerer:
         formatter: FormatterBase,
         retry: RetryPolicy | None = None,
         shop: ShopProfile | None = None,
+        language: AnswerLanguage = "auto",
+        name: str | None = None,
     ):
-        """shop: the profile of the KB it answers from (KnowledgeBase.shop), named in its prompt."""
+        """shop: the profile of the KB it answers from (KnowledgeBase.shop), named in its prompt.
+        language: the answer_language setting. name: how the route and trace call it (default: the
+        model's name)."""
         self.model = model
         self.formatter = formatter
         self.retry = retry or RetryPolicy()
         self.shop = shop
+        self.language: AnswerLanguage = language
+        self._name = name
 
     @property
     def name(self) -> str:
-        return self.model.model_name
+        return self._name or self.model.model_name
 
     async def run(
         self,
@@ -99,9 +121,10 @@ class LLMAnswerer:
         feedback: InspectionReport | None = None,
         budget: BudgetTracker | None = None,
         advice: SizeAdvice | None = None,
+        conversation: str = NONE_TEXT,
     ) -> str:
         tracker = budget or BudgetTracker()
-        prompt = answer_prompt(question, evidence, conflicts, feedback, advice, self.shop)
+        prompt = answer_prompt(question, evidence, conflicts, feedback, advice, self.shop, conversation, self.language)
         messages = await self.formatter.format([Msg("user", prompt, "user")])
         response = await budgeted_model_call(self.model, messages, tracker, self.retry, validate=_has_text)
         return _text_of(response)
@@ -125,13 +148,17 @@ async def generate(
     budget: BudgetTracker | None = None,
     advice: SizeAdvice | None = None,
     overview: Sequence[str] = (),
+    conversation: str = NONE_TEXT,
 ) -> str:
     """Run either kind of answerer; only a model-backed one spends the question's budget. advice:
     a size the size_recommend skill worked out, which the extractive answerer states and a model
     is given as 【工具结论】. overview: the evidence ids of the page openings that answer a question
-    about what a product is like (a model reads them as it reads any evidence)."""
+    about what a product is like (a model reads them as it reads any evidence). conversation: the
+    rendered context a model reads (the extractive answerer reads the carried product already)."""
     if isinstance(answerer, LLMAnswerer):
-        return await answerer.run(question, evidence, conflicts, feedback, budget=budget, advice=advice)
+        return await answerer.run(
+            question, evidence, conflicts, feedback, budget=budget, advice=advice, conversation=conversation
+        )
     if isinstance(answerer, ExtractiveAnswerer):
         return answerer.run(question, evidence, conflicts, feedback, advice=advice, overview=overview)
     text = answerer.run(question, evidence, conflicts, feedback)

@@ -3,6 +3,12 @@
 Specs: "offline", "dashscope[:model]", "openai[:model][@base_url]",
 "compatible:model@http://host:port/v1" (vLLM, Ollama, llama.cpp server...).
 API keys come from the environment only; they are never serialised, printed or logged.
+
+Generation settings (`ModelSettings`: temperature, top_p, max_tokens, seed, enable_thinking) go
+into AgentScope's generate_kwargs, i.e. into every request body: for DashScope's native API into
+its `parameters` (enable_thinking through DashScopeChatModel's own argument, which also turns
+streaming on, as DashScope requires for thinking); for OpenAI-compatible servers as top-level
+fields, enable_thinking in `extra_body` (how DashScope's compatible mode and vLLM's Qwen3 read it).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from agentscope.formatter import (
 )
 from agentscope.model import ChatModelBase, DashScopeChatModel, OpenAIChatModel
 from agentscope.types import JSONSerializableObject
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +92,29 @@ class _NoneAudioAsEmpty:
             yield item
 
 
-class ModelConfig(BaseModel):
+class ModelSettings(BaseModel):
+    """Generation settings of one model; None = the provider's default (nothing is sent)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    max_tokens: int | None = Field(default=None, ge=1)  # of the reply; a cut reply fails the inspector
+    seed: int | None = Field(default=None, ge=0)  # repeatable sampling where the provider honours it
+    enable_thinking: bool | None = None  # Qwen3's thinking mode; False keeps <think> text out of replies
+
+    def generate_kwargs(self) -> dict[str, JSONSerializableObject]:
+        """What every request carries (enable_thinking aside: where it goes depends on the provider)."""
+        sampled = self.model_dump(include={"temperature", "top_p", "max_tokens", "seed"}, exclude_none=True)
+        return dict(sampled)
+
+
+SETTING_NAMES = tuple(ModelSettings.model_fields)
+
+
+class ModelConfig(ModelSettings):
+    model_config = ConfigDict(extra="ignore")
+
     provider: Provider = "offline"
     model: str = "offline"
     base_url: str | None = None
@@ -95,7 +123,6 @@ class ModelConfig(BaseModel):
     timeout_s: float = Field(default=30.0, gt=0)
     # 0: the pipeline owns retries and time budgets; SDK retries would hide calls from them.
     max_retries: int = Field(default=0, ge=0)
-    temperature: float | None = None
     stream: bool = True  # AgentScope's own default for both clients
 
     @model_validator(mode="after")
@@ -140,19 +167,23 @@ class ModelConfig(BaseModel):
             f"{self.api_key_env} (it is read from the environment only)"
         )
 
+    @property
+    def settings(self) -> ModelSettings:
+        return ModelSettings(**{name: getattr(self, name) for name in SETTING_NAMES})
+
     def describe(self) -> str:
         """A log-safe one-liner."""
         where = f" @ {self.base_url}" if self.base_url else ""
-        return f"{self.provider}:{self.model}{where} (stream={self.stream}, timeout={self.timeout_s}s)"
+        chosen = self.settings.model_dump(exclude_none=True)
+        told = "".join(f", {name}={value}" for name, value in chosen.items())
+        return f"{self.provider}:{self.model}{where} (stream={self.stream}, timeout={self.timeout_s}s{told})"
 
 
 def make_chat_model(config: ModelConfig | str) -> tuple[ChatModelBase | None, FormatterBase]:
     """Build AgentScope's client and formatter for a config; offline -> (None, formatter)."""
     if isinstance(config, str):
         config = ModelConfig.parse(config)
-    generate_kwargs: dict[str, JSONSerializableObject] = (
-        {} if config.temperature is None else {"temperature": config.temperature}
-    )
+    generate_kwargs = config.settings.generate_kwargs()
 
     if config.provider == "offline":
         # The pipeline supplies its own deterministic planner model.
@@ -164,15 +195,19 @@ def make_chat_model(config: ModelConfig | str) -> tuple[ChatModelBase | None, Fo
         generate_kwargs["request_timeout"] = config.timeout_s
         if config.base_url:
             generate_kwargs["base_address"] = config.base_url
+        # enable_thinking: DashScopeChatModel puts it into the request's parameters itself
         model: ChatModelBase = DashScopeChatModel(
             model_name=config.model,
             api_key=config.require_api_key(),
             stream=config.stream,
+            enable_thinking=config.enable_thinking,
             generate_kwargs=generate_kwargs,
         )
         log.info("chat model: %s", config.describe())
         return model, DashScopeChatFormatter()
 
+    if config.enable_thinking is not None:  # not an OpenAI field: the SDK sends extra_body as top-level fields
+        generate_kwargs["extra_body"] = {"enable_thinking": config.enable_thinking}
     client_kwargs: dict = {"timeout": config.timeout_s, "max_retries": config.max_retries}
     if config.base_url:
         client_kwargs["base_url"] = config.base_url

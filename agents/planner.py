@@ -10,15 +10,25 @@ The LLM is wrapped too: each request is budgeted, timed out, retried, and its to
 checked (unknown tool, empty arguments for a tool with required ones = malformed: AgentScope
 repairs bad JSON to {}). ReActAgent's closing "summarize" request, made without tools after
 max_iters, is answered locally: the planner's text is never used. A planner LLM that fails for
-good is replaced by the offline plan for the rest of the question (same budget, same pool).
+good hands the question to the next model of its route (agents/routing.py), and after the last to
+the offline plan (same budget, same pool).
+
+Fewer round trips: an LLM planner's reply may carry its whole plan, several tool calls at once;
+the agent runs them concurrently (ReActAgent's parallel_tool_calls: asyncio.gather over the
+tools, each skill in a worker thread), except that a skill reading the pool gathered so far
+(rerank, expand_context) waits for its siblings, and an identical call in flight is answered
+by that call. A reply that says its plan is complete ("检索完成" beside its tool calls) ends the
+loop without another request once all its calls ran cleanly and added evidence
+(`PlanCompletion`); otherwise the model gets the next turn as before.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from agentscope.agent import ReActAgent
@@ -30,11 +40,13 @@ from agentscope.tool import Toolkit, ToolResponse
 from pydantic import BaseModel, Field
 
 from citescope.agents.arms import PlannedCall
-from citescope.agents.budget import BudgetTracker, ModelFailure, RetryPolicy, budgeted_model_call
+from citescope.agents.budget import BudgetTracker, ModelFailure, RetryPolicy, budgeted_model_call, normalise_args
+from citescope.agents.conversation import NONE_TEXT
 from citescope.agents.evidence import EvidencePool
 from citescope.agents.policy import PolicyDecision
 from citescope.agents.policy_planner_model import DONE_TEXT, PolicyPlannerModel
 from citescope.agents.prompts import load_prompt
+from citescope.agents.routing import RouteStep
 from citescope.agents.toolkit import build_toolkit, tool_function
 from citescope.knowledge.filters import SearchFilters
 from citescope.tools.base import SkillContext, SkillResult
@@ -45,6 +57,9 @@ log = logging.getLogger(__name__)
 BUDGET_EXHAUSTED_TEXT = "工具调用预算已用完，请直接结束检索。"
 REPEATED_CALL_NOTE = "（与之前完全相同的调用，直接返回之前的结果。）"
 FILTER_ARGS = ("doc_type", "brand", "category", "product_id", "updated_after")
+# Skills that read what the question's other calls gathered (ctx.pool): in a reply of several
+# calls they run after the others, never beside them.
+POOL_READERS = frozenset({"rerank", "expand_context"})
 
 
 class ToolCallRecord(BaseModel):
@@ -125,6 +140,46 @@ class BudgetedPlannerModel(ChatModelBase):
         )
 
 
+def declares_plan_complete(response: ChatResponse) -> bool:
+    """A reply with tool calls that also says "检索完成": its calls are the rest of the plan."""
+    blocks = list(response.content)
+    calls = any(block.get("type") == "tool_use" for block in blocks)
+    said = any(DONE_TEXT in str(block.get("text", "")) for block in blocks if block.get("type") == "text")
+    return calls and said
+
+
+class PlanCompletion(ChatModelBase):
+    """Skips the turn after a reply that declared its plan complete, when that reply's calls all
+    ran (none refused, cached or degraded) and added evidence: the next request would only hear
+    "检索完成". A round that fell short goes back to the model, which sees the results."""
+
+    def __init__(self, model: ChatModelBase, planner: RetrievalPlanner):
+        super().__init__(model.model_name, stream=False)
+        self.model = model
+        self.planner = planner
+        self._declared: tuple[int, int] | None = None  # (records, pool size) when a complete plan was sent
+
+    async def __call__(
+        self, messages: list[dict], tools: list[dict] | None = None, tool_choice: str | None = None, **kwargs: Any
+    ) -> ChatResponse:
+        if self._declared is not None and self.planner.round_succeeded(*self._declared):
+            return ChatResponse(content=[TextBlock(type="text", text=DONE_TEXT)])
+        response = await self.model(messages, tools=tools, tool_choice=tool_choice, **kwargs)
+        complete = isinstance(response, ChatResponse) and declares_plan_complete(response)
+        self._declared = (len(self.planner.records), len(self.planner.pool)) if complete else None
+        return response
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannerChoice:
+    """A planner model of the route, and why the question starts on it."""
+
+    name: str
+    model: ChatModelBase
+    formatter: FormatterBase
+    reason: str = "first model of the route"
+
+
 class RetrievalPlanner:
     """One question's planner. Every hit lands in `pool` (and ctx.pool, which skills such as
     rerank read); `records` lists every tool call, run, cached or refused."""
@@ -142,11 +197,16 @@ class RetrievalPlanner:
         filters: SearchFilters | None = None,
         toolkit_template: Toolkit | None = None,
         reserve_model_calls: int = 0,
+        route: Sequence[PlannerChoice] = (),
+        conversation: str = NONE_TEXT,
     ):
         """toolkit_template: build_toolkit(registry, any ctx) made once and shared across questions
         (only its schemas are used); None builds one for this question. reserve_model_calls: model
-        calls the planner leaves for the answerer."""
+        calls the planner leaves for the answerer. route: the planner models to try in order (its
+        route from the starting model on); `llm` alone is a route of one. conversation: the rendered
+        【对话上下文】 (agents/conversation.py)."""
         self.reserve_model_calls = reserve_model_calls
+        self.conversation = conversation
         self.registry = registry
         self.toolkit_template = toolkit_template
         self.ctx = ctx
@@ -155,10 +215,16 @@ class RetrievalPlanner:
         self.decision = decision
         self.llm = llm
         self.formatter = formatter or OpenAIChatFormatter()
+        self.route = list(route)
+        if not self.route and llm is not None:
+            self.route = [PlannerChoice(llm.model_name, llm, self.formatter)]
         self.retry = retry or RetryPolicy()
         self.filters = filters
         self.records: list[ToolCallRecord] = []
         self.outputs: dict[str, dict] = {}  # skill -> its latest result data (plan bindings read it)
+        self.steps: list[RouteStep] = []  # the planner models asked, for the result's route
+        self._running: set[asyncio.Future] = set()  # calls in flight that gather evidence
+        self._in_flight: dict[tuple[str, str], asyncio.Future] = {}  # identical calls wait for the first
 
     # -- agent -----------------------------------------------------------------------------
     def system_prompt(self) -> str:
@@ -171,9 +237,11 @@ class RetrievalPlanner:
             reason=self.decision.reason,
             max_tool_calls=budget.max_tool_calls,
             max_calls_per_tool=budget.max_calls_per_tool,
+            conversation=self.conversation,
         )
 
-    def build_agent(self, model: ChatModelBase, formatter: FormatterBase) -> ReActAgent:
+    def build_agent(self, model: ChatModelBase, formatter: FormatterBase, parallel: bool = False) -> ReActAgent:
+        """parallel: run the tool calls of one reply concurrently (an LLM's; the offline plan sends one a turn)."""
         agent = ReActAgent(
             name="planner",
             sys_prompt=self.system_prompt(),
@@ -182,6 +250,7 @@ class RetrievalPlanner:
             toolkit=self.build_toolkit(),
             memory=InMemoryMemory(),
             max_iters=self.tracker.budget.max_tool_calls + 1,
+            parallel_tool_calls=parallel,
         )
         agent.set_console_output_enabled(False)
         return agent
@@ -206,23 +275,39 @@ class RetrievalPlanner:
 
     async def run(self, question: str) -> PlannerOutcome:
         """Gather evidence for the question; never raises for a model failure."""
-        if self.llm is not None:
-            model = BudgetedPlannerModel(self.llm, self.tracker, self.retry, self.reserve_model_calls)
+        degradations: list[str] = []
+        reason = ""
+        for position, choice in enumerate(self.route):
+            step = RouteStep(role="planner", model=choice.name, reason=reason or choice.reason)
+            self.steps.append(step)
+            following = self.route[position + 1].name if position + 1 < len(self.route) else ""
+            instead = f"model {following} used" if following else "offline plan used"
+            budgeted = BudgetedPlannerModel(choice.model, self.tracker, self.retry, self.reserve_model_calls)
             try:
-                reply = await self.build_agent(model, self.formatter)(Msg("user", question, "user"))
+                agent = self.build_agent(PlanCompletion(budgeted, self), choice.formatter, parallel=True)
+                reply = await agent(Msg("user", question, "user"))
             except Exception as exc:  # ModelFailure, or anything else the LLM path broke on
-                reason = str(exc) if isinstance(exc, ModelFailure) else f"{type(exc).__name__}: {exc}"[:300]
-                log.warning("planner model failed, offline plan used: %s", reason)
-                degradations = [f"planner model failed ({reason}); offline plan used"]
-            else:
-                if len(self.pool):
-                    return PlannerOutcome(source="llm", reply=reply.get_text_content() or "")
-                # Stopping without evidence would turn into a refusal the policy's plan may avoid.
-                degradations = ["planner model gathered no evidence; offline plan used"]
-        else:
-            degradations = []
+                failure = str(exc) if isinstance(exc, ModelFailure) else f"{type(exc).__name__}: {exc}"[:300]
+                log.warning("planner model %s failed, %s: %s", choice.name, instead, failure)
+                step.outcome = f"failed: {failure}"
+                degradations.append(f"planner model failed ({failure}); {instead}")
+                reason = f"{choice.name} failed"
+                continue
+            if len(self.pool):
+                step.outcome = "gathered evidence"
+                return PlannerOutcome(source="llm", reply=reply.get_text_content() or "", degradations=degradations)
+            # Stopping without evidence would turn into a refusal the policy's plan may avoid.
+            step.outcome = "gathered no evidence"
+            degradations.append(f"planner model gathered no evidence; {instead}")
+            reason = f"{choice.name} gathered no evidence"
         reply = await self.build_agent(self.offline_model(), OpenAIChatFormatter())(Msg("user", question, "user"))
         return PlannerOutcome(source="offline", reply=reply.get_text_content() or "", degradations=degradations)
+
+    def round_succeeded(self, records_before: int, pool_before: int) -> bool:
+        """The calls since `records_before` all ran cleanly, and the pool grew past `pool_before`."""
+        made = self.records[records_before:]
+        clean = all(record.outcome == "ran" and not record.degraded for record in made)
+        return bool(made) and clean and len(self.pool) > pool_before
 
     # -- budget guard ----------------------------------------------------------------------
     def _on_result(self, name: str, kwargs: dict, result: SkillResult) -> None:
@@ -246,6 +331,9 @@ class RetrievalPlanner:
         async def guarded(**kwargs: Any) -> ToolResponse:
             ctx = kwargs.pop("ctx", None)  # the hidden preset argument: not part of the call's identity
             args = self._with_filters(name, kwargs)
+            key = (name, normalise_args(args))
+            if key in self._in_flight:  # the same call, sent twice in one reply: the first one's result
+                await asyncio.shield(self._in_flight[key])
             decision = self.tracker.check_tool(name, args)
             if decision.kind == "repeated":
                 previous: ToolResponse = decision.previous
@@ -263,24 +351,36 @@ class RetrievalPlanner:
                 return ToolResponse(
                     content=[TextBlock(type="text", text=BUDGET_EXHAUSTED_TEXT)], metadata={"budget": decision.reason}
                 )
+            record = ToolCallRecord(name=name, arguments=args)
+            self.records.append(record)  # in the order the calls were made, whichever ends first
+            if name in POOL_READERS:
+                await self._siblings_done()
+            done: asyncio.Future = asyncio.get_running_loop().create_future()
+            self._in_flight[key] = done
+            if name not in POOL_READERS:
+                self._running.add(done)
             started = time.perf_counter()
-            response: ToolResponse = await call_skill(**args, **({"ctx": ctx} if ctx is not None else {}))
-            self.tracker.record_tool(name, args, response)
+            try:
+                response: ToolResponse = await call_skill(**args, **({"ctx": ctx} if ctx is not None else {}))
+                self.tracker.record_tool(name, args, response)
+            finally:
+                done.set_result(None)
+                self._running.discard(done)
+                del self._in_flight[key]
             degraded = list((response.metadata or {}).get("degraded") or [])
-            self.records.append(
-                ToolCallRecord(
-                    name=name,
-                    arguments=args,
-                    hit_ids=_hit_ids(response),
-                    degraded=bool(degraded),
-                    reasons=degraded,
-                    elapsed_ms=round((time.perf_counter() - started) * 1000, 2),
-                )
-            )
+            record.hit_ids = _hit_ids(response)
+            record.degraded, record.reasons = bool(degraded), degraded
+            record.elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
             return response
 
         guarded.__name__ = name
         return guarded
+
+    async def _siblings_done(self) -> None:
+        """Wait for the evidence-gathering calls of the same reply (those started beside this one)."""
+        await asyncio.sleep(0)  # the reply's other calls, gathered after this one, start first
+        if self._running:
+            await asyncio.wait(list(self._running))
 
 
 def _hit_ids(response: ToolResponse) -> list[str]:

@@ -34,6 +34,7 @@ from typing import Any
 from citescope.agents.models import redact
 from citescope.agents.planner import ToolCallRecord
 from citescope.agents.policy import RulesPolicy
+from citescope.agents.conversation import PastTurn
 from citescope.agents.query_analysis import Entity, QueryFeatures
 from citescope.knowledge.chinese_script import in_traditional, written_in_traditional
 from citescope.knowledge.filters import SearchFilters
@@ -178,8 +179,9 @@ class Assistant:
                 result.timings_ms["total"] = _ms_since(started)
                 self._record(result, features, tenant, learn=False)
             else:
+                history = [PastTurn(turn.question, turn.answer) for turn in state.turns] if state else []
                 result = await self.pipeline.arun(
-                    asked, asked_entity, filters, topic, features, arrived=arrived, deadline_s=deadline_s
+                    asked, asked_entity, filters, topic, features, arrived=arrived, deadline_s=deadline_s, history=history
                 )
                 result.session_id = session_id
                 self._record(result, features, tenant)

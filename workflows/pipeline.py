@@ -17,7 +17,7 @@ passes is refused at the next stage.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
@@ -26,10 +26,11 @@ from citescope.agents import conflicts as conflict_check
 from citescope.agents.answerer import ExtractiveAnswerer, LLMAnswerer
 from citescope.agents.budget import BudgetTracker, DeadlinePassed
 from citescope.agents.conflicts import Conflict
+from citescope.agents.conversation import Conversation, PastTurn
 from citescope.agents.inspector import InspectionReport, Inspector
-from citescope.agents.models import make_chat_model
 from citescope.agents.policy import PolicyDecision, RulesPolicy
 from citescope.agents.query_analysis import Entity, QueryAnalyzer, QueryFeatures
+from citescope.agents.routing import ROLES, ModelRoute, Role, build_route, question_signals
 from citescope.agents.toolkit import build_toolkit
 from citescope.agents.usage import UsageReport
 from citescope.knowledge.chinese_script import to_simplified
@@ -93,12 +94,16 @@ class QAPipeline:
         config: PipelineConfig | None = None,
         registry: SkillRegistry | None = None,
         policy: StrategyPolicy | None = None,
+        routes: Mapping[Role, ModelRoute | None] | None = None,
     ):
-        """policy: anything with `choose(features, plan_budget) -> PolicyDecision` (default rules)."""
+        """policy: anything with `choose(features, plan_budget) -> PolicyDecision` (default rules).
+        routes: role -> its models, built by the caller (a benchmark's scripted models) instead of
+        from the config's specs; a role left out is built from the config."""
         self.kb = kb
         self.config = config or PipelineConfig.load(kb.dir)
         self.registry = registry
         self.policy: StrategyPolicy = policy or RulesPolicy()
+        self.routes: dict[Role, ModelRoute | None] = dict(routes or {})
         # long messages give way to usual questions between stages (workflows/priority_gate.py)
         self.priority = PriorityGate()
         self._warm = False
@@ -125,27 +130,28 @@ class QAPipeline:
         self.refusals = RefusalTexts.load()
         compliance = SensitiveWordFilter.for_config(config, kb.dir)  # None when off
         conflict_check.warm_up()
-        planner_llm, planner_formatter = (None, None)
-        if config.planner != "offline":
-            planner_llm, planner_formatter = make_chat_model(config.model_config_for(config.planner))
-        self.answerer: LLMAnswerer | None = None
-        if config.answerer != "offline":
-            model, formatter = make_chat_model(config.model_config_for(config.answerer))
-            if model is not None:  # an offline spec under another name: the extractive answerer
-                self.answerer = LLMAnswerer(model, formatter, config.retry(), shop=kb.shop)
+        for role in ROLES:  # each role's models, cheapest first (agents/routing.py)
+            if role not in self.routes:
+                self.routes[role] = build_route(role, config.model_configs(role), config.model_routes)
+        planner_route, answerer_route = self.routes["planner"], self.routes["answerer"]
+        answerers = [
+            LLMAnswerer(m.model, m.formatter, config.retry(), shop=kb.shop, language=config.answer_language, name=m.name)
+            for m in (answerer_route.models if answerer_route is not None else [])
+        ]
+        self.answerer: LLMAnswerer | None = answerers[0] if answerers else None
         self.models = {
-            "planner": planner_llm.model_name if planner_llm is not None else "policy-planner",
-            "answerer": self.answerer.name if self.answerer is not None else "extractive",
+            "planner": planner_route.models[0].model.model_name if planner_route is not None else "policy-planner",
+            "answerer": self.answerer.model.model_name if self.answerer is not None else "extractive",
             "reranker": getattr(self.reranker, "name", type(self.reranker).__name__),
         }
 
         self.analyse = Analyse(self.analyzer)
         self.plan = Plan(self.policy)
-        self.retrieve = Retrieve(kb, self.registry, self.reranker, toolkit_template, planner_llm, planner_formatter)
+        self.retrieve = Retrieve(kb, self.registry, self.reranker, toolkit_template, planner_route)
         self.rank = Rank(kb, self.reranker)
         self.check_conflicts = CheckConflicts(lexicon)
         self.gate = Gate()
-        self.answer = Answer(extractive, self.answerer)
+        self.answer = Answer(extractive, self.answerer, answerers[1:])
         self.inspect = Inspect(inspector)
         self.disclose = Disclose(self.refusals, extractive, self.analyzer, compliance)
         self._warm = True
@@ -177,6 +183,7 @@ class QAPipeline:
         features: QueryFeatures | None = None,
         arrived: float | None = None,
         deadline_s: float | None = None,
+        history: Sequence[PastTurn] = (),
     ) -> QAResult:
         """session_entity / session_topic: what a conversation carries into a follow-up (the
         product it is about; else its opening question), searched with it, never answered from.
@@ -184,7 +191,9 @@ class QAPipeline:
         already has it (the Assistant reads it to decide whether to ask back).
         arrived: time.monotonic() when the question arrived (a service request, before it waited
         for a free slot); the deadline counts from then, else from now. deadline_s: a shorter
-        deadline than the config's for this question (the service's request_deadline_s)."""
+        deadline than the config's for this question (the service's request_deadline_s). history:
+        the session's earlier turns, oldest first; the models read the last few (conversation_turns,
+        within conversation_max_tokens) beside the product the session resolved."""
         typed = self.validate(question)
         whole = to_simplified(typed)  # 退貨運費誰承擔 is read as the shop's pages write it, 退货运费
         long = self._cut(whole)
@@ -194,10 +203,15 @@ class QAPipeline:
             self.warm_up()
             run = QuestionRun(self._tracker(arrived, deadline_s), self.priority, long)
             asked = AnalyseInput(whole, session_entity, session_topic, features)
-            return await self._answer_question(typed, asked, search_filters, run)
+            return await self._answer_question(typed, asked, search_filters, run, history)
 
     async def _answer_question(
-        self, typed: str, asked: AnalyseInput, filters: SearchFilters | None, run: QuestionRun
+        self,
+        typed: str,
+        asked: AnalyseInput,
+        filters: SearchFilters | None,
+        run: QuestionRun,
+        history: Sequence[PastTurn] = (),
     ) -> QAResult:
         """The stages in order. Each stage's output is written into the result as it comes, so a
         refusal for want of time keeps what was done before it; the deadline is checked before
@@ -208,11 +222,15 @@ class QAPipeline:
         with run.clock.span("policy"):
             decision = self.plan.run(PlanInput(analysis.features, config.budget().plan_budget()))
         result = self._new_result(typed, analysis, decision, filters)
+        conversation = self._conversation(analysis.features, history)
         try:
             async with run.stage("planner", deadline="search"):
-                wanted = RetrieveInput(analysis, decision, filters, config.retry(), self._answerer_model_calls())
+                wanted = RetrieveInput(
+                    analysis, decision, filters, config.retry(), self._answerer_model_calls(), conversation
+                )
                 retrieved = await self.retrieve.run(wanted, run.tracker)
             result.planner_source, result.tool_calls = retrieved.source, retrieved.tool_calls
+            result.route += retrieved.route
             run.degradations += retrieved.degradations
             async with run.stage("rerank"):
                 ranking = await self.rank.run(
@@ -235,7 +253,13 @@ class QAPipeline:
             draft = None
             if verdict.passed:
                 answering = AnswerInput(
-                    analysis, evidence, conflicts, result.as_of, retrieved.advice, retrieved.overview
+                    analysis,
+                    evidence,
+                    conflicts,
+                    result.as_of,
+                    retrieved.advice,
+                    retrieved.overview,
+                    conversation=conversation,
                 )
                 draft = await self._answer_and_inspect(answering, result, run)
             settled = DiscloseInput(typed, analysis, evidence, conflicts, verdict.refusal, draft, result.inspection)
@@ -247,19 +271,32 @@ class QAPipeline:
 
     # -- the steps between stages ------------------------------------------------------------
     async def _answer_and_inspect(self, given: AnswerInput, result: QAResult, run: QuestionRun) -> Draft:
-        """The answerer's draft; if the inspector rejects it, one regeneration with its findings; if a
-        model's second draft fails too, the extractive answer. The last draft and its report are
-        returned and recorded; disclose says it only if it passed."""
-        draft, report = await self._draft(given, run)
+        """The answerer's draft; if the inspector rejects it, one regeneration with its findings, by the
+        next model of the answerer's route (the same model when it is the last); if a model's second
+        draft fails too, the extractive answer. The question starts on the model its signals pick
+        (agents/routing.py). The last draft and its report are returned and recorded; disclose says it
+        only if it passed."""
+        route = self.routes["answerer"]
+        if route is not None:
+            signals = question_signals(given.analysis.features, disputed=bool(given.conflicts))
+            position, reason = route.start(signals)
+            given = replace(given, position=position, reason=reason)
+        draft, report = await self._draft(given, run, result)
         if not report.passed:
             result.regenerated = True
-            draft, report = await self._draft(replace(given, feedback=report, by_model=draft.source == "llm"), run)
+            after = route.next_after(draft.position) if route is not None and draft.position >= 0 else None
+            rewriter = after if after is not None else max(draft.position, 0)
+            why = f"the inspector rejected {draft.steps[-1].model}'s draft" if draft.steps else given.reason
+            retry = replace(given, feedback=report, by_model=draft.source == "llm", position=rewriter, reason=why)
+            draft, report = await self._draft(retry, run, result)
         if not report.passed and draft.source == "llm":
-            draft, report = await self._draft(replace(given, feedback=None, by_model=False), run)
+            draft, report = await self._draft(replace(given, feedback=None, by_model=False), run, result)
         result.inspection = report
         return draft
 
-    async def _draft(self, given: AnswerInput, run: QuestionRun) -> tuple[Draft, InspectionReport]:
+    async def _draft(
+        self, given: AnswerInput, run: QuestionRun, result: QAResult | None = None
+    ) -> tuple[Draft, InspectionReport]:
         with run.clock.span("answer"):
             draft = await self.answer.run(given, run.tracker)
         if draft.degradation:
@@ -268,7 +305,20 @@ class QAPipeline:
             report = self.inspect.run(
                 InspectInput(draft.text, given.evidence, given.conflicts, given.analysis.question)
             )
+        if draft.source == "llm" and draft.steps:
+            draft.steps[-1].outcome = "passed the inspector" if report.passed else "rejected by the inspector"
+        if result is not None:
+            result.route += draft.steps
         return draft, report
+
+    def _conversation(self, features: QueryFeatures, history: Sequence[PastTurn]) -> str:
+        """The 【对话上下文】 both models read: the product the session resolved a follow-up to (or
+        the conversation's opening question), and the last turns within the token bound."""
+        carried = [features.carried_entity] if features.carried_entity is not None else []
+        products = (features.products or carried) if (carried or history) else []
+        topic = features.carried_topic if not products else None
+        talk = Conversation.of(products, topic, history, self.config.conversation_turns)
+        return talk.render(self.config.conversation_max_tokens)
 
     def _conflicts(
         self, analysis: Analysis, evidence: list[EvidenceHit], result: QAResult, run: QuestionRun

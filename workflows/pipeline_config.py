@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from citescope.agents.budget import Budget, RetryPolicy
 from citescope.agents.models import ModelConfig
+from citescope.agents.routing import ModelChoice, Role, RouteRule
 from citescope.agents.usage import ModelPrice
 from citescope.workflows.validation import describe_validation_error
 
@@ -28,6 +29,12 @@ ENV_PREFIX = "CITESCOPE_"
 
 class PipelineConfigError(ValueError):
     """A config layer that cannot be used; the message names the layer."""
+
+
+# A role's models: one spec (as before), one spec with its settings, or a list of them, cheapest
+# first (agents/routing.py). A spec text with commas is a list too (CITESCOPE_ANSWERER="a,b").
+ModelEntry = str | ModelChoice
+ModelList = ModelEntry | list[ModelEntry]
 
 
 class PipelineConfig(BaseModel):
@@ -45,8 +52,12 @@ class PipelineConfig(BaseModel):
     evidence_per_doc: int = Field(2, ge=1)
     conflict_scan_top_n: int = Field(12, ge=0)
     refusal_threshold: float = Field(0.1, ge=0.0, le=1.0)
-    planner: str = "offline"
-    answerer: str = "offline"
+    planner: ModelList = "offline"
+    answerer: ModelList = "offline"
+    model_routes: list[RouteRule] = Field(default_factory=list)  # where a question starts (agents/routing.py)
+    answer_language: Literal["auto", "zh", "en"] = "auto"  # auto: the question's language
+    conversation_turns: int = Field(3, ge=0)  # the last turns of a session both models read
+    conversation_max_tokens: int = Field(400, ge=0)  # ... within this many estimated tokens
     reranker: str = "offline"
     max_question_chars: int = Field(2000, ge=1)
     retrieval_max_chars: int = Field(160, ge=16)  # of a longer question, what retrieval reads (retrieval_question.py)
@@ -56,11 +67,29 @@ class PipelineConfig(BaseModel):
     sensitive_words_file: str = ""  # "" = off; relative: the KB folder if the file is there, else the repo
     sensitive_action: Literal["mask", "refuse"] = "mask"
 
-    @field_validator("planner", "answerer")
+    @field_validator("planner", "answerer", mode="before")
     @classmethod
-    def _model_spec(cls, spec: str) -> str:
-        ModelConfig.parse(spec)  # raises ValueError naming what is wrong with the spec
-        return spec.strip()
+    def _model_list(cls, value: Any) -> Any:
+        if isinstance(value, str) and "," in value:
+            value = [part for part in value.split(",") if part.strip()]
+        if isinstance(value, str):
+            ModelConfig.parse(value)  # raises ValueError naming what is wrong with the spec
+            return value.strip()
+        listed = value if isinstance(value, list) else [value]
+        if not listed:
+            raise ValueError("a role's model list is empty (use 'offline')")
+        # checked here, entry by entry, so an error names the entry's field and not every type the field allows
+        choices = []
+        for number, entry in enumerate(listed):
+            try:
+                choices.append(entry.strip() if isinstance(entry, str) else ModelChoice.model_validate(entry))
+                if isinstance(entry, str):
+                    ModelConfig.parse(entry)
+            except ValidationError as exc:
+                raise ValueError(f"model {number}: {describe_validation_error(exc)}") from None
+            except ValueError as exc:
+                raise ValueError(f"model {number}: {exc}") from None
+        return choices if isinstance(value, list) else choices[0]
 
     @field_validator("reranker")
     @classmethod
@@ -85,9 +114,20 @@ class PipelineConfig(BaseModel):
     def retry(self) -> RetryPolicy:
         return RetryPolicy(max_retries=self.max_retries, backoff_s=self.backoff_s, call_timeout_s=self.model_timeout_s)
 
-    def model_config_for(self, spec: str) -> ModelConfig:
+    def model_config_for(self, spec: ModelEntry) -> ModelConfig:
         # The pipeline owns retries (SDK retries would hide attempts from the budget).
-        return ModelConfig.parse(spec, timeout_s=self.model_timeout_s, max_retries=0)
+        choice = ModelChoice.of(spec)
+        settings = choice.model_dump(exclude={"spec"}, exclude_none=True)
+        return ModelConfig.parse(choice.spec, timeout_s=self.model_timeout_s, max_retries=0, **settings)
+
+    def model_choices(self, role: Role) -> list[ModelChoice]:
+        """The role's models in order, offline entries left out ([] = the offline engine alone)."""
+        entries = getattr(self, role)
+        listed = entries if isinstance(entries, list) else [entries]
+        return [choice for choice in map(ModelChoice.of, listed) if not choice.is_offline]
+
+    def model_configs(self, role: Role) -> list[ModelConfig]:
+        return [self.model_config_for(choice) for choice in self.model_choices(role)]
 
     @classmethod
     def load(

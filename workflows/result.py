@@ -14,6 +14,7 @@ from citescope.agents.conflicts import Conflict
 from citescope.agents.inspector import InspectionReport
 from citescope.agents.planner import ToolCallRecord
 from citescope.agents.query_analysis import QueryFeatures
+from citescope.agents.routing import RouteStep
 from citescope.agents.usage import UsageReport
 from citescope.knowledge.markup import strip_markup
 from citescope.tools.base import SNIPPET_CHARS, EvidenceHit
@@ -135,6 +136,7 @@ class QAResult(BaseModel):
     evidence_ids: list[str] = Field(default_factory=list)  # the evidence shown to the answerer, in order
     timings_ms: dict[str, float] = Field(default_factory=dict)
     models: dict[str, str] = Field(default_factory=dict)  # stage -> model name
+    route: list[RouteStep] = Field(default_factory=list)  # the models asked, why, and how each ended
     trace_id: str = Field(default_factory=new_trace_id)
     session_id: str | None = None  # the conversation this answer belongs to, when there is one
     clarification: dict | None = None  # set when the reply asks the customer for facts instead of answering

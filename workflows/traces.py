@@ -298,6 +298,14 @@ def render_trace(trace: dict) -> RenderableType:
             table.add_row(escape(conflict.get("attribute", "")), escape(conflict.get("entity", "")), escape(values))
         parts.append(table)
 
+    if trace.get("route"):  # the models asked (agents/routing.py): which, why, how each ended
+        table = _table("model route", "#", "role", "model", "why", "outcome")
+        for number, step in enumerate(trace["route"], start=1):
+            table.add_row(
+                str(number), step["role"], escape(step["model"]), _short(step["reason"], 60), _short(step["outcome"], 80)
+            )
+        parts.append(table)
+
     inspection = trace.get("inspection")
     if inspection:
         table = _table("inspector", "check", "result")

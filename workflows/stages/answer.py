@@ -1,18 +1,22 @@
 """Stage answer: a draft answer over the shown evidence, each fact cited by its chunk id. The
 configured LLM answerer reads the question whole (with the time it asks about); the extractive
-answerer reads what retrieval read and quotes the evidence. A model that fails for good is
-replaced by the extractive answerer for this draft and reported (the degradation)."""
+answerer reads what retrieval read and quotes the evidence. The models are the answerer's route
+(agents/routing.py), cheapest first: the draft is asked of the model at `position`; a model that
+fails for good hands it to the next one, and after the last to the extractive answerer, each
+failure reported (the degradation) and kept as a step of the route."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from citescope.agents.answerer import ExtractiveAnswerer, LLMAnswerer, generate
 from citescope.agents.budget import BudgetTracker, ModelFailure
 from citescope.agents.conflicts import Conflict
+from citescope.agents.conversation import NONE_TEXT
 from citescope.agents.inspector import InspectionReport
+from citescope.agents.routing import RouteStep
 from citescope.tools.base import EvidenceHit
 from citescope.tools.products import SizeAdvice
 from citescope.workflows.stages.analyse import Analysis, with_asked_time
@@ -28,6 +32,9 @@ class AnswerInput:
     overview: Sequence[str] = ()  # the page openings that answer "what is it like"
     feedback: InspectionReport | None = None  # the inspector's findings on the previous draft
     by_model: bool = True  # False: the extractive answerer writes it even when a model is configured
+    position: int = 0  # the model of the route asked first
+    reason: str = "first model of the route"  # why that model (the route's trace)
+    conversation: str = NONE_TEXT  # the 【对话上下文】 a model reads (agents/conversation.py)
 
 
 @dataclass(frozen=True)
@@ -35,20 +42,36 @@ class Draft:
     text: str
     source: Literal["llm", "extractive"]
     degradation: str = ""  # why a model's draft was replaced, if it was
+    position: int = -1  # the model of the route that wrote it (-1: the extractive answerer)
+    steps: list[RouteStep] = field(default_factory=list)  # the models asked, the last one's outcome open
 
 
 class Answer:
-    def __init__(self, extractive: ExtractiveAnswerer, model: LLMAnswerer | None = None):
+    def __init__(
+        self, extractive: ExtractiveAnswerer, model: LLMAnswerer | None = None, stronger: Sequence[LLMAnswerer] = ()
+    ):
+        """model: the first (cheapest) model of the answerer's route; stronger: the rest, in order."""
         self.extractive = extractive
-        self.model = model
+        self.models = [model, *stronger] if model is not None else []
+
+    @property
+    def model(self) -> LLMAnswerer | None:
+        return self.models[0] if self.models else None
 
     async def run(self, given: AnswerInput, budget: BudgetTracker) -> Draft:
         analysis = given.analysis
-        if given.by_model and self.model is not None:
+        failures: list[str] = []
+        steps: list[RouteStep] = []
+        reason = given.reason
+        position = given.position if given.by_model else len(self.models)
+        for position in range(position, len(self.models)):
+            model = self.models[position]
+            step = RouteStep(role="answerer", model=model.name, reason=reason)
+            steps.append(step)
             try:
                 # a model reads the question whole, and the time it asks about
                 text = await generate(
-                    self.model,
+                    model,
                     with_asked_time(analysis.whole, given.as_of),
                     given.evidence,
                     given.conflicts,
@@ -56,12 +79,16 @@ class Answer:
                     budget=budget,
                     advice=given.advice,
                     overview=given.overview,
+                    conversation=given.conversation,
                 )
-                return Draft(text, "llm")
+                return Draft(text, "llm", "; ".join(failures), position, steps)
             except ModelFailure as exc:
-                failed = f"answerer model failed ({exc}); extractive answer used"
-        else:
-            failed = ""
+                step.outcome = f"failed: {exc}"
+                stronger = position + 1 < len(self.models)
+                fallback = f"model {self.models[position + 1].name} used" if stronger else "extractive answer used"
+                failures.append(f"answerer model failed ({exc}); {fallback}")
+                reason = f"{model.name} failed"
+        failed = "; ".join(failures)
         # the extractive answerer matches the question's own words, as retrieval read them
         text = self.extractive.run(
             analysis.question,
@@ -71,4 +98,4 @@ class Answer:
             advice=given.advice,
             overview=given.overview,
         )
-        return Draft(text, "extractive", failed)
+        return Draft(text, "extractive", failed, steps=steps)

@@ -1,7 +1,9 @@
 """Stage retrieve: the policy's plan run by a real AgentScope ReActAgent over the skill toolkit,
 under the question's budget (agents/planner.py). Offline its model replays the plan call by call;
 with a planner LLM configured, the LLM runs its own ReAct loop with the plan as a suggestion in its
-prompt, and falls back to the offline replay when it fails or gathers nothing. The agent's closing
+prompt (with the conversation's product and last turns); the question starts on the model of the
+planner's route its signals pick (agents/routing.py), a model that fails hands it to the next, and
+after the last the offline replay runs (also when the models gather nothing). The agent's closing
 text is not read: what counts is the evidence its tool calls gathered, and the structured findings
 (a size worked out, the size rows a question names, a product page's opening) pinned into what is shown."""
 
@@ -10,15 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from agentscope.formatter import FormatterBase
-from agentscope.model import ChatModelBase
 from agentscope.tool import Toolkit
 
 from citescope.agents.budget import BudgetTracker, RetryPolicy
+from citescope.agents.conversation import NONE_TEXT
 from citescope.agents.evidence import EvidencePool
-from citescope.agents.planner import RetrievalPlanner, ToolCallRecord
+from citescope.agents.planner import PlannerChoice, RetrievalPlanner, ToolCallRecord
 from citescope.agents.policy import PolicyDecision
 from citescope.agents.query_analysis import QueryFeatures
+from citescope.agents.routing import ModelRoute, RouteStep, question_signals
 from citescope.knowledge.filters import SearchFilters
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.tools.base import SkillContext
@@ -35,6 +37,7 @@ class RetrieveInput:
     filters: SearchFilters | None  # the caller's, which override a model's on every skill that takes them
     retry: RetryPolicy
     reserve_model_calls: int = 0  # model calls the planner leaves for the answerer
+    conversation: str = NONE_TEXT  # the 【对话上下文】 a planner model reads (agents/conversation.py)
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class Retrieved:
     advice: SizeAdvice | None  # the size size_recommend worked out from the table
     overview: list[str]  # the opening chunk of each asked product's page, for "what is it like"
     pinned: list[str]  # chunk ids shown whatever their rank: what the findings rest on
+    route: list[RouteStep]  # the planner models asked, why, and how each ended
 
 
 class Retrieve:
@@ -56,16 +60,23 @@ class Retrieve:
         registry: SkillRegistry,
         reranker: Scorer,
         toolkit_template: Toolkit,
-        llm: ChatModelBase | None = None,
-        formatter: FormatterBase | None = None,
+        route: ModelRoute | None = None,
     ):
-        """toolkit_template: the toolkit's schemas, parsed once at warm-up. llm: the planner model, if any."""
+        """toolkit_template: the toolkit's schemas, parsed once at warm-up. route: the planner's
+        models, if any (agents/routing.py)."""
         self.kb = kb
         self.registry = registry
         self.reranker = reranker
         self.toolkit_template = toolkit_template
-        self.llm = llm
-        self.formatter = formatter
+        self.route = route
+
+    def choices(self, features: QueryFeatures) -> list[PlannerChoice]:
+        """The planner models this question tries, in order: from the one its signals pick on."""
+        if self.route is None:
+            return []
+        start, reason = self.route.start(question_signals(features))
+        models = self.route.models[start:]
+        return [PlannerChoice(m.name, m.model, m.formatter, reason) for m in models]
 
     async def run(self, given: RetrieveInput, tracker: BudgetTracker) -> Retrieved:
         features, filters = given.analysis.features, given.filters
@@ -76,12 +87,12 @@ class Retrieve:
             pool,
             tracker,
             given.decision,
-            llm=self.llm,
-            formatter=self.formatter,
             retry=given.retry,
             filters=filters,
             toolkit_template=self.toolkit_template,
             reserve_model_calls=given.reserve_model_calls,
+            route=self.choices(features),
+            conversation=given.conversation,
         )
         message = with_asked_time(
             planner_message(given.analysis.question, features), filters.as_of if filters else None
@@ -108,6 +119,7 @@ class Retrieve:
             advice=advice,
             overview=overview,
             pinned=pinned,
+            route=planner.steps,
         )
 
     def _openings(self, pool: EvidencePool, features: QueryFeatures) -> list[str]:
