@@ -35,7 +35,10 @@ __all__ = ["Answerer", "ExtractiveAnswerer", "LLMAnswerer", "generate"]
 AnswerLanguage = Literal["auto", "zh", "en"]
 # rule 8 of the answerer prompts, Chinese then the English summary's words, per answer_language
 LANGUAGE_RULES: dict[str, tuple[str, str]] = {
-    "auto": ("使用用户提问的语言回答（中文提问用中文，英文提问用英文，引用 ID 保持原样）。", "answer in the user's language."),
+    "auto": (
+        "使用用户提问的语言回答（中文提问用中文，英文提问用英文，引用 ID 保持原样）。",
+        "answer in the user's language.",
+    ),
     "zh": ("一律用中文回答（英文提问也用中文），引用 ID 保持原样。", "always answer in Chinese."),
     "en": ("一律用英文回答（中文提问也用英文），引用 ID 保持原样。", "always answer in English."),
 }

@@ -50,9 +50,7 @@ class Conversation:
     turns: tuple[PastTurn, ...] = ()  # oldest first
 
     @classmethod
-    def of(
-        cls, products: Sequence[Entity], topic: str | None, turns: Sequence[PastTurn], last: int
-    ) -> Conversation:
+    def of(cls, products: Sequence[Entity], topic: str | None, turns: Sequence[PastTurn], last: int) -> Conversation:
         return cls(tuple(products), topic, tuple(turns[-last:]) if last > 0 else ())
 
     def render(self, max_tokens: int) -> str:

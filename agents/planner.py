@@ -150,10 +150,10 @@ def declares_plan_complete(response: ChatResponse) -> bool:
 
 class PlanCompletion(ChatModelBase):
     """Skips the turn after a reply that declared its plan complete, when that reply's calls all
-    ran (none refused, cached or degraded) and added evidence: the next request would only hear
+    ran (none refused by the budget, none degraded) and added evidence: the next request would only hear
     "检索完成". A round that fell short goes back to the model, which sees the results."""
 
-    def __init__(self, model: ChatModelBase, planner: RetrievalPlanner):
+    def __init__(self, model: BudgetedPlannerModel, planner: RetrievalPlanner):
         super().__init__(model.model_name, stream=False)
         self.model = model
         self.planner = planner
@@ -165,7 +165,7 @@ class PlanCompletion(ChatModelBase):
         if self._declared is not None and self.planner.round_succeeded(*self._declared):
             return ChatResponse(content=[TextBlock(type="text", text=DONE_TEXT)])
         response = await self.model(messages, tools=tools, tool_choice=tool_choice, **kwargs)
-        complete = isinstance(response, ChatResponse) and declares_plan_complete(response)
+        complete = declares_plan_complete(response)
         self._declared = (len(self.planner.records), len(self.planner.pool)) if complete else None
         return response
 
@@ -304,9 +304,10 @@ class RetrievalPlanner:
         return PlannerOutcome(source="offline", reply=reply.get_text_content() or "", degradations=degradations)
 
     def round_succeeded(self, records_before: int, pool_before: int) -> bool:
-        """The calls since `records_before` all ran cleanly, and the pool grew past `pool_before`."""
+        """The calls since `records_before` all ran (or repeated an earlier call) without a degradation
+        or a budget refusal, and the pool grew past `pool_before`."""
         made = self.records[records_before:]
-        clean = all(record.outcome == "ran" and not record.degraded for record in made)
+        clean = all(record.outcome != "over_budget" and not record.degraded for record in made)
         return bool(made) and clean and len(self.pool) > pool_before
 
     # -- budget guard ----------------------------------------------------------------------

@@ -84,15 +84,11 @@ def question_signals(features: QueryFeatures, disputed: bool = False) -> list[Si
 
 @dataclass
 class RoutedModel:
-    """A built model of a route: AgentScope's client and formatter, and what built them."""
+    """A built model of a route: its name in traces (provider:model), AgentScope's client and formatter."""
 
-    config: ModelConfig
+    name: str
     model: ChatModelBase
     formatter: FormatterBase
-
-    @property
-    def name(self) -> str:
-        return f"{self.config.provider}:{self.config.model}"
 
 
 @dataclass
@@ -116,13 +112,11 @@ class ModelRoute:
         return position + 1 if position + 1 < len(self.models) else None
 
 
-def build_route(
-    role: Role, configs: Sequence[ModelConfig], rules: Sequence[RouteRule] = ()
-) -> ModelRoute | None:
+def build_route(role: Role, configs: Sequence[ModelConfig], rules: Sequence[RouteRule] = ()) -> ModelRoute | None:
     """The role's route from its model configs (offline ones left out); None when none is a model."""
     models = []
     for config in configs:
         model, formatter = make_chat_model(config)
         if model is not None:
-            models.append(RoutedModel(config, model, formatter))
+            models.append(RoutedModel(f"{config.provider}:{config.model}", model, formatter))
     return ModelRoute(role, models, list(rules)) if models else None

@@ -31,10 +31,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from citescope.agents.conversation import PastTurn
 from citescope.agents.models import redact
 from citescope.agents.planner import ToolCallRecord
 from citescope.agents.policy import RulesPolicy
-from citescope.agents.conversation import PastTurn
 from citescope.agents.query_analysis import Entity, QueryFeatures
 from citescope.knowledge.chinese_script import in_traditional, written_in_traditional
 from citescope.knowledge.filters import SearchFilters
@@ -181,7 +181,14 @@ class Assistant:
             else:
                 history = [PastTurn(turn.question, turn.answer) for turn in state.turns] if state else []
                 result = await self.pipeline.arun(
-                    asked, asked_entity, filters, topic, features, arrived=arrived, deadline_s=deadline_s, history=history
+                    asked,
+                    asked_entity,
+                    filters,
+                    topic,
+                    features,
+                    arrived=arrived,
+                    deadline_s=deadline_s,
+                    history=history,
                 )
                 result.session_id = session_id
                 self._record(result, features, tenant)

@@ -135,7 +135,9 @@ class QAPipeline:
                 self.routes[role] = build_route(role, config.model_configs(role), config.model_routes)
         planner_route, answerer_route = self.routes["planner"], self.routes["answerer"]
         answerers = [
-            LLMAnswerer(m.model, m.formatter, config.retry(), shop=kb.shop, language=config.answer_language, name=m.name)
+            LLMAnswerer(
+                m.model, m.formatter, config.retry(), shop=kb.shop, language=config.answer_language, name=m.name
+            )
             for m in (answerer_route.models if answerer_route is not None else [])
         ]
         self.answerer: LLMAnswerer | None = answerers[0] if answerers else None

@@ -302,7 +302,11 @@ def render_trace(trace: dict) -> RenderableType:
         table = _table("model route", "#", "role", "model", "why", "outcome")
         for number, step in enumerate(trace["route"], start=1):
             table.add_row(
-                str(number), step["role"], escape(step["model"]), _short(step["reason"], 60), _short(step["outcome"], 80)
+                str(number),
+                step["role"],
+                escape(step["model"]),
+                _short(step["reason"], 60),
+                _short(step["outcome"], 80),
             )
         parts.append(table)
 

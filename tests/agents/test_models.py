@@ -388,3 +388,78 @@ def test_function_model_rejects_unknown_reply_types():
     model = FunctionModel(lambda messages, tools: 42)
     with pytest.raises(TypeError):
         ask(model)
+
+
+# -- generation settings on the wire -------------------------------------------------------
+
+SETTINGS = {"temperature": 0.2, "top_p": 0.8, "max_tokens": 300, "seed": 7, "enable_thinking": False}
+
+
+def test_settings_reach_an_openai_compatible_request_body(monkeypatch):
+    with ReplayServer([{"content": "好的。"}]) as server:
+        ask(compatible(server, **SETTINGS))
+        [request] = server.requests
+    body = request.body
+    assert (body["temperature"], body["top_p"], body["max_tokens"], body["seed"]) == (0.2, 0.8, 300, 7)
+    assert body["enable_thinking"] is False  # extra_body: top-level fields, as DashScope's compatible mode reads it
+
+
+def test_unset_settings_are_not_sent(monkeypatch):
+    with ReplayServer([{"content": "好的。"}]) as server:
+        ask(compatible(server))
+        [request] = server.requests
+    assert not {"temperature", "top_p", "max_tokens", "seed", "enable_thinking"} & set(request.body)
+
+
+def test_settings_reach_dashscope_parameters(monkeypatch):
+    monkeypatch.setenv("DASHSCOPE_API_KEY", LLM_KEY)
+    with ReplayServer([{"content": "您好。"}]) as server:
+        model, _ = make_chat_model(
+            ModelConfig(
+                provider="dashscope", model="qwen3-8b", base_url=server.dashscope_base_url, stream=False, **SETTINGS
+            )
+        )
+
+        async def one_call():
+            try:
+                return await final(await model(USER))
+            finally:
+                await dashscope.close_shared_aio_session()
+
+        run(one_call())
+        [request] = server.requests
+    parameters = request.body["parameters"]
+    assert (parameters["temperature"], parameters["top_p"], parameters["max_tokens"], parameters["seed"]) == (
+        0.2,
+        0.8,
+        300,
+        7,
+    )
+    assert parameters["enable_thinking"] is False and request.body["model"] == "qwen3-8b"
+
+
+def test_thinking_on_dashscope_streams_as_dashscope_requires(monkeypatch):
+    monkeypatch.setenv("DASHSCOPE_API_KEY", LLM_KEY)
+    model, _ = make_chat_model(ModelConfig(provider="dashscope", model="qwen3-8b", stream=False, enable_thinking=True))
+    assert model.stream is True
+
+
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("temperature", 3, "temperature: input should be less than or equal to 2"),
+        ("top_p", 0, "top_p: input should be greater than 0"),
+        ("max_tokens", 0, "max_tokens: input should be greater than or equal to 1"),
+        ("seed", -1, "seed: input should be greater than or equal to 0"),
+        ("enable_thinking", "maybe", "enable_thinking: input should be a valid boolean"),
+    ],
+)
+def test_a_bad_setting_is_named(field, value, words):
+    from pydantic import ValidationError
+
+    from citescope.agents.routing import ModelChoice
+    from citescope.workflows.validation import describe_validation_error
+
+    with pytest.raises(ValidationError) as raised:
+        ModelChoice(spec="dashscope:qwen-turbo", **{field: value})
+    assert words in describe_validation_error(raised.value)

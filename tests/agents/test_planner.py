@@ -12,13 +12,13 @@ from agentscope.model import ChatResponse
 from citescope.agents.arms import PlannedCall, load_arms
 from citescope.agents.budget import Budget, BudgetTracker, RetryPolicy
 from citescope.agents.evidence import EvidencePool
-from citescope.agents.offline_models import FunctionModel
+from citescope.agents.offline_models import FunctionModel, tool_calls_response
 from citescope.agents.planner import BUDGET_EXHAUSTED_TEXT, RetrievalPlanner, render_plan
 from citescope.agents.policy import PolicyDecision, RulesPolicy
 from citescope.agents.policy_planner_model import DONE_TEXT, PolicyPlannerModel, tool_results_seen
 from citescope.agents.query_analysis import analyze
 from citescope.knowledge.filters import SearchFilters
-from citescope.tools.base import SkillContext
+from citescope.tools.base import SkillContext, SkillResult
 
 NO_RETRY = RetryPolicy(max_retries=0, backoff_s=0)
 
@@ -223,3 +223,120 @@ def test_the_plan_is_rendered_for_the_llm_prompt():
         ]
     )
     assert text == "1. hybrid_search(query='XZ-3000', top_k=10)  # query 取自 rewrite_query.queries[0]"
+
+
+# -- one-turn plans and concurrent calls ------------------------------------------------------
+
+
+def _meeting_registry(barrier):
+    """keyword_search under two names, each waiting at `barrier` for the other: two calls that meet
+    there ran at the same time (sequential calls break the barrier at its timeout: degraded results)."""
+    import threading
+
+    from citescope.tools.registry import SkillRegistry, SkillSpec
+    from citescope.tools.rerank import rerank
+    from citescope.tools.search import keyword_search
+
+    met: list[str] = []
+
+    def waiting(name):
+        def skill(query: str, *, ctx: SkillContext) -> SkillResult:
+            """关键词检索，等另一个检索一起开始。
+
+            Args:
+                query (str): 检索式。
+            """
+            barrier.wait()
+            met.append(name)
+            return keyword_search(query, ctx=ctx)
+
+        return skill
+
+    registry = SkillRegistry(
+        [
+            SkillSpec(name="left_search", function=waiting("left_search"), timeout_s=60),
+            SkillSpec(name="right_search", function=waiting("right_search"), timeout_s=60),
+            SkillSpec(name="rerank", function=rerank, timeout_s=60),
+        ]
+    )
+    assert isinstance(barrier, threading.Barrier)
+    return registry, met
+
+
+def test_a_whole_plan_in_one_reply_runs_concurrently_and_costs_one_request(demo_kb):
+    import threading
+
+    barrier = threading.Barrier(2, timeout=30)
+    registry, met = _meeting_registry(barrier)
+    calls = [
+        {"name": "rerank", "arguments": {"query": "发票怎么开？"}},  # listed first, still runs after the searches
+        {"name": "left_search", "arguments": {"query": "发票"}},
+        {"name": "right_search", "arguments": {"query": "开票"}},
+    ]
+    replies = iter([tool_calls_response(calls, text=DONE_TEXT)])
+    model = FunctionModel(lambda messages, tools: next(replies))
+    planner, tracker = make_planner(registry, demo_kb, "发票怎么开？", llm=model)
+
+    outcome = run(planner, "发票怎么开？")
+
+    assert outcome.source == "llm" and len(model.calls) == tracker.model_calls == 1
+    assert [(r.name, r.outcome, r.degraded) for r in planner.records] == [
+        ("rerank", "ran", False),
+        ("left_search", "ran", False),
+        ("right_search", "ran", False),
+    ]
+    assert not barrier.broken and sorted(met) == ["left_search", "right_search"]
+    searched = set(planner.records[1].hit_ids) | set(planner.records[2].hit_ids)
+    assert searched and set(planner.records[0].hit_ids) == searched  # rerank read what both gathered
+    assert [s.outcome for s in planner.steps] == ["gathered evidence"]
+
+
+def test_a_complete_plan_that_found_nothing_goes_back_to_the_model(registry, demo_kb):
+    replies = iter(
+        [
+            tool_calls_response([{"name": "keyword_search", "arguments": {"query": "zzqqxx"}}], text=DONE_TEXT),
+            [{"name": "keyword_search", "arguments": {"query": "发票"}}],
+            DONE_TEXT,
+        ]
+    )
+    model = FunctionModel(lambda messages, tools: next(replies))
+    planner, _ = make_planner(registry, demo_kb, "发票怎么开？", llm=model)
+
+    outcome = run(planner, "发票怎么开？")
+
+    assert outcome.source == "llm" and len(model.calls) == 3  # the empty round was not taken as enough
+    assert [r.arguments["query"] for r in planner.records] == ["zzqqxx", "发票"]
+
+
+def test_one_call_sent_twice_in_a_reply_runs_once(registry, demo_kb):
+    twice = [{"name": "keyword_search", "arguments": {"query": "发票怎么开"}}] * 2
+    replies = iter([tool_calls_response(twice, text=DONE_TEXT)])
+    model = FunctionModel(lambda messages, tools: next(replies))
+    planner, tracker = make_planner(registry, demo_kb, "发票怎么开？", llm=model)
+
+    run(planner, "发票怎么开？")
+
+    assert [r.outcome for r in planner.records] == ["ran", "cached"] and tracker.tool_calls == 1
+    assert planner.records[0].hit_ids == planner.records[1].hit_ids != []
+
+
+def test_a_failed_planner_model_hands_over_to_the_next_of_its_route(registry, demo_kb):
+    from citescope.agents.planner import PlannerChoice
+
+    broken = FunctionModel(lambda messages, tools: [{"name": "web_search", "arguments": {}}], "cheap")
+    replies = iter([tool_calls_response([{"name": "keyword_search", "arguments": {"query": "发票"}}], text=DONE_TEXT)])
+    strong = FunctionModel(lambda messages, tools: next(replies), "strong")
+    planner, _ = make_planner(registry, demo_kb, "发票怎么开？")
+    planner.route = [
+        PlannerChoice("x:cheap", broken, planner.formatter),
+        PlannerChoice("x:strong", strong, planner.formatter),
+    ]
+
+    outcome = run(planner, "发票怎么开？")
+
+    assert outcome.source == "llm" and len(broken.calls) == len(strong.calls) == 1
+    assert [(s.model, s.reason, s.outcome.split(":")[0]) for s in planner.steps] == [
+        ("x:cheap", "first model of the route", "failed"),
+        ("x:strong", "x:cheap failed", "gathered evidence"),
+    ]
+    assert outcome.degradations[0].endswith("; model x:strong used")

@@ -63,8 +63,8 @@ class Answer:
         failures: list[str] = []
         steps: list[RouteStep] = []
         reason = given.reason
-        position = given.position if given.by_model else len(self.models)
-        for position in range(position, len(self.models)):
+        first = given.position if given.by_model else len(self.models)
+        for position in range(first, len(self.models)):
             model = self.models[position]
             step = RouteStep(role="answerer", model=model.name, reason=reason)
             steps.append(step)
