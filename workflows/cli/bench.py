@@ -149,8 +149,14 @@ def bench_reader(
     ),
     seed: int = typer.Option(0),
     mrc: bool = typer.Option(True, help="also the reader-benchmark passages of ../shared/training/mrc_train.jsonl"),
+    claims_model: Path | None = typer.Option(
+        None, "--claims-model", help="a trained claim checker's folder (run.py train claims): measured beside the rules"
+    ),
+    reject_above: float = typer.Option(0.5, "--reject-above", help="the claim checker's P(contradicted) that rejects"),
 ) -> None:
     """Claim checking by the current inspector: perturbed claims rejected, faithful paraphrases passed (#46)."""
+    from citescope.agents.claim_reader import ClaimReader
+    from citescope.knowledge.settings import get_settings
     from citescope.workflows.evaluation.bench.reader import DEFAULT_LIMIT, format_reader_report, run_reader_bench
 
     mrc_train = REPO.parent / "shared" / "training" / "mrc_train.jsonl"
@@ -158,10 +164,18 @@ def bench_reader(
         fail(f"--kb: no folder {kb}")
     if mrc and not mrc_train.exists():
         fail(f"no {mrc_train} (pass --no-mrc to run on the KB alone)")
+    if claims_model is not None and not (claims_model / "card.json").is_file():
+        fail(f"--claims-model: no card.json in {claims_model} (the model folder run.py train claims exports)")
     try:
+        reader = None if claims_model is None else ClaimReader(claims_model, get_settings().cache_dir).warm_up()
         result = run_reader_bench(
-            kb, mrc_train if mrc else None, limit=DEFAULT_LIMIT if limit is None else limit or None, seed=seed
+            kb,
+            mrc_train if mrc else None,
+            limit=DEFAULT_LIMIT if limit is None else limit or None,
+            seed=seed,
+            claim_reader=reader,
+            reject_above=reject_above,
         )
-    except ValueError as exc:  # a folder without documents
+    except ValueError as exc:  # a folder without documents, a delta made on another base file
         fail(exc)
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_reader_report(result))

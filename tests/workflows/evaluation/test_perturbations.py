@@ -243,3 +243,22 @@ def test_bench_reader_command_prints_the_json_keys():
 def test_bench_reader_command_refuses_a_folder_without_documents(tmp_path):
     shown = CliRunner().invoke(app, ["bench", "reader", "--no-mrc", "--kb", str(tmp_path)])
     assert shown.exit_code == 2 and "no documents in" in shown.output
+
+
+def test_a_claim_reader_is_measured_alone_and_beside_the_inspector(tmp_path):
+    from citescope.agents.claim_reader import ClaimReader
+    from tests.support.claim_model import constant_claim_model
+
+    rules = run_reader_bench(DEMO_DIR, None, limit=12, seed=0)
+    always = ClaimReader(constant_claim_model(tmp_path / "always", "contradicted"), tmp_path / "cache").warm_up()
+    rejecting = run_reader_bench(DEMO_DIR, None, limit=12, seed=0, claim_reader=always)
+    alone = rejecting["reader_alone"]
+    assert alone["perturbations_rejected"] == 1.0 and alone["paraphrases_rejected"] == 1.0
+    assert rejecting["perturbations_rejected"] == 1.0 and rejecting["checker"].startswith("inspector + claim reader")
+
+    never = ClaimReader(constant_claim_model(tmp_path / "never", "supported"), tmp_path / "cache").warm_up()
+    passing = run_reader_bench(DEMO_DIR, None, limit=12, seed=0, claim_reader=never)
+    assert passing["reader_alone"]["perturbations_rejected"] == 0.0
+    # a checker that rejects nothing leaves the inspector's verdicts as they were
+    assert passing["perturbations_rejected"] == rules["perturbations_rejected"]
+    assert passing["paraphrases_rejected"] == rules["paraphrases_rejected"] and rules["reader_alone"] is None

@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="training needs the [train] extra (torch); CI does not install it")
 
-from citescope.agents.claim_reader import LABELS, ClaimReader, evidence_window  # noqa: E402
+from citescope.agents.claim_reader import LABELS, ClaimReader  # noqa: E402
 from citescope.knowledge.e5_model_file import bundled_model_path  # noqa: E402
 from citescope.workflows.evaluation.perturbations import HELD_OUT_FAMILIES, is_reader_bench_title  # noqa: E402
 from citescope.workflows.training.claim_data import claim_examples, read_passages  # noqa: E402
@@ -58,12 +58,6 @@ def test_examples_cover_every_label_and_never_the_held_out_families_or_articles(
     assert {"negation", "number_change", "verbatim", "unrelated"} <= {e.family for e in examples}
     texts = {p.text for p in passages["train"]}
     assert all(e.evidence in texts for e in examples)
-
-
-def test_the_window_is_the_sentence_nearest_the_claim_grown_to_the_limit():
-    evidence = PASSAGES[1]
-    assert evidence_window("顺丰要补10元", evidence, limit=10).startswith("顺丰快递需要补差价10元。")
-    assert evidence_window("顺丰要补10元", evidence, limit=1000) == evidence
 
 
 def test_a_short_run_resumes_and_exports_a_folder_the_reader_runs_in_the_engine(tmp_path):

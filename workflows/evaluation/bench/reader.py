@@ -21,6 +21,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from citescope.agents.claim_reader import ClaimReader
 from citescope.agents.inspector import Inspector
 from citescope.knowledge.chunking import chunk_document
 from citescope.knowledge.lexicon import Lexicon
@@ -59,6 +60,11 @@ class Source:
 
     def rejects(self, claim: str, chunk_id: str) -> bool:
         return not self.inspector.run(f"{claim}【{chunk_id}】", [self.hits[chunk_id]]).passed
+
+    def reader_rejects(self, items: Sequence[ClaimItem], reader: ClaimReader, reject_above: float) -> list[bool]:
+        """The trained claim checker's verdicts on the items (one engine batch)."""
+        verdicts = reader.check([(item.claim, self.hits[item.evidence_id].text) for item in items])
+        return [verdict.contradicted > reject_above for verdict in verdicts]
 
 
 def _chunks(docs: Iterable[Document]) -> list[Chunk]:
@@ -108,9 +114,18 @@ def _rates(outcomes: Sequence[tuple[ClaimItem, bool]]) -> dict:
 
 
 def run_reader_bench(
-    kb_dir: Path, mrc_train: Path | None, limit: int | None = DEFAULT_LIMIT, seed: int = 0, examples: int = 3
+    kb_dir: Path,
+    mrc_train: Path | None,
+    limit: int | None = DEFAULT_LIMIT,
+    seed: int = 0,
+    examples: int = 3,
+    claim_reader: ClaimReader | None = None,
+    reject_above: float = 0.5,
 ) -> dict:
+    """claim_reader: a trained claim checker; an item is then rejected when the inspector rejects
+    it or the checker's P(contradicted) > reject_above, and `reader_alone` reports the checker by itself."""
     started = time.perf_counter()
+    alone: list[tuple[ClaimItem, bool]] = []
     sources = [kb_source(kb_dir)]
     if mrc_train is not None:
         sources.append(mrc_source(mrc_train))
@@ -127,7 +142,13 @@ def run_reader_bench(
         for chunk_id, sentence in sorted(sentences):
             verbatim["checked"] += 1
             verbatim["rejected"] += source.rejects(sentence, chunk_id)
-        outcomes += [(item, source.rejects(item.claim, item.evidence_id)) for item in generated.items]
+        rules = [source.rejects(item.claim, item.evidence_id) for item in generated.items]
+        if claim_reader is None:
+            outcomes += list(zip(generated.items, rules, strict=True))
+            continue
+        model = source.reader_rejects(generated.items, claim_reader, reject_above)
+        alone += list(zip(generated.items, model, strict=True))
+        outcomes += [(item, a or b) for item, a, b in zip(generated.items, rules, model, strict=True)]
 
     by_family: dict[str, dict] = {}
     missed: dict[str, list[dict]] = defaultdict(list)
@@ -166,6 +187,15 @@ def run_reader_bench(
         | {"families": sorted(HELD_OUT_FAMILIES)},
         "by_source": {s.name: _rates([(i, r) for i, r in outcomes if i.source == s.name]) for s in sources},
         "by_family": by_family,
+        "checker": "inspector" if claim_reader is None else f"inspector + claim reader ({claim_reader.model_dir})",
+        "reader_alone": None
+        if claim_reader is None
+        else {
+            **_rates(alone),
+            "reject_above": reject_above,
+            "trained_families": _rates([(i, r) for i, r in alone if i.family not in HELD_OUT_FAMILIES]),
+            "held_out_families": _rates([(i, r) for i, r in alone if i.family in HELD_OUT_FAMILIES]),
+        },
         "verbatim_rejected": _rate(verbatim["rejected"], verbatim["checked"]),
         "verbatim_checked": verbatim["checked"],
         "misjudged_examples": dict(missed),
@@ -189,9 +219,16 @@ def format_reader_report(result: dict) -> str:
         f"paraphrases {_pct(result['trained_families']['paraphrases_rejected'])}; held-out families "
         f"({', '.join(result['held_out_families']['families'])}): perturbations "
         f"{_pct(result['held_out_families']['perturbations_rejected'])}",
-        "",
-        f"{'family':<16}{'label':<14}{'held out':<10}" + "".join(f"{s:>22}" for s in result["by_source"]),
     ]
+    if result["reader_alone"] is not None:
+        alone = result["reader_alone"]
+        lines[0] = f"Claim checking by {result['checker']}"
+        lines.append(
+            f"the claim reader alone (P(contradicted) > {alone['reject_above']}): perturbations rejected "
+            f"{_pct(alone['perturbations_rejected'])}, paraphrases rejected {_pct(alone['paraphrases_rejected'])}; "
+            f"held-out families: perturbations {_pct(alone['held_out_families']['perturbations_rejected'])}"
+        )
+    lines += ["", f"{'family':<16}{'label':<14}{'held out':<10}" + "".join(f"{s:>22}" for s in result["by_source"])]
     for family, row in result["by_family"].items():
         cells = "".join(
             f"{_pct(part['rejected']) + ' of ' + str(part['items']):>22}" for part in row["by_source"].values()

