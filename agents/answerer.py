@@ -9,8 +9,8 @@ request budgeted, timed out and retried through agents.budget). `generate` calls
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Literal, Protocol
+from collections.abc import AsyncGenerator, Awaitable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agentscope.formatter import FormatterBase
 from agentscope.message import Msg
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from citescope.agents.conflicts import Conflict
     from citescope.tools.products import SizeAdvice
 
-__all__ = ["Answerer", "ExtractiveAnswerer", "LLMAnswerer", "generate"]
+__all__ = ["Answerer", "ExtractiveAnswerer", "LLMAnswerer", "TextReader", "generate"]
 
 AnswerLanguage = Literal["auto", "zh", "en"]
 # rule 8 of the answerer prompts, Chinese then the English summary's words, per answer_language
@@ -125,12 +125,62 @@ class LLMAnswerer:
         budget: BudgetTracker | None = None,
         advice: SizeAdvice | None = None,
         conversation: str = NONE_TEXT,
+        reader: TextReader | None = None,
     ) -> str:
+        """reader: told the reply's text each time it grows while the model streams it (the
+        streamed answer, workflows/stages/stream.py); once it has shown anything, a failed attempt
+        is not retried (the text would start over)."""
         tracker = budget or BudgetTracker()
         prompt = answer_prompt(question, evidence, conflicts, feedback, advice, self.shop, conversation, self.language)
         messages = await self.formatter.format([Msg("user", prompt, "user")])
-        response = await budgeted_model_call(self.model, messages, tracker, self.retry, validate=_has_text)
+        if reader is None:
+            response = await budgeted_model_call(self.model, messages, tracker, self.retry, validate=_has_text)
+        else:
+            watched = _WatchedModel(self.model, reader)
+            response = await budgeted_model_call(
+                watched, messages, tracker, self.retry, validate=_has_text, may_retry=reader.may_retry
+            )
         return _text_of(response)
+
+
+class TextReader(Protocol):
+    """What reads a reply while it is streamed (workflows/stages/stream.py)."""
+
+    def start(self) -> None:
+        """An attempt starts: its reply starts over."""
+
+    async def read(self, text: str) -> bool:
+        """The reply's text so far; False: read no further (the stream is closed, which is no
+        failure of the model: the reply is the text so far)."""
+
+    def may_retry(self) -> bool:
+        """Whether a failed attempt may start the reply over."""
+
+
+class _WatchedModel:
+    """A chat model whose streamed reply is shown to a TextReader chunk by chunk (AgentScope's
+    chunks carry the text accumulated so far); a reply that is not streamed is shown once."""
+
+    def __init__(self, model: ChatModelBase, reader: TextReader):
+        self.model, self.reader = model, reader
+        self.model_name = model.model_name
+
+    async def __call__(self, messages: list[dict], **kwargs: Any) -> Any:
+        self.reader.start()
+        response = await self.model(messages, **kwargs)
+        if not isinstance(response, AsyncGenerator):
+            await self.reader.read(_text_of(response))
+            return response
+        return self._watched(response)
+
+    async def _watched(self, chunks: AsyncGenerator) -> AsyncGenerator:
+        try:
+            async for chunk in chunks:
+                yield chunk
+                if not await self.reader.read(_text_of(chunk)):
+                    break
+        finally:  # a stream stopped early closes its HTTP response now, not when collected
+            await chunks.aclose()
 
 
 def _text_of(response) -> str:
@@ -152,15 +202,24 @@ async def generate(
     advice: SizeAdvice | None = None,
     overview: Sequence[str] = (),
     conversation: str = NONE_TEXT,
+    reader: TextReader | None = None,
 ) -> str:
     """Run either kind of answerer; only a model-backed one spends the question's budget. advice:
     a size the size_recommend skill worked out, which the extractive answerer states and a model
     is given as 【工具结论】. overview: the evidence ids of the page openings that answer a question
     about what a product is like (a model reads them as it reads any evidence). conversation: the
-    rendered context a model reads (the extractive answerer reads the carried product already)."""
+    rendered context a model reads (the extractive answerer reads the carried product already).
+    reader: reads a model's reply while it is streamed (LLMAnswerer.run)."""
     if isinstance(answerer, LLMAnswerer):
         return await answerer.run(
-            question, evidence, conflicts, feedback, budget=budget, advice=advice, conversation=conversation
+            question,
+            evidence,
+            conflicts,
+            feedback,
+            budget=budget,
+            advice=advice,
+            conversation=conversation,
+            reader=reader,
         )
     if isinstance(answerer, ExtractiveAnswerer):
         return answerer.run(question, evidence, conflicts, feedback, advice=advice, overview=overview)

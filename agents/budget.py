@@ -15,7 +15,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -221,12 +221,19 @@ async def collect_response(response: Any) -> Any:
 
 
 async def budgeted_model_call(
-    model: Any, messages: list[dict], tracker: BudgetTracker, retry: RetryPolicy, validate=None, **kwargs: Any
+    model: Any,
+    messages: list[dict],
+    tracker: BudgetTracker,
+    retry: RetryPolicy,
+    validate=None,
+    may_retry: Callable[[], bool] | None = None,
+    **kwargs: Any,
 ) -> Any:
     """Call `model(messages, **kwargs)` under the budget: each attempt is counted, timed out at
     min(call_timeout_s, remaining deadline), and checked by `validate(response)` (which raises
     ModelFailure for a reply that cannot be used). Failed attempts are retried with backoff while
-    budget and deadline last; then ModelFailure says what went wrong."""
+    budget and deadline last, and while `may_retry()` says so (a streamed answer that has shown
+    sentences cannot start over); then ModelFailure says what went wrong."""
     failures: list[str] = []
     name = str(getattr(model, "model_name", "?"))
     for attempt in range(retry.max_retries + 1):
@@ -254,6 +261,8 @@ async def budgeted_model_call(
         except Exception as exc:  # 429/5xx, connection, bad JSON, invalid tool call: all retried alike
             failures.append(describe_failure(exc))
         log.warning("model %s attempt %d failed: %s", getattr(model, "model_name", "?"), attempt + 1, failures[-1])
+        if may_retry is not None and not may_retry():
+            break
         pause = retry.backoff_s * (2**attempt)
         if attempt < retry.max_retries and pause < tracker.remaining_s():
             await asyncio.sleep(pause)

@@ -202,6 +202,68 @@ def _split_line(line: str, known_ids: Collection[str] | None) -> list[str]:
     return pieces
 
 
+# Where a sentence may end in a text still being written: a mark, or a line break (a bracket pair
+# first, as in _SENTENCE_END, so an id with "？" in it stays whole).
+_END_OR_BREAK = re.compile(_SENTENCE_END.pattern + r"|\n")
+_OPENING_BRACKETS = "【[［〔"
+_BRACKET_CLOSED = re.compile(r"[】\]］〕\n]")
+_SPACES = re.compile(r"[^\S\n]*")
+
+
+class SentenceCutter:
+    """Cuts an answer that is still being written into the sentences it has completed, as
+    split_sentences reads them: a sentence is complete once nothing that follows can still belong
+    to it (closing quotes, the citations behind it: "……15天。【a" waits for the bracket to close).
+    The pieces are consecutive slices of the text (a line break opens the next one): joined,
+    they give the text back."""
+
+    def __init__(self, known_ids: Collection[str] | None = None):
+        self.known_ids = known_ids
+        self.cut = 0  # how much of the text the pieces returned so far cover
+
+    def feed(self, text: str) -> list[str]:
+        """The sentences completed since the last call; text: the whole answer so far (it only grows)."""
+        pieces: list[str] = []
+        position = self.cut
+        while (match := _END_OR_BREAK.search(text, position)) is not None:
+            if match.group(0).startswith("【"):
+                position = match.end()
+                continue
+            end = match.start() if match.group(0) == "\n" else self._sentence_end(text, match.end())
+            if end is None:
+                break
+            if text[self.cut : end].strip():  # a blank stretch joins the sentence after it
+                pieces.append(text[self.cut : end])
+                self.cut = end
+            position = max(end, match.end())
+        return pieces
+
+    def finish(self, text: str) -> list[str]:
+        """The sentences left once the text is complete (the last may have no end mark)."""
+        pieces = self.feed(text)
+        if text[self.cut :].strip():
+            pieces.append(text[self.cut :])
+            self.cut = len(text)
+        return pieces
+
+    def _sentence_end(self, text: str, position: int) -> int | None:
+        """Where the sentence whose end mark stops at position ends, its closers and citations taken;
+        None while the text written so far cannot tell."""
+        end = _CLOSERS.match(text, position).end()  # type: ignore[union-attr]  # "*": always matches
+        while True:
+            at = _SPACES.match(text, end).end()  # type: ignore[union-attr]  # "*": always matches
+            if at == len(text):
+                return None
+            if text[at] not in _OPENING_BRACKETS:
+                return end
+            bracket = _BRACKET.match(text, at)
+            if bracket is None:  # no id bracket: unless it has not closed yet
+                return None if _BRACKET_CLOSED.search(text, at + 1) is None else end
+            if not _bracket_ids(bracket, self.known_ids):
+                return end
+            end = bracket.end()
+
+
 # Punctuation and space at a quote's end, which its frame replaces with its own.
 TRAILING_MARKS = re.compile(r"[\s。！？!?；;，,、:：.]+$")
 _INNER_BOUNDARY = re.compile(SENTENCE_BOUNDARY)

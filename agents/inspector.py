@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from functools import lru_cache
 from typing import NamedTuple
@@ -158,6 +158,20 @@ class UnsupportedClaim(BaseModel):
     missing: list[str]  # numbers, model numbers, dates or content words the cited text lacks
 
 
+class SentenceVerdict(NamedTuple):
+    """One sentence's checks (Inspector.check_sentence)."""
+
+    sentence: AnswerSentence
+    valid_ids: list[str]  # cited ids among the evidence
+    invalid_ids: list[str]  # cited ids that were never shown
+    uncited: bool  # a factual sentence citing no shown chunk
+    missing: list[str]  # what it states that its cited chunks do not
+
+    @property
+    def passed(self) -> bool:
+        return not self.invalid_ids and not self.uncited and not self.missing
+
+
 class InspectionReport(BaseModel):
     passed: bool
     coverage: float  # cited factual sentences / factual sentences (1.0 when there are none)
@@ -243,42 +257,58 @@ class Inspector:
     def run(
         self, answer: str, evidence: Sequence[EvidenceHit], conflicts: Sequence[Conflict] = (), question: str = ""
     ) -> InspectionReport:
+        verdicts = self.verdicts(answer, evidence, question)
+        report = self.report(verdicts, conflicts)
+        if self.judge is not None and report.factual_sentences:
+            report.judge = self._ask_judge(answer, evidence)
+            report.passed = report.passed and bool(report.judge.get("supported", True))
+        return report
+
+    def verdicts(self, text: str, evidence: Sequence[EvidenceHit], question: str = "") -> list[SentenceVerdict]:
+        """Each sentence of a text (a whole answer, or one sentence a stream has completed), checked."""
         by_id = {hit.chunk_id: hit for hit in evidence}
-        sentences = split_sentences(answer, known_ids=by_id.keys())
-        factual = [s for s in sentences if s.is_factual]
-        all_ids = list(dict.fromkeys(i for s in sentences for i in s.cited_ids))
-        invalid = [i for i in all_ids if i not in by_id]
-        uncited = [s.text for s in factual if not any(i in by_id for i in s.cited_ids)]
-        coverage = 1.0 if not factual else (len(factual) - len(uncited)) / len(factual)
         question_facts = facts_of(question)
-        unsupported = []
-        for sentence in factual:
-            hits = [by_id[i] for i in sentence.cited_ids if i in by_id]
-            if hits:
-                missing = self.missing_support(sentence.text, hits, question_facts)
-                if missing:
-                    unsupported.append(
-                        UnsupportedClaim(sentence=sentence.text, cited_ids=sentence.cited_ids, missing=missing)
-                    )
+        return [self.check_sentence(s, by_id, question_facts) for s in split_sentences(text, known_ids=by_id.keys())]
+
+    def check_sentence(
+        self, sentence: AnswerSentence, by_id: Mapping[str, EvidenceHit], question_facts: Facts | None = None
+    ) -> SentenceVerdict:
+        """The checks one sentence passes or fails on its own: every id it cites was shown; a
+        factual sentence cites at least one, and its cited chunks support what it states. The
+        streamed answer sends a sentence only when this passes (workflows/stages/stream.py), so a
+        check added here holds for streamed and whole answers alike."""
+        valid = [i for i in sentence.cited_ids if i in by_id]
+        invalid = [i for i in sentence.cited_ids if i not in by_id]
+        missing: list[str] = []
+        if sentence.is_factual and valid:
+            missing = self.missing_support(sentence.text, [by_id[i] for i in valid], question_facts)
+        return SentenceVerdict(sentence, valid, invalid, sentence.is_factual and not valid, missing)
+
+    def report(self, verdicts: Sequence[SentenceVerdict], conflicts: Sequence[Conflict] = ()) -> InspectionReport:
+        """The deterministic verdict on an answer from its sentences' verdicts: it passes when every
+        sentence passes (coverage at least min_coverage) and every conflict is disclosed."""
+        factual = [v for v in verdicts if v.sentence.is_factual]
+        uncited = [v.sentence.text for v in factual if v.uncited]
+        coverage = 1.0 if not factual else (len(factual) - len(uncited)) / len(factual)
+        invalid = list(dict.fromkeys(i for v in verdicts for i in v.invalid_ids))
+        unsupported = [
+            UnsupportedClaim(sentence=v.sentence.text, cited_ids=v.sentence.cited_ids, missing=v.missing)
+            for v in factual
+            if v.missing
+        ]
+        sentences = [v.sentence for v in verdicts]
         missing_conflicts = [c.attribute for c in conflicts if not self.conflict_disclosed(c, sentences)]
-        report = InspectionReport(
-            passed=False,
+        return InspectionReport(
+            passed=not invalid and coverage >= self.min_coverage and not unsupported and not missing_conflicts,
             coverage=round(coverage, 4),
-            sentences=len(sentences),
+            sentences=len(verdicts),
             factual_sentences=len(factual),
-            cited_ids=[i for i in all_ids if i in by_id],
+            cited_ids=list(dict.fromkeys(i for v in verdicts for i in v.valid_ids)),
             invalid_ids=invalid,
             uncited=uncited,
             unsupported=unsupported,
             missing_conflicts=missing_conflicts,
         )
-        deterministic_ok = not invalid and coverage >= self.min_coverage and not unsupported and not missing_conflicts
-        judge_ok = True
-        if self.judge is not None and factual:
-            report.judge = self._ask_judge(answer, evidence)
-            judge_ok = bool(report.judge.get("supported", True))
-        report.passed = deterministic_ok and judge_ok
-        return report
 
     # -- support ------------------------------------------------------------------------
     def support_text(self, hits: Iterable[EvidenceHit]) -> str:

@@ -41,6 +41,7 @@ from citescope.knowledge.filters import SearchFilters
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.settings import get_settings
 from citescope.knowledge.text import is_storable_text
+from citescope.workflows.answer_events import Listener
 from citescope.workflows.experience import ExperienceLearner, ExperienceStore
 from citescope.workflows.pipeline import QAPipeline, parse_filters
 from citescope.workflows.pipeline_config import PipelineConfig
@@ -106,12 +107,14 @@ class Assistant:
         tenant: str = DEFAULT_TENANT,
         arrived: float | None = None,
         deadline_s: float | None = None,
+        listener: Listener | None = None,
     ) -> QAResult:
         """Answer (or ask back) one turn; with a session id the turn joins that conversation of
         `tenant` (created on first use) and result.session_id is set. Turns of one session wait
         for the ones that arrived before them. arrived / deadline_s: when the question arrived
         (time.monotonic(), a service request) and a deadline shorter than the config's; the
-        pipeline's deadline counts from then (QAPipeline.arun)."""
+        pipeline's deadline counts from then (QAPipeline.arun). listener: told each sentence of a
+        model's answer as it passes the inspector (QAPipeline.arun; workflows/answer_events.py)."""
         question = self.pipeline.validate(question)
         # before the cache: an invalid filter fails even when the question is cached
         search_filters = parse_filters(filters)
@@ -119,7 +122,7 @@ class Assistant:
         self.warm_up()
         # nothing above awaits, so callers take their turn in the order they called
         async with self._session_turn(tenant, session_id):
-            return await self._ask(question, session_id, search_filters, tenant, arrived, deadline_s)
+            return await self._ask(question, session_id, search_filters, tenant, arrived, deadline_s, listener)
 
     @asynccontextmanager
     async def _session_turn(self, tenant: str, session_id: str | None) -> AsyncIterator[None]:
@@ -146,6 +149,7 @@ class Assistant:
         tenant: str,
         arrived: float | None = None,
         deadline_s: float | None = None,
+        listener: Listener | None = None,
     ) -> QAResult:
         started = time.perf_counter()
         state = self.sessions.get(session_id, tenant) if session_id is not None else None
@@ -189,6 +193,7 @@ class Assistant:
                     arrived=arrived,
                     deadline_s=deadline_s,
                     history=history,
+                    listener=listener,
                 )
                 result.session_id = session_id
                 self._record(result, features, tenant)

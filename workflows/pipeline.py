@@ -11,13 +11,14 @@ the sensitive-word filter when configured, the question's language and script).
 Guarantees live here, whatever a model writes: only answers that pass the inspector are
 returned (so never one with an invalid citation id); any model failure falls back to the
 offline engine for that stage and is reported (degraded + reason); a question whose deadline
-passes is refused at the next stage.
+passes is refused at the next stage. Streamed (astream), a model's answer is sent sentence by
+sentence as each passes the inspector, and what was sent is the answer (workflows/stages/stream.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
@@ -41,6 +42,7 @@ from citescope.knowledge.text import is_storable_text
 from citescope.tools.base import EvidenceHit, SkillContext
 from citescope.tools.registry import SkillRegistry
 from citescope.tools.rerank import make_reranker
+from citescope.workflows.answer_events import AnswerEvent, Listener, SentenceEvent, relay_answer
 from citescope.workflows.compliance import SensitiveWordFilter
 from citescope.workflows.pipeline_config import PipelineConfig
 from citescope.workflows.priority_gate import PriorityGate
@@ -55,6 +57,7 @@ from citescope.workflows.stages.inspect import Inspect, InspectInput
 from citescope.workflows.stages.plan import Plan, PlanInput, StrategyPolicy
 from citescope.workflows.stages.rank import EvidenceLimits, Rank, RankInput
 from citescope.workflows.stages.retrieve import Retrieve, RetrieveInput
+from citescope.workflows.stages.stream import StreamAnswer, Streaming
 
 
 class QuestionError(ValueError):
@@ -156,6 +159,7 @@ class QAPipeline:
         self.answer = Answer(extractive, self.answerer, answerers[1:])
         self.inspect = Inspect(inspector)
         self.disclose = Disclose(self.refusals, extractive, self.analyzer, compliance)
+        self.stream = StreamAnswer(self.answer, inspector, self.disclose.say) if self.answerer is not None else None
         self._warm = True
         return self
 
@@ -186,6 +190,7 @@ class QAPipeline:
         arrived: float | None = None,
         deadline_s: float | None = None,
         history: Sequence[PastTurn] = (),
+        listener: Listener | None = None,
     ) -> QAResult:
         """session_entity / session_topic: what a conversation carries into a follow-up (the
         product it is about; else its opening question), searched with it, never answered from.
@@ -195,7 +200,9 @@ class QAPipeline:
         for a free slot); the deadline counts from then, else from now. deadline_s: a shorter
         deadline than the config's for this question (the service's request_deadline_s). history:
         the session's earlier turns, oldest first; the models read the last few (conversation_turns,
-        within conversation_max_tokens) beside the product the session resolved."""
+        within conversation_max_tokens) beside the product the session resolved. listener: told
+        each sentence of a model's answer the moment it has passed the inspector (astream; the
+        answer is then those sentences, never withdrawn: workflows/stages/stream.py)."""
         typed = self.validate(question)
         whole = to_simplified(typed)  # 退貨運費誰承擔 is read as the shop's pages write it, 退货运费
         long = self._cut(whole)
@@ -204,8 +211,42 @@ class QAPipeline:
             search_filters = parse_filters(filters)
             self.warm_up()
             run = QuestionRun(self._tracker(arrived, deadline_s), self.priority, long)
+            if listener is not None and self.stream is not None:  # only a model's answer streams as it is written
+                run.streaming = Streaming(listener, typed)
             asked = AnalyseInput(whole, session_entity, session_topic, features)
             return await self._answer_question(typed, asked, search_filters, run, history)
+
+    async def astream(
+        self,
+        question: str,
+        session_entity: Entity | None = None,
+        filters: SearchFilters | Mapping | None = None,
+        session_topic: str | None = None,
+        features: QueryFeatures | None = None,
+        arrived: float | None = None,
+        deadline_s: float | None = None,
+        history: Sequence[PastTurn] = (),
+    ) -> AsyncIterator[SentenceEvent | AnswerEvent]:
+        """arun, streamed: a SentenceEvent for each sentence of the answer, a model's sent the
+        moment it has passed the inspector (an extractive answer or a refusal sentence by sentence
+        once it is done), then an AnswerEvent with the QAResult, whose answer the sentences
+        joined are (workflows/answer_events.py)."""
+
+        def answer(listener: Listener) -> Awaitable[QAResult]:
+            return self.arun(
+                question,
+                session_entity,
+                filters,
+                session_topic,
+                features,
+                arrived,
+                deadline_s,
+                history=history,
+                listener=listener,
+            )
+
+        async for event in relay_answer(answer):
+            yield event
 
     async def _answer_question(
         self,
@@ -224,6 +265,8 @@ class QAPipeline:
         with run.clock.span("policy"):
             decision = self.plan.run(PlanInput(analysis.features, config.budget().plan_budget()))
         result = self._new_result(typed, analysis, decision, filters)
+        if run.streaming is not None:  # the streamed sentences carry the result's trace id
+            run.streaming.trace_id = result.trace_id
         conversation = self._conversation(analysis.features, history)
         try:
             async with run.stage("planner", deadline="search"):
@@ -264,7 +307,10 @@ class QAPipeline:
                     conversation=conversation,
                 )
                 draft = await self._answer_and_inspect(answering, result, run)
-            settled = DiscloseInput(typed, analysis, evidence, conflicts, verdict.refusal, draft, result.inspection)
+            said = run.streaming.said if run.streaming is not None else None
+            settled = DiscloseInput(
+                typed, analysis, evidence, conflicts, verdict.refusal, draft, result.inspection, said
+            )
         except DeadlinePassed as passed:
             run.degradations.append(str(passed))
             run.clock.lap(passed.stage)
@@ -284,14 +330,14 @@ class QAPipeline:
             position, reason = route.start(signals)
             given = replace(given, position=position, reason=reason)
         draft, report = await self._draft(given, run, result)
-        if not report.passed:
+        if not report.passed and not self._shown(run):  # a streamed answer that showed sentences stands
             result.regenerated = True
             after = route.next_after(draft.position) if route is not None and draft.position >= 0 else None
             rewriter = after if after is not None else max(draft.position, 0)
             why = f"the inspector rejected {draft.steps[-1].model}'s draft" if draft.steps else given.reason
             retry = replace(given, feedback=report, by_model=draft.source == "llm", position=rewriter, reason=why)
             draft, report = await self._draft(retry, run, result)
-        if not report.passed and draft.source == "llm":
+        if not report.passed and draft.source == "llm" and not self._shown(run):
             draft, report = await self._draft(replace(given, feedback=None, by_model=False), run, result)
         result.inspection = report
         return draft
@@ -299,19 +345,35 @@ class QAPipeline:
     async def _draft(
         self, given: AnswerInput, run: QuestionRun, result: QAResult | None = None
     ) -> tuple[Draft, InspectionReport]:
-        with run.clock.span("answer"):
-            draft = await self.answer.run(given, run.tracker)
-        if draft.degradation:
-            run.degradations.append(draft.degradation)
-        with run.clock.span("inspect"):
-            report = self.inspect.run(
-                InspectInput(draft.text, given.evidence, given.conflicts, given.analysis.question)
-            )
+        if run.streaming is not None and given.by_model:
+            draft, report = await self._streamed_draft(given, run, run.streaming)
+        else:
+            with run.clock.span("answer"):
+                draft = await self.answer.run(given, run.tracker)
+            if draft.degradation:
+                run.degradations.append(draft.degradation)
+            with run.clock.span("inspect"):
+                report = self.inspect.run(
+                    InspectInput(draft.text, given.evidence, given.conflicts, given.analysis.question)
+                )
         if draft.source == "llm" and draft.steps:
             draft.steps[-1].outcome = "passed the inspector" if report.passed else "rejected by the inspector"
         if result is not None:
             result.route += draft.steps
         return draft, report
+
+    async def _streamed_draft(
+        self, given: AnswerInput, run: QuestionRun, streaming: Streaming
+    ) -> tuple[Draft, InspectionReport]:
+        """A model's draft, each sentence shown as it passes (workflows/stages/stream.py); the
+        answer and inspect spans are one span here, "answer", as they run interleaved."""
+        assert self.stream is not None  # run.streaming is set only with an answerer model
+        with run.clock.span("answer"):
+            streamed = await self.stream.run(given, run.tracker, streaming)
+        if streamed.degradation:
+            run.degradations.append(streamed.degradation)
+        streaming.said = streamed.said
+        return streamed.draft, streamed.report
 
     def _conversation(self, features: QueryFeatures, history: Sequence[PastTurn]) -> str:
         """The 【对话上下文】 both models read: the product the session resolved a follow-up to (or
@@ -359,6 +421,11 @@ class QAPipeline:
             models=dict(self.models),
             as_of=filters.as_of if filters else None,  # as the caller wrote it
         )
+
+    @staticmethod
+    def _shown(run: QuestionRun) -> bool:
+        """A streamed answer has shown sentences: it is the answer (never withdrawn, never redone)."""
+        return run.streaming is not None and run.streaming.said is not None
 
     def _tracker(self, arrived: float | None, deadline_s: float | None) -> BudgetTracker:
         """The question's budget: the config's, with the caller's shorter deadline."""

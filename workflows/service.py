@@ -46,6 +46,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from citescope.workflows.admission import Admission, Saturated
+from citescope.workflows.answer_events import Listener
 from citescope.workflows.pipeline import QuestionError, validate_question
 from citescope.workflows.result import QAResult
 from citescope.workflows.rewards import parse_rating
@@ -154,7 +155,12 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
             raise QuestionError(str(exc)) from None
 
     async def answer(
-        request: Request, tenant: Tenant, question: str, session_id: str | None, filters: Filters | None
+        request: Request,
+        tenant: Tenant,
+        question: str,
+        session_id: str | None,
+        filters: Filters | None,
+        listener: Listener | None = None,
     ) -> QAResult:
         arrived = time.monotonic()  # the question's deadline counts from here, its wait for a slot included
         # 422 before queueing behind other questions
@@ -168,6 +174,7 @@ def create_app(assistant: Any, settings: ServiceSettings | None = None) -> FastA
                 tenant.name,
                 arrived=arrived,
                 deadline_s=settings.request_deadline_s,
+                listener=listener,
             )
         except Saturated as exc:
             raise HTTPException(

@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
-from citescope.knowledge.text import SENTENCE_END
+from citescope.workflows.answer_events import AnswerEvent, Listener, relay_answer
 from citescope.workflows.pipeline import QuestionError
 from citescope.workflows.result import QAResult
 from citescope.workflows.service_bodies import Filters
@@ -86,15 +86,17 @@ def chat_completion(result: QAResult, model: str) -> dict:
     }
 
 
-async def stream_chat(answering: Callable[[], Awaitable[QAResult]], model: str) -> AsyncIterator[str]:
+async def stream_chat(answering: Callable[[Listener], Awaitable[QAResult]], model: str) -> AsyncIterator[str]:
     """The streamed reply (SSE): chat.completion.chunk deltas, one per sentence, then [DONE].
-    answering: asks the question (called once the stream has started)."""
+    answering(listener): asks the question (called once the stream has started); a model's
+    sentences come as they pass the inspector, so the first chunk goes out with the first
+    sentence, before the model has finished (workflows/answer_events.py)."""
     created = int(time.time())
 
-    def chunk(delta: dict, finish_reason: str | None = None, **extra: Any) -> str:
+    def chunk(trace_id: str, delta: dict, finish_reason: str | None = None, **extra: Any) -> str:
         # the id of the non-streamed reply: chatcmpl-<trace id>, the same on every chunk
         data = {
-            "id": f"chatcmpl-{result.trace_id}",
+            "id": f"chatcmpl-{trace_id}",
             "object": "chat.completion.chunk",
             "created": created,
             "model": model,
@@ -103,11 +105,23 @@ async def stream_chat(answering: Callable[[], Awaitable[QAResult]], model: str) 
         }
         return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
-    # The trace id exists once the answer does, so the first chunk waits for it; an SSE comment
-    # (which clients skip) starts the response at once, so proxies and clients see it alive.
+    # An SSE comment (which clients skip) starts the response at once, so proxies and clients see
+    # it alive while the question is searched.
     yield ": answering\n\n"
+    started = False
     try:
-        result = await answering()
+        async for event in relay_answer(answering):
+            if isinstance(event, AnswerEvent):
+                result = event.result
+                citations = [c.model_dump(mode="json") for c in result.citations]
+                if not started:  # an empty answer cannot be, but the reply still opens with the role
+                    yield chunk(result.trace_id, {"role": "assistant", "content": ""})
+                yield chunk(result.trace_id, {}, "stop", citations=citations, x_citescope=_extension(result))
+                break
+            if not started:
+                yield chunk(event.trace_id, {"role": "assistant", "content": ""})
+                started = True
+            yield chunk(event.trace_id, {"content": event.text})
     except Exception as exc:  # headers are sent: report in-stream, as OpenAI does, then end it as usual
         if isinstance(exc, HTTPException):
             status, message = exc.status_code, str(exc.detail)
@@ -117,13 +131,6 @@ async def stream_chat(answering: Callable[[], Awaitable[QAResult]], model: str) 
             log.exception("chat stream failed")
             status, message = 500, "internal error"
         yield f"data: {json.dumps(error_body(status, message), ensure_ascii=False)}\n\n"
-        yield "data: [DONE]\n\n"
-        return
-    yield chunk({"role": "assistant", "content": ""})
-    for piece in (p for p in SENTENCE_END.split(result.answer) if p):
-        yield chunk({"content": piece})
-    citations = [c.model_dump(mode="json") for c in result.citations]
-    yield chunk({}, "stop", citations=citations, x_citescope=_extension(result))
     yield "data: [DONE]\n\n"
 
 

@@ -16,6 +16,7 @@ from fastapi import HTTPException
 
 from citescope.knowledge.filters import SearchFilters
 from citescope.workflows.admission import Admission
+from citescope.workflows.answer_events import Listener
 from citescope.workflows.result import QAResult
 from citescope.workflows.tenants import DEFAULT_TENANT
 
@@ -76,9 +77,11 @@ class AssistantLoop:
         tenant: str = DEFAULT_TENANT,
         arrived: float | None = None,
         deadline_s: float | None = None,
+        listener: Listener | None = None,
     ) -> QAResult:
         """arrived: time.monotonic() when the request came in; the question's deadline (deadline_s,
         or the pipeline's if shorter) counts from then, time spent waiting for a slot included.
+        listener: told each streamed sentence, on the Assistant's thread (Assistant.ask).
         Saturated when no slot is free and the queue is full."""
         long = self.long_chars is not None and len(question) > self.long_chars
         lanes = [self.long_lane, self.admission] if long and self.long_lane is not None else [self.admission]
@@ -89,7 +92,13 @@ class AssistantLoop:
                 entered.append(lane)
             await self._ready()
             coroutine = self.assistant.ask(
-                question, session_id=session_id, filters=filters, tenant=tenant, arrived=arrived, deadline_s=deadline_s
+                question,
+                session_id=session_id,
+                filters=filters,
+                tenant=tenant,
+                arrived=arrived,
+                deadline_s=deadline_s,
+                listener=listener,
             )
             running = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
         except BaseException:

@@ -6,7 +6,9 @@ user types (UserAgent's input method), reconnecting when Studio drops. So the pl
 ReActAgent, shows its reasoning (tool calls) and tool results by itself. The answerer and
 inspector are pipeline stages, not agents; the two small AgentBase subclasses below present what
 those stages produced as agents' replies, after the planner's messages, in the customer's language
-(workflows/studio_texts.py).
+(workflows/studio_texts.py). A model's answer is shown while it is written: one answerer message,
+pushed again (same message id, which Studio updates in place) each time a sentence has passed the
+inspector, then once more whole, with its sources.
 
 Start the real Studio first: `npm install -g @agentscope/studio`, then `as_studio` (docs/usage.md).
 """
@@ -15,12 +17,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from agentscope.agent import AgentBase, UserAgent
 from agentscope.message import Msg
 
+from citescope.workflows.answer_events import AnswerEvent, SentenceEvent, relay_answer
 from citescope.workflows.pipeline import QuestionError
 from citescope.workflows.result import QAResult
 from citescope.workflows.sessions import new_session_id
@@ -89,6 +92,28 @@ class AnswererAgent(PipelineStageAgent):
                 "usage": result.usage.model_dump(mode="json"),  # model tokens and cost of this answer
             },
         )
+
+    async def stream(
+        self, events: AsyncIterator[SentenceEvent | AnswerEvent], question: str
+    ) -> tuple[QAResult, Language]:
+        """A streamed answer: one message, which Studio updates in place (every push carries the same
+        message id, as AgentScope's own streamed replies do): the sentences as they pass the
+        inspector, then the whole rendered answer with its sources and flags."""
+        self._reply_id = uuid.uuid4().hex
+        shown = Msg(self.name, "", "assistant")
+        result: QAResult | None = None
+        async for event in events:
+            if isinstance(event, AnswerEvent):
+                result = event.result
+                break
+            shown.content = str(shown.content) + event.text
+            await self.print(shown, last=False)
+        assert result is not None, "a streamed answer ends with its result"
+        language = language_of(question, result.answer)
+        whole = self.render(result, language)
+        whole.id = shown.id
+        await self.print(whole, last=True)
+        return result, language
 
 
 class InspectorAgent(PipelineStageAgent):
@@ -215,9 +240,15 @@ class StudioSession:
             self.on_event(text)
 
     async def _answer(self, question: str) -> QAResult:
-        result = await self.assistant.ask(question, session_id=self.session_id)
-        self.language = language_of(question, result.answer)
-        await self.answerer(result, self.language)
+        if self.assistant.pipeline.answerer is not None:  # a model writes it: shown as its sentences pass
+            events = relay_answer(
+                lambda listener: self.assistant.ask(question, session_id=self.session_id, listener=listener)
+            )
+            result, self.language = await self.answerer.stream(events, question)
+        else:  # the extractive answer is complete at once: shown whole
+            result = await self.assistant.ask(question, session_id=self.session_id)
+            self.language = language_of(question, result.answer)
+            await self.answerer(result, self.language)
         await self.inspector(result, self.language)
         self.results.append(result)
         return result

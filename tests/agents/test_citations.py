@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from citescope.agents.citations import (
+    SentenceCutter,
     is_factual,
     looks_like_id,
     normalize_citations,
@@ -175,3 +176,23 @@ def test_the_not_found_sentence_makes_no_claim_and_keeps_its_part_in_one_sentenc
     english = part_not_found("When does it ship?", english=True)
     assert english == 'No reliable information was found on "When does it ship".'
     assert [s.is_factual for s in split_sentences("It costs 5 yuan【a#b-0】. " + english)] == [True, False]
+
+
+def test_a_growing_answer_is_cut_into_the_sentences_split_sentences_reads():
+    """Fed a character at a time, the cutter returns each sentence once nothing after it can still
+    belong to it (its citations included); the pieces join back into the text."""
+    text = f"您好！退货期限是15天。【{RET}】 运费由买家承担【{RET}】。\n- 第二行【{RET}】\n最后一句没有句号"
+    cutter = SentenceCutter()
+    cuts = [(end, piece) for end in range(1, len(text) + 1) for piece in cutter.feed(text[:end])]
+    pieces = [piece for _, piece in cuts] + cutter.finish(text)
+    assert "".join(pieces) == text
+    assert [p.strip().lstrip("- ") for p in pieces] == [
+        "您好！",
+        f"退货期限是15天。【{RET}】",
+        f"运费由买家承担【{RET}】。",
+        f"第二行【{RET}】",
+        "最后一句没有句号",
+    ]
+    first_cited_at = cuts[1][0]  # the sentence waits for the bracket behind it, and what follows
+    assert text[:first_cited_at].endswith(f"【{RET}】 运")  # a space may still be followed by a citation
+    assert [s.cited_ids for p in pieces for s in split_sentences(p)] == [s.cited_ids for s in split_sentences(text)]

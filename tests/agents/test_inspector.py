@@ -257,3 +257,18 @@ def test_every_prompt_is_chinese_first_and_the_refusal_is_fixed():
     for placeholder in ("{question}", "{evidence}", "{conflicts}"):
         assert placeholder in load_prompt("answerer") and placeholder in load_prompt("answerer_retry")
     assert "{findings}" in load_prompt("answerer_retry")
+
+
+def test_each_sentence_is_checked_on_its_own_as_the_whole_answer_checks_it(inspector, evidence):
+    """The streamed answer sends a sentence when check_sentence passes it: the whole answer's
+    verdict is the one its sentences' verdicts give (the conflicts aside)."""
+    good = f"您好！自签收次日起 15 天内可以无理由退换【{RET26}】。"
+    invented = "退货期限为15天【policy-returns-2026#不存在-0】。"
+    wrong = f"退货期限为30天【{RET26}】。"
+    verdicts = inspector.verdicts(good + invented + wrong, evidence)
+    assert [v.passed for v in verdicts] == [True, True, False, False]
+    assert verdicts[2].invalid_ids == ["policy-returns-2026#不存在-0"] and verdicts[2].uncited
+    assert verdicts[3].missing == ["30天"] and verdicts[3].valid_ids == [RET26]
+    for answer in (good, good + invented, good + wrong):
+        assert inspector.report(inspector.verdicts(answer, evidence)) == inspector.run(answer, evidence)
+    assert inspector.run(good, evidence).passed and not inspector.run(good + wrong, evidence).passed

@@ -6,6 +6,10 @@ Each chat request consumes the next step of the script:
   {"status": 429 | 500 | ..., "body"?: dict | str, "headers"?: {...}}   an HTTP error
   {"delay_s": 1.5, <any step above>}                   wait first (a delay alone replies default_step)
   {"raw": "not json"}                                  a 200 whose body is not JSON
+  {"content": "...", "tokens_per_s": 30}               streamed a token at a time, paced (a model writing)
+  {"content": "...", "hold_after": 12, "hold_until": threading.Event()}
+                                                       streamed; after the chunk that reaches character 12
+                                                       it waits for the event (at most hold_timeout_s, 10)
   {"malformed_tool_args": True | "<arguments string>", "name"?: "search"}
   callable(request_json) -> step                       dynamic replies
   "usage": {"input_tokens", "output_tokens", "cached_tokens"?}  beside a reply: the tokens it reports
@@ -18,6 +22,7 @@ replays the same steps in DashScope's response format.
     with ReplayServer(script=[{"content": "你好"}]) as server:
         server.base_url      # "http://127.0.0.1:PORT/v1"
         server.requests      # every request, Authorization kept only as a hash
+        server.streams_finished  # SSE replies written to their end (a streamed reply's last byte sent)
 """
 
 from __future__ import annotations
@@ -27,10 +32,11 @@ import collections
 import hashlib
 import json
 import math
+import re
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -118,6 +124,12 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def tokens_of(text: str) -> list[str]:
+    """Text cut as a model's tokens roughly are: a Chinese character, a run of Latin letters or
+    digits, a space run, any other mark."""
+    return re.findall(r"[A-Za-z0-9.]+|\s+|.", text, re.DOTALL)
+
+
 def _pieces(text: str, parts: int = 3) -> list[str]:
     """Split text into a few chunks so clients must accumulate streamed deltas."""
     size = max(1, math.ceil(len(text) / parts))
@@ -135,6 +147,7 @@ class ReplayServer:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._served = 0
+        self._finished_streams = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -185,6 +198,15 @@ class ReplayServer:
 
     def chat_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path in (OPENAI_CHAT, DASHSCOPE_CHAT)]
+
+    @property
+    def streams_finished(self) -> int:
+        with self._lock:
+            return self._finished_streams
+
+    def _stream_finished(self) -> None:
+        with self._lock:
+            self._finished_streams += 1
 
     @property
     def remaining(self) -> int:
@@ -246,6 +268,21 @@ def _tool_calls(step: dict, serial: int) -> list[dict]:
     return out
 
 
+def _paced(chunks: list[str], pieces: list[str], step: dict) -> list[str | float | threading.Event]:
+    """A paced step's content chunks with a pause (seconds) before each, and its hold (the event)
+    after the chunk that reaches hold_after characters."""
+    out: list[str | float | threading.Event] = []
+    pause = 1.0 / float(step["tokens_per_s"]) if step.get("tokens_per_s") else 0.0
+    written, held = 0, "hold_until" not in step
+    for chunk, piece in zip(chunks, pieces, strict=True):
+        out += [pause, chunk] if pause else [chunk]
+        written += len(piece)
+        if not held and written >= int(step.get("hold_after", 0)):
+            out.append(step["hold_until"])
+            held = True
+    return out
+
+
 class _Handler(BaseHTTPRequestHandler):
     replay: ReplayServer  # set on the per-server subclass
 
@@ -293,6 +330,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_bytes(200, str(step["raw"]).encode(), "application/json")
             return
         content = step.get("content")
+        pieces = (tokens_of(content) if step.get("tokens_per_s") else _pieces(content)) if content else []
         tool_calls = _tool_calls(step, serial)
         finish = "tool_calls" if tool_calls else "stop"
         usage = openai_usage(step)
@@ -320,8 +358,8 @@ class _Handler(BaseHTTPRequestHandler):
             }
             return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
-        events = [chunk({"role": "assistant", "content": ""})]
-        events += [chunk({"content": piece}) for piece in _pieces(content)] if content else []
+        events: list[str | float | threading.Event] = [chunk({"role": "assistant", "content": ""})]
+        events += _paced([chunk({"content": piece}) for piece in pieces], pieces, step) if content else []
         for index, call in enumerate(tool_calls):
             events.append(
                 chunk(
@@ -431,12 +469,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_sse(self, events: list[str]) -> None:
+    def _send_sse(self, events: Sequence[str | float | threading.Event], hold_timeout_s: float = 10.0) -> None:
+        """events: the SSE text, a pause in seconds before the next, or an event to wait for."""
         # HTTP/1.0 response without Content-Length: the stream ends when the connection closes.
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
         for event in events:
-            self.wfile.write(event.encode())
-            self.wfile.flush()
+            if isinstance(event, threading.Event):
+                event.wait(hold_timeout_s)
+            elif isinstance(event, float):
+                self.replay._closing.wait(event)
+            else:
+                self.wfile.write(event.encode())
+                self.wfile.flush()
+        self.replay._stream_finished()

@@ -5,6 +5,7 @@ subprocess: agentscope.init installs process-wide hooks that must not leak into 
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from citescope.workflows.studio_texts import (
     verdict_markdown,
 )
 from tests.conftest import REPO
+from tests.support.replay_server import ReplayServer, prompt_text
 from tests.support.studio_standin import WAIT, StudioStandIn
 
 # bounds for a whole subprocess, so a hang fails the test instead of stalling the suite
@@ -367,3 +369,29 @@ def test_a_texts_file_missing_a_language_is_named(tmp_path):
 def test_an_invalid_reconnect_policy_is_refused():
     with pytest.raises(ValueError, match="invalid reconnect policy"):
         ReconnectPolicy(first_delay_s=0)
+
+
+def test_a_model_answer_is_pushed_sentence_by_sentence_as_one_message(kb_dir):
+    """With an answerer model, the answerer's message is pushed as each sentence passes (one message
+    id, its text growing), then whole; a sentence that failed the inspector is in none of them."""
+
+    def answer(body: dict) -> dict:
+        chunk_id, price = re.search(r"【(sku-p-xz3000#[^】]+)】[^\n]*?价格: ([\d.]+)元", prompt_text(body)).groups()
+        return {
+            "content": f"XZ-3000 的价格是 {price}元【{chunk_id}】。它只要 1元【{chunk_id}】。"
+            f"到手价同样是 {price}元【{chunk_id}】。"
+        }
+
+    with ReplayServer([answer]) as model, StudioStandIn() as studio:
+        done = _studio(
+            kb_dir, studio, "--question", "XZ-3000 充电宝多少钱？", "--answerer", f"compatible:m@{model.base_url}"
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        (turn,) = _turns(studio.messages)
+    answers = [m["msg"] for m in turn if m["replyName"] == "answerer"]
+    assert len(answers) == 3 and len({a["id"] for a in answers}) == 1
+    first, second, whole = (a["content"] for a in answers)
+    assert "价格是" in first and second.startswith(first) and "到手价" in second
+    assert whole.startswith(second) and whole != second and "1元" not in whole
+    assert whole.partition("\n\n来源：")[0] == second
+    assert turn[-1]["replyName"] == "inspector" and turn[-1]["msg"]["metadata"]["passed"] is True

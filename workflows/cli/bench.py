@@ -108,6 +108,18 @@ def bench_retrieval(
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_retrieval_report(result))
 
 
+@bench_app.command("llm")
+def bench_llm(
+    questions: int = typer.Option(5, help="demo questions streamed"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """The LLM mode against the scripted servers (issue #42): first_sentence_share (docs/llm.md)."""
+    from citescope.workflows.evaluation.bench.llm import format_llm_report, run_llm_bench
+
+    result = run_llm_bench(n_questions=questions)
+    print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_llm_report(result))
+
+
 @bench_app.command("load")
 def bench_load(
     kb: Path = KbOption,

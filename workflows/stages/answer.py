@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from citescope.agents.answerer import ExtractiveAnswerer, LLMAnswerer, generate
+from citescope.agents.answerer import ExtractiveAnswerer, LLMAnswerer, TextReader, generate
 from citescope.agents.budget import BudgetTracker, ModelFailure
 from citescope.agents.conflicts import Conflict
 from citescope.agents.conversation import NONE_TEXT
@@ -58,7 +58,9 @@ class Answer:
     def model(self) -> LLMAnswerer | None:
         return self.models[0] if self.models else None
 
-    async def run(self, given: AnswerInput, budget: BudgetTracker) -> Draft:
+    async def run(self, given: AnswerInput, budget: BudgetTracker, reader: TextReader | None = None) -> Draft:
+        """reader: reads each model's reply while it is streamed (workflows/stages/stream.py); once it
+        has shown sentences, a model that fails is not replaced: ModelFailure (what was shown stands)."""
         analysis = given.analysis
         failures: list[str] = []
         steps: list[RouteStep] = []
@@ -80,9 +82,13 @@ class Answer:
                     advice=given.advice,
                     overview=given.overview,
                     conversation=given.conversation,
+                    reader=reader,
                 )
                 return Draft(text, "llm", "; ".join(failures), position, steps)
             except ModelFailure as exc:
+                if reader is not None and not reader.may_retry():
+                    step.outcome = f"failed: {exc}"
+                    raise
                 step.outcome = f"failed: {exc}"
                 stronger = position + 1 < len(self.models)
                 fallback = f"model {self.models[position + 1].name} used" if stronger else "extractive answer used"

@@ -6,10 +6,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from citescope.agents.budget import BudgetTracker
 from citescope.workflows.priority_gate import PriorityGate
 from citescope.workflows.traces import StageClock
+
+if TYPE_CHECKING:
+    from citescope.workflows.stages.stream import Streaming
 
 
 @dataclass
@@ -19,6 +23,7 @@ class QuestionRun:
     long: bool  # a long message: it gives way to the usual questions before each stage
     clock: StageClock = field(default_factory=StageClock)
     degradations: list[str] = field(default_factory=list)
+    streaming: Streaming | None = None  # a streamed answer's listener and what it was shown
 
     async def checkpoint(self, stage: str) -> None:
         """Before a stage: a long message first gives way to the usual questions computing now, for

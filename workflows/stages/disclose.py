@@ -8,13 +8,13 @@ or simplified Chinese)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from citescope.agents.citations import normalize_citations
+from citescope.agents.citations import SentenceCutter, normalize_citations
 from citescope.agents.conflicts import Conflict
 from citescope.agents.extractive import ExtractiveAnswerer
 from citescope.agents.inspector import InspectionReport
@@ -27,6 +27,7 @@ from citescope.workflows.compliance import SensitiveWordFilter
 from citescope.workflows.result import Citation
 from citescope.workflows.stages.analyse import Analysis
 from citescope.workflows.stages.answer import Draft
+from citescope.workflows.stages.stream import Said
 from citescope.workflows.traces import StageClock
 
 
@@ -79,6 +80,7 @@ class DiscloseInput:
     refusal: str | None = None  # why no answer was written: "deadline", or the gate's refusal
     draft: Draft | None = None  # the last draft, when one was written
     report: InspectionReport | None = None  # the inspector's report on it
+    said: Said | None = None  # what a streamed draft already showed the customer (workflows/stages/stream.py)
 
 
 class Disclosure(BaseModel):
@@ -115,6 +117,8 @@ class Disclose:
         self.compliance = compliance
 
     def run(self, given: DiscloseInput, clock: StageClock) -> Disclosure:
+        if given.said is not None:  # already shown, screened and in its script: only what follows is added
+            return self._streamed(given, given.said)
         told = self._settled(given)
         if self.compliance is not None and not told.refused:  # the settled answer, as the customer sees it
             with clock.span("compliance"):
@@ -158,15 +162,55 @@ class Disclose:
             answer_source=draft.source,
             citations=[Citation.of(by_id[i]) for i in report.cited_ids],
         )
-        if features.unknown_models:
-            # 火焰7和火焰8: the 8 is said to be missing; not a phone model beside a power bank (its series is
-            # the shop's phone cases, not what the question is about)
-            series = self.analyzer.index.other_models(features.canonical)
-            asked = {p.product_id for p in features.focus_products}
-            missing = [m for m in features.unknown_models if m not in told.answer and series.get(m, set()) & asked]
-            english = self.extractive.asked_in_english(question, given.evidence)
-            told.answer = self.extractive.with_parts_not_found(told.answer, missing, english)
+        told.answer = self._parts_not_found(given, told.answer)
         return told
+
+    def say(self, sentence: str, typed: str, known_ids: Collection[str] = ()) -> tuple[str, list[str]] | None:
+        """One sentence of a streamed answer as the customer reads it: citations canonical, no
+        markup, sensitive words masked, in the question's script; with the words the filter found.
+        None: the filter refuses it (it is withheld; what was shown before it stands)."""
+        text, hits = strip_markup(normalize_citations(sentence, known_ids=known_ids)), []
+        if self.compliance is not None:
+            screened = self.compliance.run(text)
+            if screened.action == "refuse":
+                return None
+            text, hits = screened.text, screened.hits
+        if written_in_traditional(typed):
+            text = in_traditional(text)
+        elif written_in_traditional(text):
+            text = in_simplified(text)
+        return text, hits
+
+    def _streamed(self, given: DiscloseInput, said: Said) -> Disclosure:
+        """A streamed answer: what was shown, then a sentence for each model the shop lacks."""
+        assert given.draft is not None and given.report is not None, "a streamed answer has a draft"
+        by_id = {hit.chunk_id: hit for hit in given.evidence}
+        told = Disclosure(
+            answer=said.text,
+            answer_source=given.draft.source,
+            citations=[Citation.of(by_id[i]) for i in given.report.cited_ids],
+            compliance=list(said.compliance),
+        )
+        added = self._parts_not_found(given, told.answer)[len(told.answer) :]
+        for sentence in SentenceCutter().finish(added):
+            shown = self.say(sentence, given.typed)
+            if shown is not None:
+                told.answer += shown[0]
+                told.compliance += [hit for hit in shown[1] if hit not in told.compliance]
+        return told
+
+    def _parts_not_found(self, given: DiscloseInput, answer: str) -> str:
+        """The answer, and that a model the question names and the shop's series lacks was not found."""
+        features = given.analysis.features
+        if not features.unknown_models:
+            return answer
+        # 火焰7和火焰8: the 8 is said to be missing; not a phone model beside a power bank (its series is
+        # the shop's phone cases, not what the question is about)
+        series = self.analyzer.index.other_models(features.canonical)
+        asked = {p.product_id for p in features.focus_products}
+        missing = [m for m in features.unknown_models if m not in answer and series.get(m, set()) & asked]
+        english = self.extractive.asked_in_english(given.analysis.question, given.evidence)
+        return self.extractive.with_parts_not_found(answer, missing, english)
 
     def _unsupported(self, conflicts: Sequence[Conflict]) -> Disclosure:
         """No draft passed the inspector: the refusal, nothing generated is said."""
