@@ -33,16 +33,11 @@ def server():
         yield replay
 
 
-def make_pipeline(kb, registry, server, answerer=True) -> QAPipeline:
+def make_pipeline(kb, registry, server, answerer=True, **overrides) -> QAPipeline:
     spec = f"compatible:test@{server.base_url}"
+    settings = {"max_retries": 0, "backoff_s": 0.01, "model_timeout_s": 10, **overrides}
     config = PipelineConfig.load(
-        kb.dir,
-        environ={},
-        planner="offline",
-        answerer=spec if answerer else "offline",
-        max_retries=0,
-        backoff_s=0.01,
-        model_timeout_s=10,
+        kb.dir, environ={}, planner="offline", answerer=spec if answerer else "offline", **settings
     )
     return QAPipeline(kb, config, registry=registry).warm_up()
 
@@ -96,6 +91,24 @@ def test_a_first_sentence_that_fails_is_regenerated_before_anything_is_sent(demo
     assert last.result.regenerated and last.result.answer_source == "llm" and not last.result.degraded
     assert "".join(s.text for s in sentences) == last.result.answer and "made-up" not in last.result.answer
     assert "【审核意见】" in prompt_text(server.chat_requests()[1].body)
+
+
+def test_a_reply_that_breaks_before_anything_was_shown_is_asked_again_from_the_start(demo_kb, registry, server):
+    """The first attempt writes a greeting (held: no factual sentence yet) and stalls past the call
+    timeout; the retry's reply is read from its own start, and is the whole answer."""
+
+    def valid(body: dict) -> dict:
+        chunk_id, price = priced(body)
+        return {"content": f"XZ-3000 的价格是 {price}元【{chunk_id}】。"}
+
+    never = threading.Event()
+    server.push({"content": "您好！稍等", "hold_after": 3, "hold_until": never}, valid)
+    pipeline = make_pipeline(demo_kb, registry, server, max_retries=1, model_timeout_s=1)
+    sentences, last = asyncio.run(streamed(pipeline, PRICE_QUESTION))
+
+    assert last.result.answer.startswith("XZ-3000 的价格是") and "您好" not in last.result.answer
+    assert "".join(s.text for s in sentences) == last.result.answer and last.result.answer_source == "llm"
+    assert last.result.budget.model_calls == 2 and len(server.chat_requests()) == 2
 
 
 def test_offline_streaming_gives_the_answer_it_would_give_whole(demo_kb, registry):
