@@ -46,7 +46,10 @@ async def relay_answer(answer: Callable[[Listener], Awaitable[QAResult]]) -> Asy
     queue: asyncio.Queue[SentenceEvent | None] = asyncio.Queue()
 
     def listener(event: SentenceEvent) -> None:
-        loop.call_soon_threadsafe(queue.put_nowait, event)
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, event)
+        except RuntimeError:  # the reader's loop is closed (a service shutting down): the answer goes on
+            pass
 
     task = asyncio.ensure_future(answer(listener))
     # after the sentences: a listener's call_soon_threadsafe precedes the result, FIFO

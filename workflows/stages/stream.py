@@ -13,8 +13,9 @@ withdrawn, by construction (docs/llm.md, "Streaming"):
 - The one check on the whole answer, that every conflict among the evidence is disclosed, only
   adds: each conflict the shown sentences did not disclose is disclosed after them, in the
   extractive answerer's cited sentence, checked like any other.
-- A model that fails once something was shown is not retried (the text would start over): the
-  answer is what was shown, reported as a degradation.
+- A model that fails once something was shown is not retried nor replaced by the route's next
+  model (the text would start over): the answer is what was shown, reported as a degradation.
+  Before that, a retry or the next model is read from its own start (_SentenceGate.start).
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class _SentenceGate:
         self.cutter = SentenceCutter(known_ids=self.by_id.keys())
         self.held: list[tuple[str, list[SentenceVerdict]]] = []  # passed, waiting for the first factual one
         self.shown: list[tuple[str, list[SentenceVerdict]]] = []
-        self.said, self.compliance, self.withheld = "", list[str](), 0
+        self.said, self.withheld = "", 0
+        self.compliance: list[str] = []
         self.rejected: list[SentenceVerdict] = []
         self.written = ""  # the reply so far
 
