@@ -290,7 +290,12 @@ class QAPipeline:
             await run.checkpoint("answer")
             verdict = self.gate.run(
                 GateInput(
-                    analysis.features, ranking.best_score, config.refusal_threshold, retrieved.outputs, retrieved.advice
+                    analysis.features,
+                    ranking.best_score,
+                    config.refusal_threshold,
+                    retrieved.outputs,
+                    retrieved.advice,
+                    config.hedge_threshold,
                 )
             )
             # the disagreements among the evidence: an answer discloses them, a refusal says the sources disagree
@@ -305,6 +310,7 @@ class QAPipeline:
                     retrieved.advice,
                     retrieved.overview,
                     conversation=conversation,
+                    doubtful=verdict.doubtful,
                 )
                 draft = await self._answer_and_inspect(answering, result, run)
             said = run.streaming.said if run.streaming is not None else None

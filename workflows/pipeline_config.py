@@ -52,6 +52,9 @@ class PipelineConfig(BaseModel):
     evidence_per_doc: int = Field(2, ge=1)
     conflict_scan_top_n: int = Field(12, ge=0)
     refusal_threshold: float = Field(0.1, ge=0.0, le=1.0)
+    # the hedging band [refusal_threshold, hedge_threshold): an extractive answer that would open with
+    # "根据现有资料" there is refused instead; 0 (or <= refusal_threshold) = no band (self_calibration.py)
+    hedge_threshold: float = Field(0.0, ge=0.0, le=1.0)
     planner: ModelList = "offline"
     answerer: ModelList = "offline"
     model_routes: list[RouteRule] = Field(default_factory=list)  # where a question starts (agents/routing.py)

@@ -11,6 +11,14 @@ while probing (threshold 1.0), so no answer is generated: only the score is want
 
 The threshold is the highest that refuses at most `false_refusal_bound` of the answerable probes
 (refusal recall only grows with the threshold), written into `<kb>/config.yaml` with the figures.
+
+The hedging band [threshold, hedge_threshold) is chosen on the same probes, answered this time (the
+gate set to answer everything): an extractive answer that opens with "根据现有资料" is a guess; in the
+band such a guess is refused instead (agents/extractive/answerer.py). Its top is the highest that
+refuses at most `hedge_loss_bound` of the answerable probes whose hedged answer was right (it cites
+the probe's own document) while refusing the wrong hedged answers below it (an unanswerable probe's,
+or one citing another document). Too few wrong hedged answers, or too few answerable probes answered
+with the hedge to tell what the band costs: no band (hedge_threshold 0).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from citescope.agents.evidence import EvidencePool
+from citescope.agents.extractive.answerer import hedged
 from citescope.agents.self_probes import Probe, make_probes
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.workflows.pipeline import QAPipeline
@@ -35,6 +44,12 @@ FALSE_REFUSAL_BOUND = 0.10
 MIN_ANSWERABLE = 20  # fewer answerable probes than this: a 10% bound is one or two questions, no estimate
 MIN_UNANSWERABLE = 10
 CONFIG_KEY = "self_calibration"  # the figures' block in <kb>/config.yaml (PipelineConfig ignores it)
+HEDGE_LOSS_BOUND = 0.02  # the band may refuse this share of the answerable probes whose hedged answer was right
+MIN_WRONG_HEDGES = 5  # fewer wrong hedged answers above the threshold than this: no evidence for a band
+# fewer answerable probes answered with the hedge than this: the probes cannot tell what a band costs. Measured on
+# the generated records KB (docs/knowledge.md): 2 of 80 answerable probes hedged, but 31 of 133 answerable real
+# questions, all 31 right; the band the probes chose (0.1687) refused 19 right answers and no wrong one.
+MIN_ANSWERABLE_HEDGES = 10
 
 
 class SelfCalibrationError(ValueError):
@@ -79,6 +94,56 @@ def choose_threshold(
     )
 
 
+@dataclass(frozen=True)
+class ProbeOutcome:
+    score: float  # the gate's score (0.0 when nothing was found)
+    answerable: bool = True  # the probe's label
+    hedged: bool = False  # the answer opened with the hedge (only when the probes were answered)
+    right: bool = False  # answerable and the answer cites the probe's own document
+
+
+@dataclass(frozen=True)
+class HedgeChoice:
+    hedge_threshold: float  # the band is [threshold, hedge_threshold); 0.0: no band
+    hedged_answerable: int  # answerable probes above the threshold answered with the hedge
+    hedged_right: int  # ... of them right (citing their own document)
+    hedged_wrong: int  # hedged answers above the threshold that were wrong (unanswerable, or another document)
+    refused_right: int  # ... of them the band refuses
+    refused_wrong: int
+    reason: str = ""  # why there is no band
+
+
+def choose_hedge_band(
+    outcomes: Sequence[ProbeOutcome],
+    answerable: int,
+    threshold: float,
+    bound: float = HEDGE_LOSS_BOUND,
+) -> HedgeChoice:
+    """The highest hedge_threshold that refuses at most `bound` of the `answerable` probes among the
+    right hedged answers at or above `threshold`, cut just above a wrong hedged answer's score (no higher:
+    a band reaching past every wrong guess refuses right ones for nothing)."""
+    hedges = sorted((o for o in outcomes if o.hedged and o.score >= threshold), key=lambda o: o.score)
+    right = [o.score for o in hedges if o.right]
+    wrong = [o.score for o in hedges if not o.right]
+    asked = sum(o.answerable for o in hedges)
+    counts = (asked, len(right), len(wrong))
+    if len(wrong) < MIN_WRONG_HEDGES or asked < MIN_ANSWERABLE_HEDGES:
+        reason = (
+            f"{len(wrong)} wrong hedged answers (need {MIN_WRONG_HEDGES}) and {asked} answerable probes "
+            f"answered with the hedge (need {MIN_ANSWERABLE_HEDGES}) above the threshold"
+        )
+        return HedgeChoice(0.0, *counts, 0, 0, reason)
+    allowed = math.floor(bound * answerable + 1e-9)
+    top = 0.0
+    for score in wrong:
+        cut = math.floor(score * 10_000) / 10_000 + 0.0001  # refuses this score once written with 4 decimals
+        if sum(s < cut for s in right) <= allowed:
+            top = cut
+    if top <= threshold:
+        return HedgeChoice(0.0, *counts, 0, 0, "every cut refuses more right hedged answers than allowed")
+    return HedgeChoice(round(top, 4), *counts, sum(s < top for s in right), sum(s < top for s in wrong))
+
+
 class ProbeRank:
     """The pipeline's rank stage with the current probe's held-out chunks taken out of the pool and
     its cloze sentence taken out of the passages it came from."""
@@ -106,18 +171,38 @@ def score_probes(
     kb: KnowledgeBase, probes: Sequence[Probe], on_probe: Callable[[int, int], None] | None = None
 ) -> list[float]:
     """The gate's score of each probe through the KB's pipeline (0.0 when nothing was found)."""
-    config = PipelineConfig.load(kb.dir, refusal_threshold=1.0)  # refuse all: only the score is wanted
+    return [outcome.score for outcome in run_probes(kb, probes, answer=False, on_probe=on_probe)]
+
+
+def run_probes(
+    kb: KnowledgeBase,
+    probes: Sequence[Probe],
+    answer: bool = True,
+    on_probe: Callable[[int, int], None] | None = None,
+) -> list[ProbeOutcome]:
+    """Each probe through the KB's pipeline: its gate score and, with `answer`, whether its answer
+    hedged and was right. Without `answer` the gate refuses everything (only the score is wanted)."""
+    threshold = 0.0 if answer else 1.0  # answer everything, with no band, or refuse everything
+    config = PipelineConfig.load(kb.dir, refusal_threshold=threshold, hedge_threshold=0.0)
     pipeline = QAPipeline(kb, config).warm_up()
     probing = ProbeRank(pipeline.rank)
     pipeline.rank = probing  # type: ignore[assignment]  # same run(RankInput, QuestionRun) -> Ranking
-    scores = []
+    outcomes = []
     for i, probe in enumerate(probes):
         probing.probe = probe
         result = pipeline.run(probe.question)
-        scores.append(result.best_score or 0.0)
+        cited = {citation.doc_id for citation in result.citations}
+        outcomes.append(
+            ProbeOutcome(
+                score=result.best_score or 0.0,
+                answerable=probe.answerable,
+                hedged=answer and not result.refused and hedged(result.answer),
+                right=probe.answerable and probe.doc_id in cited,
+            )
+        )
         if on_probe:
             on_probe(i + 1, len(probes))
-    return scores
+    return outcomes
 
 
 def kb_fingerprint(kb: KnowledgeBase) -> str:
@@ -138,15 +223,18 @@ def self_calibrate(
 ) -> dict[str, Any]:
     """Make the probes, score them, choose the threshold and (write) store it in <kb>/config.yaml."""
     probes = make_probes(kb.all_chunks(), seed=seed, max_probes=max_probes)
-    scores = score_probes(kb, probes, on_probe)
+    outcomes = run_probes(kb, probes, answer=True, on_probe=on_probe)
+    scores = [outcome.score for outcome in outcomes]
     answerable = [s for p, s in zip(probes, scores, strict=True) if p.answerable]
     unanswerable = [s for p, s in zip(probes, scores, strict=True) if not p.answerable]
     choice = choose_threshold(answerable, unanswerable, bound)
+    band = choose_hedge_band(outcomes, len(answerable), choice.threshold)
     before = PipelineConfig.load(kb.dir).refusal_threshold  # what the KB ran with until now
     figures: dict[str, Any] = {
         **asdict(choice),
         "false_refusal_bound": bound,
         "by_kind": _by_kind(probes, scores, choice.threshold),
+        "hedging_band": {**asdict(band), "hedge_loss_bound": HEDGE_LOSS_BOUND},
         "previous_threshold": {
             "threshold": before,
             "false_refusals": sum(s < before for s in answerable),
@@ -157,7 +245,7 @@ def self_calibrate(
         "kb_fingerprint": kb_fingerprint(kb),
     }
     if write:
-        write_kb_config(kb.dir, choice.threshold, figures)
+        write_kb_config(kb.dir, choice.threshold, figures, band.hedge_threshold)
     return figures
 
 
@@ -170,9 +258,14 @@ def _by_kind(probes: Sequence[Probe], scores: Sequence[float], threshold: float)
     return kinds
 
 
-def write_kb_config(kb_dir: Path | str, threshold: float, figures: dict[str, Any]) -> Path:
-    """Set refusal_threshold and the self_calibration figures in <kb>/config.yaml, other keys kept."""
-    return update_kb_config(kb_dir, {"refusal_threshold": threshold, CONFIG_KEY: figures})
+def write_kb_config(
+    kb_dir: Path | str, threshold: float, figures: dict[str, Any], hedge_threshold: float = 0.0
+) -> Path:
+    """Set refusal_threshold, hedge_threshold (0.0: no band) and the self_calibration figures in
+    <kb>/config.yaml, other keys kept."""
+    return update_kb_config(
+        kb_dir, {"refusal_threshold": threshold, "hedge_threshold": hedge_threshold, CONFIG_KEY: figures}
+    )
 
 
 def format_self_calibration(figures: dict[str, Any]) -> str:
@@ -183,7 +276,18 @@ def format_self_calibration(figures: dict[str, Any]) -> str:
         f"self-calibrated refusal_threshold {figures['threshold']:g}: {figures['answerable']} answerable probes, "
         f"{figures['false_refusals']} refused ({figures['false_refusal_rate']:.1%}, bound "
         f"{figures['false_refusal_bound']:.0%}); {figures['unanswerable']} unanswerable, refusal recall "
-        f"{figures['refusal_recall']:.1%}\n  {kinds}\n  the previous threshold {previous['threshold']:g} on the same "
+        f"{figures['refusal_recall']:.1%}\n  {kinds}\n  {_band_line(figures['hedging_band'])}\n"
+        f"  the previous threshold {previous['threshold']:g} on the same "
         f"probes: {previous['false_refusals']} answerable refused, refusal recall {previous['refusal_recall']:.1%}\n"
         f"  KB fingerprint {figures['kb_fingerprint']}, {figures['date']}"
+    )
+
+
+def _band_line(band: dict[str, Any]) -> str:
+    if not band["hedge_threshold"]:
+        return f"no hedging band: {band['reason']}"
+    return (
+        f"hedging band up to {band['hedge_threshold']:g}: refuses {band['refused_wrong']} of {band['hedged_wrong']} "
+        f"wrong hedged answers and {band['refused_right']} of {band['hedged_right']} right ones "
+        f"({band['hedged_answerable']} answerable probes hedged)"
     )

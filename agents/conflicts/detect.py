@@ -12,8 +12,10 @@ from pydantic import BaseModel
 
 from citescope.agents.conflicts.aligned import aligned_candidates
 from citescope.agents.conflicts.claims import claim_candidates, is_version_pair, table_candidates, version_candidate
-from citescope.agents.conflicts.passages import Candidate, Passage, Side, entity_of, title_stem
+from citescope.agents.conflicts.fields import field_candidates
+from citescope.agents.conflicts.passages import Candidate, Passage, Side, title_stem
 from citescope.agents.conflicts.question import Question
+from citescope.agents.conflicts.subjects import about_a_sibling, asked_passages, entity_of
 from citescope.knowledge.chinese_script import matching_form
 from citescope.knowledge.crosslingual import worded_for
 from citescope.knowledge.filters import as_of_day, parse_day
@@ -67,7 +69,7 @@ def detect_conflicts(
                 continue  # a document's rows and prices are different facts, not a conflict
             if a.hit.chunk_id in off_topic or b.hit.chunk_id in off_topic:
                 continue
-            entity = entity_of(a.hit, b.hit, asked)
+            entity = entity_of(a, b, asked)
             if entity is None:
                 continue
             first_doc, second_doc = sorted((a.hit.doc_id, b.hit.doc_id))
@@ -79,6 +81,8 @@ def detect_conflicts(
             elif is_version_pair(a.hit, b.hit):
                 relevance = asked.coverage(a.about) + asked.coverage(b.about)
                 version_sections.setdefault(docs, []).append((relevance, a, b, entity))
+            elif not a.hit.product_id and a.subject and a.subject == b.subject:
+                candidates += field_candidates(a, b, entity, asked)  # one record's field stated twice
             if a.hit.product_id:
                 candidates += claim_candidates(a, b, asked)
     candidates += table_candidates(passages, asked)
@@ -88,7 +92,16 @@ def detect_conflicts(
         _, a, b, entity = max(sections, key=lambda section: section[0])  # the section asked about
         version = version_candidate(a, b, entity, asked)
         candidates += [version] if version is not None else []
-    return [_to_conflict(c, as_of) for c in _merge(candidates)]
+    named = asked_passages(passages, asked)
+    return [_to_conflict(c, as_of) for c in _merge(candidates) if not _about_a_sibling(c, named)]
+
+
+def _about_a_sibling(candidate: Candidate, named: list[Passage]) -> bool:
+    """A disagreement about another entity than the one the question names (two versions of 韩艳's
+    record, asked about 苏敏) is not the question's. A product's claims are tied to it by product_id."""
+    if not named or candidate.product_id:
+        return False
+    return about_a_sibling([side.passage for side in candidate.sides], named)
 
 
 def _off_topic(passages: list[Passage], question: Question) -> set[str]:

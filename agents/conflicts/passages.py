@@ -7,15 +7,13 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from citescope.agents.conflicts.question import Question
 from citescope.agents.conflicts.values import ascii_lower, canonical_text
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.text import (
     CJK_CHAR,
     SNIPPET_CUT,
-    YEAR,
+    is_faq,
     normalize,
-    series_names,
 )
 from citescope.tools.base import EvidenceHit
 
@@ -63,6 +61,7 @@ class Passage:
     shown: str  # canonical_text of the hit's text: what values and sentences are shown from
     about: str  # title, section and text, canonical and lower-cased: what the passage is about
     text: str = ""  # `shown` with ASCII lower-cased: what is compared (same positions as `shown`)
+    subject: str = ""  # subject_of(hit), canonical and lower-cased as the question's terms are
 
     def __post_init__(self) -> None:
         self.text = ascii_lower(self.shown)
@@ -71,7 +70,8 @@ class Passage:
     def of(cls, hit: EvidenceHit, lexicon: Lexicon | None) -> Passage:
         shown = canonical_text(hit.text, lexicon)
         heading = canonical_text(f"{hit.title}\n{hit.section}", lexicon)
-        return cls(hit, shown, ascii_lower(f"{heading}\n{shown}"))
+        subject = ascii_lower(canonical_text(subject_of(hit), lexicon))
+        return cls(hit, shown, ascii_lower(f"{heading}\n{shown}"), subject=subject)
 
     @cached_property
     def english(self) -> bool:
@@ -147,29 +147,16 @@ class Candidate:
         return {side.key for side in self.sides}
 
 
-def entity_of(a: EvidenceHit, b: EvidenceHit, question: Question) -> str | None:
-    """Who the two hits are about, or None when they are about different things."""
-    if a.product_id or b.product_id:
-        return a.product_id if a.product_id == b.product_id else None
-    stem_a, stem_b = title_stem(a.title), title_stem(b.title)
-    if stem_a and stem_a == stem_b:
-        return stem_a
-    if _editions_of_other_years(stem_a, stem_b) or series_names(stem_a, stem_b) is not None:
-        return None
-    terms = question.terms[:4]
-    return (", " if all(t.isascii() for t in terms) else "、").join(terms) or "问题"
-
-
-def _editions_of_other_years(stem_a: str, stem_b: str) -> bool:
-    """Titles naming different years (2017年招生简章 / 2015年…, 章程（2016年实行） / （2018年实行）)
-    are yearly editions: each states its own year's figures. A version mark's year (（2024版）) is
-    gone from the stem, so two versions of one policy are still compared."""
-    years_a, years_b = set(YEAR.findall(stem_a)), set(YEAR.findall(stem_b))
-    return bool(years_a) and bool(years_b) and years_a != years_b
-
-
 def title_stem(title: str) -> str:
     return _VERSION_MARK.sub("", normalize(title)).strip()
+
+
+def subject_of(hit: EvidenceHit) -> str:
+    """What the hit's title says it is about: the title without version marks ("" when the title
+    names nothing: none, or an FAQ entry's, which is a customer's question)."""
+    if not hit.title or is_faq(hit):
+        return ""
+    return title_stem(hit.title)
 
 
 def one_subject(hits: list[EvidenceHit]) -> bool:

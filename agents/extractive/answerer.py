@@ -59,6 +59,12 @@ _COMMON_OPENER = re.compile(
 _CAUTIOUS = "根据现有资料，"  # opens an answer whose best evidence matches under half of the question
 
 
+def hedged(answer: str) -> bool:
+    """Does the answer open with the hedge, the mark of a best guess (a Chinese answer whose best
+    evidence matches under half of the question)? Self-calibration reads its probes' answers with it."""
+    return answer.startswith(_CAUTIOUS)
+
+
 class ExtractiveAnswerer:
     def __init__(
         self,
@@ -85,6 +91,7 @@ class ExtractiveAnswerer:
         feedback: InspectionReport | None = None,
         advice: SizeAdvice | None = None,
         overview: Sequence[str] = (),
+        doubtful: bool = False,
     ) -> str:
         """An answer whose every factual sentence ends in 【chunk_id】, or the fixed refusal.
 
@@ -92,6 +99,10 @@ class ExtractiveAnswerer:
         unsupported or uncited are not used again. With `advice` (size_recommend's finding) whose
         rows are in the evidence, the answer is that size, why, and the stock of that size. With
         `overview` (page openings for a question about what a product is like), their first sentences.
+        `doubtful` (the gate's best score is in the KB's hedging band): an answer that would open with
+        "根据现有资料" is the refusal instead: such guesses were right 0 of 34 times on a records KB (#44).
+        An English answer's hedge says the words could not be matched across languages, not that the
+        evidence is doubtful, so it is given as before.
         """
         english = self.asked_in_english(question, evidence)
         # an English question against a Chinese shop's evidence is matched by the shop's Chinese words for it
@@ -174,6 +185,8 @@ class ExtractiveAnswerer:
             by_parts = bool(by_part)
             chosen, unanswered = (by_part, unanswered) if by_part else (chosen, [])
         cautious = bool(chosen) and not pieces and half_answered
+        if cautious and doubtful and not profile.english:
+            return self.refusal()  # a guess on evidence the KB's own probes say to doubt
         if chosen and not pieces and not profile.english and is_faq(chosen[0].hit) and not by_parts:
             reply = self._faq_reply(chosen[0].hit, evidence, banned)
             if reply:

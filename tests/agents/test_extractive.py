@@ -265,6 +265,16 @@ def test_partial_evidence_is_worded_cautiously(demo_kb, answerer, inspector):
     assert inspector.run(answer, evidence, question=question).passed
 
 
+def test_a_doubtful_hedge_is_the_refusal_and_a_doubtful_full_answer_is_given(demo_kb, answerer):
+    """In the KB's hedging band (doubtful) the guess is not given; an answer that needs no hedge is."""
+    partial = chunks(demo_kb, "faq-002#body-0")
+    assert answerer.run("想发顺丰需要加多少钱？顺丰几天能到新疆？", partial, doubtful=True) == REFUSAL
+    full = chunks(demo_kb, "prod-xz3000#保修-0")
+    sure = answerer.run("XZ-3000 充电宝保修多久？", full)
+    assert not sure.startswith("根据现有资料") and sure != REFUSAL
+    assert answerer.run("XZ-3000 充电宝保修多久？", full, doubtful=True) == sure
+
+
 def test_english_question_gets_english_framing_around_quoted_evidence(demo_kb, answerer, inspector):
     evidence = chunks(demo_kb, "prod-xz3000#保修-0")
     answer = answerer.run("How long is the XZ-3000 warranty?", evidence)

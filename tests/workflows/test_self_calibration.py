@@ -16,7 +16,9 @@ from citescope.workflows.cli.app import app
 from citescope.workflows.pipeline_config import PipelineConfig
 from citescope.workflows.self_calibration import (
     CONFIG_KEY,
+    ProbeOutcome,
     SelfCalibrationError,
+    choose_hedge_band,
     choose_threshold,
     write_kb_config,
 )
@@ -48,9 +50,9 @@ def test_too_few_probes_choose_nothing():
 
 def test_the_written_threshold_is_what_pipeline_config_reads_and_other_keys_stay(tmp_path):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({"evidence_top_n": 4, "owner": "ops"}), encoding="utf-8")
-    write_kb_config(tmp_path, 0.2345, {"threshold": 0.2345, "answerable": 80})
+    write_kb_config(tmp_path, 0.2345, {"threshold": 0.2345, "answerable": 80}, hedge_threshold=0.3)
     config = PipelineConfig.load(tmp_path, environ={})
-    assert config.refusal_threshold == 0.2345 and config.evidence_top_n == 4
+    assert config.refusal_threshold == 0.2345 and config.evidence_top_n == 4 and config.hedge_threshold == 0.3
     stored = yaml.safe_load((tmp_path / "config.yaml").read_text(encoding="utf-8"))
     assert stored["owner"] == "ops" and stored[CONFIG_KEY]["answerable"] == 80
 
@@ -66,7 +68,14 @@ def test_calibrate_self_on_a_kb_writes_its_threshold_and_figures(demo_kb, tmp_pa
     assert figures["answerable"] + figures["unanswerable"] <= 50
     assert figures["false_refusal_rate"] <= 0.10
     assert set(figures["by_kind"]) == {"heading", "cloze", "held_out", "sibling"}
-    assert PipelineConfig.load(kb_dir, environ={}).refusal_threshold == figures["threshold"]
+    config = PipelineConfig.load(kb_dir, environ={})
+    assert config.refusal_threshold == figures["threshold"]
+    # the hedging band chosen on the same probes (0.0 when they give too few wrong guesses) is stored too
+    assert config.hedge_threshold == figures["hedging_band"]["hedge_threshold"]
+    assert (
+        yaml.safe_load((kb_dir / "config.yaml").read_text(encoding="utf-8"))["hedge_threshold"]
+        == (figures["hedging_band"]["hedge_threshold"])
+    )
     assert yaml.safe_load((kb_dir / "config.yaml").read_text(encoding="utf-8"))[CONFIG_KEY] == figures
 
 
@@ -88,3 +97,33 @@ def test_ingest_self_calibrate_on_too_small_a_kb_warns_and_the_ingest_still_succ
     assert shown.exit_code == 0, shown.output
     assert "not self-calibrated" in shown.output and "too few probes" in shown.output
     assert not (kb_dir / "config.yaml").exists()
+
+
+def outcomes(scores: list[float], hedged: bool, right: bool, answerable: bool = True) -> list[ProbeOutcome]:
+    return [ProbeOutcome(score, answerable=answerable, hedged=hedged, right=right) for score in scores]
+
+
+def test_the_hedging_band_refuses_wrong_guesses_up_to_the_loss_the_bound_allows():
+    wrong = outcomes([0.15, 0.2, 0.25, 0.3, 0.45], hedged=True, right=False, answerable=False)
+    wrong_doc = outcomes([0.22] * 2, hedged=True, right=False)  # answerable, but cites another document
+    right = outcomes([0.28, 0.5, 0.6, *[0.7] * 5], hedged=True, right=True)
+    sure = outcomes([0.2, 0.9], hedged=False, right=True)  # not hedged: never in the band's count
+    below = outcomes([0.05], hedged=True, right=False)  # under the threshold: refused anyway
+    probes = [*wrong, *wrong_doc, *right, *sure, *below]
+    band = choose_hedge_band(probes, answerable=50, threshold=0.1, bound=0.02)
+    # 2% of 50 allows one right hedged answer refused: the cut goes past 0.28 up to the wrong 0.45
+    assert band.hedge_threshold == 0.4501 and band.refused_right == 1 and band.refused_wrong == 7
+    assert band.hedged_answerable == 10 and band.hedged_right == 8 and band.hedged_wrong == 7
+    strict = choose_hedge_band(probes, answerable=50, threshold=0.1, bound=0.0)
+    assert strict.hedge_threshold == 0.2501 and strict.refused_right == 0 and strict.refused_wrong == 5
+
+
+def test_too_few_guesses_of_either_kind_choose_no_band():
+    few_wrong = outcomes([0.2, 0.3, 0.4, 0.5], hedged=True, right=False, answerable=False)
+    many_right = outcomes([0.6] * 10, hedged=True, right=True)
+    band = choose_hedge_band([*few_wrong, *many_right], answerable=50, threshold=0.1)
+    assert band.hedge_threshold == 0.0 and "4 wrong hedged answers" in band.reason
+    # many wrong guesses, but answerable probes that rarely hedge cannot tell what a band costs
+    many_wrong = outcomes([0.2, 0.3, 0.4, 0.5, 0.55, 0.6], hedged=True, right=False, answerable=False)
+    rare = choose_hedge_band([*many_wrong, *many_right[:2]], answerable=50, threshold=0.1)
+    assert rare.hedge_threshold == 0.0 and "2 answerable probes" in rare.reason

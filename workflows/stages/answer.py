@@ -35,6 +35,7 @@ class AnswerInput:
     position: int = 0  # the model of the route asked first
     reason: str = "first model of the route"  # why that model (the route's trace)
     conversation: str = NONE_TEXT  # the 【对话上下文】 a model reads (agents/conversation.py)
+    doubtful: bool = False  # the gate's score is in the hedging band: the extractive answerer does not hedge there
 
 
 @dataclass(frozen=True)
@@ -103,5 +104,6 @@ class Answer:
             given.feedback,
             advice=given.advice,
             overview=given.overview,
+            doubtful=given.doubtful,
         )
         return Draft(text, "extractive", failed, steps=steps)

@@ -1,7 +1,9 @@
 """Stage gate: whether the evidence can carry an answer at all, before anything is generated.
 A question about a model the shop lacks is refused by name (its evidence is about another model,
 whatever it scores); weak best evidence (the rank's best score under refusal_threshold) is refused,
-unless the answer is a finding read off a named product's own tables."""
+unless the answer is a finding read off a named product's own tables. Evidence in the hedging band
+(under hedge_threshold, a KB's self-calibrated value) passes as doubtful: an answer the extractive
+answerer would hedge is then refused instead (agents/extractive/answerer.py)."""
 
 from __future__ import annotations
 
@@ -22,11 +24,14 @@ class GateInput:
     threshold: float  # refusal_threshold
     outputs: Mapping[str, Mapping]  # skill -> its latest result data (Retrieved.outputs)
     advice: SizeAdvice | None = None  # a size the size_recommend skill worked out
+    hedge_threshold: float = 0.0  # the hedging band's top: [threshold, hedge_threshold); 0 = no band
 
 
 @dataclass(frozen=True)
 class GateVerdict:
     refusal: GateRefusal | None = None  # None: go on and answer
+    # the best score is in the hedging band: an answer that would hedge ("根据现有资料") is refused instead
+    doubtful: bool = False
 
     @property
     def passed(self) -> bool:
@@ -47,9 +52,10 @@ class Gate:
             return GateVerdict("unknown_model")
         if best is None:
             return GateVerdict("no_evidence")
-        if best < given.threshold and not read_off_tables(features, given.outputs, given.advice):
+        tables = read_off_tables(features, given.outputs, given.advice)
+        if best < given.threshold and not tables:
             return GateVerdict("weak_evidence")
-        return GateVerdict()
+        return GateVerdict(doubtful=best < given.hedge_threshold and not tables)
 
 
 def read_off_tables(features: QueryFeatures, outputs: Mapping[str, Mapping], advice: SizeAdvice | None) -> bool:
