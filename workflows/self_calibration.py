@@ -220,8 +220,12 @@ def self_calibrate(
     bound: float = FALSE_REFUSAL_BOUND,
     write: bool = True,
     on_probe: Callable[[int, int], None] | None = None,
+    hedging_band: bool = False,
 ) -> dict[str, Any]:
-    """Make the probes, score them, choose the threshold and (write) store it in <kb>/config.yaml."""
+    """Make the probes, score them, choose the threshold and (write) store it in <kb>/config.yaml.
+    The hedging band is chosen and its figures stored either way; `hedging_band` also turns it on
+    (hedge_threshold). Off by default: measured on the records KB and the demo, the bands the probes
+    chose refused right answers and caught no unanswerable question (docs/knowledge.md)."""
     probes = make_probes(kb.all_chunks(), seed=seed, max_probes=max_probes)
     outcomes = run_probes(kb, probes, answer=True, on_probe=on_probe)
     scores = [outcome.score for outcome in outcomes]
@@ -234,7 +238,7 @@ def self_calibrate(
         **asdict(choice),
         "false_refusal_bound": bound,
         "by_kind": _by_kind(probes, scores, choice.threshold),
-        "hedging_band": {**asdict(band), "hedge_loss_bound": HEDGE_LOSS_BOUND},
+        "hedging_band": {**asdict(band), "hedge_loss_bound": HEDGE_LOSS_BOUND, "applied": hedging_band},
         "previous_threshold": {
             "threshold": before,
             "false_refusals": sum(s < before for s in answerable),
@@ -245,7 +249,7 @@ def self_calibrate(
         "kb_fingerprint": kb_fingerprint(kb),
     }
     if write:
-        write_kb_config(kb.dir, choice.threshold, figures, band.hedge_threshold)
+        write_kb_config(kb.dir, choice.threshold, figures, band.hedge_threshold if hedging_band else None)
     return figures
 
 
@@ -259,13 +263,14 @@ def _by_kind(probes: Sequence[Probe], scores: Sequence[float], threshold: float)
 
 
 def write_kb_config(
-    kb_dir: Path | str, threshold: float, figures: dict[str, Any], hedge_threshold: float = 0.0
+    kb_dir: Path | str, threshold: float, figures: dict[str, Any], hedge_threshold: float | None = None
 ) -> Path:
-    """Set refusal_threshold, hedge_threshold (0.0: no band) and the self_calibration figures in
-    <kb>/config.yaml, other keys kept."""
-    return update_kb_config(
-        kb_dir, {"refusal_threshold": threshold, "hedge_threshold": hedge_threshold, CONFIG_KEY: figures}
-    )
+    """Set refusal_threshold, the self_calibration figures and, when given, hedge_threshold (0.0: no
+    band) in <kb>/config.yaml; other keys, a hedge_threshold not given included, are kept."""
+    values: dict[str, Any] = {"refusal_threshold": threshold, CONFIG_KEY: figures}
+    if hedge_threshold is not None:
+        values["hedge_threshold"] = hedge_threshold
+    return update_kb_config(kb_dir, values)
 
 
 def format_self_calibration(figures: dict[str, Any]) -> str:
@@ -286,8 +291,9 @@ def format_self_calibration(figures: dict[str, Any]) -> str:
 def _band_line(band: dict[str, Any]) -> str:
     if not band["hedge_threshold"]:
         return f"no hedging band: {band['reason']}"
+    state = "on" if band["applied"] else "off: --hedging-band turns it on"
     return (
-        f"hedging band up to {band['hedge_threshold']:g}: refuses {band['refused_wrong']} of {band['hedged_wrong']} "
-        f"wrong hedged answers and {band['refused_right']} of {band['hedged_right']} right ones "
-        f"({band['hedged_answerable']} answerable probes hedged)"
+        f"hedging band up to {band['hedge_threshold']:g} ({state}): refuses {band['refused_wrong']} of "
+        f"{band['hedged_wrong']} wrong hedged answers and {band['refused_right']} of {band['hedged_right']} right "
+        f"ones ({band['hedged_answerable']} answerable probes hedged)"
     )

@@ -55,13 +55,17 @@ def test_the_written_threshold_is_what_pipeline_config_reads_and_other_keys_stay
     assert config.refusal_threshold == 0.2345 and config.evidence_top_n == 4 and config.hedge_threshold == 0.3
     stored = yaml.safe_load((tmp_path / "config.yaml").read_text(encoding="utf-8"))
     assert stored["owner"] == "ops" and stored[CONFIG_KEY]["answerable"] == 80
+    write_kb_config(tmp_path, 0.2, {"threshold": 0.2})  # no band given (calibrate --self without --hedging-band)
+    assert PipelineConfig.load(tmp_path, environ={}).hedge_threshold == 0.3
 
 
 def test_calibrate_self_on_a_kb_writes_its_threshold_and_figures(demo_kb, tmp_path):
     kb_dir = tmp_path / "kb"
     shutil.copytree(demo_kb.dir, kb_dir)  # the session's demo KB must not change
     shown = CliRunner().invoke(
-        app, ["calibrate", "--self", "--kb", str(kb_dir), "--max-probes", "50", "--json"], catch_exceptions=False
+        app,
+        ["calibrate", "--self", "--kb", str(kb_dir), "--max-probes", "50", "--hedging-band", "--json"],
+        catch_exceptions=False,
     )
     assert shown.exit_code == 0, shown.output
     figures = json.loads(shown.output)
@@ -70,7 +74,7 @@ def test_calibrate_self_on_a_kb_writes_its_threshold_and_figures(demo_kb, tmp_pa
     assert set(figures["by_kind"]) == {"heading", "cloze", "held_out", "sibling"}
     config = PipelineConfig.load(kb_dir, environ={})
     assert config.refusal_threshold == figures["threshold"]
-    # the hedging band chosen on the same probes (0.0 when they give too few wrong guesses) is stored too
+    # --hedging-band: the band chosen on the same probes (0.0 when they cannot tell) is stored and read
     assert config.hedge_threshold == figures["hedging_band"]["hedge_threshold"]
     assert (
         yaml.safe_load((kb_dir / "config.yaml").read_text(encoding="utf-8"))["hedge_threshold"]

@@ -114,6 +114,9 @@ def calibrate_command(
     ),
     kb: Path = typer.Option(None, "--kb", help="--self: the knowledge base folder"),
     max_probes: int = typer.Option(200, "--max-probes", help="--self: probes made of the KB's documents, at most"),
+    hedging_band: bool = typer.Option(
+        False, "--hedging-band", help="--self: also refuse hedged guesses below the band the probes choose"
+    ),
 ) -> None:
     """Fit the offline reranker on dev data and choose the refusal threshold (≤ 5% false refusals);
     with --self, choose one KB's threshold from its own documents (≤ 10% false refusals on its probes)."""
@@ -124,7 +127,8 @@ def calibrate_command(
             fail(f"--max-probes: must be at least 1 (got {max_probes})")
         from citescope.workflows.self_calibration import format_self_calibration
 
-        figures = self_calibrate_kb(kb, seed=seed, dry_run=dry_run, max_probes=max_probes) or {}
+        figures = self_calibrate_kb(kb, seed=seed, dry_run=dry_run, max_probes=max_probes, hedging_band=hedging_band)
+        figures = figures or {}
         print(json.dumps(figures, ensure_ascii=False, indent=1) if as_json else format_self_calibration(figures))
         return
     from citescope.workflows.evaluation.calibrate import CalibrationRequest, format_calibration_report, run_calibration
@@ -146,7 +150,12 @@ def calibrate_command(
 
 
 def self_calibrate_kb(
-    kb_dir: Path, seed: int = 0, dry_run: bool = False, strict: bool = True, max_probes: int = 200
+    kb_dir: Path,
+    seed: int = 0,
+    dry_run: bool = False,
+    strict: bool = True,
+    max_probes: int = 200,
+    hedging_band: bool = False,
 ) -> dict | None:
     """Self-calibrate a KB (workflows/self_calibration.py): its figures. When it cannot (too few
     probes): strict, one line and exit 2; else a warning and None (an ingest that worked stays a success)."""
@@ -154,7 +163,7 @@ def self_calibrate_kb(
 
     base = open_kb(kb_dir)  # a folder that is no KB: one line naming it and exit 2
     try:
-        return self_calibrate(base, seed=seed, max_probes=max_probes, write=not dry_run)
+        return self_calibrate(base, seed=seed, max_probes=max_probes, write=not dry_run, hedging_band=hedging_band)
     except SelfCalibrationError as exc:
         if strict:
             fail(exc)

@@ -52,7 +52,7 @@ def run_records_bench(per_kind: int = PER_KIND, seed: int = SEED, top_k: int = T
             )
     others = [q for q in kb.questions if not q.get("expect_conflict")]
     false_flags = sum(1 for r in rows if r["conflicts"] and not r["expect_conflict"])
-    expected = len(kb.questions) - len(others)
+    expecting = len(kb.questions) - len(others)
     # a corrected record is caught when one conflict lists both of its versions
     caught = sum(1 for r in rows if r["expect_conflict"] and any(_both_versions(c, r["gold"]) for c in r["conflicts"]))
     return {
@@ -61,9 +61,9 @@ def run_records_bench(per_kind: int = PER_KIND, seed: int = SEED, top_k: int = T
         "false_flags": false_flags,
         "false_flag_rate": round(false_flags / len(others), 4) if others else 0.0,
         "false_flag_target": FALSE_FLAG_TARGET,
-        "expect_conflict": expected,
+        "expect_conflict": expecting,
         "flagged_conflicts": caught,
-        "conflict_recall": round(caught / expected, 4) if expected else None,
+        "conflict_recall": round(caught / expecting, 4) if expecting else None,
         "top_k": top_k,
         "by_qtype": by_qtype,
         "rows": rows,
