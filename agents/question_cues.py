@@ -1,6 +1,10 @@
 """What a customer's question asks, read from its wording: the kind of value (a price in 元), a
 relation named in other words than the evidence uses, a definition, a time. The extractive
-answerer uses these cues to tell a sentence that answers from one that only shares words."""
+answerer uses these cues to tell a sentence that answers from one that only shares words.
+
+The rules' patterns, word lists, packs and examples are data (agents/question_cues.yaml, loaded by
+agents/question_rules.py); this module holds the functions that apply them. A rule of an opt-in
+pack (encyclopedia, news) is read through the KB's QuestionRules, so it is off for a shop."""
 
 from __future__ import annotations
 
@@ -11,179 +15,19 @@ from functools import lru_cache
 import jieba
 import jieba.posseg
 
+from citescope.agents.question_rules import QuestionRules, question_rules
 from citescope.knowledge.text import CJK_CHAR, CJK_RUN, MODEL_NUMBER, chinese_int
 
-# 多少钱, and how shoppers type it in a chat window (啥价, 多钱, 多少米, 咋卖)
-PRICE_ASKED = r"多少钱|价格|售价|价钱|卖多少|几块|啥价|什么价|多钱|多少米|几个米|价位|[咋怎]么卖"
-# How many are left (还有几双, 还有多少件, 剩多少): a stock question
-STOCK_ASKED = r"库存|有货|现货|还有几|还有多少|还剩|剩多少|剩几|几件|几双"
-# A size asked after as something to be had (有43码吗, 43码还有吗, 有没有M号的, 黑色还有吗, 有蓝色吗): a stock question.
-SIZE_AVAILABLE = (
-    r"有(?:没有)?\s*[0-9A-Za-z.]{1,4}\s*[码号](?:的)?(?:吗|么|嘛|没)|有没有\s*[0-9A-Za-z.]{1,4}\s*[码号]"
-    r"|[0-9A-Za-z.]{1,4}\s*[码号](?:的)?(?:还|现在)?有(?:吗|么|嘛|没有?)|还有(?:吗|么|嘛|没有?)[？?]?$"
-    r"|有(?:没有)?[^，。？?]{0,6}?[黑白红蓝绿灰黄紫粉橙棕金银青]色[^，。？?]{0,6}?(?:吗|么|嘛|没)|有没有[^，。？?]{0,6}?[黑白红蓝绿灰黄紫粉橙棕金银青]色"
-)
-# What a question asks for -> units and words a sentence that answers it carries.
-ASKS = (
-    (re.compile(PRICE_ASKED + r"|how much|price|cost", re.I), {"元"}, ("价格", "售价", "元")),
-    # 有43码吗 / M码还有吗 / 有没有XL号: whether a size is to be had, i.e. its stock
-    (re.compile(STOCK_ASKED + r"|in stock|stock|" + SIZE_AVAILABLE, re.I), {"件"}, ("库存",)),
-    (re.compile(r"多重|重量|克重|几克|多少克|weigh", re.I), {"g", "kg"}, ("重量", "克重")),
-    (
-        re.compile(r"多久|几天|多长时间|时效|期限|有效期|几年|how long", re.I),
-        {"天", "h", "min", "工作日", "月", "年"},
-        (),
-    ),
-    (re.compile(r"容量|多大|几升|多少升", re.I), {"l", "mah"}, ("容量",)),
-    (re.compile(r"多少瓦|功率|输出", re.I), {"w"}, ("功率", "输出")),
-    (re.compile(r"长度|体长|全长|身长|多远|距离|多少米|多少公里"), {"m", "km", "cm", "mm"}, ()),
-)
-# Relations a question names in other words than its answer does (蟒鳗又被称为什么 - 又称血红拟蛇鱼,
-# 康王路在哪里 - 广州市荔湾区): a sentence stating the relation this way answers it. Unlike ASKS they
-# add a way to answer, never a requirement: "康王路在哪里" is still answered by any sentence about 康王路.
-RELATIONS = (
-    (
-        re.compile(r"称为|称作|叫做|叫什么|叫啥|别名|别称|又名|外号|简称|全称|原名|本名|通称|俗称|译(?:为|成|作|名)"),
-        re.compile(
-            r"又称|又名|别名|别称|俗称|亦称|简称|通称|称为|称作|又叫|也叫|或称|旧称|原名|本名|全称|外号|学名|又译|译名|名为"
-        ),
-    ),
-    (
-        re.compile(r"在哪|位于哪|地址|地点|举办地|什么地方|产地|何处|哪个(?:省|市|县|区|国家|城市|地区)"),
-        re.compile(r"位于|坐落|地处|地址|所在地|境内|[\u4e00-\u9fff](?:省|市|县|区|州|镇|乡|村)"),
-    ),
-    (
-        re.compile(r"籍贯|哪里人|哪国人|国籍|出生地|出生在哪|出生于哪|(?:哪个|什么)地方(?:的)?人|哪里的人"),
-        # "<place>人" closing a clause (沧州清池人。, 句章（今宁波市）人，), not 有人将 or 的人都
-        re.compile(r"籍贯|国籍|祖籍|出生|生于|(?:[\u4e00-\u9fff]{2}|[）)])(?<![有的个些])人[士氏]?(?![\u4e00-\u9fff])"),
-    ),
-    (re.compile(r"为食|吃什么|食物|食性|以什么为"), re.compile(r"为食|为生|捕食|食物|食性|猎物|吃")),
-    (re.compile(r"用途|有什么用|用来|作用是|用于什么"), re.compile(r"用于|用作|用来|可作|用途|作用")),
-    # not 改名为什么 / 称为什么, which ask a name
-    (
-        re.compile(r"病因|原因|(?<![名称改译成])为什么|为何|怎么会"),
-        re.compile(r"因为|由于|导致|引起|造成|所致|原因|因此|因而"),
-    ),
-    (
-        re.compile(r"属于(?:什么|哪)|哪个(?:科|属|目|纲)|什么(?:科|属)"),
-        re.compile(r"[\u4e00-\u9fff](?:科|属|目|纲)(?![学技研])"),
-    ),
-    (re.compile(r"作者|谁写|著作|写过|作品"), re.compile(r"作者|著有|著作|所著|所作|所写|编著|撰|作品|创作")),
-    # who founded it (创始人是谁 - 创办人是…, 由谁创立 - 由…所创建)
-    (re.compile(r"创始人|创办人|创立|创办|创建|谁(?:建立|成立)"), re.compile(r"创始|创办|创立|创建|建立|成立|始创")),
-    # where a name comes from (为什么叫挂绿 - 故名挂绿, 名字如何得来 - 因…而得名, 名字的含义 - 意为…)
-    (
-        re.compile(
-            r"得名|名字(?:的)?(?:由来|来历|来源|含义|意思)|名字(?:是)?(?:如何|怎么)|为什么(?:被)?(?:叫|称)|为何(?:被)?(?:叫|称)|命名"
-            r"|谁命[名的]?"
-        ),
-        re.compile(r"得名|故名|命名|名称来源|名字来源|名称源自|意为|意指|意思是|含义是"),
-    ),
-    (re.compile(r"导演|执导"), re.compile(r"导演|执导")),
-    # parents (邵伯温的父亲 - 邵雍之子, 生母是谁 - 某氏所生), teachers (师从 - 拜…为师), fiefs (封地 - 封国)
-    # asked as X的母亲是谁 / X的父亲名字叫什么, not a question that mentions 父母 (父母两人都在…上班)
-    (
-        re.compile(r"(?:的|其)(?:父亲|母亲|生父|生母|父母|养父|养母)(?:是|叫|名|为)|(?:父亲|母亲|生父|生母)是谁"),
-        re.compile(r"之子|之女|所生|其父|其母|父亲|母亲|生父|生母|[长次幼独嫡庶][子女]|[二三四五六七八九]子"),
-    ),
-    (
-        re.compile(r"师从|(?:的|其)(?:老师|师父|师傅|恩师)(?:是|叫|名|为)|拜(?:谁|何人)为师|向谁学"),
-        re.compile(r"师从|师事|拜[\u4e00-\u9fff·]{1,8}为师|受业于|从学于|门下|弟子|门生"),
-    ),
-    (re.compile(r"封地|封在|封于|封国|食邑"), re.compile(r"封地|封国|封于|受封|封为|食邑|就国")),
-    # a courtesy name (曹文埴（），字近薇，号竹虚) and a posthumous one (谥文敏)
-    (
-        re.compile(r"表字|的字(?:是|叫)|字号|别号|的号(?:是|叫)"),
-        re.compile(r"(?:^|[，,；;（(])\s*(?:表?字|别?号)\s*[\u4e00-\u9fff]"),
-    ),
-    (re.compile(r"谥号|谥什么"), re.compile(r"谥号?\s*[为曰“「\u4e00-\u9fff]")),
-    # a new name (2010年改名为什么 - 2010年后改为…), a spouse (是谁的妻子 - 孙休之妻)
-    (re.compile(r"改名|更名|改称|易名|改为什么"), re.compile(r"改名|更名|改称|易名|改为|改组为|更改为")),
-    (
-        re.compile(r"谁的(?:妻子|丈夫|夫人|配偶)|(?:妻子|丈夫|夫人|配偶)(?:是谁|叫什么|名叫)|嫁给(?:了)?谁|娶了谁"),
-        re.compile(r"之妻|妻子|之夫|丈夫|配偶|嫁|娶"),
-    ),
-    # how an animal lives (生活习性 - 栖息于…，白天觅食), how a battle ended (战役的结果 - 以…获胜而告终),
-    # how someone died (怎么死的 - 被…勒毙), what a work tells (内容是什么 - 讲述了…), how a game is played
-    (
-        re.compile(r"习性"),
-        re.compile(r"栖息|觅食|活动|昼伏|夜行|夜间|白天|独居|群居|成群|成对|为食|捕食|睡眠|冬眠|迁徙|繁殖"),
-    ),
-    (
-        re.compile(r"(?:战役|战争|战斗|会战|之战|比赛|决赛)的?结果"),
-        re.compile(r"胜利|获胜|取胜|胜仗|告终|战败|失败|击败|击退|败北|投降|大胜|大败|惨败|夺冠"),
-    ),
-    (
-        re.compile(r"怎么死|如何死|怎样死|死因|因何而死|怎么去世|如何去世|死于什么"),
-        # how, not that: 被…勒毙, 暴病而亡 - not 六七个人被处死 (others put to death for it)
-        re.compile(
-            r"毙|遇害|被杀|被害|杀害|暗杀|刺杀|毒死|自尽|自杀|自缢|缢死|战死|阵亡|殉|溺|病逝|病故|病死|去世|逝世|身亡"
-            r"|而亡|而死|死于|薨|驾崩"
-        ),
-    ),
-    (
-        re.compile(r"内容是什么|什么样的内容|(?:讲|讲述|描述|描写)(?:的是|了)?什么|剧情|情节"),
-        re.compile(r"讲述|叙述|描述|描写|讲的是|主要讲|故事|剧情|情节|是指|[，,]指"),
-    ),
-    (re.compile(r"怎么玩|如何玩|怎样玩|玩法"), re.compile(r"玩家|玩法|操作|操控|扮演")),
-    # how someone did in a tournament (张帅在辛辛那提赛的成绩 - 晋级女单八强, 战绩 - 6战全败)
-    (
-        re.compile(r"成绩|战绩|名次"),
-        re.compile(
-            r"晋级|[0-9一二三四六八十]+强|冠军|亚军|季军|第[0-9一二三四五六七八九十]+名|止步|无缘|出局|淘汰|夺冠|全败|全胜|[0-9一二三四五六七八九十]+胜|[0-9一二三四五六七八九十]+负"
-        ),
-    ),
-    (
-        re.compile(r"(?:是)?谁的(?:作品|专辑|歌曲?|小说|电影)"),
-        re.compile(r"作品|专辑|发行|出版|演唱|创作|所作|所著|执导"),
-    ),
-    # what colour (呈什么颜色 - 体银白色), which posts (担任哪些职位 - 现为…主席), what lies around (四周有什么 -
-    # 东望…，北邻…), what for (目的, 愿景 - 祈求…, 为了…), how it is worked out (怎么得来 - 等于…除以…)
-    (re.compile(r"什么颜色|哪种颜色|颜色是|什么色"), re.compile(r"[\u4e00-\u9fff]色")),
-    (
-        re.compile(r"(?:哪些|什么)(?:职位|职务|官职)|(?:职位|职务|官职)是|现任什么|担任什么"),
-        re.compile(r"现为|现任|担任|出任|任职|曾任|历任|主席|校长|院长|部长|总监|经理|董事|会长|主任"),
-    ),
-    (
-        re.compile(r"四周|周边|周围|附近有"),
-        re.compile(r"[东南西北]面|[东南西北](?:望|近|邻|接|至|有)|毗邻|相邻|邻近|接壤|附近|周边"),
-    ),
-    (re.compile(r"目的|愿景|用意|为了什么"), re.compile(r"为了|以便|旨在|目的|祈求|祈望|希望|以期|用以|回应")),
-    (
-        re.compile(r"怎么得来|如何得来|怎么算|如何计算|怎样计算|计算方法|如何得出|怎么得出"),
-        re.compile(r"等于|除以|乘以|之比|比值|计算|得出|算出"),
-    ),
-)
-# A question that only asks what X is ("X是谁", "什么是X", "X的定义是什么"): a sentence that opens with
-# X defines it (猎骄靡（…），中亚古国乌孙昆莫; XZ-3000是一款…). Matched against the question with X removed.
-DEFINITION_QUESTION = re.compile(
-    r"^(?:请问)?(?:(?:能|可以|请)?(?:给我|帮我|跟我)?(?:介绍|说说|讲讲|解释)(?:一下)?)?"  # 能给我介绍一下什么是BCPL么
-    r"(?:什么(?:是|叫)?|的?定义是什么|指的是什么|是指什么|指什么|是谁|是什么(?:人|意思|东西)?)[呀啊呢吗么]?[？?。.!！]*$"
-)
-# A question about what kind of thing X is or does (X有什么作用, X的重要性, X是什么级别的称呼, X擅长什么):
-# like a definition, a sentence that opens with X says it (工作假期签证…是一种旅行许可，它允许…).
-DESCRIPTION_QUESTION = re.compile(
-    r"(?:作用|特点|特征|地位|意义|性质|级别|主旨|宗旨|目的|功能|优势|才能|贡献|重要性|构成|组成)"
-    r"(?:是|有)?(?:什么|怎样|如何|哪些)|(?:有|是)(?:什么|怎样|哪些)(?:样)?的?(?:作用|特点|特征|地位|意义|性质|级别|功能|优势|才能|贡献)"
-    r"|擅长什么|(?:如何|怎样|怎么)(?:构成|组成)|的重要性"
-)
-# Who or what X is, in the ways an encyclopedia's or a catalogue's first sentence says it (列卡度·华斯迪，
-# 葡萄牙足球运动员; XZ-3000是一款…): nationality, occupation, era, people, kind. Like a definition, a
-# sentence that opens with X answers it.
-IDENTITY_QUESTION = re.compile(
-    r"国籍|哪国人|哪个国家的人|职业|做什么的|干什么的|什么身份|哪个民族|什么民族|少数民族"
-    r"|(?:什么|哪个)(?:时期|时代|朝代)的人|是(?:一|哪)(?:种|类|款)"
-)
-# A question about a product's variants as a whole (有哪些颜色, 几种配色, 哪个码没货了, 有货吗): its
-# SKU overview, which lists every colour, size, price and what is out of stock, answers it at once;
-# a single SKU row would answer for one variant as if it were the product.
-VARIANTS_QUESTION = re.compile(
-    # not 蓝牙编码
-    r"(?:哪些|哪几|几种|几款|几个|多少种|可选)\S{0,3}(?:颜色|配色|色|尺码|(?<![编密代条])码|规格|款式|版本|型号)"
-    r"|(?:什么|哪种)\S{0,2}(?:颜色|配色)"  # not 穿什么码, which asks for size advice
-    r"|(?:颜色|配色|尺码|规格|款式)(?:有|都有|可选|分别|有哪些|是什么)"
-    r"|(?:哪|什么)\S{0,8}(?:缺货|没货|断货|卖完|售罄|有货|有现货)|(?:缺货|没货|断货)的?(?:是|有)"
-)
+# The rules read from agents/question_cues.yaml (ids, packs, patterns, examples). The core pack's
+# patterns are the same for every KB and are named here for the modules that read them; a rule of an
+# opt-in pack is read through the KB's QuestionRules (agents/question_rules.py).
+CORE = question_rules()
+PRICE_ASKED = CORE.pattern("price_words").pattern  # 多少钱, 啥价, 咋卖: a price question
+STOCK_ASKED = CORE.pattern("stock_words").pattern  # 还有几双, 剩多少: a stock question
+SIZE_AVAILABLE = CORE.pattern("size_available").pattern  # 有43码吗, 黑色还有吗: a stock question
+DEFINITION_QUESTION = CORE.pattern("definition_question")
+DESCRIPTION_QUESTION = CORE.pattern("description_question")
+VARIANTS_QUESTION = CORE.pattern("variants_question")
 # The words that ask (谁, 什么, 多少, 怎么, 是否, 吗 …): the one list QUESTION_WORD (a word of a question
 # that is no term of it) and is_asking (a clause that asks) are built from.
 ASKING_WORDS = r"谁|什么|啥|哪|几|多[少久重大高长远宽厚]|怎么|怎样|如何|是否|能否|可否|有没有|是不是|吗"
@@ -194,63 +38,14 @@ ASKING_WORDS = r"谁|什么|啥|哪|几|多[少久重大高长远宽厚]|怎么|
 QUESTION_WORD = re.compile(rf"^(?:{ASKING_WORDS}|咋|请问|(?:many|much)$)")
 # The counted word of "how many days" is the kind of value asked, as the 天 of 几天 is.
 ENGLISH_COUNTED = re.compile(r"\bhow many\s+([a-z]+)")
-NUMERIC_QUESTION = re.compile(r"多少|几|多大|多重|多久|多高|多长|多宽|how (?:much|many|long|big)", re.I)
-# A question about when (开幕时间, 什么时候发货) is only answered by a sentence that names a time: a
-# date, a clock time, a weekday, a relative day or a duration counted from a moment (48小时内发货).
-# Without one the best sentence merely mentions the event, and quoting it would pass off a guess as
-# the answer. 时间是多久 / 时间有多长 ask how long, not when.
-WHEN_QUESTION = re.compile(
-    r"什么时候|何时|哪天|哪一天|哪年|哪一年|哪些年|哪几年|几月|几号|几点|日期|(?<![长多])时间(?!长|(?:是|有|为)?(?:多久|多长|几))|when\b"
-    r"|(?:哪个|什么|哪一个?)(?:时期|朝代|年代|时代)(?!的人)|(?:时期|年代)(?:是|为)(?:什么|哪)",
-    re.I,
-)
+NUMERIC_QUESTION = CORE.pattern("numeric_question")
+WHEN_QUESTION = CORE.pattern("when_question")  # 开幕时间, 什么时候发货: only a sentence naming a time answers
 # The era word of a question about when (哪个时期, 生活时期是什么) is the kind of answer asked, not a
 # word the answer repeats (从1840年代到1870年代, 始于东汉, 生存于侏罗纪晚期).
 ERA_WORDS = ("时期", "朝代", "年代", "时代")
-_DYNASTY = r"(?:[东西]?[汉晋周]|[南北]?宋|[夏商秦隋唐元明清辽金])"
-_COUNT = r"[0-9０-９一二三四五六七八九十两〇零][0-9０-９一二三四五六七八九十两〇零.\-~～至到]*\s*"
-_DURATION = r"(?:个?(?:分钟|天|周|小时|工作日|星期|礼拜)|个月|h\b|min\b)"
-TIME_EXPRESSION = re.compile(
-    # not 一时 (同一时间, 第一时间, 一时兴起): no clock time; 十一时 still is
-    r"(?!一时)[0-9０-９一二三四五六七八九十两〇零]+\s*(?:年|月|日|点|时)"
-    # a day (16号, 六月十六号), not a name's number (神舟十六号, 长征五号) nor a line or a room (19号线)
-    r"|(?:[0-9０-９]+|(?<![\u4e00-\u9fff])[一二三四五六七八九十]+|(?<=月)[一二三四五六七八九十]+)\s*号(?![线楼院门站馆机船])"
-    # a duration dates something only from a moment (付款后 48 小时内, 发货后 1-2 天, 3天后), not alone
-    # (硅谷银行的48小时)
-    rf"|(?:后|之后|以后|起)\s*{_COUNT}{_DURATION}|{_COUNT}{_DURATION}\s*(?:内|之内|以内|后|之后|以后|前|之前|以前)"
-    r"|[今明后昨前]天|次日|当[天日]|隔天|[周礼拜][一二三四五六日末天]|星期[一二三四五六日天]"
-    r"|\d{1,2}[:：]\d{2}|\d{4}[-/.]\d{1,2}"
-    r"|[\u4e00-\u9fff](?<![同有及暂准按平])时(?=[，,])"  # a clause of when (出征陈友谅时，以功进…)
-    r"|世纪|(?<![个这那该此各同的])(?:年代|时代|时期)|年间|期间|[春夏秋冬]|[上中下]旬|[早中晚]期|新世"
-    rf"|{_DYNASTY}(?:[、和与至到]{_DYNASTY})*[两三四]?[朝代](?![表替价码号])|[东西][汉晋周]|战国|三国|南北朝|五代",
-    re.I,
-)
-# eras, seasons and dynasties (东汉, 明朝, 宋代); not 一个时期, 这个时代
-# A question about how much or how many (多少人, 几年, 总产量, 票房, 出生率) is only answered by a
-# sentence that states an amount: a number that is no year, date or clock time (3.71万人, 6.1%,
-# 1年, IPX4), or a Chinese one (十五人, 三分之一, 两成, 上千); not a model number (XZ-3000). Without one
-# the best sentence only says the
-# figure exists ("河南正式公布2021年全年粮食总产量"). Counts of kinds (几种颜色, 多少款) are answered
-# by naming them, so they do not ask for an amount; nor does 多久 (a time: 次日, 当天).
-_QUANTITY_TAIL = r"(?:是|为|有|达到?|大概|约)*(?:多少)?"  # what may follow the quantity a question ends in
-AMOUNT_QUESTION = re.compile(
-    r"多少(?!\s*(?:种|款|类|样|个(?!月|小时|工作日|百分点)|项|门|家|所))"
-    r"|几\s*(?:[天年岁次倍成名人位万千百十]|个(?:月|小时|工作日|百分点))|多[重高长远宽厚]"
-    # a question ending in the quantity (…总产量, …出生率), unless it asks how (如何获得更高的分辨率)
-    r"|^(?!.*(?:如何|怎么|怎样|为何|为什么)).*?(?:"
-    r"(?:[产销流容存运]量|总量|发送量|规模|人数|票房|比例|比重|占比|份额|金额|总额|数量|增速|增幅|降幅"
-    rf"|(?<![效频概税利汇])率){_QUANTITY_TAIL}[吗呢呀？?。]*"
-    # or what a company or an event counts in money (总奖金, 总营收是多少), not whether a thing is it (算收入吗)
-    rf"|(?:奖金|营收|收入|利润|市值|估值|投资额|销售额|营业额){_QUANTITY_TAIL}[呢呀？?。]*)$",
-    re.I,
-)
-AMOUNT_EXPRESSION = re.compile(
-    r"(?<![\d.])(?<![A-Za-z]-)(?!(?:1[89]|20)\d{2}\s*年)\d+(?:[.,]\d+)*(?![\d.])(?!\s*(?:月|日|号|时(?!长)|点|[:：]\d))"
-    r"[A-Za-z%‰℃°]*[\u4e00-\u9fff]?"  # with what follows: 1500米 names a race, 700FP (of 极光700) a value
-    r"|(?<!第)[零〇一二两三四五六七八九十百千万亿]+\s*(?:分之|成|倍|[个人名位件次天周岁元块吨斤只台张所项家场亿万年篇部本首集座条届辑卷册])"
-    r"|(?<![\d.])(?:2[5-9]|[3-9]\d|\d{3,})\s*点"  # 100点 of a score or a game's points: no clock time
-    r"|[数几上近]\s*[十百千万亿]|半数"
-)
+TIME_EXPRESSION = CORE.pattern("time_expression")
+AMOUNT_QUESTION = CORE.pattern("amount_question")  # 多少人, 总产量: only a sentence stating an amount answers
+AMOUNT_EXPRESSION = CORE.pattern("amount_expression")
 
 
 _URL = re.compile(r"(?:https?://|www\.)[^\s\u4e00-\u9fff（）()「」“”\"'<>]+", re.I)
@@ -302,18 +97,12 @@ _ASKING = re.compile(
 )  # 会不会, 行不行, 占不占: asked as X-not-X
 
 
-# An edition of a recurring event (第七届, 十三届五次会议, 首届, 第28届): a sentence naming editions of the same
-# kind but not the asked one (十三届一次会议 for 五次会议, 新选制下首届 for 第七届) is about another edition.
-# Not a count (连续两届, 获得过三届冠军).
-_EDITION = re.compile(
-    r"(?<![连续共曾历已过了获近这那每各])(首|第?[0-9零〇一二三四五六七八九十百]+)(届|次会议|次全会|次全体会议)"
-)
-
-
-def editions(text: str) -> set[tuple[str, int]]:
+# An edition of a recurring event (rule `edition`, news pack: 第七届, 十三届五次会议): a sentence naming
+# editions of the same kind but not the asked one (十三届一次会议 for 五次会议) is about another edition.
+def editions(text: str, rules: QuestionRules) -> set[tuple[str, int]]:
     """The editions a text names, as (kind, number): 十三届五次会议 -> {("届", 13), ("次会议", 5)}."""
     found = set()
-    for number, kind in _EDITION.findall(text):
+    for number, kind in rules.pattern("edition").findall(text):
         number = number.removeprefix("第")
         value = 1 if number == "首" else int(number) if number.isdigit() else chinese_int(number)
         if value is not None:
@@ -327,16 +116,14 @@ def other_edition(asked: set[tuple[str, int]], said: set[tuple[str, int]]) -> bo
     return any(not {e for e in asked if e[0] == kind} & said for kind in kinds)
 
 
-# A men's or a women's event (男单, 女篮, 男子500米, 女子单打): a sentence naming only the other's event of the
-# same kind (2023年澳网女单冠军 for 男单冠军) is about that one. 男子 / 女子 count only before what names an
-# event (a distance, 单打, 组, 赛), not as "a man" (一名男子).
+# A men's or a women's event (rule `gendered_event`, news pack: 男单, 女子500米): a sentence naming only the
+# other's event of the same kind (女单冠军 for 男单冠军) is about that one.
 _OTHER_SEX = {"男": "女", "女": "男"}
-_GENDERED_EVENT = re.compile(r"([男女])(?:(单|双|团|篮|足|排)|子(?=\s*\d|单|双|组|赛|项目|[和与及、][男女]子))")
 
 
-def gendered_events(text: str) -> set[tuple[str, str]]:
+def gendered_events(text: str, rules: QuestionRules) -> set[tuple[str, str]]:
     """The men's and women's events a text names, as (男 / 女, kind): 男单 -> ("男", "单"), 女子500米 -> ("女", "")."""
-    return {(gender, kind) for gender, kind in _GENDERED_EVENT.findall(text)}
+    return {(gender, kind) for gender, kind in rules.pattern("gendered_event").findall(text)}
 
 
 def other_gender_event(asked: set[tuple[str, str]], said: set[tuple[str, str]]) -> bool:
@@ -348,10 +135,8 @@ def other_gender_event(asked: set[tuple[str, str]], said: set[tuple[str, str]]) 
     )
 
 
-# A question asking who someone is (X是谁, 谁是X, 主演有谁) wants a name. Not one asking who did
-# something (由谁成立, 和谁一起, 为谁效忠), which a group or a role often answers (3名前奴隶, 总参谋部), nor
-# which party bears a cost (运费是谁承担: 买家承担).
-WHO_QUESTION = re.compile(r"(?:是谁|谁是|有谁)(?!(?:来)?(?:承担|负担|出|付|负责|买单|赔|担))")
+# A question asking who someone is (rule `who_question`: X是谁, 主演有谁) wants a name. Not one asking who did
+# something (由谁成立, 和谁一起), which a group or a role often answers (3名前奴隶, 总参谋部).
 # jieba's tags for a person, a place, an organisation or another proper name
 _NAME_TAGS = frozenset({"nr", "nrfg", "nrt", "ns", "nt", "nz"})
 _WORK_TITLE = re.compile(r"《[^》]+》")
@@ -372,14 +157,6 @@ def names_someone(sentence: str, question: str) -> bool:
     return False
 
 
-# A prize a question asks who won (谁获得了金牌, 男单冠军是谁, 最佳影片奖): a sentence naming another
-# (银牌, 半决赛, 最佳导演) is about someone else, however much else it shares with the question.
-_PRIZE = re.compile(
-    r"冠军|亚军|季军|[金银铜]牌|[金银铜]奖|最佳[\u4e00-\u9fff]{2,6}?(?=奖|是|为|的|和|与|及|[？?，,。]|$)"
-)
-PRIZE_STATED = {"冠军": re.compile(r"冠军|夺冠|夺魁|折桂")}  # how a sentence may say it was won
-
-
 # A clause ending in one of these asks yes or no without 吗 (可以机洗不 / 还有货没)
 NOT_ENDS = ("不", "没", "没有")
 # A space between Chinese words ends a clause too: shoppers type "峰刃多少钱 可以机洗不" in a chat window,
@@ -388,10 +165,13 @@ _CHAT_BREAK = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
 CLAUSE_END = re.compile(r"[，,？?；;]+|" + _CHAT_BREAK.pattern)
 
 
-def asked_focus(question: str) -> str | None:
-    """The prize a question asks about, else the last word of a question typed without a
-    question word, else None."""
-    prize = _PRIZE.search(question)
+PRIZE_STATED = {"冠军": "champion_stated"}  # a prize -> the rule saying how a sentence states it was won
+
+
+def asked_focus(question: str, rules: QuestionRules) -> str | None:
+    """The prize a question asks about (rule `prize`: 金牌, not 银牌), else the last word of a question
+    typed without a question word, else None."""
+    prize = rules.pattern("prize").search(question)
     if prize:
         return prize.group(0)
     words = [w.lower() for w in words_of(question.strip()) if re.search(r"\w", w)]

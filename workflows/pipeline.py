@@ -129,7 +129,9 @@ class QAPipeline:
         toolkit_template = build_toolkit(self.registry, SkillContext(kb))  # the tools' schemas, parsed once
         lexicon = kb.lexicon  # read from the catalog: once, shared by the stages
         inspector = Inspector(lexicon=lexicon)
-        extractive = ExtractiveAnswerer(lexicon=lexicon, inspector=inspector, shop=kb.shop)
+        extractive = ExtractiveAnswerer(
+            lexicon=lexicon, inspector=inspector, shop=kb.shop, rule_packs=config.rule_packs
+        )
         self.refusals = RefusalTexts.load()
         compliance = SensitiveWordFilter.for_config(config, kb.dir)  # None when off
         conflict_check.warm_up()
@@ -366,6 +368,7 @@ class QAPipeline:
             draft.steps[-1].outcome = "passed the inspector" if report.passed else "rejected by the inspector"
         if result is not None:
             result.route += draft.steps
+            result.rules_fired = draft.rules_fired
         return draft, report
 
     async def _streamed_draft(

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from citescope.agents.budget import Budget, RetryPolicy
 from citescope.agents.models import ModelConfig
+from citescope.agents.question_rules import known_packs
 from citescope.agents.routing import ModelChoice, Role, RouteRule
 from citescope.agents.usage import ModelPrice
 from citescope.workflows.validation import describe_validation_error
@@ -69,6 +70,7 @@ class PipelineConfig(BaseModel):
     backoff_s: float = Field(0.5, ge=0)
     sensitive_words_file: str = ""  # "" = off; relative: the KB folder if the file is there, else the repo
     sensitive_action: Literal["mask", "refuse"] = "mask"
+    rule_packs: list[str] = Field(default_factory=list)  # opt-in question-rule packs (agents/question_cues.yaml)
 
     @field_validator("planner", "answerer", mode="before")
     @classmethod
@@ -93,6 +95,16 @@ class PipelineConfig(BaseModel):
             except ValueError as exc:
                 raise ValueError(f"model {number}: {exc}") from None
         return choices if isinstance(value, list) else choices[0]
+
+    @field_validator("rule_packs", mode="before")
+    @classmethod
+    def _known_packs(cls, value: Any) -> Any:
+        packs = [p.strip() for p in value.split(",") if p.strip()] if isinstance(value, str) else value
+        if isinstance(packs, list):
+            unknown = [p for p in packs if p not in known_packs()]
+            if unknown:
+                raise ValueError(f"unknown rule pack(s) {unknown} (known: {', '.join(known_packs())})")
+        return packs
 
     @field_validator("reranker")
     @classmethod

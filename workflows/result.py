@@ -141,6 +141,9 @@ class QAResult(BaseModel):
     session_id: str | None = None  # the conversation this answer belongs to, when there is one
     clarification: dict | None = None  # set when the reply asks the customer for facts instead of answering
     as_of: str | None = None  # the time the question was answered about (SearchFilters.as_of), if asked
+    # ids of the question rules (agents/question_cues.yaml) that read the question when the extractive
+    # answerer wrote the answer; empty for a model's answer
+    rules_fired: list[str] = Field(default_factory=list)
 
     @field_validator("answer")
     @classmethod

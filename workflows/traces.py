@@ -298,6 +298,9 @@ def render_trace(trace: dict) -> RenderableType:
             table.add_row(escape(conflict.get("attribute", "")), escape(conflict.get("entity", "")), escape(values))
         parts.append(table)
 
+    if trace.get("rules_fired"):  # the question rules that read the question (agents/question_cues.yaml)
+        parts.append(Text.from_markup("[bold]question rules fired[/bold]: " + escape(", ".join(trace["rules_fired"]))))
+
     if trace.get("route"):  # the models asked (agents/routing.py): which, why, how each ended
         table = _table("model route", "#", "role", "model", "why", "outcome")
         for number, step in enumerate(trace["route"], start=1):

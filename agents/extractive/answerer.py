@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from citescope.agents.citations import (
@@ -17,12 +17,13 @@ from citescope.agents.citations import (
 )
 from citescope.agents.compound_questions import compound_parts
 from citescope.agents.extractive.disclosure import compact, disclose
-from citescope.agents.extractive.reading import QuestionReader
+from citescope.agents.extractive.reading import QuestionProfile, QuestionReader
 from citescope.agents.extractive.scoring import Candidate
 from citescope.agents.extractive.selection import parts_not_named, same_question, select, select_parts
 from citescope.agents.inspector import InspectionReport, Inspector, facts_of
 from citescope.agents.product_answers import ProductAnswers, sku_fields, sku_sentence
 from citescope.agents.prompts import load_prompt
+from citescope.agents.question_rules import question_rules
 from citescope.knowledge.chunking import PIECE_ID
 from citescope.knowledge.crosslingual import worded_for
 from citescope.knowledge.lexicon import Lexicon
@@ -72,17 +73,30 @@ class ExtractiveAnswerer:
         max_sentences: int = 3,
         inspector: Inspector | None = None,
         shop: ShopProfile | None = None,
+        rule_packs: Iterable[str] = (),
     ):
         """shop: the KB's shop profile, whose delivery zones are the documents' words for the places
-        a question names (knowledge/crosslingual.py)."""
+        a question names (knowledge/crosslingual.py). rule_packs: the opt-in packs of question rules
+        the KB turns on (its config's `rule_packs`; agents/question_cues.yaml): none for a shop."""
         self.lexicon = lexicon
         self.max_sentences = max_sentences
         self.inspector = inspector or Inspector(lexicon=lexicon)
-        self.reader = QuestionReader(lexicon, shop)
+        self.reader = QuestionReader(lexicon, shop, question_rules(frozenset(rule_packs)))
         self.products = ProductAnswers(self.reader.tokens, self.reader.canonical)
         self._refusal = load_prompt("refusal").strip()  # read once: every answer is compared with it
 
     # -- entry point ----------------------------------------------------------------------
+    def rules_fired(self, question: str, evidence: Sequence[EvidenceHit]) -> list[str]:
+        """The ids of the question rules that read the question as `run` reads it (the decision trace)."""
+        return self._profile(question, evidence).rules_fired
+
+    def _profile(self, question: str, evidence: Sequence[EvidenceHit]) -> QuestionProfile:
+        english = self.asked_in_english(question, evidence)
+        # an English question against a Chinese shop's evidence is matched by the shop's Chinese words for it
+        profile = self.reader.profile(worded_for(question, [hit.text for hit in evidence]) if english else question)
+        profile.english = english
+        return profile
+
     def run(
         self,
         question: str,
@@ -104,10 +118,7 @@ class ExtractiveAnswerer:
         An English answer's hedge says the words could not be matched across languages, not that the
         evidence is doubtful, so it is given as before.
         """
-        english = self.asked_in_english(question, evidence)
-        # an English question against a Chinese shop's evidence is matched by the shop's Chinese words for it
-        profile = self.reader.profile(worded_for(question, [hit.text for hit in evidence]) if english else question)
-        profile.english = english
+        profile = self._profile(question, evidence)
         banned: set[str] = set()
         if feedback is not None:
             banned = {u.sentence for u in feedback.unsupported} | set(feedback.uncited)

@@ -5,24 +5,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from citescope.agents.inspector import Facts, facts_of
 from citescope.agents.inspector import asked_units as asked_units_of  # profile's local is called asked_units
 from citescope.agents.question_cues import (
     AMOUNT_QUESTION,
-    ASKS,
     ENGLISH_COUNTED,
     ERA_WORDS,
     NUMERIC_QUESTION,
     QUESTION_WORD,
-    RELATIONS,
     WHEN_QUESTION,
-    WHO_QUESTION,
     asked_focus,
     editions,
     gendered_events,
 )
+from citescope.agents.question_rules import QuestionRules, question_rules
 from citescope.knowledge.chinese_script import to_simplified
 from citescope.knowledge.crosslingual import everyday_words
 from citescope.knowledge.lexicon import Lexicon
@@ -35,10 +32,17 @@ from citescope.knowledge.text import (
     unglued,
 )
 
-if TYPE_CHECKING:
-    pass
-
-
+# The pattern rules besides the asks and relation rules that the decision trace names when they match
+# a question (QuestionProfile.rules_fired)
+_TRACED_PATTERNS = (
+    "when_question",
+    "amount_question",
+    "who_question",
+    "identity_question",
+    "edition",
+    "gendered_event",
+    "prize",
+)
 _YES_NO_END = re.compile(r"[不没]有?\s*[？?]?\s*$")  # 可以机洗不 / 有货没: the 不 asks, it is no word to match
 
 
@@ -67,6 +71,7 @@ class QuestionProfile:
     name_numbers: set[str] = field(default_factory=set)  # numbers of the shop's names it names (the 3 of 轻羽3)
     editions: set[tuple[str, int]] = field(default_factory=set)  # editions it names (十三届五次会议)
     events: set[tuple[str, str]] = field(default_factory=set)  # men's / women's events it names (男单)
+    rules_fired: list[str] = field(default_factory=list)  # ids of the rules that read it (agents/question_cues.yaml)
 
     @property
     def focus_head(self) -> str:
@@ -80,10 +85,14 @@ class QuestionReader:
     """How the extractive answerer reads text with the shop's lexicon: its tokens (cached: every
     evidence sentence is tokenized once per question), its canonical form, and questions."""
 
-    def __init__(self, lexicon: Lexicon | None = None, shop: ShopProfile | None = None):
-        """shop: the KB's shop profile, whose delivery zones word the places a question names."""
+    def __init__(
+        self, lexicon: Lexicon | None = None, shop: ShopProfile | None = None, rules: QuestionRules | None = None
+    ):
+        """shop: the KB's shop profile, whose delivery zones word the places a question names. rules: the
+        question rules of the packs the KB turns on (default: the core pack alone, as for a shop)."""
         self.lexicon = lexicon
         self.shop = shop
+        self.rules = rules or question_rules()
         self._token_cache: dict[str, list[str]] = {}
         # the shop's own names (brands, product lines, aliases' targets), lower-case
         self.named_things = frozenset(t.lower() for t in lexicon.all_terms()) if lexicon is not None else frozenset()
@@ -120,11 +129,11 @@ class QuestionReader:
         counted = set(ENGLISH_COUNTED.findall(canonical.lower())) | (set(ERA_WORDS) if asks_when else set())
         terms = [t for t in terms if t not in counted]
         asked_units, asked_words = asked_units_of(canonical), list[str]()
-        for pattern, units, words in ASKS:
-            if pattern.search(canonical):
-                asked_units |= units
-                asked_words += words
-        relations = [cue for pattern, cue in RELATIONS if pattern.search(canonical)]
+        for rule in self.rules.asks:
+            if rule.question.search(canonical):
+                asked_units |= rule.units
+                asked_words += rule.words
+        relations = [rule.answer for rule in self.rules.relations if rule.question.search(canonical)]
         # the documents' words for a shopper's everyday ones (洗澡 -> 淋浴, 寄到上海 -> 江浙沪) say what is asked
         everyday = [w.lower() for w in everyday_words(canonical, shop=self.shop)]
         asked_words += everyday
@@ -147,13 +156,14 @@ class QuestionReader:
             asks_when=asks_when,
             text=canonical.lower(),
             asks_amount=bool(AMOUNT_QUESTION.search(canonical)),
-            asks_who=bool(WHO_QUESTION.search(canonical)),
+            asks_who=bool(self.rules.pattern("who_question").search(canonical)),
             everyday=everyday,
             name_numbers={value for t in terms if t in self.named_things for value, _ in facts_of(t).numbers},
-            editions=editions(canonical),
-            events=gendered_events(canonical),
+            editions=editions(canonical, self.rules),
+            events=gendered_events(canonical, self.rules),
             # a kind of value or a relation asked (多少钱, 在哪里) says what answers instead
-            focus=None if asked_units or asked_words or relations else asked_focus(canonical),
+            focus=None if asked_units or asked_words or relations else asked_focus(canonical, self.rules),
+            rules_fired=self.rules.fired(canonical, _TRACED_PATTERNS),
         )
 
 

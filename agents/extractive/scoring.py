@@ -21,7 +21,6 @@ from citescope.agents.inspector import Facts, facts_of
 from citescope.agents.question_cues import (
     DEFINITION_QUESTION,
     DESCRIPTION_QUESTION,
-    IDENTITY_QUESTION,
     PRIZE_STATED,
     TIME_EXPRESSION,
     editions,
@@ -32,6 +31,7 @@ from citescope.agents.question_cues import (
     other_gender_event,
     states_amount,
 )
+from citescope.agents.question_rules import QuestionRules
 from citescope.knowledge.chunking import SKU_OVERVIEW_SECTION, TABLE_ROW_ID, row_cells
 from citescope.knowledge.filters import day_number
 from citescope.knowledge.schema import in_users_voice
@@ -127,7 +127,11 @@ def scored_candidates(
         named.add(lead_name)
     asks_definition = any(DEFINITION_QUESTION.match(question.text.replace(n, "", 1).strip()) for n in named)
     # built once per question, matched against every sentence
-    identity_openers = [_definition_opener(n) for n in named] if IDENTITY_QUESTION.search(question.text) else []
+    identity_openers = (
+        [_definition_opener(n) for n in named]
+        if reader.rules.pattern("identity_question").search(question.text)
+        else []
+    )
     # what kind of thing X is or does (X有什么作用): said by a sentence opening "X（…）是…" / "X，…" -
     # not "X得知此事，…", which only tells of it
     if DESCRIPTION_QUESTION.search(question.text):
@@ -148,7 +152,9 @@ def scored_candidates(
         faq = is_faq(hit)
         shop_wide = is_shop_wide(hit)
         entity = set() if faq else {t for t in question.terms if has_term(title, t)}
-        sibling = not faq and names_a_sibling(question.text, title, hit.text.lower())
+        sibling = (
+            not faq and reader.rules.checks("sibling_title") and names_a_sibling(question.text, title, hit.text.lower())
+        )
         # the second thing of a comparison (T20和T24…, 峰刃和暖岩…): a title naming a model number or
         # a name of the shop's lexicon the question names is about that, whatever the lead is about
         names_another = bool(title_models & question.facts.models) or any(
@@ -247,15 +253,19 @@ def scored_candidates(
             # those years; a question about when may be answered by a date of the year before
             dated = set(YEAR.findall(_PARENTHESES.sub(" ", canonical)))  # not 梁雅琳（1987-）
             other_year = bool(question.years) and not question.asks_when and bool(dated) and not question.years & dated
-            other_edition_only = bool(question.editions) and other_edition(question.editions, editions(canonical))
-            other_event = bool(question.events) and other_gender_event(question.events, gendered_events(canonical))
+            other_edition_only = bool(question.editions) and other_edition(
+                question.editions, editions(canonical, reader.rules)
+            )
+            other_event = bool(question.events) and other_gender_event(
+                question.events, gendered_events(canonical, reader.rules)
+            )
             # 网民 asked, only 非网民 said: the sentence is about the others
             negated = any(_only_negated(searched, t, question.text) for t in question.terms)
             # 谁获得了金牌 is not answered by 他获得了银牌, however much else matches
             unfocused = (
                 question.focus is not None
                 and not has_term(title, question.focus)
-                and not _mentions(searched, question.focus_head)
+                and not _mentions(searched, question.focus_head, reader.rules)
             )
             # how many of something named by single characters only, beside the entity (C65有几个口: 口): a
             # sentence with them all and an amount answers (a relation's 叫 of 又叫什么 needs its cue instead)
@@ -390,10 +400,10 @@ def _glued(text: str) -> str:
     return _LETTERS_APART_FROM_DIGITS.sub("", text)
 
 
-def _mentions(text: str, word: str) -> bool:
+def _mentions(text: str, word: str, rules: QuestionRules) -> bool:
     """The word, or for a longer one two of its characters in a row (出生 of 出生率, 听证 of 听证会);
-    a prize also as a sentence says it was won (夺冠)."""
-    if has_term(text, word) or (word in PRIZE_STATED and PRIZE_STATED[word].search(text)):
+    a prize also as a sentence says it was won (夺冠: rule `champion_stated`)."""
+    if has_term(text, word) or (word in PRIZE_STATED and rules.pattern(PRIZE_STATED[word]).search(text)):
         return True
     if word.startswith("最佳"):  # 最佳影片 is not said by 最佳导演: no two characters will do
         return False

@@ -11,10 +11,9 @@ from citescope.agents.extractive.reading import QuestionProfile, QuestionReader
 from citescope.agents.extractive.scoring import Candidate, is_shop_wide, scored_candidates
 from citescope.agents.inspector import facts_of
 from citescope.agents.question_cues import (
-    ASKS,
-    RELATIONS,
     WHEN_QUESTION,
 )
+from citescope.agents.question_rules import QuestionRules
 from citescope.knowledge.chunking import row_cells
 from citescope.knowledge.text import (
     CJK_CHAR,
@@ -156,7 +155,7 @@ def select_parts(
 
     for part, profile in zip(parts, profiles, strict=False):
         profile.english = english
-        own = _own_terms(profile, [p for p in profiles if p is not profile])
+        own = _own_terms(profile, [p for p in profiles if p is not profile], reader.rules)
 
         def about(candidate: Candidate, own: list[str] = own) -> bool:
             return allowed(candidate) and (not own or names_any(candidate, own))
@@ -195,7 +194,7 @@ def parts_not_named(reader: QuestionReader, parts: list[str], text: str, names: 
     units = {unit for _, unit in facts_of(text).numbers}
     left = []
     for part, profile in zip(parts, profiles, strict=False):
-        own = _own_terms(profile, [p for p in profiles if p is not profile])
+        own = _own_terms(profile, [p for p in profiles if p is not profile], reader.rules)
         if names:
             beyond = [term for term in own if not any(has_term(name, term) for name in names)]
             missing = (
@@ -226,17 +225,17 @@ def same_question(reader: QuestionReader, question: QuestionProfile, evidence: S
     return best
 
 
-def _own_terms(part: QuestionProfile, others: Sequence[QuestionProfile]) -> list[str]:
+def _own_terms(part: QuestionProfile, others: Sequence[QuestionProfile], rules: QuestionRules) -> list[str]:
     """The words of one part of a compound question no other part has (考研 / 高考, 主演 / 导演),
     except the words of what kind of value is asked (时间, 地点, 价格): a sentence answers those
     with a time, a place, a price, not with the word. The documents' words for its everyday ones count
     (江浙沪, 送达 of 我在上海几天能到)."""
     shared = set().union(*(other.terms for other in others), *(other.everyday for other in others))
-    return [term for term in [*part.terms, *part.everyday] if term not in shared and not _asks_a_kind(term)]
+    return [term for term in [*part.terms, *part.everyday] if term not in shared and not _asks_a_kind(term, rules)]
 
 
-def _asks_a_kind(term: str) -> bool:
-    return bool(WHEN_QUESTION.search(term) or any(pattern.search(term) for pattern, *_ in (*ASKS, *RELATIONS)))
+def _asks_a_kind(term: str, rules: QuestionRules) -> bool:
+    return bool(WHEN_QUESTION.search(term) or any(rule.question.search(term) for rule in rules.reading_rules()))
 
 
 def _one_per_row(chosen: list[Candidate]) -> list[Candidate]:

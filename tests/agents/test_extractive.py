@@ -17,6 +17,7 @@ from tests.conftest import DEMO_DIR
 REFUSAL = "抱歉，知识库中暂未找到可靠信息来回答这个问题。为避免误导您，建议您换个问法，或转人工客服进一步确认。"
 RET26 = "policy-returns-2026#无理由退换-0"
 RET24 = "policy-returns-2024#无理由退换-0"
+ARTICLE_PACKS = ("encyclopedia", "news")  # what a KB of articles turns on (agents/question_cues.yaml)
 
 
 @pytest.fixture(scope="module")
@@ -503,7 +504,7 @@ def test_a_length_or_a_description_is_answered_in_the_evidence_own_words():
 
 
 def test_a_relation_asked_in_other_words_is_answered_by_how_sentences_state_it():
-    answerer = ExtractiveAnswerer()
+    answerer = ExtractiveAnswerer(rule_packs=ARTICLE_PACKS)
     alias = hit("w-11#body-0", "蟒鳗", "蟒鳗，又称血红拟蛇鱼，为鳗鲡目的一个种。")
     assert "血红拟蛇鱼" in answerer.run("蟒鳗又被称为什么？", [alias])
     place = hit("w-12#body-0", "九龙酒店", "九龙酒店是香港一间酒店，位于尖沙咀弥敦道与汉口道交界。")
@@ -557,7 +558,7 @@ def test_single_characters_are_joined_only_where_they_stand_together_in_the_ques
 
 
 def test_a_close_second_sentence_of_the_first_document_that_answers_beats_a_refusal():
-    answerer = ExtractiveAnswerer()
+    answerer = ExtractiveAnswerer(rule_packs=ARTICLE_PACKS)
     # 叫声 matches the 叫 of 又叫 and scores best, but only the 又名 sentence says what it is called
     deer = hit("w-20#body-0", "沼鹿", "当受到骚扰时，沼鹿会发出尖锐的叫声。沼鹿又名泽鹿，是原住于印度及尼泊尔的鹿。")
     assert "泽鹿" in answerer.run("沼鹿又叫什么？", [deer])
@@ -580,7 +581,7 @@ def test_a_value_in_the_unit_the_question_names_answers_it():
 
 
 def test_a_compound_question_is_answered_part_by_part():
-    answerer = ExtractiveAnswerer()
+    answerer = ExtractiveAnswerer(rule_packs=ARTICLE_PACKS)
     films = [
         hit("n-20#body-0", "", "2022年春节档首日票房冠军是《长津湖之水门桥》，单日票房超过6亿元。"),
         hit("n-21#body-0", "", "影迷热议春节档，多部影片口碑出色，票房冠军之争引发关注。"),
@@ -622,7 +623,7 @@ def test_a_sentence_dating_its_fact_to_another_year_or_only_naming_the_others_an
 
 
 def test_a_sentence_without_the_word_naming_what_is_asked_answers_nothing():
-    answerer = ExtractiveAnswerer()
+    answerer = ExtractiveAnswerer(rule_packs=ARTICLE_PACKS)
     silver = hit(
         "n-40#body-0", "", "北京冬奥会是鲁斯特参加的第二届奥运会，2018年平昌冬奥会时，他获得了男子1500米比赛的银牌。"
     )
@@ -916,23 +917,36 @@ def test_the_number_of_a_name_the_question_names_states_nothing(demo_kb, answere
 
 def test_a_sentence_about_another_edition_answers_nothing():
     other = hit("n-1#body-0", "政协闭幕", "全国政协十三届一次会议3月15日上午9点30分在人民大会堂举行闭幕会。")
-    assert ExtractiveAnswerer().run("全国政协十三届五次会议闭幕时间", [other]) == ExtractiveAnswerer().refusal()
+    assert (
+        ExtractiveAnswerer(rule_packs=ARTICLE_PACKS).run("全国政协十三届五次会议闭幕时间", [other])
+        == ExtractiveAnswerer(rule_packs=ARTICLE_PACKS).refusal()
+    )
     same = hit("n-2#body-0", "政协闭幕", "全国政协十三届五次会议将于3月10日上午闭幕，会期6天。")
-    assert "3月10日" in ExtractiveAnswerer().run("全国政协十三届五次会议闭幕时间", [same, other])
+    assert "3月10日" in ExtractiveAnswerer(rule_packs=ARTICLE_PACKS).run(
+        "全国政协十三届五次会议闭幕时间", [same, other]
+    )
 
 
 def test_a_sentence_about_the_womens_event_does_not_answer_for_the_mens():
     womens = hit("n-1#body-0", "澳网", "2023年澳网女单冠军是萨巴伦卡职业生涯第12座冠军奖杯。")
-    assert ExtractiveAnswerer().run("2023年澳网男单冠军是谁？", [womens]) == ExtractiveAnswerer().refusal()
+    assert (
+        ExtractiveAnswerer(rule_packs=ARTICLE_PACKS).run("2023年澳网男单冠军是谁？", [womens])
+        == ExtractiveAnswerer(rule_packs=ARTICLE_PACKS).refusal()
+    )
     mens = hit("n-2#body-0", "澳网", "德约科维奇直落三盘击败西西帕斯，夺得2023年澳网男单冠军。")
-    assert "德约科维奇" in ExtractiveAnswerer().run("2023年澳网男单冠军是谁？", [mens, womens])
+    assert "德约科维奇" in ExtractiveAnswerer(rule_packs=ARTICLE_PACKS).run("2023年澳网男单冠军是谁？", [mens, womens])
 
 
 def test_an_article_answers_who_only_with_a_name():
     nameless = hit("n-1#body-0", "冬奥会", "如今，作为2022年冬奥会和冬残奥会开闭幕式总导演，他再次站上舞台。")
-    assert ExtractiveAnswerer().run("2022年冬奥会开幕式总导演是谁", [nameless]) == ExtractiveAnswerer().refusal()
+    assert (
+        ExtractiveAnswerer(rule_packs=ARTICLE_PACKS).run("2022年冬奥会开幕式总导演是谁", [nameless])
+        == ExtractiveAnswerer(rule_packs=ARTICLE_PACKS).refusal()
+    )
     named = hit("n-2#body-0", "冬奥会", "北京2022年冬奥会开幕式总导演张艺谋在接受记者采访时表示将大胆创意。")
-    assert "张艺谋" in ExtractiveAnswerer().run("2022年冬奥会开幕式总导演是谁", [nameless, named])
+    assert "张艺谋" in ExtractiveAnswerer(rule_packs=ARTICLE_PACKS).run(
+        "2022年冬奥会开幕式总导演是谁", [nameless, named]
+    )
 
 
 def test_the_shops_who_pays_is_answered_by_a_party(answerer, demo_kb):
@@ -949,7 +963,7 @@ def test_how_someone_did_is_answered_by_the_round_reached():
         "马德里大师赛",
         "2023年ATP1000马德里大师赛1/4决赛中，张之臻以0比2不敌卡拉采夫，止步马德里大师赛8强。",
     )
-    assert "8强" in ExtractiveAnswerer().run("2023年马德里大师赛张之臻成绩？", [result])
+    assert "8强" in ExtractiveAnswerer(rule_packs=ARTICLE_PACKS).run("2023年马德里大师赛张之臻成绩？", [result])
 
 
 def test_an_faq_reply_cut_into_chunks_is_quoted_across_them():

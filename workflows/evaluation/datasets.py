@@ -36,6 +36,15 @@ from citescope.knowledge.settings import Settings, get_settings
 # baoxianzhidao is an FAQ export (title = the standard question, text = the best reply), ingested
 # as a shop ingests its FAQ (`run.py ingest --doc-type faq`).
 DECLARED_DOC_TYPES = {"baoxianzhidao": "faq"}
+# The opt-in question-rule packs (agents/question_cues.yaml) a set's KB turns on, chosen by the kind of
+# text its corpus is, never by its questions: CMRC 2018 is Chinese Wikipedia (encyclopedia), RGB news
+# articles, DomainRAG a university's web pages (its news and notices); baoxianzhidao is an FAQ export,
+# read as a shop's FAQ is, with the core rules alone. Written into the KB's config.yaml (splits.py).
+DECLARED_RULE_PACKS: dict[str, tuple[str, ...]] = {
+    "cmrc2018_dev": ("encyclopedia",),
+    "rgb_zh": ("news",),
+    "domainrag": ("news",),
+}
 MARKER = "dataset.json"  # written after a complete ingest; its presence means "reuse me"
 HELD_OUT_SHARE = 0.3  # of a set's questions, never used to fit or choose anything (calibrate.py)
 

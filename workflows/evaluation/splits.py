@@ -17,6 +17,7 @@ from citescope.knowledge.kb import KnowledgeBase
 from citescope.workflows.evaluation.bench.conflicts import _rebuilt_counterfactual  # DomainRAG's counterfactual recipe
 from citescope.workflows.evaluation.datasets import (
     DECLARED_DOC_TYPES,
+    DECLARED_RULE_PACKS,
     Question,
     dataset_kb,
     missing_embeddings,
@@ -25,7 +26,7 @@ from citescope.workflows.evaluation.datasets import (
 from citescope.workflows.metrics import (
     group_by,
 )
-from citescope.workflows.pipeline_config import KB_CONFIG_NAME
+from citescope.workflows.pipeline_config import KB_CONFIG_NAME, update_kb_config
 
 CALIBRATED_PATH = Path(__file__).with_name("calibrated.yaml")
 
@@ -42,6 +43,7 @@ class Split:
     questions: Path
     corpus: tuple[Path, ...]
     doc_type: str | None = None  # the type of its corpus records, which name none (DECLARED_DOC_TYPES)
+    rule_packs: tuple[str, ...] = ()  # the question-rule packs its kind of text turns on (DECLARED_RULE_PACKS)
 
     @property
     def label(self) -> str:
@@ -73,7 +75,11 @@ def find_splits(dataset_dir: Path, questions_file: str | None = None) -> list[Sp
             corpus = dataset_dir / "corpus.jsonl"
         splits.append(
             Split(
-                file.stem, file, (corpus if corpus.exists() else dataset_dir,), DECLARED_DOC_TYPES.get(dataset_dir.name)
+                file.stem,
+                file,
+                (corpus if corpus.exists() else dataset_dir,),
+                DECLARED_DOC_TYPES.get(dataset_dir.name),
+                DECLARED_RULE_PACKS.get(dataset_dir.name, ()),
             )
         )
     return splits
@@ -187,6 +193,8 @@ def open_split_kbs(split: Split, questions: Sequence[Question], root: Path, max_
             )
         kb = _open_kb(paths, f"{name}-{role}", root / "kbs", split.doc_type)
         seed_calibrated_config(kb.dir)
+        if split.rule_packs:  # the set's kind of text, whatever an earlier run wrote there
+            update_kb_config(kb.dir, {"rule_packs": list(split.rule_packs)})
         setattr(kbs, role, kb)
         if not len(kb):
             raise EvalError(f"{name}: the {role} KB at {kb.dir} is empty (see its dataset.json)")

@@ -45,6 +45,7 @@ class Draft:
     degradation: str = ""  # why a model's draft was replaced, if it was
     position: int = -1  # the model of the route that wrote it (-1: the extractive answerer)
     steps: list[RouteStep] = field(default_factory=list)  # the models asked, the last one's outcome open
+    rules_fired: list[str] = field(default_factory=list)  # the question rules the extractive answerer applied
 
 
 class Answer:
@@ -106,4 +107,5 @@ class Answer:
             overview=given.overview,
             doubtful=given.doubtful,
         )
-        return Draft(text, "extractive", failed, steps=steps)
+        fired = self.extractive.rules_fired(analysis.question, given.evidence)
+        return Draft(text, "extractive", failed, steps=steps, rules_fired=fired)
