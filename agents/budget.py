@@ -5,8 +5,12 @@
 normalised arguments) is answered from the earlier result and costs nothing, and a call over the
 total or per-tool cap never runs. Every model call asks `check_model` first (the model-call cap,
 the token limits of agents/usage.py, the deadline); `budgeted_model_call` wraps one model request
-with that check, the remaining deadline as its timeout, and retries with backoff, so every caller
-(planner, answerer) gets the same guarantees; it records each request's tokens per model.
+with that check, the remaining deadline as its timeout, the provider's circuit breaker and
+concurrency limit (agents/circuit_breaker.py), and retries what is worth retrying
+(agents/provider_errors.py), so every caller (planner, answerer) gets the same guarantees; it
+records each request's tokens per model.
+The last `offline_reserve_s` of the deadline is never given to a model: it is the offline
+fallback's, so a stalled provider's question still answers from the offline engine in time.
 """
 
 from __future__ import annotations
@@ -14,14 +18,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from citescope.agents.arms import PlanBudget
-from citescope.agents.models import redact
+from citescope.agents.circuit_breaker import guard_for
+from citescope.agents.provider_errors import ProviderError, classify
 from citescope.agents.usage import Usage, UsageLimits
 
 log = logging.getLogger(__name__)
@@ -36,6 +42,8 @@ class Budget(BaseModel):
     deadline_s: float = Field(default=60.0, gt=0)
     max_input_tokens: int | None = Field(default=None, ge=0)  # over all of a question's requests; None: no limit
     max_output_tokens: int | None = Field(default=None, ge=0)
+    # the end of the deadline no model request may use: the offline fallback's time
+    offline_reserve_s: float = Field(default=1.0, ge=0)
 
     def usage_limits(self) -> UsageLimits:
         """The limits checked before each model request (requests = every attempt)."""
@@ -99,7 +107,10 @@ class DeadlinePassed(Exception):
 
 
 class BudgetTracker:
-    """One question's budget account. Not thread-safe: the planner runs tool calls one by one."""
+    """One question's budget account. Not thread-safe: the planner runs tool calls one by one.
+    Tool calls are counted in totals (what the question spent) and per phase (what the caps
+    check): the offline fallback starts a fresh phase, so the calls of a planner model that
+    failed do not eat the fallback's budget (start_fallback)."""
 
     def __init__(self, budget: Budget | None = None, clock=time.monotonic, started: float | None = None):
         """started: when the question arrived, on `clock` (a service request that waited for a free
@@ -110,6 +121,8 @@ class BudgetTracker:
         self._results: dict[tuple[str, str], Any] = {}
         self.per_tool: dict[str, int] = {}
         self.tool_calls = 0
+        self._phase_per_tool: dict[str, int] = {}
+        self._phase_calls = 0
         self.cached_calls = 0
         self.refused_calls = 0
         self.model_calls = 0
@@ -126,6 +139,10 @@ class BudgetTracker:
     def expired(self) -> bool:
         return self.remaining_s() <= 0
 
+    def model_remaining_s(self) -> float:
+        """What a model request may still use: the remaining deadline less the offline fallback's reserve."""
+        return max(0.0, self.remaining_s() - self.budget.offline_reserve_s)
+
     def check_deadline(self, stage: str) -> None:
         """DeadlinePassed when the deadline has passed: `stage` must not start."""
         if self.expired:
@@ -139,9 +156,9 @@ class BudgetTracker:
             self.cached_calls += 1
             return Decision(kind="repeated", previous=self._results[key])
         reason = ""
-        if self.tool_calls >= self.budget.max_tool_calls:
+        if self._phase_calls >= self.budget.max_tool_calls:
             reason = f"tool-call budget used up ({self.budget.max_tool_calls} calls)"
-        elif self.per_tool.get(name, 0) >= self.budget.max_calls_per_tool:
+        elif self._phase_per_tool.get(name, 0) >= self.budget.max_calls_per_tool:
             reason = f"{name} budget used up ({self.budget.max_calls_per_tool} calls per tool)"
         elif self.expired:
             reason = f"deadline of {self.budget.deadline_s:g}s passed"
@@ -150,7 +167,14 @@ class BudgetTracker:
             return Decision(kind="exhausted", reason=reason)
         self.tool_calls += 1
         self.per_tool[name] = self.per_tool.get(name, 0) + 1
+        self._phase_calls += 1
+        self._phase_per_tool[name] = self._phase_per_tool.get(name, 0) + 1
         return Decision(kind="allowed")
+
+    def start_fallback(self) -> None:
+        """The offline fallback gets the whole tool budget again, whatever a failed planner model
+        spent; identical calls are still answered from the earlier results."""
+        self._phase_calls, self._phase_per_tool = 0, {}
 
     def record_tool(self, name: str, args: Mapping[str, Any], result: Any) -> None:
         """Keep an allowed call's result so an identical call later gets it back."""
@@ -158,17 +182,20 @@ class BudgetTracker:
 
     @property
     def tools_exhausted(self) -> bool:
-        return self.tool_calls >= self.budget.max_tool_calls
+        return self._phase_calls >= self.budget.max_tool_calls
 
     # -- models ----------------------------------------------------------------------------
     def check_model(self) -> Decision:
-        """Allowed (and counted) or exhausted (model-call cap, token limits or deadline)."""
+        """Allowed (and counted) or exhausted (model-call cap, token limits, deadline or the offline reserve)."""
         spent = sum(self.model_usage.values(), Usage()).model_copy(update={"requests": self.model_calls})
         over = self.budget.usage_limits().check_before_request(spent)
         if over is not None:
             return Decision(kind="exhausted", reason=over)
         if self.expired:
             return Decision(kind="exhausted", reason=f"deadline of {self.budget.deadline_s:g}s passed")
+        if self.model_remaining_s() <= 0:
+            reserve = self.budget.offline_reserve_s
+            return Decision(kind="exhausted", reason=f"the last {reserve:g}s of the deadline are the offline fallback's")
         self.model_calls += 1
         return Decision(kind="allowed")
 
@@ -194,18 +221,31 @@ class ModelFailure(Exception):
     """A model stage failed for good (after retries): the pipeline falls back to the offline engine."""
 
 
+class CorrectableReply(ModelFailure):
+    """A reply `validate` rejects in a way a blind retry would not fix (malformed tool arguments):
+    budgeted_model_call raises it at once, and the caller tells the model what was wrong."""
+
+    def __init__(self, reason: str, response: Any):
+        super().__init__(reason)
+        self.response = response
+
+
 class RetryPolicy(BaseModel):
     max_retries: int = Field(default=1, ge=0)
-    backoff_s: float = Field(default=0.5, ge=0)  # doubled after each failed attempt
+    backoff_s: float = Field(default=0.5, ge=0)  # doubled after each failed attempt, jittered (x0.5-1)
     call_timeout_s: float = Field(default=30.0, gt=0)  # one attempt; never beyond the question's deadline
+    # the provider's circuit breaker and concurrency limit (agents/circuit_breaker.py), process-wide;
+    # the first use of a provider fixes them for the process
+    breaker_failures: int = Field(default=3, ge=1)  # consecutive failed requests that open it
+    breaker_cool_down_s: float = Field(default=30.0, gt=0)  # open this long, then one probe
+    max_concurrent: int = Field(default=8, ge=1)  # requests in flight to one provider
 
-
-def describe_failure(exc: BaseException) -> str:
-    """A log-safe reason: exception type, HTTP status when there is one, a short message."""
-    status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
-    text = redact(str(exc).splitlines()[0][:160]) if str(exc).strip() else ""
-    head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
-    return f"{head}: {text}" if text else head
+    def pause_s(self, attempt: int, error: ProviderError) -> float:
+        """Before attempt+2: the provider's Retry-After when it gave one, else jittered exponential
+        backoff (a fleet of clients retrying in step would hit a recovering provider together)."""
+        if error.retry_after_s is not None:
+            return error.retry_after_s
+        return self.backoff_s * (2**attempt) * random.uniform(0.5, 1.0)
 
 
 async def collect_response(response: Any) -> Any:
@@ -227,46 +267,83 @@ async def budgeted_model_call(
     retry: RetryPolicy,
     validate=None,
     may_retry: Callable[[], bool] | None = None,
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     **kwargs: Any,
 ) -> Any:
     """Call `model(messages, **kwargs)` under the budget: each attempt is counted, timed out at
-    min(call_timeout_s, remaining deadline), and checked by `validate(response)` (which raises
-    ModelFailure for a reply that cannot be used). Failed attempts are retried with backoff while
-    budget and deadline last, and while `may_retry()` says so (a streamed answer that has shown
-    sentences cannot start over); then ModelFailure says what went wrong."""
+    min(call_timeout_s, remaining deadline less the offline reserve), and checked by
+    `validate(response)` (which raises ModelFailure for a reply that cannot be used, or
+    CorrectableReply, raised on at once). An open circuit breaker fails the call without a
+    request; a refused key or request (401/403/400/404/422) is not retried; a 429 waits its
+    Retry-After when that fits the deadline; 5xx, timeouts, dropped connections and cut streams
+    are retried with jittered backoff while budget and deadline last, and while `may_retry()` says
+    so (a streamed answer that has shown sentences cannot start over). Then ModelFailure says what
+    went wrong. sleep: how a pause is waited (tests pass a recorder)."""
+    guard = guard_for(model, retry.breaker_failures, retry.breaker_cool_down_s, retry.max_concurrent)
     failures: list[str] = []
     name = str(getattr(model, "model_name", "?"))
     for attempt in range(retry.max_retries + 1):
+        if not guard.breaker.allow():
+            failures.append(f"circuit open for {guard.key} (next probe in {guard.breaker.retry_in_s():.3g}s)")
+            break
         decision = tracker.check_model()
         if not decision.allowed:
+            guard.breaker.release_probe()
             failures.append(decision.reason)
             break
+        timeout = min(retry.call_timeout_s, tracker.model_remaining_s())
+        waited = time.monotonic()
+        if not await guard.slots.acquire(timeout):  # the provider is busy, not sick: not the breaker's business
+            guard.breaker.release_probe()
+            failures.append(f"no free request slot to {guard.key} within {timeout:.3g}s")
+            break
+        timeout -= time.monotonic() - waited
         tracker.record_usage(name, Usage(requests=1))  # sent, whatever comes back
-        timeout = min(retry.call_timeout_s, tracker.remaining_s())
-
-        async def attempt_once() -> Any:
-            response = await collect_response(await model(messages, **kwargs))
-            tracker.record_usage(name, Usage.tokens_of(response))  # paid for, even if `validate` rejects it
-            return response
-
         try:
-            response = await asyncio.wait_for(attempt_once(), timeout)
+            try:
+                response = await asyncio.wait_for(_request(model, messages, kwargs, tracker, name), timeout)
+            finally:
+                guard.slots.release()
+        except asyncio.CancelledError:
+            guard.breaker.release_probe()
+            raise
+        except Exception as exc:
+            error = ProviderError("timeout", f"timed out after {timeout:.3g}s") if isinstance(exc, TimeoutError) else None
+            error = error or classify(exc)
+            if error.counts_against_provider:
+                guard.breaker.record_failure()
+            else:
+                guard.breaker.release_probe()
+            failures.append(error.reason)
+            log.warning("model %s attempt %d failed: %s", guard.key, attempt + 1, error.reason)
+            if not error.retryable or attempt == retry.max_retries or (may_retry is not None and not may_retry()):
+                break
+            pause = retry.pause_s(attempt, error)
+            if pause >= tracker.model_remaining_s():
+                if error.retry_after_s is not None:
+                    failures.append(f"Retry-After {error.retry_after_s:g}s does not fit the deadline")
+                break
+            await sleep(pause)
+            continue
+        guard.breaker.record_success()  # the provider answered; whether the reply is usable is ours to judge
+        try:
             if validate is not None:
                 validate(response)
             return response
-        except asyncio.CancelledError:
+        except CorrectableReply:
             raise
-        except TimeoutError:
-            failures.append(f"timed out after {timeout:.3g}s")
-        except Exception as exc:  # 429/5xx, connection, bad JSON, invalid tool call: all retried alike
-            failures.append(describe_failure(exc))
-        log.warning("model %s attempt %d failed: %s", getattr(model, "model_name", "?"), attempt + 1, failures[-1])
-        if may_retry is not None and not may_retry():
-            break
-        pause = retry.backoff_s * (2**attempt)
-        if attempt < retry.max_retries and pause < tracker.remaining_s():
-            await asyncio.sleep(pause)
+        except ModelFailure as exc:  # an unusable reply (no text, an unknown tool): asked again
+            failures.append(str(exc))
+            log.warning("model %s attempt %d rejected: %s", guard.key, attempt + 1, exc)
+            if may_retry is not None and not may_retry():
+                break
     raise ModelFailure(_summarise(failures))
+
+
+async def _request(model: Any, messages: list[dict], kwargs: dict, tracker: BudgetTracker, name: str) -> Any:
+    response = await collect_response(await model(messages, **kwargs))
+    tracker.record_usage(name, Usage.tokens_of(response))  # paid for, even if `validate` rejects it
+    return response
 
 
 def _summarise(failures: list[str]) -> str:

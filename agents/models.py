@@ -52,44 +52,137 @@ DEFAULT_MODEL: dict[str, str] = {
 NO_KEY_PLACEHOLDER = "EMPTY"
 
 
+class IncompleteStream(Exception):
+    """A streamed reply that ended without its finish reason (the connection dropped, a proxy cut
+    it): what arrived is not a whole reply, so it is an error the caller may retry, never an answer."""
+
+
+class HTMLErrorPage(Exception):
+    """A 200 whose body is an HTML page (a gateway's or captive proxy's), not the provider's reply."""
+
+    def __init__(self, status: int):
+        super().__init__(f"HTTP {status} (HTML error page)")
+        self.status = status
+
+
 class StreamSafeOpenAIChatModel(OpenAIChatModel):
-    """AgentScope's OpenAIChatModel, with one fix for streaming under openai>=3 (pinned 3.57).
+    """AgentScope's OpenAIChatModel, with fixes for streaming under openai>=3 (pinned 3.57).
 
     AgentScope 1.0.21 tests `hasattr(delta, "audio") and "data" in delta.audio`; the openai SDK
     now always sets `ChoiceDelta.audio = None`, so every streamed chunk raised TypeError.
-    Chunks with no audio get an empty dict there; everything else is AgentScope's own code.
+    Chunks with no audio get an empty dict there. A stream that ends before any choice carried a
+    finish reason raises IncompleteStream (AgentScope would yield the partial reply as final),
+    and an HTML body raises HTMLErrorPage. Non-streamed replies keep each tool call's arguments as
+    sent (`raw_input`), which AgentScope repairs away, so the planner can see they were malformed.
+    Everything else is AgentScope's own code.
     """
 
     async def _parse_openai_stream_response(self, start_datetime, response, structured_model=None):
         async for parsed in super()._parse_openai_stream_response(
             start_datetime,
-            _NoneAudioAsEmpty(response),
+            _CheckedOpenAIStream(response),
             structured_model,
         ):
             yield parsed
 
+    def _parse_openai_completion_response(self, start_datetime, response, structured_model=None):
+        if isinstance(response, str):  # the SDK hands back a body it could not read as JSON as text
+            raise HTMLErrorPage(200) if "<html" in response[:200].lower() else ValueError("the reply is not JSON")
+        parsed = super()._parse_openai_completion_response(start_datetime, response, structured_model)
+        raw = {call.id: call.function.arguments for choice in response.choices for call in choice.message.tool_calls or []}
+        for block in parsed.content:
+            if block.get("type") == "tool_use" and block.get("id") in raw:
+                block["raw_input"] = raw[block["id"]]
+        return parsed
 
-class _NoneAudioAsEmpty:
+
+class _CheckedOpenAIStream:
     """Wraps the SDK's async stream (an async context manager yielding chunks or events)."""
 
     def __init__(self, response) -> None:
         self._response = response
 
-    async def __aenter__(self) -> _NoneAudioAsEmpty:
+    async def __aenter__(self) -> _CheckedOpenAIStream:
         self._stream = await self._response.__aenter__()
+        http = getattr(self._stream, "response", None)  # the httpx response of openai's AsyncStream
+        if http is not None and "html" in http.headers.get("content-type", ""):
+            raise HTMLErrorPage(http.status_code)
         return self
 
     async def __aexit__(self, *exc) -> None:
         await self._response.__aexit__(*exc)
 
     async def __aiter__(self):
+        finished = False
         async for item in self._stream:
             chunk = item.chunk if getattr(item, "type", None) == "chunk" else item
             for choice in getattr(chunk, "choices", None) or []:
+                finished = finished or bool(getattr(choice, "finish_reason", None))
                 delta = getattr(choice, "delta", None)
                 if delta is not None and getattr(delta, "audio", {}) is None:
                     delta.audio = {}
             yield item
+        if not finished:
+            raise IncompleteStream("the model stream ended without a finish reason")
+
+
+class CheckedDashScopeChatModel(DashScopeChatModel):
+    """AgentScope's DashScopeChatModel; a stream whose last event carries no finish reason raises
+    IncompleteStream instead of passing for a whole reply, and non-streamed tool calls keep their
+    arguments as sent (`raw_input`)."""
+
+    async def _parse_dashscope_stream_response(self, start_datetime, response, structured_model=None):
+        async for parsed in super()._parse_dashscope_stream_response(
+            start_datetime, _checked_dashscope_stream(response), structured_model
+        ):
+            yield parsed
+
+    async def _parse_dashscope_generation_response(self, start_datetime, response, structured_model=None):
+        parsed = await super()._parse_dashscope_generation_response(start_datetime, response, structured_model)
+        if getattr(response, "status_code", 200) == 200:
+            message = response.output.choices[0].message
+            raw = {call["id"]: call["function"].get("arguments") or "" for call in message.get("tool_calls") or []}
+            for block in parsed.content:
+                if block.get("type") == "tool_use" and block.get("id") in raw:
+                    block["raw_input"] = raw[block["id"]]
+        return parsed
+
+
+async def _checked_dashscope_stream(response):
+    """DashScope's events, IncompleteStream when the last one did not finish (its finish_reason is
+    the string "null" until the last event)."""
+    finish = None
+    async for chunk in _as_async(response):
+        choices = getattr(getattr(chunk, "output", None), "choices", None) or []
+        if getattr(chunk, "status_code", 200) == 200 and choices:
+            finish = choices[0].get("finish_reason")
+        yield chunk
+    if finish in (None, "", "null"):
+        raise IncompleteStream("the model stream ended without a finish reason")
+
+
+async def _as_async(events):
+    """The SDK's stream as an async iterator (AioGeneration streams async; multimodal ones may not)."""
+    if hasattr(events, "__aiter__"):
+        async for event in events:
+            yield event
+    else:
+        for event in events:
+            yield event
+
+
+async def close_model_sessions(*models: ChatModelBase | None) -> None:
+    """Close what the clients opened on the running loop: each OpenAI client's connection pool, and
+    the aiohttp session the dashscope SDK keeps per event loop (dashscope.api_entities.aio_session),
+    which a loop that closes first would leak."""
+    for model in models:
+        client = getattr(model, "client", None)
+        if client is not None and hasattr(client, "close"):
+            await client.close()
+    if any(isinstance(model, DashScopeChatModel) for model in models):
+        from dashscope.api_entities.aio_session import close_shared_aio_session
+
+        await close_shared_aio_session()
 
 
 class ModelSettings(BaseModel):
@@ -196,7 +289,7 @@ def make_chat_model(config: ModelConfig | str) -> tuple[ChatModelBase | None, Fo
         if config.base_url:
             generate_kwargs["base_address"] = config.base_url
         # enable_thinking: DashScopeChatModel puts it into the request's parameters itself
-        model: ChatModelBase = DashScopeChatModel(
+        model: ChatModelBase = CheckedDashScopeChatModel(
             model_name=config.model,
             api_key=config.require_api_key(),
             stream=config.stream,

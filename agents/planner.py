@@ -7,11 +7,14 @@ wrapped, so before `registry.call` runs the BudgetTracker decides — a call ove
 per-tool cap gets BUDGET_EXHAUSTED_TEXT and never runs; an identical repeat gets the earlier
 result and costs nothing. (A pre_acting hook cannot skip a call, and post_acting is too late.)
 The LLM is wrapped too: each request is budgeted, timed out, retried, and its tool calls are
-checked (unknown tool, empty arguments for a tool with required ones = malformed: AgentScope
-repairs bad JSON to {}). ReActAgent's closing "summarize" request, made without tools after
-max_iters, is answered locally: the planner's text is never used. A planner LLM that fails for
-good hands the question to the next model of its route (agents/routing.py), and after the last to
-the offline plan (same budget, same pool).
+checked: an unknown tool is a failed reply (asked again); arguments that are not one valid JSON
+object as sent (AgentScope would run `{query: 手机, top_k: 5` "repaired", with top_k inside the
+query) or that lack a required argument go back to the model once as a tool error to correct
+(prompts/planner_tool_error.md), and a second bad call fails the planner model. ReActAgent's
+closing "summarize" request, made without tools after max_iters, is answered locally: the
+planner's text is never used. A planner LLM that fails for good hands the question to the next
+model of its route (agents/routing.py), and after the last to the offline plan (same pool and
+deadline, a fresh tool budget: tracker.start_fallback).
 
 Fewer round trips: an LLM planner's reply may carry its whole plan, several tool calls at once;
 the agent runs them concurrently (ReActAgent's parallel_tool_calls: asyncio.gather over the
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -34,13 +38,20 @@ from typing import Any, Literal
 from agentscope.agent import ReActAgent
 from agentscope.formatter import FormatterBase, OpenAIChatFormatter
 from agentscope.memory import InMemoryMemory
-from agentscope.message import Msg, TextBlock
+from agentscope.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.tool import Toolkit, ToolResponse
 from pydantic import BaseModel, Field
 
 from citescope.agents.arms import PlannedCall
-from citescope.agents.budget import BudgetTracker, ModelFailure, RetryPolicy, budgeted_model_call, normalise_args
+from citescope.agents.budget import (
+    BudgetTracker,
+    CorrectableReply,
+    ModelFailure,
+    RetryPolicy,
+    budgeted_model_call,
+    normalise_args,
+)
 from citescope.agents.conversation import NONE_TEXT
 from citescope.agents.evidence import EvidencePool
 from citescope.agents.policy import PolicyDecision
@@ -95,8 +106,19 @@ def render_scores(decision: PolicyDecision) -> str:
     return "\n".join(f"- {arm}: {score:.2f}" for arm, score in ranked) or "（无）"
 
 
+class MalformedToolCall(CorrectableReply):
+    """A tool call whose arguments cannot be run as sent; `block` is the call, `problem` says why."""
+
+    def __init__(self, reason: str, response: ChatResponse, block: dict, problem: str):
+        super().__init__(reason, response)
+        self.block = block
+        self.problem = problem
+
+
 def check_tool_calls(response: ChatResponse, tools: list[dict]) -> None:
-    """ModelFailure for a tool call the toolkit cannot run as asked."""
+    """ModelFailure for a call of a tool the toolkit does not have; MalformedToolCall for arguments
+    that are not one JSON object as the model sent them (what AgentScope parsed is a repair), or
+    that lack a required argument."""
     schemas = {tool["function"]["name"]: tool["function"] for tool in tools}
     for block in response.content:
         if block.get("type") != "tool_use":
@@ -104,22 +126,50 @@ def check_tool_calls(response: ChatResponse, tools: list[dict]) -> None:
         name = block.get("name")
         if name not in schemas:
             raise ModelFailure(f"unknown tool {name!r} (offered: {', '.join(schemas)})")
-        required = (schemas[name].get("parameters") or {}).get("required") or []
-        if required and not block.get("input"):
+        problem = _arguments_problem(block, (schemas[name].get("parameters") or {}).get("required") or [])
+        if problem:
             raw = str(block.get("raw_input") or "")[:80]
-            raise ModelFailure(f"malformed tool call: {name} without its required arguments {required} (raw {raw!r})")
+            reason = f"malformed tool call: {name} {problem} (raw {raw!r})"
+            raise MalformedToolCall(reason, response, dict(block), problem)
+
+
+def _arguments_problem(block: dict, required: list[str]) -> str:
+    """Why a call's arguments cannot be run as sent, or ""."""
+    raw = block.get("raw_input")
+    if raw is not None and str(raw).strip():
+        try:
+            sent = json.loads(str(raw))
+        except ValueError as exc:
+            return f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+        if not isinstance(sent, dict):
+            return "arguments are not a JSON object"
+    else:
+        sent = block.get("input") or {}
+    missing = [name for name in required if name not in sent]
+    return f"without its required arguments {missing}" if missing else ""
 
 
 class BudgetedPlannerModel(ChatModelBase):
-    """An LLM behind the planner's budget: counted, timed out, retried, tool calls checked."""
+    """An LLM behind the planner's budget: counted, timed out, retried, tool calls checked, and one
+    correction turn for malformed tool arguments."""
 
-    def __init__(self, model: ChatModelBase, tracker: BudgetTracker, retry: RetryPolicy, reserve: int = 0):
-        """reserve: model calls left for later stages (the answerer); the planner stops before them."""
+    def __init__(
+        self,
+        model: ChatModelBase,
+        tracker: BudgetTracker,
+        retry: RetryPolicy,
+        reserve: int = 0,
+        formatter: FormatterBase | None = None,
+    ):
+        """reserve: model calls left for later stages (the answerer); the planner stops before them.
+        formatter: the model's own, which writes the correction turn in its wire format."""
         super().__init__(model.model_name, stream=False)  # collects a streamed reply itself
         self.model = model
         self.tracker = tracker
         self.retry = retry
         self.reserve = reserve
+        self.formatter = formatter or OpenAIChatFormatter()
+        self.corrections = 0  # correction turns used this question (at most one)
 
     async def __call__(
         self, messages: list[dict], tools: list[dict] | None = None, tool_choice: str | None = None, **kwargs: Any
@@ -128,6 +178,22 @@ class BudgetedPlannerModel(ChatModelBase):
             return ChatResponse(content=[TextBlock(type="text", text=DONE_TEXT)])
         if self.tracker.model_calls >= self.tracker.budget.max_model_calls - self.reserve:
             return ChatResponse(content=[TextBlock(type="text", text=DONE_TEXT)])  # the cap did its job
+        try:
+            return await self._call(messages, tools, tool_choice, **kwargs)
+        except MalformedToolCall as bad:
+            if self.corrections:
+                raise ModelFailure(f"{bad}; after a correction turn") from None
+            self.corrections += 1
+            log.warning("planner model sent a malformed tool call, asked to correct it: %s", bad)
+            corrected = messages + await self._correction(bad)
+            try:
+                return await self._call(corrected, tools, tool_choice, **kwargs)
+            except MalformedToolCall as again:
+                raise ModelFailure(f"{bad}; the correction was malformed too ({again.problem})") from None
+            except ModelFailure as failed:
+                raise ModelFailure(f"{bad}; the correction failed: {failed}") from None
+
+    async def _call(self, messages: list[dict], tools: list[dict], tool_choice: str | None, **kwargs: Any) -> ChatResponse:
         return await budgeted_model_call(
             self.model,
             messages,
@@ -138,6 +204,22 @@ class BudgetedPlannerModel(ChatModelBase):
             tool_choice=tool_choice,
             **kwargs,
         )
+
+    async def _correction(self, bad: MalformedToolCall) -> list[dict]:
+        """The turn that tells the model its call was not run: its call as sent, and a tool error."""
+        call_id, name = str(bad.block.get("id") or "call_malformed"), str(bad.block.get("name"))
+        raw = str(bad.block.get("raw_input") or json.dumps(bad.block.get("input") or {}, ensure_ascii=False))
+        error = load_prompt("planner_tool_error", problem=bad.problem, raw=raw).strip()
+        turn = await self.formatter.format(
+            [
+                Msg("planner", [ToolUseBlock(type="tool_use", id=call_id, name=name, input={})], "assistant"),
+                Msg("system", [ToolResultBlock(type="tool_result", id=call_id, name=name, output=error)], "system"),
+            ]
+        )
+        for message in turn:  # the arguments as the model sent them, not a repair of them
+            for call in message.get("tool_calls") or []:
+                call["function"]["arguments"] = raw
+        return turn
 
 
 def declares_plan_complete(response: ChatResponse) -> bool:
@@ -282,7 +364,9 @@ class RetrievalPlanner:
             self.steps.append(step)
             following = self.route[position + 1].name if position + 1 < len(self.route) else ""
             instead = f"model {following} used" if following else "offline plan used"
-            budgeted = BudgetedPlannerModel(choice.model, self.tracker, self.retry, self.reserve_model_calls)
+            budgeted = BudgetedPlannerModel(
+                choice.model, self.tracker, self.retry, self.reserve_model_calls, choice.formatter
+            )
             try:
                 agent = self.build_agent(PlanCompletion(budgeted, self), choice.formatter, parallel=True)
                 reply = await agent(Msg("user", question, "user"))
@@ -300,6 +384,8 @@ class RetrievalPlanner:
             step.outcome = "gathered no evidence"
             degradations.append(f"planner model gathered no evidence; {instead}")
             reason = f"{choice.name} gathered no evidence"
+        if self.route:
+            self.tracker.start_fallback()  # the failed models' tool calls do not eat the fallback's budget
         reply = await self.build_agent(self.offline_model(), OpenAIChatFormatter())(Msg("user", question, "user"))
         return PlannerOutcome(source="offline", reply=reply.get_text_content() or "", degradations=degradations)
 

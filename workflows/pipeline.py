@@ -18,6 +18,7 @@ sentence as each passes the inspector, and what was sent is the answer (workflow
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
@@ -29,6 +30,7 @@ from citescope.agents.budget import BudgetTracker, DeadlinePassed
 from citescope.agents.conflicts import Conflict
 from citescope.agents.conversation import Conversation, PastTurn
 from citescope.agents.inspector import InspectionReport, Inspector
+from citescope.agents.models import close_model_sessions
 from citescope.agents.policy import PolicyDecision, RulesPolicy
 from citescope.agents.query_analysis import Entity, QueryAnalyzer, QueryFeatures
 from citescope.agents.routing import ROLES, ModelRoute, Role, build_route, question_signals
@@ -90,6 +92,18 @@ def parse_filters(filters: SearchFilters | Mapping | None) -> SearchFilters | No
     return None if parsed.is_empty() else parsed
 
 
+def _failed_checks(report: InspectionReport) -> str:
+    """What an inspection failed on, in a few words: "1 invalid citation id, 2 unsupported sentences"."""
+    counts = {
+        "invalid citation id": len(report.invalid_ids),
+        "uncited sentence": len(report.uncited),
+        "unsupported sentence": len(report.unsupported),
+        "undisclosed conflict": len(report.missing_conflicts),
+    }
+    failed = [f"{n} {what}{'s' if n > 1 else ''}" for what, n in counts.items() if n]
+    return ", ".join(failed) or "the judge rejected it"
+
+
 class QAPipeline:
     def __init__(
         self,
@@ -110,6 +124,11 @@ class QAPipeline:
         # long messages give way to usual questions between stages (workflows/priority_gate.py)
         self.priority = PriorityGate()
         self._warm = False
+        # run()'s one event loop: the model clients' connections (httpx's pool, the aiohttp session
+        # dashscope keeps per loop) belong to the loop that opened them, so a loop per question
+        # would reuse dead connections ("Event loop is closed") and leak a session each time
+        self._runner: asyncio.Runner | None = None
+        self._runner_lock = threading.Lock()
 
     # -- setup -----------------------------------------------------------------------------
     def warm_up(self) -> QAPipeline:
@@ -176,11 +195,27 @@ class QAPipeline:
         filters: SearchFilters | Mapping | None = None,
         session_topic: str | None = None,
     ) -> QAResult:
+        """arun() on the pipeline's own event loop, the same for every call (close() ends it)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(question, session_entity, filters, session_topic))
+            with self._runner_lock:
+                if self._runner is None:
+                    self._runner = asyncio.Runner()
+                return self._runner.run(self.arun(question, session_entity, filters, session_topic))
         raise RuntimeError("QAPipeline.run was called inside an event loop; await QAPipeline.arun instead")
+
+    def _route_models(self) -> list[Any]:
+        return [routed.model for route in self.routes.values() if route is not None for routed in route.models]
+
+    def close(self) -> None:
+        """Close run()'s event loop and the model clients' connections on it (a caller of arun()
+        closes them on its own loop: agents.models.close_model_sessions). The KB stays open."""
+        with self._runner_lock:
+            if self._runner is not None:
+                self._runner.run(close_model_sessions(*self._route_models()))
+                self._runner.close()
+                self._runner = None
 
     async def arun(
         self,
@@ -346,6 +381,10 @@ class QAPipeline:
             retry = replace(given, feedback=report, by_model=draft.source == "llm", position=rewriter, reason=why)
             draft, report = await self._draft(retry, run, result)
         if not report.passed and draft.source == "llm" and not self._shown(run):
+            # the customer still gets an answer that passed, but not the model's: that is a degradation
+            run.degradations.append(
+                f"both model answers failed inspection ({_failed_checks(report)}); extractive answer used"
+            )
             draft, report = await self._draft(replace(given, feedback=None, by_model=False), run, result)
         result.inspection = report
         return draft

@@ -68,6 +68,10 @@ class PipelineConfig(BaseModel):
     model_timeout_s: float = Field(20.0, gt=0)
     max_retries: int = Field(1, ge=0)
     backoff_s: float = Field(0.5, ge=0)
+    offline_reserve_s: float = Field(1.0, ge=0)  # the deadline's end no model request may use
+    breaker_failures: int = Field(3, ge=1)
+    breaker_cool_down_s: float = Field(30.0, gt=0)
+    max_concurrent_requests: int = Field(8, ge=1)  # per provider, process-wide
     sensitive_words_file: str = ""  # "" = off; relative: the KB folder if the file is there, else the repo
     sensitive_action: Literal["mask", "refuse"] = "mask"
     rule_packs: list[str] = Field(default_factory=list)  # opt-in question-rule packs (agents/question_cues.yaml)
@@ -124,10 +128,18 @@ class PipelineConfig(BaseModel):
             deadline_s=self.deadline_s,
             max_input_tokens=self.max_input_tokens,
             max_output_tokens=self.max_output_tokens,
+            offline_reserve_s=self.offline_reserve_s,
         )
 
     def retry(self) -> RetryPolicy:
-        return RetryPolicy(max_retries=self.max_retries, backoff_s=self.backoff_s, call_timeout_s=self.model_timeout_s)
+        return RetryPolicy(
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            call_timeout_s=self.model_timeout_s,
+            breaker_failures=self.breaker_failures,
+            breaker_cool_down_s=self.breaker_cool_down_s,
+            max_concurrent=self.max_concurrent_requests,
+        )
 
     def model_config_for(self, spec: ModelEntry) -> ModelConfig:
         # The pipeline owns retries (SDK retries would hide attempts from the budget).

@@ -153,8 +153,64 @@ def test_a_malformed_tool_call_falls_back_to_the_offline_plan(registry, demo_kb)
     outcome = run(planner, "退货政策是什么？")
 
     assert outcome.source == "offline" and "malformed tool call: hybrid_search" in outcome.degradations[0]
+    assert "the correction was malformed too" in outcome.degradations[0]
     assert all(r.outcome == "ran" for r in planner.records)  # the broken call never ran
-    assert tracker.model_calls == 1
+    assert tracker.model_calls == 2  # the call, and one correction turn
+    correction = model.calls[1].messages[-2:]
+    assert correction[0]["tool_calls"][0]["function"]["arguments"] == "这不是JSON {"  # as sent, not repaired
+    assert correction[1]["role"] == "tool" and "工具调用失败" in correction[1]["content"]
+
+
+def test_a_repaired_looking_call_is_sent_back_and_the_correction_runs(registry, demo_kb):
+    # `{query: …, top_k: 5` parses (repaired) as {"query": …, "top_k": 5}: it must not run as that.
+    replies = iter(
+        [
+            ChatResponse(
+                content=[
+                    ToolUseBlock(
+                        type="tool_use",
+                        id="bad-1",
+                        name="hybrid_search",
+                        input={"query": "退货政策", "top_k": 5},
+                        raw_input='{query: "退货政策", top_k: 5',
+                    )
+                ]
+            ),
+            [{"name": "hybrid_search", "arguments": {"query": "退货政策", "top_k": 5}}],
+            "检索完成",
+        ]
+    )
+    model = FunctionModel(lambda messages, tools: next(replies))
+    planner, tracker = make_planner(registry, demo_kb, "退货政策是什么？", llm=model)
+
+    outcome = run(planner, "退货政策是什么？")
+
+    assert outcome.source == "llm" and outcome.degradations == []
+    assert [(r.name, r.arguments) for r in planner.records] == [("hybrid_search", {"query": "退货政策", "top_k": 5})]
+    assert tracker.model_calls == 3
+
+
+def test_the_offline_fallback_gets_its_own_tool_budget(registry, demo_kb):
+    # the model spends the whole tool budget, then fails: the offline plan still runs in full
+    calls = itertools.count()
+
+    def spend_then_fail(messages, tools):
+        n = next(calls)
+        if n < 2:
+            return [{"name": "keyword_search", "arguments": {"query": f"退货 {n}"}}]
+        raise ConnectionError("provider went away")
+
+    model = FunctionModel(spend_then_fail)
+    budget = Budget(max_tool_calls=2, max_calls_per_tool=2)
+    planner, tracker = make_planner(registry, demo_kb, "退货政策是什么？", llm=model, budget=budget)
+
+    outcome = run(planner, "退货政策是什么？")
+
+    assert outcome.source == "offline" and "provider went away" in outcome.degradations[0]
+    fallback = planner.records[2:]
+    assert [r.name for r in fallback] == [c.skill for c in planner.decision.plan][: len(fallback)]
+    assert fallback and all(r.outcome in ("ran", "cached") for r in fallback)
+    assert tracker.used().tool_calls == 2 + sum(r.outcome == "ran" for r in fallback)
 
 
 def test_a_model_that_gathers_nothing_is_backed_by_the_offline_plan(registry, demo_kb):

@@ -3,8 +3,10 @@
 Each chat request consumes the next step of the script:
   {"content": "..."}                                   plain text reply
   {"tool_calls": [{"name", "arguments": dict | str, "id"?}], "content"?: "..."}
-  {"status": 429 | 500 | ..., "body"?: dict | str, "headers"?: {...}}   an HTTP error
+  {"status": 429 | 500 | ..., "body"?: dict | str, "headers"?: {...}, "content_type"?: "text/html"}   an HTTP error
   {"delay_s": 1.5, <any step above>}                   wait first (a delay alone replies default_step)
+  {"hang": True}                                       a stalled provider: no byte until the server closes
+  {"cut_stream": True, <content or tool_calls>}        a stream that ends without a finish reason or [DONE]
   {"raw": "not json"}                                  a 200 whose body is not JSON
   {"content": "...", "tokens_per_s": 30}               streamed a token at a time, paced (a model writing)
   {"content": "...", "hold_after": 12, "hold_until": threading.Event()}
@@ -52,7 +54,7 @@ MALFORMED_ARGUMENTS = "这不是JSON {"
 OPENAI_CHAT = "/v1/chat/completions"
 OPENAI_EMBEDDINGS = "/v1/embeddings"
 DASHSCOPE_CHAT = "/api/v1/services/aigc/text-generation/generation"
-_REPLY_KEYS = ("content", "tool_calls", "status", "raw", "malformed_tool_args")
+_REPLY_KEYS = ("content", "tool_calls", "status", "raw", "malformed_tool_args", "hang")
 
 
 def hash_embedding(text: str, dim: int) -> list[float]:
@@ -231,6 +233,9 @@ class ReplayServer:
             step = step(body)
         if not isinstance(step, dict):
             return {"status": 500, "body": {"error": {"message": f"replay: a step must be a dict, got {step!r}"}}}
+        if step.get("hang"):
+            self._closing.wait()  # a stalled provider: the client's own timeout is the only way out
+            return {"status": 503, "body": {"error": {"message": "replay server closing"}}}
         if "delay_s" in step:
             self._closing.wait(float(step["delay_s"]))
             step = {k: v for k, v in step.items() if k != "delay_s"}
@@ -321,7 +326,7 @@ class _Handler(BaseHTTPRequestHandler):
         if "status" in step:
             status = int(step["status"])
             default = {"error": {"message": f"replayed HTTP {status}", "type": "replay_error", "code": status}}
-            self._send_json(status, step.get("body", default), step.get("headers"))
+            self._send_error(status, step.get("body", default), step)
             return
         if "raw" in step:
             if stream:
@@ -379,6 +384,9 @@ class _Handler(BaseHTTPRequestHandler):
                 chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
                 for piece in _pieces(call["function"]["arguments"])
             ]
+        if step.get("cut_stream"):  # the connection drops before the finish reason and [DONE]
+            self._send_sse(events)
+            return
         events.append(chunk({}, finish))
         if (body.get("stream_options") or {}).get("include_usage"):
             usage_chunk = {**base, "object": "chat.completion.chunk", "choices": [], "usage": usage}
@@ -415,7 +423,7 @@ class _Handler(BaseHTTPRequestHandler):
         if "status" in step:
             status = int(step["status"])
             default = {"code": "ReplayError", "message": f"replayed HTTP {status}", "request_id": request_id}
-            self._send_json(status, step.get("body", default), step.get("headers"))
+            self._send_error(status, step.get("body", default), step)
             return
         if "raw" in step:
             if stream:
@@ -453,9 +461,16 @@ class _Handler(BaseHTTPRequestHandler):
             f"{json.dumps(payload(delta, finish if n == last else 'null', n / last), ensure_ascii=False)}\n\n"
             for n, delta in enumerate(deltas, start=1)
         ]
-        self._send_sse(events)
+        self._send_sse(events[:-1] if step.get("cut_stream") else events)  # cut: the finishing event never comes
 
     # -- wire helpers ----------------------------------------------------------------------
+    def _send_error(self, status: int, payload: Any, step: dict) -> None:
+        """An error reply; "content_type" sends the body as it is (a proxy's HTML error page)."""
+        if "content_type" in step:
+            self._send_bytes(status, str(payload).encode(), step["content_type"], step.get("headers"))
+        else:
+            self._send_json(status, payload, step.get("headers"))
+
     def _send_json(self, status: int, payload: Any, headers: dict | None = None) -> None:
         data = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
         self._send_bytes(status, data.encode(), "application/json", headers)

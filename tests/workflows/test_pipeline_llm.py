@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from citescope.agents.circuit_breaker import forget_providers
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
 from tests.support.replay_server import ReplayServer, prompt_text
@@ -18,6 +19,7 @@ _SKU_LINE = re.compile(r"【(sku-p-xz3000#[^】]+)】[^\n]*?价格: ([\d.]+)元"
 
 @pytest.fixture
 def server():
+    forget_providers()  # a breaker opened on an earlier test's port must not carry over
     with ReplayServer() as replay:
         yield replay
 
@@ -104,6 +106,9 @@ def test_two_failed_answers_fall_back_to_the_extractive_answer(demo_kb, registry
 
     assert result.regenerated and result.answer_source == "extractive" and result.inspection.passed
     assert "made-up" not in result.answer and not result.refused and result.citations
+    assert result.degraded and result.degradation_reasons == [
+        "both model answers failed inspection (1 invalid citation id); extractive answer used"
+    ]
 
 
 def test_a_planner_that_never_stops_calling_tools(demo_kb, registry, server):
@@ -141,8 +146,9 @@ def test_model_failures_degrade_to_the_offline_engine(demo_kb, registry, server,
     planner_reason, answerer_reason = result.degradation_reasons
     assert planner_reason.startswith("planner model failed") and answerer_reason.startswith("answerer model failed")
     assert f"{reason}" in planner_reason and "(x2)" in planner_reason and reason in answerer_reason
+    assert "circuit open" in answerer_reason  # the third failure in a row opened the provider's breaker
     assert not result.refused and result.citations and result.inspection.passed
-    assert len(server.chat_requests()) == result.budget.model_calls == 4  # two attempts per stage
+    assert len(server.chat_requests()) == result.budget.model_calls == 3
 
 
 def test_a_retry_after_a_rate_limit_succeeds(demo_kb, registry, server):
