@@ -107,7 +107,7 @@ def test_two_failed_answers_fall_back_to_the_extractive_answer(demo_kb, registry
     assert result.regenerated and result.answer_source == "extractive" and result.inspection.passed
     assert "made-up" not in result.answer and not result.refused and result.citations
     assert result.degraded and result.degradation_reasons == [
-        "both model answers failed inspection (1 invalid citation id); extractive answer used"
+        "both model answers failed inspection (1 invalid citation id, 1 uncited sentence); extractive answer used"
     ]
 
 
