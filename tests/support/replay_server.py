@@ -140,8 +140,15 @@ def _pieces(text: str, parts: int = 3) -> list[str]:
 
 class ReplayServer:
     def __init__(
-        self, script: list[Step] | tuple = (), default_step: Step | None = None, embedding_dim: int = 8
+        self,
+        script: list[Step] | tuple = (),
+        default_step: Step | None = None,
+        embedding_dim: int = 8,
+        keep_alive: bool = False,
     ) -> None:
+        """keep_alive: speak HTTP/1.1 and keep connections open between replies (a stream still
+        ends by closing), as real providers do, so clients reuse pooled connections."""
+        self.keep_alive = keep_alive
         self._steps: collections.deque[Step] = collections.deque(script)
         self.default_step: Step = default_step if default_step is not None else EXHAUSTED_STEP
         self.embedding_dim = embedding_dim
@@ -155,7 +162,8 @@ class ReplayServer:
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> ReplayServer:
-        handler = type("ReplayHandler", (_Handler,), {"replay": self})
+        protocol = "HTTP/1.1" if self.keep_alive else "HTTP/1.0"
+        handler = type("ReplayHandler", (_Handler,), {"replay": self, "protocol_version": protocol})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)  # port 0: a free port
         self._httpd.daemon_threads = True
         # a short poll interval keeps close() fast (shutdown waits for one poll)
@@ -486,10 +494,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_sse(self, events: Sequence[str | float | threading.Event], hold_timeout_s: float = 10.0) -> None:
         """events: the SSE text, a pause in seconds before the next, or an event to wait for."""
-        # HTTP/1.0 response without Content-Length: the stream ends when the connection closes.
+        # A response without Content-Length: the stream ends when the connection closes.
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.close_connection = True
         self.end_headers()
         for event in events:
             if isinstance(event, threading.Event):
