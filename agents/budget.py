@@ -195,7 +195,9 @@ class BudgetTracker:
             return Decision(kind="exhausted", reason=f"deadline of {self.budget.deadline_s:g}s passed")
         if self.model_remaining_s() <= 0:
             reserve = self.budget.offline_reserve_s
-            return Decision(kind="exhausted", reason=f"the last {reserve:g}s of the deadline are the offline fallback's")
+            return Decision(
+                kind="exhausted", reason=f"the last {reserve:g}s of the deadline are the offline fallback's"
+            )
         self.model_calls += 1
         return Decision(kind="allowed")
 
@@ -308,7 +310,9 @@ async def budgeted_model_call(
             guard.breaker.release_probe()
             raise
         except Exception as exc:
-            error = ProviderError("timeout", f"timed out after {timeout:.3g}s") if isinstance(exc, TimeoutError) else None
+            error = (
+                ProviderError("timeout", f"timed out after {timeout:.3g}s") if isinstance(exc, TimeoutError) else None
+            )
             error = error or classify(exc)
             if error.counts_against_provider:
                 guard.breaker.record_failure()

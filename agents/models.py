@@ -89,7 +89,9 @@ class StreamSafeOpenAIChatModel(OpenAIChatModel):
         if isinstance(response, str):  # the SDK hands back a body it could not read as JSON as text
             raise HTMLErrorPage(200) if "<html" in response[:200].lower() else ValueError("the reply is not JSON")
         parsed = super()._parse_openai_completion_response(start_datetime, response, structured_model)
-        raw = {call.id: call.function.arguments for choice in response.choices for call in choice.message.tool_calls or []}
+        raw = {
+            call.id: call.function.arguments for choice in response.choices for call in choice.message.tool_calls or []
+        }
         for block in parsed.content:
             if block.get("type") == "tool_use" and block.get("id") in raw:
                 block["raw_input"] = raw[block["id"]]

@@ -126,20 +126,21 @@ def check_tool_calls(response: ChatResponse, tools: list[dict]) -> None:
         name = block.get("name")
         if name not in schemas:
             raise ModelFailure(f"unknown tool {name!r} (offered: {', '.join(schemas)})")
-        problem = _arguments_problem(block, (schemas[name].get("parameters") or {}).get("required") or [])
+        call = dict(block)
+        problem = _arguments_problem(call, (schemas[name].get("parameters") or {}).get("required") or [])
         if problem:
             raw = str(block.get("raw_input") or "")[:80]
             reason = f"malformed tool call: {name} {problem} (raw {raw!r})"
-            raise MalformedToolCall(reason, response, dict(block), problem)
+            raise MalformedToolCall(reason, response, call, problem)
 
 
-def _arguments_problem(block: dict, required: list[str]) -> str:
+def _arguments_problem(block: dict[str, Any], required: list[str]) -> str:
     """Why a call's arguments cannot be run as sent, or ""."""
     raw = block.get("raw_input")
     if raw is not None and str(raw).strip():
         try:
             sent = json.loads(str(raw))
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             return f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
         if not isinstance(sent, dict):
             return "arguments are not a JSON object"
@@ -193,7 +194,9 @@ class BudgetedPlannerModel(ChatModelBase):
             except ModelFailure as failed:
                 raise ModelFailure(f"{bad}; the correction failed: {failed}") from None
 
-    async def _call(self, messages: list[dict], tools: list[dict], tool_choice: str | None, **kwargs: Any) -> ChatResponse:
+    async def _call(
+        self, messages: list[dict], tools: list[dict], tool_choice: str | None, **kwargs: Any
+    ) -> ChatResponse:
         return await budgeted_model_call(
             self.model,
             messages,

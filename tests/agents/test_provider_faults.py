@@ -185,9 +185,7 @@ def test_requests_to_one_provider_stay_within_its_concurrency_limit(server):
     model, retry = client(server), RetryPolicy(max_retries=0, max_concurrent=2)
 
     async def five_at_once():
-        return await asyncio.gather(
-            *(budgeted_model_call(model, MESSAGES, BudgetTracker(), retry) for _ in range(5))
-        )
+        return await asyncio.gather(*(budgeted_model_call(model, MESSAGES, BudgetTracker(), retry) for _ in range(5)))
 
     replies = asyncio.run(five_at_once())
     assert [r.content[0]["text"] for r in replies] == ["好了"] * 5

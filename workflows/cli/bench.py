@@ -110,10 +110,11 @@ def bench_retrieval(
 
 @bench_app.command("llm")
 def bench_llm(
-    questions: int = typer.Option(5, help="demo questions streamed"),
+    questions: int = typer.Option(5, help="demo questions streamed, and asked of a hung provider"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """The LLM mode against the scripted servers (issue #42): first_sentence_share (docs/llm.md)."""
+    """The LLM mode against scripted providers (issue #42, docs/llm.md): first_sentence_share,
+    stalled_provider_s, open_breaker_s, model_requests_per_question."""
     from citescope.workflows.evaluation.bench.llm import format_llm_report, run_llm_bench
 
     result = run_llm_bench(n_questions=questions)
