@@ -210,7 +210,8 @@ class QAPipeline:
 
     def close(self) -> None:
         """Close run()'s event loop and the model clients' connections on it (a caller of arun()
-        closes them on its own loop: agents.models.close_model_sessions). The KB stays open."""
+        closes them on its own loop: agents.models.close_model_sessions). The KB stays open; the
+        pipeline asks no model after this."""
         with self._runner_lock:
             if self._runner is not None:
                 self._runner.run(close_model_sessions(*self._route_models()))

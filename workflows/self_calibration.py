@@ -202,6 +202,7 @@ def run_probes(
         )
         if on_probe:
             on_probe(i + 1, len(probes))
+    pipeline.close()  # run()'s event loop
     return outcomes
 
 

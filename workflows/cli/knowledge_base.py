@@ -204,4 +204,5 @@ def demo(kb: Path = KbOption) -> None:
         flags = [f for f, on in (("refused", result.refused), ("conflict disclosed", bool(result.conflicts))) if on]
         console.rule(f"[bold]{question}[/bold]" + (f"  ({', '.join(flags)})" if flags else ""))
         print(result.render_text())
+    pipeline.close()  # the model clients' connections and run()'s event loop
     base.close()
