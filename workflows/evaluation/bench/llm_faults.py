@@ -95,7 +95,12 @@ def fault_metrics(kb: KnowledgeBase, questions: list[str], deadline_s: float = S
 
         forget_providers()
         breaking = _pipeline(
-            kb, server.base_url, deadline_s=deadline_s, model_timeout_s=deadline_s / 6, max_retries=1, breaker_failures=2
+            kb,
+            server.base_url,
+            deadline_s=deadline_s,
+            model_timeout_s=deadline_s / 6,
+            max_retries=1,
+            breaker_failures=2,
         )
         _timed(breaking, questions[0])  # its planner's two timeouts open the breaker
         sent = server.connections
