@@ -202,3 +202,13 @@ def test_a_slot_freed_on_another_thread_wakes_the_waiter_on_its_loop():
 
     assert asyncio.run(hold_then_wait()) and slots.in_use == 1
     assert not asyncio.run(slots.acquire(0.01))  # still held: no slot in time
+
+
+def test_a_refused_connection_is_retried():
+    forget_providers()
+    with ReplayServer() as gone:
+        config = ModelConfig.parse(f"compatible:replay@{gone.base_url}")
+    model = make_chat_model(config)[0]  # nothing listens on that port any more
+    sleeps = Sleeps()
+    reason = failure_of(model, RetryPolicy(max_retries=1, backoff_s=0.2), sleeps)
+    assert reason == "connection failed (APIConnectionError: Connection error.) (x2)" and len(sleeps.asked) == 1
