@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
@@ -104,6 +105,34 @@ def _failed_checks(report: InspectionReport) -> str:
     return ", ".join(failed) or "the judge rejected it"
 
 
+class _OwnLoop:
+    """An event loop made on first use and kept for every later question."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def run(self, coroutine: Coroutine[Any, Any, QAResult]) -> QAResult:
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+        return self.loop.run_until_complete(coroutine)
+
+    def close(self) -> None:
+        """Finish the async generators a cut stream left pending, then close the loop; bare when
+        another loop runs on this thread (the pipeline was collected inside it)."""
+        loop, self.loop = self.loop, None
+        if loop is None or loop.is_closed():
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+        else:
+            loop.close()
+
+
 class QAPipeline:
     def __init__(
         self,
@@ -126,9 +155,11 @@ class QAPipeline:
         self._warm = False
         # run()'s one event loop: the model clients' connections (httpx's pool, the aiohttp session
         # dashscope keeps per loop) belong to the loop that opened them, so a loop per question
-        # would reuse dead connections ("Event loop is closed") and leak a session each time
-        self._runner: asyncio.Runner | None = None
-        self._runner_lock = threading.Lock()
+        # would reuse dead connections ("Event loop is closed") and leak a session each time. A
+        # pipeline never closed still closes it at exit, finishing what its streams left pending.
+        self._loop = _OwnLoop()
+        weakref.finalize(self, self._loop.close)
+        self._loop_lock = threading.Lock()
 
     # -- setup -----------------------------------------------------------------------------
     def warm_up(self) -> QAPipeline:
@@ -199,10 +230,8 @@ class QAPipeline:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            with self._runner_lock:
-                if self._runner is None:
-                    self._runner = asyncio.Runner()
-                return self._runner.run(self.arun(question, session_entity, filters, session_topic))
+            with self._loop_lock:
+                return self._loop.run(self.arun(question, session_entity, filters, session_topic))
         raise RuntimeError("QAPipeline.run was called inside an event loop; await QAPipeline.arun instead")
 
     def _route_models(self) -> list[Any]:
@@ -212,11 +241,10 @@ class QAPipeline:
         """Close run()'s event loop and the model clients' connections on it (a caller of arun()
         closes them on its own loop: agents.models.close_model_sessions). The KB stays open; the
         pipeline asks no model after this."""
-        with self._runner_lock:
-            if self._runner is not None:
-                self._runner.run(close_model_sessions(*self._route_models()))
-                self._runner.close()
-                self._runner = None
+        with self._loop_lock:
+            if self._loop.loop is not None:
+                self._loop.loop.run_until_complete(close_model_sessions(*self._route_models()))
+            self._loop.close()  # a later run() (offline) opens a new one
 
     async def arun(
         self,

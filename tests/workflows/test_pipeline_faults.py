@@ -107,8 +107,8 @@ def test_dashscope_questions_share_one_sdk_session_that_close_closes(demo_kb, re
         sessions = []
         for _ in range(2):
             assert pipeline.run(PRICE_QUESTION).answer_source == "llm"
-            assert pipeline._runner is not None
-            sessions.append(aio_session._aio_sessions[pipeline._runner.get_loop()])
+            assert pipeline._loop.loop is not None
+            sessions.append(aio_session._aio_sessions[pipeline._loop.loop])
         pipeline.close()
 
     assert sessions[0] is sessions[1] and sessions[0].closed
