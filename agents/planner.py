@@ -67,6 +67,7 @@ log = logging.getLogger(__name__)
 
 BUDGET_EXHAUSTED_TEXT = "工具调用预算已用完，请直接结束检索。"
 REPEATED_CALL_NOTE = "（与之前完全相同的调用，直接返回之前的结果。）"
+NOT_RUN_TEXT = "未执行：同一回复中有参数错误的工具调用，整条回复都没有执行，请连同修正后的调用一起重新发送。"
 FILTER_ARGS = ("doc_type", "brand", "category", "product_id", "updated_after")
 # Skills that read what the question's other calls gathered (ctx.pool): in a reply of several
 # calls they run after the others, never beside them.
@@ -209,19 +210,25 @@ class BudgetedPlannerModel(ChatModelBase):
         )
 
     async def _correction(self, bad: MalformedToolCall) -> list[dict]:
-        """The turn that tells the model its call was not run: its call as sent, and a tool error."""
-        call_id, name = str(bad.block.get("id") or "call_malformed"), str(bad.block.get("name"))
-        raw = str(bad.block.get("raw_input") or json.dumps(bad.block.get("input") or {}, ensure_ascii=False))
-        error = load_prompt("planner_tool_error", problem=bad.problem, raw=raw).strip()
-        turn = await self.formatter.format(
-            [
-                Msg("planner", [ToolUseBlock(type="tool_use", id=call_id, name=name, input={})], "assistant"),
-                Msg("system", [ToolResultBlock(type="tool_result", id=call_id, name=name, output=error)], "system"),
-            ]
-        )
+        """The turn that tells the model its reply was not run: every call of it as sent, the bad
+        one answered with the tool error, the others with a note that they did not run either."""
+        calls = [dict(block) for block in bad.response.content if block.get("type") == "tool_use"]
+        sent: dict[str, str] = {}
+        uses, results = [], []
+        for number, call in enumerate(calls):
+            call_id, name = str(call.get("id") or f"call_{number}"), str(call.get("name"))
+            raw = call.get("raw_input")
+            sent[call_id] = str(raw) if raw is not None else json.dumps(call.get("input") or {}, ensure_ascii=False)
+            if call.get("id") == bad.block.get("id") and name == bad.block.get("name"):
+                output = load_prompt("planner_tool_error", problem=bad.problem, raw=sent[call_id]).strip()
+            else:
+                output = NOT_RUN_TEXT
+            uses.append(ToolUseBlock(type="tool_use", id=call_id, name=name, input={}))
+            results.append(ToolResultBlock(type="tool_result", id=call_id, name=name, output=output))
+        turn = await self.formatter.format([Msg("planner", uses, "assistant"), Msg("system", results, "system")])
         for message in turn:  # the arguments as the model sent them, not a repair of them
             for call in message.get("tool_calls") or []:
-                call["function"]["arguments"] = raw
+                call["function"]["arguments"] = sent.get(call.get("id"), call["function"]["arguments"])
         return turn
 
 

@@ -13,7 +13,7 @@ from citescope.agents.arms import PlannedCall, load_arms
 from citescope.agents.budget import Budget, BudgetTracker, RetryPolicy
 from citescope.agents.evidence import EvidencePool
 from citescope.agents.offline_models import FunctionModel, tool_calls_response
-from citescope.agents.planner import BUDGET_EXHAUSTED_TEXT, RetrievalPlanner, render_plan
+from citescope.agents.planner import BUDGET_EXHAUSTED_TEXT, NOT_RUN_TEXT, RetrievalPlanner, render_plan
 from citescope.agents.policy import PolicyDecision, RulesPolicy
 from citescope.agents.policy_planner_model import DONE_TEXT, PolicyPlannerModel, tool_results_seen
 from citescope.agents.query_analysis import analyze
@@ -396,3 +396,31 @@ def test_a_failed_planner_model_hands_over_to_the_next_of_its_route(registry, de
         ("x:strong", "x:cheap failed", "gathered evidence"),
     ]
     assert outcome.degradations[0].endswith("; model x:strong used")
+
+
+def test_a_correction_turn_answers_every_call_of_the_rejected_reply(registry, demo_kb):
+    replies = iter(
+        [
+            ChatResponse(
+                content=[
+                    ToolUseBlock(type="tool_use", id="ok-1", name="keyword_search", input={"query": "退货"}),
+                    ToolUseBlock(
+                        type="tool_use", id="bad-1", name="hybrid_search", input={}, raw_input='{"query": "退货政'
+                    ),
+                ]
+            ),
+            [{"name": "hybrid_search", "arguments": {"query": "退货政策"}}],
+            "检索完成",
+        ]
+    )
+    model = FunctionModel(lambda messages, tools: next(replies))
+    planner, _ = make_planner(registry, demo_kb, "退货政策是什么？", llm=model)
+
+    outcome = run(planner, "退货政策是什么？")
+
+    assert outcome.source == "llm" and [r.name for r in planner.records] == ["hybrid_search"]
+    asked, ok_result, bad_result = model.calls[1].messages[-3:]
+    assert [c["id"] for c in asked["tool_calls"]] == ["ok-1", "bad-1"]
+    assert asked["tool_calls"][1]["function"]["arguments"] == '{"query": "退货政'
+    assert ok_result["tool_call_id"] == "ok-1" and ok_result["content"] == NOT_RUN_TEXT
+    assert bad_result["tool_call_id"] == "bad-1" and "工具调用失败" in bad_result["content"]

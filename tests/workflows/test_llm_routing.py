@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 
+from citescope.agents.circuit_breaker import forget_providers
 from citescope.workflows.assistant import Assistant
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
@@ -23,6 +24,7 @@ _EVIDENCE_LINE = re.compile(r"^【([^】]+)】\([^)]*\) ([^。\n]+)", re.M)
 
 @pytest.fixture
 def server():
+    forget_providers()  # a breaker opened on an earlier test's port must not carry over
     with ReplayServer() as replay:
         yield replay
 
@@ -113,10 +115,10 @@ def test_when_every_model_of_the_route_fails_the_offline_engine_answers(demo_kb,
     assert result.planner_source == "offline" and result.answer_source == "extractive"
     assert result.degraded and not result.refused and result.citations and result.inspection.passed
     assert [(role, model, outcome.split(" (")[0]) for role, model, _, outcome in route_of(result)] == [
-        ("planner", "cheap", "failed: InternalServerError"),
-        ("planner", "strong", "failed: InternalServerError"),
-        ("answerer", "cheap", "failed: InternalServerError"),
-        ("answerer", "strong", "failed: InternalServerError"),
+        ("planner", "cheap", "failed: HTTP 500: replayed HTTP 500"),
+        ("planner", "strong", "failed: HTTP 500: replayed HTTP 500"),
+        ("answerer", "cheap", "failed: HTTP 500: replayed HTTP 500"),
+        ("answerer", "strong", "failed: HTTP 500: replayed HTTP 500"),
     ]
     assert result.route[1].reason == "compatible:cheap failed"
     assert result.degradation_reasons[0].endswith("model compatible:strong used")
