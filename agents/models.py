@@ -108,6 +108,7 @@ class _CheckedOpenAIStream:
         self._stream = await self._response.__aenter__()
         http = getattr(self._stream, "response", None)  # the httpx response of openai's AsyncStream
         if http is not None and "html" in http.headers.get("content-type", ""):
+            await self._response.__aexit__(None, None, None)  # the connection goes back, unread
             raise HTMLErrorPage(http.status_code)
         return self
 

@@ -113,10 +113,12 @@ def test_a_server_error_is_retried_with_jittered_backoff(server, provider):
 
 
 @pytest.mark.parametrize("provider", ["compatible", "dashscope"])
-def test_an_html_error_page_is_named_as_one(server, provider):
-    server.default_step = {"status": 502, "body": HTML_502, "content_type": "text/html"}
-    reason = failure_of(client(server, provider), RetryPolicy(max_retries=1, backoff_s=0))
-    assert reason == "HTTP 502 (HTML error page) (x2)"
+@pytest.mark.parametrize("status", [502, 200])  # a gateway's error page, or a captive proxy's page as a 200
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_html_error_page_is_named_as_one(server, provider, status, stream):
+    server.default_step = {"status": status, "body": HTML_502, "content_type": "text/html"}
+    reason = failure_of(client(server, provider, stream), RetryPolicy(max_retries=1, backoff_s=0))
+    assert reason == f"HTTP {status} (HTML error page) (x2)"
 
 
 @pytest.mark.parametrize("provider", ["compatible", "dashscope"])
