@@ -1,16 +1,16 @@
 """QA inspector: are the answer's citations real, complete, supporting, and are conflicts disclosed?
 
-The deterministic checks always run and decide failures on their own; an optional model judge
-(prompts/inspector_judge.md) can only add a failure on top. Support is checked on what a
-citation can prove cheaply and exactly: numbers with units, model numbers, dates, price and gift
-words (免费, 全场, free: DECISIVE_WORDS), and at least half of the sentence's content words must
-appear in the cited chunks (title and date included).
+The deterministic checks always run and decide failures on their own; a model judge
+(agents/inspector_judge.py, when the pipeline configures one) can only add a failure on top.
+Each sentence is checked against the chunks it cites (`check_sentence`, the per-sentence unit a
+stream sends by): support on what a citation can prove cheaply and exactly — numbers with units,
+model numbers, dates, price and gift words (免费, 全场, free: DECISIVE_WORDS), and at least half of
+the sentence's content words in the cited chunks (title and date included) — and contradiction by
+the semantic rules of agents/claim_rules.py (negation, yes/no opening, stock status, product named).
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
@@ -20,15 +20,13 @@ from typing import NamedTuple
 from pydantic import BaseModel, Field
 
 from citescope.agents.citations import AnswerSentence, split_sentences
+from citescope.agents.claim_rules import ClaimRules, RuleHit
 from citescope.agents.conflicts import Conflict, canonical_text
-from citescope.agents.evidence import EvidencePool
-from citescope.agents.prompts import load_prompt
+from citescope.agents.entity_index import EntityIndex
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.text import MODEL_NUMBER, MULTIPLIERS, model_numbers, normalize, tokenize, unit_alternatives
 from citescope.knowledge.units import BY_NAME, COUNT, UNITS, Unit, same_amount
 from citescope.tools.base import EvidenceHit
-
-log = logging.getLogger(__name__)
 
 # Words the answer's own framing adds ("根据现有资料", "有用户评价称", "以最新政策为准"): they
 # are never evidence, so they neither count for nor against support.
@@ -83,7 +81,8 @@ _UNIT_PATTERN = unit_alternatives(UNITS)
 _NUMBER = re.compile(rf"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)(?:\s*({'|'.join(MULTIPLIERS)}))?(?:\s*({_UNIT_PATTERN}))?")
 # A unit the question names after 多少/几 (多少Wh, 几克) is the kind of value it asks for.
 _ASKED_UNIT = re.compile(rf"(?:多少|几)\s*({_UNIT_PATTERN})")
-_RANGE_JOIN = re.compile(r"^\s*(?:-|~|～|—|–|至|到)\s*-?\s*$")
+# a range (1-3 个工作日) or a size's dimensions (55×38×20cm): the unit written last applies to each
+_RANGE_JOIN = re.compile(r"^\s*(?:-|~|～|—|–|至|到|×|\*)\s*-?\s*$")
 
 
 class Facts(NamedTuple):
@@ -111,12 +110,14 @@ def facts_of(text: str) -> Facts:
     text = _DATE.sub(" ", text)
     found = list(_NUMBER.finditer(text))
     numbers: set[tuple[str, str | None]] = set()
-    for index, match in enumerate(found):
+    carried: tuple[str | None, str | None] = (None, None)  # (multiplier, unit) of the joined number after
+    for index in range(len(found) - 1, -1, -1):  # from the end, so 55×38×20cm gives 55 its cm too
+        match = found[index]
         multiplier, unit = match.group(2), match.group(3)
         if unit is None and index + 1 < len(found):
-            follower = found[index + 1]
-            if _RANGE_JOIN.match(text[match.end() : follower.start()]):
-                multiplier, unit = multiplier or follower.group(2), follower.group(3)
+            if _RANGE_JOIN.match(text[match.end() : found[index + 1].start()]):
+                multiplier, unit = multiplier or carried[0], carried[1]
+        carried = (multiplier, unit)
         numbers.add((_number_value(match.group(1), multiplier or ""), UNITS[unit].name if unit else None))
     return Facts(frozenset(numbers), frozenset(models), frozenset(dates))
 
@@ -156,6 +157,7 @@ class UnsupportedClaim(BaseModel):
     sentence: str
     cited_ids: list[str]
     missing: list[str]  # numbers, model numbers, dates or content words the cited text lacks
+    contradicted: list[RuleHit] = Field(default_factory=list)  # semantic rules (or the judge) that fired
 
 
 class SentenceVerdict(NamedTuple):
@@ -166,10 +168,11 @@ class SentenceVerdict(NamedTuple):
     invalid_ids: list[str]  # cited ids that were never shown
     uncited: bool  # a factual sentence citing no shown chunk
     missing: list[str]  # what it states that its cited chunks do not
+    contradicted: list[RuleHit]  # the semantic rules that find it contradicting them (agents/claim_rules.py)
 
     @property
     def passed(self) -> bool:
-        return not self.invalid_ids and not self.uncited and not self.missing
+        return not self.invalid_ids and not self.uncited and not self.missing and not self.contradicted
 
 
 class InspectionReport(BaseModel):
@@ -182,7 +185,12 @@ class InspectionReport(BaseModel):
     uncited: list[str] = Field(default_factory=list)  # factual sentences without any citation
     unsupported: list[UnsupportedClaim] = Field(default_factory=list)
     missing_conflicts: list[str] = Field(default_factory=list)  # conflict attributes not disclosed
-    judge: dict | None = None  # the model judge's verdict, when one ran
+    judge: dict | None = None  # the model judge's verdicts, or why it was skipped (agents/inspector_judge.py)
+
+    @property
+    def rules_fired(self) -> list[str]:
+        """The ids of the semantic rules that rejected a sentence, in order (the decision trace's)."""
+        return list(dict.fromkeys(hit.rule for claim in self.unsupported for hit in claim.contradicted))
 
     def findings(self) -> str:
         """The problems in Chinese, one per line, for the answerer's retry prompt."""
@@ -190,7 +198,12 @@ class InspectionReport(BaseModel):
         if self.invalid_ids:
             lines.append("以下引用ID不在证据列表中，不能使用：" + "、".join(self.invalid_ids))
         lines += [f"这句事实陈述没有引用：{s}" for s in self.uncited]
-        lines += [f"这句与所引证据不符（证据中没有：{'、'.join(u.missing)}）：{u.sentence}" for u in self.unsupported]
+        lines += [
+            f"这句与所引证据不符（证据中没有：{'、'.join(u.missing)}）：{u.sentence}" for u in self.unsupported if u.missing
+        ]
+        lines += [
+            f"这句与所引证据矛盾（{hit.describe()}）：{u.sentence}" for u in self.unsupported for hit in u.contradicted
+        ]
         if self.missing_conflicts:
             lines.append("来源之间存在冲突但回答没有同时说明各方说法：" + "、".join(self.missing_conflicts))
         if self.judge and not self.judge.get("supported", True):
@@ -213,25 +226,6 @@ def cited_doc_ids(ids: Iterable[str], evidence: Sequence[EvidenceHit]) -> list[s
     return out
 
 
-def make_prompt_judge(complete: Callable[[str], str]) -> Callable[[str, str], dict]:
-    """A judge from any text-completion callable: fills prompts/inspector_judge.md, parses JSON."""
-
-    def judge(answer: str, evidence_text: str) -> dict:
-        return parse_judge_reply(complete(load_prompt("inspector_judge", answer=answer, evidence=evidence_text)))
-
-    return judge
-
-
-def parse_judge_reply(reply: str) -> dict:
-    """{"supported": bool, "problems": [str]} from a model reply (JSON possibly in a code fence)."""
-    match = re.search(r"\{.*\}", reply, re.DOTALL)
-    if match is None:
-        raise ValueError(f"judge reply has no JSON object: {reply[:200]!r}")
-    data = json.loads(match.group(0))
-    problems = data.get("problems") or []
-    return {"supported": bool(data.get("supported")), "problems": [str(p) for p in problems]}
-
-
 class Inspector:
     """Checks one answer against the evidence it was given; `run` is pure and fast (no models)."""
 
@@ -240,12 +234,15 @@ class Inspector:
         min_coverage: float = 1.0,
         min_term_share: float = 0.5,
         lexicon: Lexicon | None = None,
-        judge: Callable[[str, str], dict] | None = None,
+        entities: Callable[[], EntityIndex | None] | None = None,
+        rules: ClaimRules | None = None,
     ):
+        """entities: the KB's current entity index, for the rule that a sentence names only the
+        products its chunks are about (None: that rule is off). rules: claim_rules.yaml's, by default."""
         self.min_coverage = min_coverage
         self.min_term_share = min_term_share
         self.lexicon = lexicon
-        self.judge = judge
+        self.rules = rules or ClaimRules.load(entities=entities)
         self._ignored_terms = frozenset(t for phrase in FRAMING_PHRASES for t in tokenize(phrase))
 
     def warm_up(self) -> Inspector:
@@ -257,12 +254,17 @@ class Inspector:
     def run(
         self, answer: str, evidence: Sequence[EvidenceHit], conflicts: Sequence[Conflict] = (), question: str = ""
     ) -> InspectionReport:
-        verdicts = self.verdicts(answer, evidence, question)
-        report = self.report(verdicts, conflicts)
-        if self.judge is not None and report.factual_sentences:
-            report.judge = self._ask_judge(answer, evidence)
-            report.passed = report.passed and bool(report.judge.get("supported", True))
-        return report
+        return self.report(self.verdicts(answer, evidence, question), conflicts)
+
+    def cited_claims(
+        self, answer: str, evidence: Sequence[EvidenceHit]
+    ) -> list[tuple[AnswerSentence, list[EvidenceHit]]]:
+        """The answer's factual sentences that cite shown chunks, each with those chunks (what a
+        judge is asked about)."""
+        by_id = {hit.chunk_id: hit for hit in evidence}
+        sentences = split_sentences(answer, known_ids=by_id.keys())
+        cited = [(s, [by_id[i] for i in s.cited_ids if i in by_id]) for s in sentences if s.is_factual]
+        return [(sentence, hits) for sentence, hits in cited if hits]
 
     def verdicts(self, text: str, evidence: Sequence[EvidenceHit], question: str = "") -> list[SentenceVerdict]:
         """Each sentence of a text (a whole answer, or one sentence a stream has completed), checked."""
@@ -274,15 +276,19 @@ class Inspector:
         self, sentence: AnswerSentence, by_id: Mapping[str, EvidenceHit], question_facts: Facts | None = None
     ) -> SentenceVerdict:
         """The checks one sentence passes or fails on its own: every id it cites was shown; a
-        factual sentence cites at least one, and its cited chunks support what it states. The
-        streamed answer sends a sentence only when this passes (workflows/stages/stream.py), so a
-        check added here holds for streamed and whole answers alike."""
+        factual sentence cites at least one, its cited chunks support what it states, and no
+        semantic rule finds it contradicting them. The streamed answer sends a sentence only when
+        this passes (workflows/stages/stream.py), so a check added here holds for streamed and whole
+        answers alike."""
         valid = [i for i in sentence.cited_ids if i in by_id]
         invalid = [i for i in sentence.cited_ids if i not in by_id]
         missing: list[str] = []
+        contradicted: list[RuleHit] = []
         if sentence.is_factual and valid:
-            missing = self.missing_support(sentence.text, [by_id[i] for i in valid], question_facts)
-        return SentenceVerdict(sentence, valid, invalid, sentence.is_factual and not valid, missing)
+            hits = [by_id[i] for i in valid]
+            missing = self.missing_support(sentence.text, hits, question_facts)
+            contradicted = self.rules.check(sentence.text, hits)
+        return SentenceVerdict(sentence, valid, invalid, sentence.is_factual and not valid, missing, contradicted)
 
     def report(self, verdicts: Sequence[SentenceVerdict], conflicts: Sequence[Conflict] = ()) -> InspectionReport:
         """The deterministic verdict on an answer from its sentences' verdicts: it passes when every
@@ -292,9 +298,11 @@ class Inspector:
         coverage = 1.0 if not factual else (len(factual) - len(uncited)) / len(factual)
         invalid = list(dict.fromkeys(i for v in verdicts for i in v.invalid_ids))
         unsupported = [
-            UnsupportedClaim(sentence=v.sentence.text, cited_ids=v.sentence.cited_ids, missing=v.missing)
+            UnsupportedClaim(
+                sentence=v.sentence.text, cited_ids=v.sentence.cited_ids, missing=v.missing, contradicted=v.contradicted
+            )
             for v in factual
-            if v.missing
+            if v.missing or v.contradicted
         ]
         sentences = [v.sentence for v in verdicts]
         missing_conflicts = [c.attribute for c in conflicts if not self.conflict_disclosed(c, sentences)]
@@ -407,16 +415,6 @@ class Inspector:
             and value_facts.models <= text_facts.models
             and value_facts.dates <= text_facts.dates
         )
-
-    # -- optional model judge ---------------------------------------------------------------
-    def _ask_judge(self, answer: str, evidence: Sequence[EvidenceHit]) -> dict:
-        assert self.judge is not None  # run asks the judge only when there is one
-        try:
-            verdict = self.judge(answer, EvidencePool.render(list(evidence)))
-            return {"supported": bool(verdict.get("supported", True)), "problems": list(verdict.get("problems", []))}
-        except Exception as exc:  # a broken judge must not block a deterministically good answer
-            log.warning("inspector judge failed: %s", type(exc).__name__)
-            return {"supported": True, "problems": [], "error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 def _whole_value(value: str) -> re.Pattern:

@@ -34,9 +34,10 @@ def _all(forms: str, unit: Unit) -> dict[str, Unit]:
 UNITS: dict[str, Unit] = {
     # money
     **_all("元|块钱|块|人民币|yuan|rmb", Unit("元", "元")),
-    **_all("usd|dollars|dollar", Unit("usd", "usd")),
+    **_all("usd|dollars|dollar|美元", Unit("usd", "usd")),  # 美元 before 元: 299美元 is no price in 元
     # electricity
     **_all("毫安时|毫安|mAh|mah", Unit("mah", "mah")),
+    **_all("Ah|安时", Unit("ah", "mah", 1000)),
     **_all("Wh|wh", Unit("wh", "wh")),
     **_all("kW|kw", Unit("kw", "w", 1000)),
     **_all("W|w|瓦", Unit("w", "w")),

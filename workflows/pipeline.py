@@ -31,7 +31,8 @@ from citescope.agents.budget import BudgetTracker, DeadlinePassed
 from citescope.agents.conflicts import Conflict
 from citescope.agents.conversation import Conversation, PastTurn
 from citescope.agents.inspector import InspectionReport, Inspector
-from citescope.agents.models import close_model_sessions
+from citescope.agents.inspector_judge import ModelJudge
+from citescope.agents.models import close_model_sessions, make_chat_model
 from citescope.agents.policy import PolicyDecision, RulesPolicy
 from citescope.agents.query_analysis import Entity, QueryAnalyzer, QueryFeatures
 from citescope.agents.routing import ROLES, ModelRoute, Role, build_route, question_signals
@@ -178,7 +179,7 @@ class QAPipeline:
         self.registry.check_health(SkillContext(kb, reranker=self.reranker))
         toolkit_template = build_toolkit(self.registry, SkillContext(kb))  # the tools' schemas, parsed once
         lexicon = kb.lexicon  # read from the catalog: once, shared by the stages
-        inspector = Inspector(lexicon=lexicon)
+        inspector = Inspector(lexicon=lexicon, entities=lambda: self.analyzer.index)
         extractive = ExtractiveAnswerer(
             lexicon=lexicon, inspector=inspector, shop=kb.shop, rule_packs=config.rule_packs
         )
@@ -196,11 +197,15 @@ class QAPipeline:
             for m in (answerer_route.models if answerer_route is not None else [])
         ]
         self.answerer: LLMAnswerer | None = answerers[0] if answerers else None
+        judge_model, judge_formatter = make_chat_model(config.model_config_for(config.judge))  # offline: None
+        judge = ModelJudge(judge_model, judge_formatter, config.retry()) if judge_model is not None else None
         self.models = {
             "planner": planner_route.models[0].model.model_name if planner_route is not None else "policy-planner",
             "answerer": self.answerer.model.model_name if self.answerer is not None else "extractive",
             "reranker": getattr(self.reranker, "name", type(self.reranker).__name__),
         }
+        if judge is not None:
+            self.models["judge"] = judge.name
 
         self.analyse = Analyse(self.analyzer)
         self.plan = Plan(self.policy)
@@ -209,7 +214,7 @@ class QAPipeline:
         self.check_conflicts = CheckConflicts(lexicon)
         self.gate = Gate()
         self.answer = Answer(extractive, self.answerer, answerers[1:])
-        self.inspect = Inspect(inspector)
+        self.inspect = Inspect(inspector, judge)
         self.disclose = Disclose(self.refusals, extractive, self.analyzer, compliance)
         self.stream = StreamAnswer(self.answer, inspector, self.disclose.say) if self.answerer is not None else None
         self._warm = True
@@ -235,7 +240,10 @@ class QAPipeline:
         raise RuntimeError("QAPipeline.run was called inside an event loop; await QAPipeline.arun instead")
 
     def _route_models(self) -> list[Any]:
-        return [routed.model for route in self.routes.values() if route is not None for routed in route.models]
+        """Every model client the pipeline built: the routes' and the inspector judge's."""
+        inspect = getattr(self, "inspect", None)  # built by warm_up
+        judge = [inspect.judge.model] if inspect is not None and inspect.judge is not None else []
+        return [routed.model for route in self.routes.values() if route is not None for routed in route.models] + judge
 
     def close(self) -> None:
         """Close run()'s event loop and the model clients' connections on it (a caller of arun()
@@ -337,7 +345,7 @@ class QAPipeline:
         try:
             async with run.stage("planner", deadline="search"):
                 wanted = RetrieveInput(
-                    analysis, decision, filters, config.retry(), self._answerer_model_calls(), conversation
+                    analysis, decision, filters, config.retry(), self._answer_model_calls(), conversation
                 )
                 retrieved = await self.retrieve.run(wanted, run.tracker)
             result.planner_source, result.tool_calls = retrieved.source, retrieved.tool_calls
@@ -421,7 +429,9 @@ class QAPipeline:
     async def _draft(
         self, given: AnswerInput, run: QuestionRun, result: QAResult | None = None
     ) -> tuple[Draft, InspectionReport]:
-        if run.streaming is not None and given.by_model:
+        # a judged draft is sent once judged: the judge reads the whole draft, and a streamed sentence
+        # cannot be taken back (docs/llm.md "Semantic inspection")
+        if run.streaming is not None and given.by_model and self.inspect.judge is None:
             draft, report = await self._streamed_draft(given, run, run.streaming)
         else:
             with run.clock.span("answer"):
@@ -429,9 +439,11 @@ class QAPipeline:
             if draft.degradation:
                 run.degradations.append(draft.degradation)
             with run.clock.span("inspect"):
-                report = self.inspect.run(
-                    InspectInput(draft.text, given.evidence, given.conflicts, given.analysis.question)
-                )
+                inspecting = InspectInput(draft.text, given.evidence, given.conflicts, given.analysis.question)
+                report = self.inspect.run(inspecting)
+                skipped = await self.inspect.judged(inspecting, report, run.tracker)
+            if skipped:
+                run.degradations.append(skipped)
         if draft.source == "llm" and draft.steps:
             draft.steps[-1].outcome = "passed the inspector" if report.passed else "rejected by the inspector"
         if result is not None:
@@ -515,6 +527,8 @@ class QAPipeline:
         """A long message: retrieval reads only what it asks (agents/retrieval_question.py)."""
         return len(whole) > self.config.retrieval_max_chars
 
-    def _answerer_model_calls(self) -> int:
-        """What an LLM answerer may need: an answer and one regeneration, each with its retries."""
-        return 2 * (1 + self.config.max_retries) if self.answerer is not None else 0
+    def _answer_model_calls(self) -> int:
+        """What the answer stage may need: per draft (an answer and one regeneration) an LLM
+        answerer's request and the judge's, each with its retries."""
+        per_draft = (self.answerer is not None) + (self.inspect.judge is not None)  # answer, judge
+        return 2 * per_draft * (1 + self.config.max_retries)

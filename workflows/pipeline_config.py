@@ -58,6 +58,7 @@ class PipelineConfig(BaseModel):
     hedge_threshold: float = Field(0.0, ge=0.0, le=1.0)
     planner: ModelList = "offline"
     answerer: ModelList = "offline"
+    judge: ModelEntry = "offline"  # the inspector's model judge (agents/inspector_judge.py): one model; "offline" = off
     model_routes: list[RouteRule] = Field(default_factory=list)  # where a question starts (agents/routing.py)
     answer_language: Literal["auto", "zh", "en"] = "auto"  # auto: the question's language
     conversation_turns: int = Field(3, ge=0)  # the last turns of a session both models read
@@ -76,7 +77,7 @@ class PipelineConfig(BaseModel):
     sensitive_action: Literal["mask", "refuse"] = "mask"
     rule_packs: list[str] = Field(default_factory=list)  # opt-in question-rule packs (agents/question_cues.yaml)
 
-    @field_validator("planner", "answerer", mode="before")
+    @field_validator("planner", "answerer", "judge", mode="before")
     @classmethod
     def _model_list(cls, value: Any) -> Any:
         if isinstance(value, str) and "," in value:

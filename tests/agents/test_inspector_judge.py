@@ -1,0 +1,108 @@
+"""The inspector's model judge wired over real HTTP (AgentScope's OpenAI client to the scripted server
+of tests/support/replay_server.py). A scripted verdict cannot measure the judge; these test its
+wiring: the request it sends, a "contradicted" verdict rejecting the sentence, a reply that is no
+verdict and an exhausted budget skipping it with a reason, and the pipeline switch (off by default)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import pytest
+
+from citescope.agents.budget import Budget, BudgetTracker, RetryPolicy
+from citescope.agents.inspector import Inspector
+from citescope.agents.inspector_judge import ModelJudge
+from citescope.agents.models import make_chat_model
+from citescope.knowledge.chunking import chunk_document
+from citescope.knowledge.loaders import load_path
+from citescope.tools.base import EvidenceHit
+from citescope.workflows.pipeline import QAPipeline
+from citescope.workflows.pipeline_config import PipelineConfig
+from tests.conftest import DEMO_DIR
+from tests.support.replay_server import ReplayServer, prompt_text
+
+RET26 = "policy-returns-2026#无理由退换-0"
+ANSWER = f"自签收次日起 15天无理由退换【{RET26}】。需保持商品原包装、吊牌完整【{RET26}】。"
+
+
+@pytest.fixture(scope="module")
+def evidence() -> list[EvidenceHit]:
+    documents, issues, _ = load_path(DEMO_DIR / "policies" / "returns-2026.md")
+    assert not issues
+    return [EvidenceHit.from_chunk(c, 1.0) for d in documents for c in chunk_document(d) if c.chunk_id == RET26]
+
+
+def verdicts(*kinds: str) -> dict:
+    rows = [{"sentence": n, "verdict": kind, "reason": f"第{n}句的依据"} for n, kind in enumerate(kinds, 1)]
+    return {"content": "```json\n" + json.dumps({"verdicts": rows}, ensure_ascii=False) + "\n```"}
+
+
+def judge_for(server: ReplayServer, retries: int = 0) -> ModelJudge:
+    model, formatter = make_chat_model(f"compatible:judge-model@{server.base_url}")
+    return ModelJudge(model, formatter, RetryPolicy(max_retries=retries, backoff_s=0.01, call_timeout_s=10))
+
+
+def judged(judge: ModelJudge, evidence, tracker: BudgetTracker | None = None):
+    inspector = Inspector()
+    report = inspector.run(ANSWER, evidence)
+    assert report.passed  # the offline checks pass the draft: only the judge can reject it
+    skipped = asyncio.run(judge.judge(report, inspector.cited_claims(ANSWER, evidence), tracker or BudgetTracker()))
+    return report, skipped
+
+
+def test_a_contradicted_verdict_rejects_that_sentence(evidence):
+    with ReplayServer(script=[verdicts("supported", "contradicted")]) as server:
+        report, skipped = judged(judge_for(server), evidence)
+        sent = prompt_text(server.chat_requests()[0].body)
+    assert skipped is None and not report.passed
+    assert [u.sentence for u in report.unsupported] == ["需保持商品原包装、吊牌完整。"]
+    assert report.rules_fired == ["judge"] and "第2句的依据" in report.findings()
+    assert report.judge["status"] == "ran" and report.judge["model"] == "judge-model"
+    assert [v["verdict"] for v in report.judge["verdicts"]] == ["supported", "contradicted"]
+    # the request: both sentences numbered, each with the chunk it cites, the verdict format asked for
+    assert "1. 自签收次日起 15天无理由退换。" in sent and "2. 需保持商品原包装、吊牌完整。" in sent
+    assert sent.count(f"【{RET26}】") == 2 and '{"verdicts": [{"sentence": 1,' in sent
+
+
+def test_supported_and_not_enough_info_keep_the_draft(evidence):
+    with ReplayServer(script=[verdicts("supported", "not_enough_info")]) as server:
+        report, skipped = judged(judge_for(server), evidence)
+    assert skipped is None and report.passed and report.judge["supported"]
+
+
+def test_an_exhausted_budget_skips_the_judge_with_its_reason(evidence):
+    with ReplayServer(script=[verdicts("contradicted", "contradicted")]) as server:
+        report, skipped = judged(judge_for(server), evidence, BudgetTracker(Budget(max_model_calls=0)))
+        requests = server.chat_requests()
+    assert requests == [] and report.passed
+    assert skipped == "inspector judge skipped: model-call budget used up (0 calls)"
+    assert report.judge["status"] == "skipped" and report.judge["reason"] == skipped
+
+
+def test_a_reply_that_is_no_verdict_is_retried_then_skipped(evidence):
+    with ReplayServer(script=[{"content": "我觉得都对"}, verdicts("supported")]) as server:  # one verdict of two
+        report, skipped = judged(judge_for(server, retries=1), evidence)
+        attempts = len(server.chat_requests())
+    assert attempts == 2 and report.passed
+    assert skipped is not None and "no JSON object" in skipped and "sentences [1] of 1..2" in skipped
+
+
+def test_the_pipeline_asks_the_judge_when_configured(demo_kb, registry):
+    """judge: a model spec. Every passed draft is judged; a contradicted sentence rejects the
+    extractive answer too, and with no draft left the question is refused."""
+    question = "XZ-3000 充电宝多少钱？"
+
+    def contradict_all(body: dict) -> dict:
+        count = len(re.findall(r"^\d+\. ", prompt_text(body), re.MULTILINE))
+        return verdicts(*["contradicted"] * count)
+
+    with ReplayServer(default_step=contradict_all) as server:
+        config = PipelineConfig.load(demo_kb.dir, environ={}, judge=f"compatible:judge-model@{server.base_url}")
+        assert PipelineConfig.load(demo_kb.dir, environ={}).judge == "offline"  # off by default
+        result = QAPipeline(demo_kb, config, registry=registry).warm_up().run(question)
+        judged_requests = len(server.chat_requests())
+    assert result.models["judge"] == "judge-model" and judged_requests == 2  # the draft and its regeneration
+    assert result.refused and result.inspection.rules_fired == ["judge"]
+    assert result.budget.model_calls == 2 and result.inspection.judge["status"] == "ran"

@@ -1,0 +1,84 @@
+"""Benchmark: the inversion corpus (workflows/evaluation/inversions.jsonl, issue #42) put to the
+inspector with its offline checks alone, as the pipeline puts an answer to it: the answer sentence
+with its 【id】 citations, the evidence the cited chunks of the demo KB's documents (loaded and
+chunked by the project's own loader and chunker), the inspector built as workflows/pipeline.py
+builds it (the KB's lexicon, its entity index). `inversions_passed` should be 0 and every faithful
+paraphrase should pass. The model judge is not measured here: a scripted verdict cannot measure
+it (its wiring is tested in tests/agents/test_inspector_judge.py).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+from citescope.agents.entity_index import EntityIndex
+from citescope.agents.inspector import Inspector
+from citescope.knowledge.loaders import load_path
+from citescope.knowledge.schema import Document
+from citescope.workflows.evaluation.bench.reader import kb_source
+
+CORPUS = Path(__file__).resolve().parents[1] / "inversions.jsonl"
+DEMO_KB = Path(__file__).resolve().parents[3] / "knowledge" / "demo"
+
+
+def entity_index_of(docs: list[Document], lexicon) -> EntityIndex:
+    """The entity index the pipeline builds (agents/query_analysis.py), from documents instead of an
+    ingested KB: the SKU table's products (name, brand, category, codes), then product pages without rows."""
+    products: dict[str, dict] = {}
+    for doc in docs:
+        for row in doc.skus or []:
+            product = products.setdefault(
+                row.product_id,
+                {"product_id": row.product_id, "name": row.name, "brand": row.brand, "category": row.category},
+            )
+            product.setdefault("skus", []).append(row.sku)
+    for doc in docs:
+        if doc.doc_type == "product" and doc.product_id and doc.product_id not in products:
+            products[doc.product_id] = {
+                "product_id": doc.product_id,
+                "name": doc.title or doc.product_id,
+                "brand": doc.brand or "",
+                "category": doc.category or "",
+            }
+    return EntityIndex(list(products.values()), lexicon).warm_up()
+
+
+def run_llm_inversions(kb_dir: Path = DEMO_KB, corpus: Path = CORPUS, examples: int = 5) -> dict:
+    """inversions_passed (of the corpus' inversions, how many the inspector passes: target 0) and
+    paraphrases_passed, overall and per family, with the semantic rules that fired."""
+    started = time.perf_counter()
+    hits = kb_source(kb_dir).hits
+    docs, _issues, lexicon = load_path(kb_dir)
+    index = entity_index_of(docs, lexicon)
+    inspector = Inspector(lexicon=lexicon, entities=lambda: index)
+    rows = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
+    families: dict[str, Counter[str]] = {}
+    fired: Counter[str] = Counter()
+    passed_inversions: list[str] = []
+    rejected_paraphrases: list[str] = []
+    for row in rows:
+        evidence = [hits[chunk_id] for chunk_id in row["evidence"]]
+        inversion = inspector.run(row["inversion"], evidence)
+        paraphrase = inspector.run(row["paraphrase"], evidence)
+        counts = families.setdefault(row["family"], Counter())
+        counts["cases"] += 1
+        counts["inversions_passed"] += inversion.passed
+        counts["paraphrases_passed"] += paraphrase.passed
+        fired.update(inversion.rules_fired)
+        if inversion.passed:
+            passed_inversions.append(row["inversion"])
+        if not paraphrase.passed:
+            rejected_paraphrases.append(row["paraphrase"])
+    return {
+        "inversions_passed": len(passed_inversions),
+        "paraphrases_passed": len(rows) - len(rejected_paraphrases),
+        "cases": len(rows),
+        "by_family": {family: dict(counts) for family, counts in families.items()},
+        "rules_fired_on_inversions": dict(fired.most_common()),
+        "passed_inversion_examples": passed_inversions[:examples],
+        "rejected_paraphrase_examples": rejected_paraphrases[:examples],
+        "seconds": round(time.perf_counter() - started, 1),
+    }
