@@ -324,6 +324,12 @@ def render_trace(trace: dict) -> RenderableType:
         for name in ("invalid_ids", "uncited", "unsupported", "missing_conflicts"):
             if inspection.get(name):
                 table.add_row(name, _short(inspection[name], 160))
+        # the semantic rules (agents/claim_rules.py) and the model judge that rejected a sentence
+        fired = [hit["rule"] for claim in inspection.get("unsupported") or [] for hit in claim.get("contradicted", [])]
+        if fired:
+            table.add_row("rules fired", ", ".join(dict.fromkeys(fired)))
+        if inspection.get("judge"):
+            table.add_row("judge", _short(inspection["judge"], 160))
         parts.append(table)
 
     costs = _table("costs", "item", "value")

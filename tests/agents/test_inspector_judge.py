@@ -10,6 +10,7 @@ import json
 import re
 
 import pytest
+from rich.console import Console
 
 from citescope.agents.budget import Budget, BudgetTracker, RetryPolicy
 from citescope.agents.inspector import Inspector
@@ -20,6 +21,7 @@ from citescope.knowledge.loaders import load_path
 from citescope.tools.base import EvidenceHit
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
+from citescope.workflows.traces import build_trace, render_trace
 from tests.conftest import DEMO_DIR
 from tests.support.replay_server import ReplayServer, prompt_text
 
@@ -106,3 +108,7 @@ def test_the_pipeline_asks_the_judge_when_configured(demo_kb, registry):
     assert result.models["judge"] == "judge-model" and judged_requests == 2  # the draft and its regeneration
     assert result.refused and result.inspection.rules_fired == ["judge"]
     assert result.budget.model_calls == 2 and result.inspection.judge["status"] == "ran"
+    # the decision trace shows which check rejected the sentences
+    console = Console(record=True, width=200)
+    console.print(render_trace(build_trace(result, demo_kb)))
+    assert re.search(r"rules fired\s*│\s*judge", console.export_text())
