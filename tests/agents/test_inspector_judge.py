@@ -108,6 +108,7 @@ def test_the_pipeline_asks_the_judge_when_configured(demo_kb, registry):
     assert result.models["judge"] == "judge-model" and judged_requests == 2  # the draft and its regeneration
     assert result.refused and result.inspection.rules_fired == ["judge"]
     assert result.budget.model_calls == 2 and result.inspection.judge["status"] == "ran"
+    assert result.usage.requests == 2 and set(result.usage.by_model) == {"judge-model"}  # counted like any call
     # the decision trace shows which check rejected the sentences
     console = Console(record=True, width=200)
     console.print(render_trace(build_trace(result, demo_kb)))
