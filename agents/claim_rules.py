@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -78,6 +78,7 @@ class ClaimRules:
 
     def __init__(self, data: dict, entities: Callable[[], EntityIndex | None] | None = None):
         """entities: the KB's current entity index (None: the entity rule is off)."""
+        self._data = data
         negation, opening, stock = data["polarity.negation"], data["yes_no.opening"], data["stock.status"]
         self.cues = _longest_first(negation["cues"])
         self.not_negations = _longest_first(negation["not_negations"])
@@ -95,13 +96,12 @@ class ClaimRules:
 
     @classmethod
     def load(cls, path: Path = RULES_PATH, entities: Callable[[], EntityIndex | None] | None = None) -> ClaimRules:
-        return cls(yaml.safe_load(path.read_text(encoding="utf-8")), entities)
+        return cls(_read(path), entities)
 
-    @cached_property
+    @property
     def examples(self) -> dict[str, list[dict]]:
-        """Each rule's examples from the data file (tests generate cases from them)."""
-        data = yaml.safe_load(RULES_PATH.read_text(encoding="utf-8"))
-        return {rule: list(body.get("examples", [])) for rule, body in data.items()}
+        """Each rule's examples from the data (tests generate cases from them)."""
+        return {rule: list(body.get("examples", [])) for rule, body in self._data.items()}
 
     def check(self, sentence: str, hits: Sequence[EvidenceHit]) -> list[RuleHit]:
         """The rules that find the sentence contradicting its cited chunks (none: no contradiction seen)."""
@@ -311,6 +311,12 @@ class ClaimRules:
             titles = "、".join(sorted({h.title for h in hits if h.title}))
             return [RuleHit(rule="entity.product", claim=stray[0].surface or stray[0].name, evidence=titles)]
         return []
+
+
+@lru_cache(maxsize=4)
+def _read(path: Path) -> dict:
+    """The rules file, parsed once (every Inspector loads it)."""
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 def _longest_first(words: Sequence[str]) -> list[str]:
