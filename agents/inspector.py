@@ -199,7 +199,9 @@ class InspectionReport(BaseModel):
             lines.append("以下引用ID不在证据列表中，不能使用：" + "、".join(self.invalid_ids))
         lines += [f"这句事实陈述没有引用：{s}" for s in self.uncited]
         lines += [
-            f"这句与所引证据不符（证据中没有：{'、'.join(u.missing)}）：{u.sentence}" for u in self.unsupported if u.missing
+            f"这句与所引证据不符（证据中没有：{'、'.join(u.missing)}）：{u.sentence}"
+            for u in self.unsupported
+            if u.missing
         ]
         lines += [
             f"这句与所引证据矛盾（{hit.describe()}）：{u.sentence}" for u in self.unsupported for hit in u.contradicted

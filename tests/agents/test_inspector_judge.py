@@ -113,3 +113,64 @@ def test_the_pipeline_asks_the_judge_when_configured(demo_kb, registry):
     console = Console(record=True, width=200)
     console.print(render_trace(build_trace(result, demo_kb)))
     assert re.search(r"rules fired\s*│\s*judge", console.export_text())
+
+
+_SKU_LINE = re.compile(r"【(sku-p-xz3000#sku-[^】]+)】[^\n]*?价格: ([\d.]+)元")
+
+
+def stock_answer(body: dict) -> dict:
+    """A price the SKU row gives, then a stock flip of that same row (库存: N件 > 0) that keeps its
+    price: the support checks pass it (its number is the row's), only the stock rule rejects it."""
+    chunk_id, price = _SKU_LINE.search(prompt_text(body)).groups()
+    return {
+        "content": f"星择 XZ-3000 充电宝的价格是 {price}元【{chunk_id}】。这款 {price}元，目前已售罄【{chunk_id}】。"
+    }
+
+
+def streaming_pipeline(demo_kb, registry, server, **overrides) -> QAPipeline:
+    spec = f"compatible:test@{server.base_url}"
+    config = PipelineConfig.load(
+        demo_kb.dir, environ={}, answerer=spec, max_retries=0, backoff_s=0.01, model_timeout_s=10, **overrides
+    )
+    return QAPipeline(demo_kb, config, registry=registry).warm_up()
+
+
+def test_a_streamed_sentence_a_rule_rejects_is_never_sent(demo_kb, registry):
+    with ReplayServer(script=[stock_answer]) as server:
+        pipeline = streaming_pipeline(demo_kb, registry, server)
+        events = asyncio.run(_events(pipeline))
+    *sentences, last = events
+    assert [s.text for s in sentences] and not any("售罄" in s.text for s in sentences)
+    assert "价格是" in sentences[0].text and "售罄" not in last.result.answer
+
+
+def test_with_a_judge_the_answer_is_sent_once_judged(demo_kb, registry):
+    """The judge reads the whole draft, so nothing is streamed before its verdict."""
+    seen_at_first_sentence: list[int] = []
+
+    def all_supported(body: dict) -> dict:
+        return verdicts(*["supported"] * len(re.findall(r"^\d+\. ", prompt_text(body), re.MULTILINE)))
+
+    def price_only(body: dict) -> dict:
+        chunk_id, price = _SKU_LINE.search(prompt_text(body)).groups()
+        return {"content": f"星择 XZ-3000 充电宝的价格是 {price}元【{chunk_id}】。"}
+
+    with ReplayServer(script=[price_only, all_supported]) as server:
+        judge = f"compatible:judge-model@{server.base_url}"
+        pipeline = streaming_pipeline(demo_kb, registry, server, judge=judge)
+
+        async def run() -> list:
+            events = []
+            async for event in pipeline.astream("XZ-3000 充电宝多少钱？"):
+                if not events:
+                    seen_at_first_sentence.append(len(server.chat_requests()))
+                events.append(event)
+            return events
+
+        events = asyncio.run(run())
+    assert seen_at_first_sentence == [2]  # the answer and the judge's request, before anything was sent
+    assert events[-1].result.inspection.judge["status"] == "ran" and events[-1].result.inspection.passed
+
+
+async def _events(pipeline: QAPipeline) -> list:
+    return [event async for event in pipeline.astream("XZ-3000 充电宝多少钱？")]

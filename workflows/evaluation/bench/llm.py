@@ -8,6 +8,8 @@ stalled_provider_s, open_breaker_s (bench/llm_faults.py): what a hung provider c
 before and after its circuit breaker opens (targets: deadline + 1 s; ≤ 1 s).
 model_requests_per_question (bench/llm_requests.py): over every demo question, whatever
 `n_questions` says (target ≤ 2.5).
+inversions_passed (bench/llm_inversions.py): of the 60-case inversion corpus, how many the
+inspector passes with its offline checks alone (target 0); paraphrases_passed beside it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable
 
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.workflows.evaluation.bench.llm_faults import DEMO_DIR, fault_metrics
+from citescope.workflows.evaluation.bench.llm_inversions import run_llm_inversions
 from citescope.workflows.evaluation.bench.llm_requests import run_llm_requests_bench
 from citescope.workflows.evaluation.bench.llm_streaming import format_streaming_report, run_streaming_bench
 from citescope.workflows.evaluation.datasets import dataset_kb, load_questions
@@ -32,7 +35,22 @@ def request_metrics(kb: KnowledgeBase, _questions: list[str]) -> dict:
     return {"model_requests_per_question": report.pop("model_requests_per_question"), "model_requests": report}
 
 
-TOPICS: list[Callable[[KnowledgeBase, list[str]], dict]] = [streaming_metrics, fault_metrics, request_metrics]
+def inversion_metrics(_kb: KnowledgeBase, _questions: list[str]) -> dict:
+    """inversions_passed over the inversion corpus (the demo KB's documents, chunked as the bench reads them)."""
+    inversions = run_llm_inversions()
+    return {
+        "inversions_passed": inversions["inversions_passed"],
+        "paraphrases_passed": inversions["paraphrases_passed"],
+        "inversions": inversions,
+    }
+
+
+TOPICS: list[Callable[[KnowledgeBase, list[str]], dict]] = [
+    streaming_metrics,
+    fault_metrics,
+    request_metrics,
+    inversion_metrics,
+]
 
 
 def run_llm_bench(n_questions: int = 5) -> dict:
