@@ -208,8 +208,6 @@ class InspectionReport(BaseModel):
         ]
         if self.missing_conflicts:
             lines.append("来源之间存在冲突但回答没有同时说明各方说法：" + "、".join(self.missing_conflicts))
-        if self.judge and not self.judge.get("supported", True):
-            lines += [f"审核意见：{p}" for p in self.judge.get("problems", [])]
         return "\n".join(f"- {line}" for line in lines) or "- 无"
 
 

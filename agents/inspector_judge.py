@@ -100,13 +100,8 @@ class ModelJudge:
             verdicts = await self.verdicts(claims, tracker)
         except ModelFailure as failure:
             reason = f"inspector judge skipped: {failure}"
-            report.judge = {
-                "model": self.name,
-                "status": "skipped",
-                "reason": reason,
-                "supported": True,
-                "problems": [],
-            }
+            # supported: the draft stands on the offline checks
+            report.judge = {"model": self.name, "status": "skipped", "reason": reason, "supported": True}
             return reason
         contradicted = [(claims[v.sentence - 1][0], v) for v in verdicts if v.verdict == "contradicted"]
         for sentence, verdict in contradicted:
@@ -117,8 +112,7 @@ class ModelJudge:
         report.judge = {
             "model": self.name,
             "status": "ran",
-            "supported": not contradicted,
-            "problems": [f"{s.text}：{v.reason}" for s, v in contradicted],
+            "supported": not contradicted,  # each contradicted sentence is in report.unsupported, with the reason
             "verdicts": [v.model_dump() for v in verdicts],
         }
         report.passed = report.passed and not contradicted

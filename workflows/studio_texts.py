@@ -154,13 +154,17 @@ def _findings(report: InspectionReport, language: Language) -> list[str]:
     lines += [
         texts.say("finding_unsupported", language, missing=joined(u.missing, language), sentence=u.sentence)
         for u in report.unsupported
+        if u.missing
+    ]
+    lines += [  # a semantic rule or the model judge (agents/claim_rules.py, agents/inspector_judge.py)
+        texts.say("finding_contradicted", language, rule=hit.rule, evidence=hit.evidence, sentence=u.sentence)
+        for u in report.unsupported
+        for hit in u.contradicted
     ]
     if report.missing_conflicts:
         lines.append(
             texts.say("finding_missing_conflicts", language, attributes=joined(report.missing_conflicts, language))
         )
-    if report.judge and not report.judge.get("supported", True):
-        lines += [texts.say("finding_judge", language, problem=p) for p in report.judge.get("problems", [])]
     return lines
 
 

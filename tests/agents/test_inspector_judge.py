@@ -21,6 +21,7 @@ from citescope.knowledge.loaders import load_path
 from citescope.tools.base import EvidenceHit
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
+from citescope.workflows.studio_texts import verdict_markdown
 from citescope.workflows.traces import build_trace, render_trace
 from tests.conftest import DEMO_DIR
 from tests.support.replay_server import ReplayServer, prompt_text
@@ -113,6 +114,7 @@ def test_the_pipeline_asks_the_judge_when_configured(demo_kb, registry):
     console = Console(record=True, width=200)
     console.print(render_trace(build_trace(result, demo_kb)))
     assert re.search(r"rules fired\s*│\s*judge", console.export_text())
+    assert "这句与所引证据矛盾（judge" in verdict_markdown(result, "zh")  # and Studio's inspector message
 
 
 _SKU_LINE = re.compile(r"【(sku-p-xz3000#sku-[^】]+)】[^\n]*?价格: ([\d.]+)元")
