@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from citescope.workflows.evaluation.bench.llm import TOPICS, inversion_metrics
 from citescope.workflows.evaluation.bench.llm_inversions import CORPUS, run_llm_inversions
 from tests.conftest import DEMO_DIR
 
@@ -14,6 +15,7 @@ from tests.conftest import DEMO_DIR
 def test_the_corpus_is_the_one_the_issue_asks_for():
     rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
     families = {row["family"] for row in rows}
+    assert inversion_metrics in TOPICS  # `run.py bench llm --json` reports inversions_passed
     assert len(rows) == 60 and families == {"negation", "stock_flip", "number_change", "unit_change", "entity_swap"}
     assert all(row["inversion"] != row["paraphrase"] and "【" in row["inversion"] for row in rows)
 
