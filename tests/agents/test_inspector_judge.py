@@ -1,5 +1,5 @@
 """The inspector's model judge wired over real HTTP (AgentScope's OpenAI client to the scripted server
-of tests/support/replay_server.py). A scripted verdict cannot measure the judge; these test its
+of workflows/evaluation/scripted_server.py). A scripted verdict cannot measure the judge; these test its
 wiring: the request it sends, a "contradicted" verdict rejecting the sentence, a reply that is no
 verdict and an exhausted budget skipping it with a reason, and the pipeline switch (off by default)."""
 
@@ -19,12 +19,12 @@ from citescope.agents.models import make_chat_model
 from citescope.knowledge.chunking import chunk_document
 from citescope.knowledge.loaders import load_path
 from citescope.tools.base import EvidenceHit
+from citescope.workflows.evaluation.scripted_server import ReplayServer, prompt_text
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
 from citescope.workflows.studio_texts import verdict_markdown
 from citescope.workflows.traces import build_trace, render_trace
 from tests.conftest import DEMO_DIR
-from tests.support.replay_server import ReplayServer, prompt_text
 
 RET26 = "policy-returns-2026#无理由退换-0"
 ANSWER = f"自签收次日起 15天无理由退换【{RET26}】。需保持商品原包装、吊牌完整【{RET26}】。"

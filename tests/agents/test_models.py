@@ -21,7 +21,7 @@ from citescope.agents.offline_models import (
     text_response,
     tool_call_response,
 )
-from tests.support.replay_server import MALFORMED_ARGUMENTS, ReplayServer
+from citescope.workflows.evaluation.scripted_server import MALFORMED_ARGUMENTS, ReplayServer
 
 LLM_KEY = "sk-replay-secret-0123456789"
 USER = [{"role": "user", "content": "订单A1001发货了吗？"}]

@@ -17,7 +17,7 @@ from citescope.agents.budget import Budget, BudgetTracker, ModelFailure, RetryPo
 from citescope.agents.circuit_breaker import CircuitBreaker, ProviderSlots, forget_providers
 from citescope.agents.models import ModelConfig, close_model_sessions, make_chat_model
 from citescope.agents.provider_errors import retry_after_s
-from tests.support.replay_server import ReplayServer
+from citescope.workflows.evaluation.scripted_server import ReplayServer
 
 MESSAGES = [{"role": "user", "content": "你好"}]
 HTML_502 = "<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1><hr>nginx</body></html>"

@@ -12,7 +12,7 @@ import pytest
 from citescope.agents.budget import Budget, BudgetTracker, ModelFailure, RetryPolicy, budgeted_model_call
 from citescope.agents.models import ModelConfig, make_chat_model
 from citescope.agents.usage import ModelPrice, Usage, UsageLimits, UsageReport
-from tests.support.replay_server import ReplayServer
+from citescope.workflows.evaluation.scripted_server import ReplayServer
 
 MESSAGES = [{"role": "user", "content": "XZ-3000 充电宝多少钱？"}]
 QWEN = ModelPrice(currency="CNY", input_per_1k=0.8, output_per_1k=2.0, cached_input_per_1k=0.2)

@@ -21,10 +21,10 @@ from citescope.agents.inspector import Inspector
 from citescope.knowledge.injection import PATTERNS, clean_evidence, defang, find_injections, neutralize
 from citescope.knowledge.loaders import load_path
 from citescope.tools.base import EvidenceHit
+from citescope.workflows.evaluation.scripted_server import ReplayServer
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
 from tests.conftest import DEMO_DIR, ingested_kb
-from tests.support.replay_server import ReplayServer
 from tests.workflows.test_pipeline_llm import make_pipeline, prompt_text
 
 CORPUS = Path(__file__).parent / "data" / "injection_docs.jsonl"

@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from citescope.workflows.cli import app
+from citescope.workflows.evaluation.scripted_server import ReplayServer
 from citescope.workflows.pipeline_config import update_kb_config
 from tests.support.hostile import copy_kb
-from tests.support.replay_server import ReplayServer
 from tests.workflows.test_pipeline_llm import valid_price_answer
 
 PER_REPLY = {"input_tokens": 1500, "output_tokens": 40, "cached_tokens": 512}

@@ -11,10 +11,10 @@ import pytest
 
 from citescope.agents.circuit_breaker import forget_providers
 from citescope.workflows.assistant import Assistant
+from citescope.workflows.evaluation.scripted_server import ReplayServer, prompt_text
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
 from citescope.workflows.traces import build_trace, render_trace
-from tests.support.replay_server import ReplayServer, prompt_text
 
 PRICE_QUESTION = "XZ-3000 充电宝多少钱？"
 COMPOUND_QUESTION = "XZ-3000 充电宝的价格和保修期分别是多少？"

@@ -9,9 +9,9 @@ import pytest
 from dashscope.api_entities import aio_session
 
 from citescope.agents.circuit_breaker import forget_providers
+from citescope.workflows.evaluation.scripted_server import ReplayServer
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
-from tests.support.replay_server import ReplayServer
 from tests.workflows.test_pipeline_llm import PRICE_QUESTION, make_pipeline, valid_price_answer
 
 

@@ -9,9 +9,9 @@ import re
 import pytest
 
 from citescope.agents.circuit_breaker import forget_providers
+from citescope.workflows.evaluation.scripted_server import ReplayServer, prompt_text
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
-from tests.support.replay_server import ReplayServer, prompt_text
 
 PRICE_QUESTION = "XZ-3000 充电宝多少钱？"
 _SKU_LINE = re.compile(r"【(sku-p-xz3000#[^】]+)】[^\n]*?价格: ([\d.]+)元")

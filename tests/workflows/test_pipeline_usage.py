@@ -11,10 +11,10 @@ import pytest
 from rich.console import Console
 
 from citescope.agents.usage import Usage, UsageReport
+from citescope.workflows.evaluation.scripted_server import ReplayServer
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
 from citescope.workflows.traces import TraceStore, render_trace
-from tests.support.replay_server import ReplayServer
 from tests.workflows.test_pipeline_llm import PRICE_QUESTION, valid_price_answer
 
 PRICE = {"currency": "CNY", "input_per_1k": 0.8, "output_per_1k": 2.0, "cached_input_per_1k": 0.2}

@@ -17,10 +17,10 @@ from citescope.agents.arms import template_values
 from citescope.agents.query_analysis import analyze
 from citescope.knowledge.shop_profile import SHOP_PROFILE_FILENAME
 from citescope.workflows.cli import app
+from citescope.workflows.evaluation.scripted_server import ReplayServer, prompt_text
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
 from tests.conftest import ingested_kb
-from tests.support.replay_server import ReplayServer, prompt_text
 
 SHOP_DIR = Path(__file__).resolve().parents[1] / "support" / "cosmetics_shop"
 DEMO_SHOP_WORDS = ("云栈优选", "云栈", "江浙沪", "其他地区", "偏远地区", "金卡", "银卡", "黑钻")

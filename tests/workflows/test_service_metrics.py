@@ -10,12 +10,12 @@ import httpx
 import pytest
 
 from citescope.workflows.assistant import Assistant
+from citescope.workflows.evaluation.scripted_server import ReplayServer
 from citescope.workflows.pipeline_config import PipelineConfig
 from citescope.workflows.result import QAResult
 from citescope.workflows.service import BackgroundServer, ServiceSettings, create_app
 from citescope.workflows.service_metrics import UsageCounters
 from tests.support.hostile import copy_kb
-from tests.support.replay_server import ReplayServer
 from tests.workflows.test_pipeline_llm import PRICE_QUESTION, valid_price_answer
 
 PER_REPLY = {"input_tokens": 1800, "output_tokens": 50, "cached_tokens": 1024}

@@ -18,10 +18,10 @@ import pytest
 from citescope.agents.citations import parse_citations
 from citescope.workflows.answer_events import AnswerEvent, SentenceEvent
 from citescope.workflows.assistant import Assistant
+from citescope.workflows.evaluation.scripted_server import ReplayServer, prompt_text
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
 from citescope.workflows.service import BackgroundServer, ServiceSettings, create_app
-from tests.support.replay_server import ReplayServer, prompt_text
 
 PRICE_QUESTION = "XZ-3000 充电宝多少钱？"
 _SKU_LINE = re.compile(r"【(sku-p-xz3000#[^】]+)】[^\n]*?价格: ([\d.]+)元")

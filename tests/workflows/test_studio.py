@@ -16,6 +16,7 @@ import pytest
 from citescope.agents.citations import parse_citations
 from citescope.agents.inspector import InspectionReport, UnsupportedClaim
 from citescope.knowledge.chinese_script import in_traditional
+from citescope.workflows.evaluation.scripted_server import ReplayServer, prompt_text
 from citescope.workflows.result import Citation, QAResult
 from citescope.workflows.studio_link import ReconnectPolicy, run_url
 from citescope.workflows.studio_texts import (
@@ -27,7 +28,6 @@ from citescope.workflows.studio_texts import (
     verdict_markdown,
 )
 from tests.conftest import REPO
-from tests.support.replay_server import ReplayServer, prompt_text
 from tests.support.studio_standin import WAIT, StudioStandIn
 
 # bounds for a whole subprocess, so a hang fails the test instead of stalling the suite

@@ -42,9 +42,9 @@ from citescope.workflows.evaluation.evaluate import (
     seed_calibrated_config,
     summarize,
 )
+from citescope.workflows.evaluation.scripted_server import ReplayServer
 from citescope.workflows.pipeline_config import DEFAULTS_PATH, PipelineConfig
 from tests.conftest import DEMO_DIR
-from tests.support.replay_server import ReplayServer
 
 CORPUS_DOCS = 12  # the first baoxianzhidao docs; their questions are the even-numbered ones
 FAKE = "终身免交全部保费"

@@ -11,9 +11,9 @@ import pytest
 from citescope.agents.answerer import LLMAnswerer
 from citescope.agents.budget import BudgetTracker, RetryPolicy
 from citescope.agents.models import make_chat_model
+from citescope.workflows.evaluation.scripted_server import ReplayServer
 from citescope.workflows.stages.answer import Answer, AnswerInput
 from citescope.workflows.stages.inspect import InspectInput
-from tests.support.replay_server import ReplayServer
 from tests.workflows.stages.conftest import analysed, ranked, retrieved
 
 PRICE_QUESTION = "XZ-3000 充电宝多少钱？"

@@ -2,8 +2,8 @@
 
 Both run the demo shop's answerable questions through a QAPipeline whose planner and answerer are
 an OpenAI-compatible model on an endpoint that accepts every connection and never sends a byte
-(what the scripted server's "hang" step does in the tests; the runtime may not import tests/, so
-the bench holds its own socket). Each time is the wall clock of `QAPipeline.run` for one
+(what the scripted server's "hang" step does in the tests; a bare listening socket is all a stall
+needs). Each time is the wall clock of `QAPipeline.run` for one
 question, after warm-up.
 
 - stalled_provider_s: the slowest question while the provider stalls and no breaker has opened

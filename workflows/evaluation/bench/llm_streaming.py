@@ -1,21 +1,17 @@
 """first_sentence_share: how early a streamed answer starts, for `run.py bench llm` (issue #42).
 
 The service (workflows/service.py, in process on 127.0.0.1, over a copy of the demo KB) answers
-with its answerer on the scripted OpenAI-compatible server (tests/support/replay_server.py), which
+with its answerer on the scripted OpenAI-compatible server (workflows/evaluation/scripted_server.py), which
 writes every reply a token at a time at `tokens_per_s` (30: a fast hosted model). Its reply is
 built from the evidence the answerer was shown: each of the first chunks quoted in a cited
 sentence, so the inspector passes it, as a well-behaved model's would. Each question goes to
 /v1/chat/completions with stream=true; measured from the moment the request is sent: the first
 SSE chunk carrying answer text, and the end of the answer ([DONE]). The share is their ratio,
 the median over the questions (target ≤ 0.4; 1.0 means nothing is shown before the end).
-
-The scripted server is test support, not part of an installed package: this bench runs from a
-checkout (run.py puts the repository root on the path, where `tests` lives).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import shutil
@@ -28,6 +24,7 @@ import httpx
 
 from citescope.workflows.assistant import Assistant
 from citescope.workflows.evaluation.datasets import dataset_kb, load_questions
+from citescope.workflows.evaluation.scripted_server import ReplayServer, prompt_text
 from citescope.workflows.pipeline_config import PipelineConfig
 from citescope.workflows.service import BackgroundServer, ServiceSettings, create_app
 
@@ -51,18 +48,17 @@ def scripted_answer(prompt: str, sentences: int = 4) -> str:
 
 def run_streaming_bench(n_questions: int = 5, tokens_per_s: float = 30.0) -> dict:
     """{"first_sentence_share": median share, ...} over the first n answerable demo questions."""
-    replay_server = importlib.import_module("tests.support.replay_server")  # test support: a checkout's
 
     questions = [q.question for q in load_questions(DEMO_DIR / "questions.jsonl") if q.answerable][:n_questions]
 
     def reply(body: dict) -> dict:
-        return {"content": scripted_answer(replay_server.prompt_text(body)), "tokens_per_s": tokens_per_s}
+        return {"content": scripted_answer(prompt_text(body)), "tokens_per_s": tokens_per_s}
 
     kb = dataset_kb([DEMO_DIR], "demo")
     runs = []
     with (
         tempfile.TemporaryDirectory(prefix="citescope-streaming-") as tmp,
-        replay_server.ReplayServer(default_step=reply) as replay,
+        ReplayServer(default_step=reply) as replay,
     ):
         kb_dir = Path(tmp) / "kb"
         shutil.copytree(kb.dir, kb_dir, ignore=shutil.ignore_patterns("*.lock"))

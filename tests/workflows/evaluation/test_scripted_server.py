@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from tests.support.replay_server import ReplayServer, hash_embedding
+from citescope.workflows.evaluation.scripted_server import ReplayServer, hash_embedding
 
 
 def client(server: ReplayServer, key: str = "sk-test-0123456789") -> openai.OpenAI:

@@ -1,4 +1,5 @@
-"""A real OpenAI-compatible HTTP server on 127.0.0.1 that replays a script.
+"""A real OpenAI-compatible (and DashScope-format) HTTP server on 127.0.0.1 that replays a script:
+the scripted provider of `run.py bench llm` and of the tests (real HTTP, the providers' wire formats).
 
 Each chat request consumes the next step of the script:
   {"content": "..."}                                   plain text reply
@@ -178,7 +179,8 @@ class ReplayServer:
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
-            self._thread.join(timeout=5)
+            if self._thread is not None:
+                self._thread.join(timeout=5)
             self._httpd = None
 
     def __enter__(self) -> ReplayServer:
@@ -409,9 +411,10 @@ class _Handler(BaseHTTPRequestHandler):
         data = []
         for index, text in enumerate(texts):
             vector = hash_embedding(str(text), dim)
+            embedding: list[float] | str = vector
             if body.get("encoding_format") == "base64":  # the openai SDK asks for base64 by default
-                vector = base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode()
-            data.append({"object": "embedding", "index": index, "embedding": vector})
+                embedding = base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode()
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
         tokens = sum(len(str(t)) for t in texts)
         self._send_json(
             200,
@@ -457,7 +460,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, payload(message, finish))
             return
         # agentscope asks for incremental_output: each event carries only the new delta.
-        deltas = [{"role": "assistant", "content": piece} for piece in _pieces(content)] if content else []
+        deltas: list[dict[str, Any]] = (
+            [{"role": "assistant", "content": piece} for piece in _pieces(content)] if content else []
+        )
         deltas += [
             {"role": "assistant", "content": "", "tool_calls": [{"index": index, **call}]}
             for index, call in enumerate(tool_calls)
