@@ -20,6 +20,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, Field
 
 from citescope.agents.citations import AnswerSentence, split_sentences
+from citescope.agents.claim_reader import ClaimReader, evidence_window
 from citescope.agents.claim_rules import ClaimRules, RuleHit
 from citescope.agents.conflicts import Conflict, canonical_text
 from citescope.agents.entity_index import EntityIndex
@@ -27,6 +28,8 @@ from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.text import MODEL_NUMBER, MULTIPLIERS, model_numbers, normalize, tokenize, unit_alternatives
 from citescope.knowledge.units import BY_NAME, COUNT, UNITS, Unit, same_amount
 from citescope.tools.base import EvidenceHit
+
+READER_RULE = "reader.contradicted"  # the claim reader's rejections, beside claim_rules.yaml's ids
 
 # Words the answer's own framing adds ("根据现有资料", "有用户评价称", "以最新政策为准"): they
 # are never evidence, so they neither count for nor against support.
@@ -236,13 +239,20 @@ class Inspector:
         lexicon: Lexicon | None = None,
         entities: Callable[[], EntityIndex | None] | None = None,
         rules: ClaimRules | None = None,
+        claim_reader: ClaimReader | None = None,
+        claim_reject_above: float = 0.9,
     ):
         """entities: the KB's current entity index, for the rule that a sentence names only the
-        products its chunks are about (None: that rule is off). rules: claim_rules.yaml's, by default."""
+        products its chunks are about (None: that rule is off). rules: claim_rules.yaml's, by default.
+        claim_reader: the reader's trained claim checker (agents/claim_reader.py, opt-in): a factual
+        sentence it reads as contradicted by its cited chunks with P > claim_reject_above is rejected
+        as the rules reject one (rule id `reader.contradicted`)."""
         self.min_coverage = min_coverage
         self.min_term_share = min_term_share
         self.lexicon = lexicon
         self.rules = rules or ClaimRules.load(entities=entities)
+        self.claim_reader = claim_reader
+        self.claim_reject_above = claim_reject_above
         self._ignored_terms = frozenset(t for phrase in FRAMING_PHRASES for t in tokenize(phrase))
 
     def warm_up(self) -> Inspector:
@@ -288,7 +298,19 @@ class Inspector:
             hits = [by_id[i] for i in valid]
             missing = self.missing_support(sentence.text, hits, question_facts)
             contradicted = self.rules.check(sentence.text, hits)
+            if not contradicted and self.claim_reader is not None:
+                contradicted = self._read_claim(sentence.text, hits)
         return SentenceVerdict(sentence, valid, invalid, sentence.is_factual and not valid, missing, contradicted)
+
+    def _read_claim(self, claim: str, hits: Sequence[EvidenceHit]) -> list[RuleHit]:
+        """The claim reader's verdict against the cited chunks read together (one engine call)."""
+        assert self.claim_reader is not None
+        evidence = "\n".join(hit.text for hit in hits)
+        verdict = self.claim_reader.check([(claim, evidence)])[0]
+        if verdict.contradicted <= self.claim_reject_above:
+            return []
+        window = evidence_window(claim, evidence)
+        return [RuleHit(rule=READER_RULE, claim=claim, evidence=f"{window}（P={verdict.contradicted:.2f}）")]
 
     def report(self, verdicts: Sequence[SentenceVerdict], conflicts: Sequence[Conflict] = ()) -> InspectionReport:
         """The deterministic verdict on an answer from its sentences' verdicts: it passes when every

@@ -28,6 +28,7 @@ from typing import Any
 from citescope.agents import conflicts as conflict_check
 from citescope.agents.answerer import ExtractiveAnswerer, LLMAnswerer
 from citescope.agents.budget import BudgetTracker, DeadlinePassed
+from citescope.agents.claim_reader import ClaimReader
 from citescope.agents.conflicts import Conflict
 from citescope.agents.conversation import Conversation, PastTurn
 from citescope.agents.inspector import InspectionReport, Inspector
@@ -42,6 +43,7 @@ from citescope.knowledge.chinese_script import to_simplified
 from citescope.knowledge.chinese_script import warm_up as warm_up_scripts
 from citescope.knowledge.filters import SearchFilters
 from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.settings import get_settings
 from citescope.knowledge.text import is_storable_text
 from citescope.tools.base import EvidenceHit, SkillContext
 from citescope.tools.registry import SkillRegistry
@@ -179,7 +181,15 @@ class QAPipeline:
         self.registry.check_health(SkillContext(kb, reranker=self.reranker))
         toolkit_template = build_toolkit(self.registry, SkillContext(kb))  # the tools' schemas, parsed once
         lexicon = kb.lexicon  # read from the catalog: once, shared by the stages
-        inspector = Inspector(lexicon=lexicon, entities=lambda: self.analyzer.index)
+        claim_reader = None
+        if config.claims_model is not None:  # opt-in: the reader's trained claim checker (docs/models.md)
+            claim_reader = ClaimReader(config.claims_model, get_settings().cache_dir).warm_up()
+        inspector = Inspector(
+            lexicon=lexicon,
+            entities=lambda: self.analyzer.index,
+            claim_reader=claim_reader,
+            claim_reject_above=config.claims_reject_above,
+        )
         extractive = ExtractiveAnswerer(
             lexicon=lexicon, inspector=inspector, shop=kb.shop, rule_packs=config.rule_packs
         )

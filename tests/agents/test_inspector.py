@@ -247,3 +247,23 @@ def test_each_sentence_is_checked_on_its_own_as_the_whole_answer_checks_it(inspe
     for answer in (good, good + invented, good + wrong):
         assert inspector.report(inspector.verdicts(answer, evidence)) == inspector.run(answer, evidence)
     assert inspector.run(good, evidence).passed and not inspector.run(good + wrong, evidence).passed
+
+
+def test_a_claim_reader_rejects_what_it_reads_as_contradicted_and_passes_the_rest(evidence, tmp_path):
+    from citescope.agents.claim_reader import ClaimReader
+    from tests.support.claim_model import constant_claim_model
+
+    answer = f"自签收次日起 15 天内可以无理由退换【{RET26}】。"
+    assert Inspector().run(answer, evidence).passed  # the rules alone pass it
+    contradicting = ClaimReader(constant_claim_model(tmp_path / "c", "contradicted"), tmp_path / "cache").warm_up()
+    report = Inspector(claim_reader=contradicting).run(answer, evidence)
+    assert not report.passed
+    assert [hit.rule for hit in report.unsupported[0].contradicted] == ["reader.contradicted"]
+    assert "P=1.00" in report.unsupported[0].contradicted[0].evidence
+    # a sentence citing nothing the reader can read is the rules' to judge, not the reader's
+    assert Inspector(claim_reader=contradicting).run("您好，请问还有什么可以帮您？", evidence).passed
+
+    supporting = ClaimReader(constant_claim_model(tmp_path / "s", "supported"), tmp_path / "cache").warm_up()
+    assert Inspector(claim_reader=supporting).run(answer, evidence).passed
+    lenient = Inspector(claim_reader=contradicting, claim_reject_above=1.0)  # P never exceeds 1
+    assert lenient.run(answer, evidence).passed
