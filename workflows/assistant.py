@@ -22,6 +22,7 @@ comes from the result cache: the cache shares the answer, never another request'
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -60,6 +61,8 @@ from citescope.workflows.tenants import DEFAULT_TENANT
 from citescope.workflows.traces import TraceStore, attach_outcome
 
 POLICIES = ("bandit", "rules")
+
+log = logging.getLogger(__name__)
 
 
 class Assistant:
@@ -314,6 +317,12 @@ class Assistant:
     def close(self) -> None:
         with self._loop_lock:
             if self._loop is not None:
+                # ask_sync's loop: the model clients' connections (and dashscope's per-loop session) close on it
+                closing = asyncio.run_coroutine_threadsafe(self.pipeline.aclose_models(), self._loop)
+                try:
+                    closing.result(timeout=10)
+                except Exception as exc:  # a client that fails to close must not keep the stores open
+                    log.warning("closing the model clients failed: %s", type(exc).__name__)
                 self._loop.call_soon_threadsafe(self._loop.stop)
                 assert self._loop_thread is not None  # started with the loop
                 self._loop_thread.join(timeout=10)

@@ -255,10 +255,15 @@ class QAPipeline:
         judge = [inspect.judge.model] if inspect is not None and inspect.judge is not None else []
         return [routed.model for route in self.routes.values() if route is not None for routed in route.models] + judge
 
+    async def aclose_models(self) -> None:
+        """Close the model clients' connections on the running loop: what a caller of arun() on its
+        own loop (the Assistant, the service) does before that loop closes."""
+        await close_model_sessions(*self._route_models())
+
     def close(self) -> None:
         """Close run()'s event loop and the model clients' connections on it (a caller of arun()
-        closes them on its own loop: agents.models.close_model_sessions). The KB stays open; the
-        pipeline asks no model after this."""
+        closes them on its own loop: aclose_models). The KB stays open; the pipeline asks no model
+        after this."""
         with self._loop_lock:
             if self._loop.loop is not None:
                 self._loop.loop.run_until_complete(close_model_sessions(*self._route_models()))

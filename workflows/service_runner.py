@@ -62,6 +62,10 @@ class AssistantLoop:
         self.ready.set()
         self._warmed.set_result(None)
         self.loop.run_forever()
+        try:  # the model clients' connections were opened on this loop: close them before it
+            self.loop.run_until_complete(self.assistant.pipeline.aclose_models())
+        except Exception as exc:
+            log.warning("closing the model clients failed: %s", type(exc).__name__)
         self.loop.close()  # after stop(): questions still in flight are dropped with it
 
     async def _ready(self) -> None:

@@ -12,6 +12,7 @@ from citescope.agents.circuit_breaker import forget_providers
 from citescope.workflows.evaluation.scripted_server import ReplayServer
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
+from tests.workflows.test_assistant import kb_dir  # noqa: F401  # a module-scoped ingested copy of the demo
 from tests.workflows.test_pipeline_llm import PRICE_QUESTION, make_pipeline, valid_price_answer
 
 
@@ -112,3 +113,22 @@ def test_dashscope_questions_share_one_sdk_session_that_close_closes(demo_kb, re
         pipeline.close()
 
     assert sessions[0] is sessions[1] and sessions[0].closed
+
+
+def test_the_assistants_model_sessions_close_with_it(kb_dir, monkeypatch):
+    """ask_sync runs on the Assistant's own loop: closing the Assistant closes dashscope's session there."""
+    from citescope.workflows.assistant import Assistant
+
+    forget_providers()
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-replay-key-1")
+    with ReplayServer(default_step=lambda body: valid_price_answer(body["input"])) as server:
+        spec = f"dashscope:qwen-plus@{server.dashscope_base_url}"
+        config = PipelineConfig.load(kb_dir, environ={}, answerer=spec, max_retries=0)
+        assistant = Assistant(kb_dir, config=config).warm_up()
+        assert assistant.ask_sync(PRICE_QUESTION).answer_source == "llm"
+        loop = assistant._loop
+        assert loop is not None
+        session = aio_session._aio_sessions[loop]
+        assert not session.closed
+        assistant.close()
+    assert session.closed
