@@ -27,7 +27,7 @@ from torch import nn
 from citescope.agents.claim_reader import LABELS, LOGIT_SCALE, ClaimReader, pair_text
 from citescope.knowledge.e5_delta import save_delta
 from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
-from citescope.workflows.training.checkpoints import CHECKPOINT_NAME, Position, load_checkpoint, save_checkpoint
+from citescope.workflows.training.checkpoints import Position, load_checkpoint
 from citescope.workflows.training.claim_data import SOURCE, ClaimExample, claim_examples, read_passages
 from citescope.workflows.training.e5_torch import E5TorchEncoder, export, pad
 from citescope.workflows.training.pair_training import (
@@ -35,8 +35,8 @@ from citescope.workflows.training.pair_training import (
     SeededBatches,
     append_log,
     settings_dict,
-    speed_record,
 )
+from citescope.workflows.training.step_loop import StepLoop, open_run_folder
 
 MODEL_DIR = "model"
 CONTRADICTED = LABELS.index("contradicted")
@@ -91,12 +91,7 @@ def rejection_rates(predicted: list[int], gold: list[int]) -> dict[str, Any]:
 def train_claims(settings: ClaimTrainingSettings) -> dict[str, Any]:
     """Run (or resume) a claim-checker run; returns the last log record."""
     out = settings.out_dir
-    has_checkpoint = (out / CHECKPOINT_NAME).exists()
-    if settings.resume and not has_checkpoint:
-        raise ValueError(f"--resume: no {CHECKPOINT_NAME} in {out}")
-    if not settings.resume and has_checkpoint:
-        raise ValueError(f"{out} holds a run already: add --resume, or choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
+    open_run_folder(out, settings.resume)
     started = time.monotonic()
     torch.manual_seed(settings.seed)
 
@@ -150,34 +145,23 @@ def train_claims(settings: ClaimTrainingSettings) -> dict[str, Any]:
     if position.step == 0:
         validate("start")
     stream = SeededBatches(train, settings.seed, position)
-    deadline = started + settings.max_minutes * 60
-    losses: list[float] = []
-    train_seconds, session_steps = 0.0, 0
-    model.train()
-    while time.monotonic() < deadline and (settings.max_steps is None or position.step < settings.max_steps):
-        tick = time.monotonic()
-        batch = stream.batch(settings.batch_size)
-        loss = F.cross_entropy(model(batch, settings.max_tokens), torch.tensor([e.label for e in batch]))
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"loss is {loss.item()} at step {position.step}")
-        for group in optimizer.param_groups:
-            group["lr"] = group["base_lr"] * min(1.0, (position.step + 1) / settings.warmup_steps)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
-        optimizer.step()
-        position.step += 1
-        session_steps += 1
-        losses.append(float(loss.item()))
-        train_seconds += time.monotonic() - tick
-        if position.step % settings.checkpoint_every == 0:
-            save_checkpoint(out, model, optimizer, position, shape)
-            validate("checkpoint", **speed_record(losses, session_steps, train_seconds))
-            losses = []
 
-    save_checkpoint(out, model, optimizer, position, shape)
-    extra = speed_record(losses, session_steps, train_seconds)
-    extra["stopped_by"] = "max_steps" if time.monotonic() < deadline else "time budget"
+    def batch_loss() -> torch.Tensor:
+        batch = stream.batch(settings.batch_size)
+        return F.cross_entropy(model(batch, settings.max_tokens), torch.tensor([e.label for e in batch]))
+
+    loop = StepLoop(
+        model,
+        optimizer,
+        position,
+        out,
+        shape,
+        settings.warmup_steps,
+        settings.checkpoint_every,
+        settings.max_steps,
+        deadline=started + settings.max_minutes * 60,
+    )
+    extra = loop.run(batch_loss, validate)
     if settings.export_model:
         folder = export_claim_model(model, settings, out / MODEL_DIR, data)
         reader = ClaimReader(folder, out / "cache").warm_up()

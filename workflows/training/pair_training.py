@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from citescope.knowledge.e5_delta import save_delta
 from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
-from citescope.workflows.training.checkpoints import CHECKPOINT_NAME, Position, load_checkpoint, save_checkpoint
+from citescope.workflows.training.checkpoints import Position, load_checkpoint
 from citescope.workflows.training.e5_torch import E5TorchEncoder, FineTune, export, pad
 from citescope.workflows.training.pair_data import (
     COMMERCIAL_DEFAULT,
@@ -42,6 +42,7 @@ from citescope.workflows.training.pair_validation import (
     torch_embedder,
     validation_groups,
 )
+from citescope.workflows.training.step_loop import StepLoop, open_run_folder
 
 Example = TypeVar("Example")
 LOG_NAME = "log.jsonl"
@@ -112,14 +113,9 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
     (unknown or research-only sources, a resume without a checkpoint, a fresh run over one)."""
     sources = choose_sources(settings.sources, settings.research)
     out = settings.out_dir
-    has_checkpoint = (out / CHECKPOINT_NAME).exists()
-    if settings.resume and not has_checkpoint:
-        raise ValueError(f"--resume: no {CHECKPOINT_NAME} in {out}")
-    if not settings.resume and has_checkpoint:
-        raise ValueError(f"{out} holds a run already: add --resume, or choose another --out")
     if settings.batch_size < 2:
         raise ValueError("batch_size: at least 2 (the other pairs of a batch are the negatives)")
-    out.mkdir(parents=True, exist_ok=True)
+    open_run_folder(out, settings.resume)
     started = time.monotonic()
     torch.manual_seed(settings.seed)
 
@@ -164,38 +160,27 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
     if position.step == 0:
         validate("start")
     stream = SeededBatches(split["train"], settings.seed, position)
-    deadline = started + settings.max_minutes * 60
-    losses: list[float] = []
-    train_seconds, session_steps = 0.0, 0
-    model.train()
-    while time.monotonic() < deadline and (settings.max_steps is None or position.step < settings.max_steps):
-        tick = time.monotonic()
+
+    def batch_loss() -> torch.Tensor:
         batch = stream.batch(settings.batch_size)
         anchors = model(*pad([model.token_ids(p.anchor, True, settings.max_tokens) for p in batch], _pad_id(model)))
         positives = model(
             *pad([model.token_ids(p.positive, p.positive_is_query, settings.max_tokens) for p in batch], _pad_id(model))
         )
-        loss = contrastive_loss(anchors, positives, settings.temperature)
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"loss is {loss.item()} at step {position.step}")
-        for group in optimizer.param_groups:
-            group["lr"] = group["base_lr"] * min(1.0, (position.step + 1) / settings.warmup_steps)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-        optimizer.step()
-        position.step += 1
-        session_steps += 1
-        losses.append(float(loss.item()))
-        train_seconds += time.monotonic() - tick
-        if position.step % settings.checkpoint_every == 0:
-            save_checkpoint(out, model, optimizer, position, shape)
-            validate("checkpoint", **speed_record(losses, session_steps, train_seconds))
-            losses = []
+        return contrastive_loss(anchors, positives, settings.temperature)
 
-    save_checkpoint(out, model, optimizer, position, shape)
-    extra = speed_record(losses, session_steps, train_seconds)  # loss: of the steps since the last checkpoint
-    extra["stopped_by"] = "max_steps" if time.monotonic() < deadline else "time budget"
+    loop = StepLoop(
+        model,
+        optimizer,
+        position,
+        out,
+        shape,
+        settings.warmup_steps,
+        settings.checkpoint_every,
+        settings.max_steps,
+        deadline=started + settings.max_minutes * 60,
+    )
+    extra = loop.run(batch_loss, validate)
     if settings.export_model:
         exported = export(model)
         exported.write(out / MODEL_NAME)
@@ -209,14 +194,6 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
 
 def _pad_id(model: E5TorchEncoder) -> int:
     return model.source.vocabulary.pad
-
-
-def speed_record(losses: list[float], steps: int, seconds: float) -> dict[str, Any]:
-    return {
-        "loss": round(float(np.mean(losses)), 4) if losses else None,
-        "session_steps": steps,
-        "steps_per_s": round(steps / seconds, 3) if seconds else None,
-    }
 
 
 def settings_dict(settings: Any) -> dict[str, Any]:
