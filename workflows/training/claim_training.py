@@ -150,18 +150,7 @@ def train_claims(settings: ClaimTrainingSettings) -> dict[str, Any]:
         batch = stream.batch(settings.batch_size)
         return F.cross_entropy(model(batch, settings.max_tokens), torch.tensor([e.label for e in batch]))
 
-    loop = StepLoop(
-        model,
-        optimizer,
-        position,
-        out,
-        shape,
-        settings.warmup_steps,
-        settings.checkpoint_every,
-        settings.max_steps,
-        deadline=started + settings.max_minutes * 60,
-    )
-    extra = loop.run(batch_loss, validate)
+    extra = StepLoop.for_run(model, optimizer, position, shape, settings, started).run(batch_loss, validate)
     if settings.export_model:
         folder = export_claim_model(model, settings, out / MODEL_DIR, data)
         reader = ClaimReader(folder, out / "cache").warm_up()

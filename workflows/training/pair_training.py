@@ -169,18 +169,7 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
         )
         return contrastive_loss(anchors, positives, settings.temperature)
 
-    loop = StepLoop(
-        model,
-        optimizer,
-        position,
-        out,
-        shape,
-        settings.warmup_steps,
-        settings.checkpoint_every,
-        settings.max_steps,
-        deadline=started + settings.max_minutes * 60,
-    )
-    extra = loop.run(batch_loss, validate)
+    extra = StepLoop.for_run(model, optimizer, position, shape, settings, started).run(batch_loss, validate)
     if settings.export_model:
         exported = export(model)
         exported.write(out / MODEL_NAME)

@@ -55,6 +55,31 @@ class StepLoop:
     max_steps: int | None
     deadline: float  # time.monotonic() at which the session stops after its current step
 
+    @classmethod
+    def for_run(
+        cls,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        position: Position,
+        shape: dict,
+        settings: Any,
+        started: float,
+    ) -> StepLoop:
+        """From a trainer's settings (out_dir, warmup_steps, checkpoint_every, max_steps,
+        max_minutes); the budget counts from `started` (the session's start, data loading included)."""
+        deadline = started + settings.max_minutes * 60
+        return cls(
+            model,
+            optimizer,
+            position,
+            settings.out_dir,
+            shape,
+            settings.warmup_steps,
+            settings.checkpoint_every,
+            settings.max_steps,
+            deadline,
+        )
+
     def run(self, batch_loss: Callable[[], torch.Tensor], validate: Callable[..., Any]) -> dict[str, Any]:
         """batch_loss: draws the next batch and returns its loss; validate(event, **extra) logs.
         Returns the speed of the steps since the last checkpoint and why the loop stopped."""
