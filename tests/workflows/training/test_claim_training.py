@@ -84,8 +84,24 @@ def test_a_short_run_resumes_and_exports_a_folder_the_reader_runs_in_the_engine(
     assert sorted(p.name for p in folder.iterdir()) == ["card.json", "encoder-delta.npz", "head.npz"]
     card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
     assert card["labels"] == list(LABELS) and card["data"]["source"]["name"] == "cmrc2018"
+    chosen = card["reject_above"]  # chosen on the valid article's examples, through the engine
+    assert 0.0 <= chosen["threshold"] <= 1.0 and chosen["false_rejections"] <= chosen["max_false_rejections"] == 0.03
+    assert last["reject_above"] == chosen
     reader = ClaimReader(folder, tmp_path / "cache").warm_up()
+    assert reader.reject_above == chosen["threshold"]
     verdicts = reader.check([("顺丰需要补差价10元", PASSAGES[1]), ("积分永久有效", PASSAGES[2])])
     assert len(verdicts) == 2 and all(v.label in LABELS for v in verdicts)
     assert all(abs(v.supported + v.contradicted + v.not_enough_info - 1) < 1e-5 for v in verdicts)
     assert reader.check([]) == []
+
+
+def test_the_threshold_rejects_at_most_the_allowed_share_of_what_is_not_a_contradiction():
+    from citescope.workflows.training.claim_training import choose_reject_above
+
+    others = [0.05 * i for i in range(20)]  # 20 supported / not-enough-info claims, P(contradicted) 0 .. 0.95
+    caught = [0.5, 0.97, 0.99]
+    gold = [0] * 10 + [2] * 10 + [1] * 3
+    chosen = choose_reject_above(others + caught, gold, max_false=0.1)
+    assert chosen["threshold"] == 0.85  # the third highest of 20: 2 (10%) lie above it
+    assert chosen["false_rejections"] == 0.1 and chosen["contradictions_rejected"] == round(2 / 3, 4)
+    assert choose_reject_above(others + caught, gold, max_false=0.0)["threshold"] == 0.95

@@ -120,10 +120,11 @@ def run_reader_bench(
     seed: int = 0,
     examples: int = 3,
     claim_reader: ClaimReader | None = None,
-    reject_above: float = 0.5,
+    reject_above: float | None = None,
 ) -> dict:
     """claim_reader: a trained claim checker; an item is then rejected when the inspector rejects
-    it or the checker's P(contradicted) > reject_above, and `reader_alone` reports the checker by itself."""
+    it or the checker's P(contradicted) > reject_above (None: the threshold its card chose), and
+    `reader_alone` reports the checker by itself."""
     started = time.perf_counter()
     alone: list[tuple[ClaimItem, bool]] = []
     sources = [kb_source(kb_dir)]
@@ -146,7 +147,8 @@ def run_reader_bench(
         if claim_reader is None:
             outcomes += list(zip(generated.items, rules, strict=True))
             continue
-        model = source.reader_rejects(generated.items, claim_reader, reject_above)
+        threshold = claim_reader.reject_above if reject_above is None else reject_above
+        model = source.reader_rejects(generated.items, claim_reader, threshold)
         alone += list(zip(generated.items, model, strict=True))
         outcomes += [(item, a or b) for item, a, b in zip(generated.items, rules, model, strict=True)]
 
@@ -192,7 +194,7 @@ def run_reader_bench(
         if claim_reader is None
         else {
             **_rates(alone),
-            "reject_above": reject_above,
+            "reject_above": claim_reader.reject_above if reject_above is None else reject_above,
             "trained_families": _rates([(i, r) for i, r in alone if i.family not in HELD_OUT_FAMILIES]),
             "held_out_families": _rates([(i, r) for i, r in alone if i.family in HELD_OUT_FAMILIES]),
         },
