@@ -55,3 +55,18 @@ def test_the_reader_takes_the_threshold_its_card_chose(tmp_path):
     card["reject_above"] = {"threshold": 0.42}
     (folder / "card.json").write_text(json.dumps(card))
     assert ClaimReader(folder, tmp_path / "cache").warm_up().reject_above == 0.42
+
+
+def test_the_committed_checker_loads_and_reads_a_negation_as_more_contradicted_than_its_original(tmp_path):
+    """knowledge/reader/claims-l4 (docs/models.md): its card, its threshold, and that it reads."""
+    import json
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "knowledge" / "reader" / "claims-l4"
+    card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
+    assert card["data"]["source"]["licence"].startswith("CC BY-SA 4.0") and card["labels"] == list(LABELS)
+    reader = ClaimReader(folder, tmp_path / "cache").warm_up()
+    assert reader.reject_above == card["reject_above"]["threshold"]
+    evidence = "本店默认发中通快递，订单付款后48小时内发货。顺丰快递需要补差价10元。偏远地区不支持包邮。"
+    original, negated = reader.check([("顺丰快递需要补差价10元。", evidence), ("顺丰快递不需要补差价10元。", evidence)])
+    assert negated.contradicted > original.contradicted
