@@ -49,8 +49,8 @@ def make_delta(trained: E5ModelFile, base: E5ModelFile) -> dict[str, np.ndarray]
             continue
         if tensor.kind == TensorType.FLOAT32:
             arrays[f"f32:{name}"] = tensor.to_float32()
-        elif np.array_equal(tensor.q4_0_steps_and_scales()[0], old.q4_0_steps_and_scales()[0]):
-            arrays[f"scales:{name}"] = tensor.q4_0_steps_and_scales()[1].astype(np.float16)
+        elif np.array_equal((unpacked := tensor.q4_0_steps_and_scales())[0], old.q4_0_steps_and_scales()[0]):
+            arrays[f"scales:{name}"] = unpacked[1].astype(np.float16)
         else:
             arrays[f"q4:{name}"] = np.frombuffer(tensor.data, dtype=np.uint8)
     return arrays

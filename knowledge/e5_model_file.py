@@ -129,10 +129,7 @@ class E5Tensor:
         scale) and its scales [blocks]: what a quantization-aware fine-tune holds fixed and trains."""
         if self.kind != TensorType.Q4_0:
             raise ValueError(f"{self.name}: not a Q4_0 tensor")
-        blocks = np.frombuffer(self.data, dtype=_Q4_BLOCK, count=self.size // QUANT_BLOCK)
-        low = (blocks["nibbles"] & 0x0F).astype(np.int8) - 8
-        high = (blocks["nibbles"] >> 4).astype(np.int8) - 8
-        return np.concatenate([low, high], axis=1), blocks["scale"].astype(np.float32)
+        return q4_0_steps_and_scales(self.data, self.size)
 
     def with_scales(self, scales: np.ndarray) -> E5Tensor:
         """The same 4-bit steps under new block scales (stored as fp16, as the engine reads them)."""
@@ -152,13 +149,19 @@ class E5Tensor:
         return cls(name, kind, tuple(values.shape), data)
 
 
-def dequantize_q4_0(data: bytes, count: int) -> np.ndarray:
-    """e5.c's deq_row: weight j of a block is (low nibble of byte j - 8) * scale, weight j+16 the high nibble."""
+def q4_0_steps_and_scales(data: bytes, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """e5.c's deq_row unpacked: step j of a block is the low nibble of byte j - 8, step j+16 the
+    high nibble - 8 (int8 [blocks, 32]); with each block's scale (float32 [blocks])."""
     blocks = np.frombuffer(data, dtype=_Q4_BLOCK, count=count // QUANT_BLOCK)
     low = (blocks["nibbles"] & 0x0F).astype(np.int8) - 8
     high = (blocks["nibbles"] >> 4).astype(np.int8) - 8
-    scales = blocks["scale"].astype(np.float32)[:, None]
-    return (np.concatenate([low, high], axis=1).astype(np.float32) * scales).ravel()
+    return np.concatenate([low, high], axis=1), blocks["scale"].astype(np.float32)
+
+
+def dequantize_q4_0(data: bytes, count: int) -> np.ndarray:
+    """Weight = step x its block's scale (e5.c's deq_row)."""
+    steps, scales = q4_0_steps_and_scales(data, count)
+    return (steps.astype(np.float32) * scales[:, None]).ravel()
 
 
 def quantize_q4_0(values: np.ndarray) -> bytes:

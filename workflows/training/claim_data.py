@@ -12,7 +12,6 @@ of its own sentences verbatim (supported) and sentences of other passages (not e
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from collections import Counter
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from citescope.workflows.evaluation.perturbations import (
     generate,
     is_reader_bench_title,
 )
-from citescope.workflows.training.pair_data import SOURCES, split_of_title
+from citescope.workflows.training.pair_data import SOURCES, read_rows, split_of_title
 
 SOURCE = SOURCES["cmrc2018"]
 LABEL_INDEX = {label: index for index, label in enumerate(LABELS)}
@@ -46,21 +45,19 @@ def read_passages(data_dir: Path) -> tuple[dict[str, list[Passage]], dict[str, i
     split: dict[str, list[Passage]] = {"train": [], "valid": []}
     seen: set[str] = set()
     counts = Counter[str]()
-    with (data_dir / "mrc_train.jsonl").open(encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            if row.get("source") != SOURCE.source_field:
-                continue
-            if is_reader_bench_title(row.get("title", "")):
-                counts["held_out"] += 1
-                continue
-            if row["context"] in seen:
-                continue
-            seen.add(row["context"])
-            part = split_of_title(row.get("title", ""))
-            passage_id = "cmrc-" + hashlib.sha1(row["context"].encode("utf-8")).hexdigest()[:12]
-            split[part].append(Passage(passage_id, row["context"], SOURCE.name))
-            counts[part] += 1
+    for row in read_rows(data_dir / "mrc_train.jsonl"):
+        if row.get("source") != SOURCE.source_field:
+            continue
+        if is_reader_bench_title(row.get("title", "")):
+            counts["held_out"] += 1
+            continue
+        if row["context"] in seen:
+            continue
+        seen.add(row["context"])
+        part = split_of_title(row.get("title", ""))
+        passage_id = "cmrc-" + hashlib.sha1(row["context"].encode("utf-8")).hexdigest()[:12]
+        split[part].append(Passage(passage_id, row["context"], SOURCE.name))
+        counts[part] += 1
     return split, dict(counts)
 
 

@@ -100,7 +100,8 @@ def train_claims(settings: ClaimTrainingSettings) -> dict[str, Any]:
 
     passages, counts = read_passages(settings.data_dir)
     train = claim_examples(passages["train"], list(range(settings.generator_seeds)))
-    valid = claim_examples(passages["valid"], [0])[: settings.valid_examples]
+    every_valid = claim_examples(passages["valid"], [0])  # the end check reads them all, through the engine
+    valid = every_valid[: settings.valid_examples]
     if len(train) < settings.batch_size:
         raise ValueError(f"{len(train)} training examples, fewer than one batch of {settings.batch_size}")
     data = {
@@ -158,7 +159,6 @@ def train_claims(settings: ClaimTrainingSettings) -> dict[str, Any]:
         folder = export_claim_model(model, settings, out / MODEL_DIR, data)
         reader = ClaimReader(folder, out / "cache").warm_up()
         # every valid example, through the engine: what the shipped folder does, and where it rejects
-        every_valid = claim_examples(passages["valid"], [0])
         verdicts = reader.check([(e.claim, e.evidence) for e in every_valid])
         gold = [e.label for e in every_valid]
         extra["engine_valid"] = rejection_rates([LABELS.index(v.label) for v in verdicts], gold)

@@ -95,7 +95,8 @@ def answer_sentence(context: str, start: int) -> str:
     return ""
 
 
-def _rows(path: Path) -> Iterator[dict]:
+def read_rows(path: Path) -> Iterator[dict]:
+    """The JSON lines of a training file, blank lines skipped."""
     with path.open(encoding="utf-8") as handle:
         for line in handle:
             if line.strip():
@@ -111,7 +112,7 @@ def read_pairs(data_dir: Path, sources: list[PairSource]) -> tuple[dict[str, lis
     by_field = {s.source_field: s for s in sources}
     kinds = {s.kind for s in sources}
     if "paraphrase" in kinds:
-        for row in _rows(data_dir / "paraphrase_pairs.jsonl"):
+        for row in read_rows(data_dir / "paraphrase_pairs.jsonl"):
             source = by_field.get(row["source"])
             if source is None or int(row["label"]) != 1:
                 continue
@@ -119,7 +120,7 @@ def read_pairs(data_dir: Path, sources: list[PairSource]) -> tuple[dict[str, lis
             counts[source.name][row["split"]] += 1
     if "mrc" in kinds:
         seen: set[tuple[str, str]] = set()
-        for row in _rows(data_dir / "mrc_train.jsonl"):
+        for row in read_rows(data_dir / "mrc_train.jsonl"):
             source = by_field.get(row["source"])
             if source is None or not row.get("answers"):
                 continue
