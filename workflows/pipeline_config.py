@@ -199,11 +199,23 @@ def _read_yaml(path: Path, strict: bool) -> dict:
     return {k: v for k, v in raw.items() if k in PipelineConfig.model_fields}
 
 
+def read_kb_config(kb_dir: Path | str) -> dict[str, Any]:
+    """<kb_dir>/config.yaml as stored, every key (the pipeline's settings and other components' blocks);
+    {} when there is none. A file that does not read raises PipelineConfigError naming it."""
+    path = Path(kb_dir) / KB_CONFIG_NAME
+    if not path.exists():
+        return {}
+    try:
+        stored = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise PipelineConfigError(f"{path}: cannot read pipeline config ({exc})") from exc
+    return stored if isinstance(stored, dict) else {}
+
+
 def update_kb_config(kb_dir: Path | str, values: Mapping[str, Any]) -> Path:
     """Set these keys in <kb_dir>/config.yaml, keeping its other keys (the file is shared with other
     components): how calibration, dataset or self, records what it chose."""
     path = Path(kb_dir) / KB_CONFIG_NAME
-    stored = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {}
-    stored = {**(stored if isinstance(stored, dict) else {}), **values}
+    stored = {**read_kb_config(kb_dir), **values}
     path.write_text(yaml.safe_dump(stored, allow_unicode=True, sort_keys=False), encoding="utf-8")
     return path

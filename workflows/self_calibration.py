@@ -9,8 +9,14 @@ that would have come in had the document really been absent — its score is, if
 low, so refusal recall on held-out probes is an upper bound. The gate is set to refuse everything
 while probing (threshold 1.0), so no answer is generated: only the score is wanted.
 
-The threshold is the highest that refuses at most `false_refusal_bound` of the answerable probes
-(refusal recall only grows with the threshold), written into `<kb>/config.yaml` with the figures.
+The threshold is the highest whose false refusals on the answerable probes keep the bound with 95%
+confidence (one-sided Clopper-Pearson: a KB whose true false-refusal rate were the bound would refuse
+that few of n probes less than 5% of the time), written into `<kb>/config.yaml` with the figures.
+Why not the plain 10% quantile: 80 answerable probes estimate it loosely (two seeds on one KB put it at
+0.1451 and 0.1571), and a real question set scores a little differently from the probes; measured on a
+KB of cmrc2018_train passages and their 633 real questions (training data, bench/self_probe_design.py),
+the quantile refused 7.0-8.4% of the real questions, the confident cut 4.7-6.5% at 0.926-0.935 refusal
+recall.
 
 The hedging band [threshold, hedge_threshold) is chosen on the same probes, answered this time (the
 gate set to answer everything): an extractive answer that opens with "根据现有资料" is a guess; in the
@@ -36,14 +42,18 @@ from citescope.agents.extractive.answerer import hedged
 from citescope.agents.self_probes import Probe, make_probes
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.workflows.pipeline import QAPipeline
-from citescope.workflows.pipeline_config import PipelineConfig, update_kb_config
+from citescope.workflows.pipeline_config import PipelineConfig, read_kb_config, update_kb_config
 from citescope.workflows.stages.context import QuestionRun
 from citescope.workflows.stages.rank import Rank, Ranking, RankInput
 
 FALSE_REFUSAL_BOUND = 0.10
+CONFIDENCE = 0.95  # the bound holds with this confidence on the probes (see the module's docstring)
 MIN_ANSWERABLE = 20  # fewer answerable probes than this: a 10% bound is one or two questions, no estimate
 MIN_UNANSWERABLE = 10
 CONFIG_KEY = "self_calibration"  # the figures' block in <kb>/config.yaml (PipelineConfig ignores it)
+# a self-calibrated KB chooses again after an ingest that added, changed or removed this share of the documents
+# it was calibrated on: its score distribution may have moved (a new product line, another kind of text)
+RECALIBRATE_SHARE = 0.2
 HEDGE_LOSS_BOUND = 0.02  # the band may refuse this share of the answerable probes whose hedged answer was right
 MIN_WRONG_HEDGES = 5  # fewer wrong hedged answers above the threshold than this: no evidence for a band
 # fewer answerable probes answered with the hedge than this: the probes cannot tell what a band costs. Measured on
@@ -69,8 +79,8 @@ class ThresholdChoice:
 def choose_threshold(
     answerable: Sequence[float], unanswerable: Sequence[float], bound: float = FALSE_REFUSAL_BOUND
 ) -> ThresholdChoice:
-    """The highest threshold (a question is refused when its score is below it) that refuses at most
-    `bound` of the answerable scores; SelfCalibrationError when there are too few probes to tell."""
+    """The highest threshold (a question is refused when its score is below it) whose refusals of the
+    answerable scores keep `bound` with CONFIDENCE; SelfCalibrationError when there are too few probes."""
     if len(answerable) < MIN_ANSWERABLE or len(unanswerable) < MIN_UNANSWERABLE:
         raise SelfCalibrationError(
             f"too few probes to calibrate: {len(answerable)} answerable (need {MIN_ANSWERABLE}), "
@@ -79,7 +89,7 @@ def choose_threshold(
     if not 0 <= bound < 1:
         raise SelfCalibrationError(f"the false-refusal bound must be a share in [0, 1) (got {bound:g})")
     ordered = sorted(answerable)
-    allowed = math.floor(bound * len(ordered) + 1e-9)  # answerable probes the threshold may refuse
+    allowed = confident_refusals(len(ordered), bound)  # answerable probes the threshold may refuse
     # rounded down so the answerable probe at the cut stays answered once written with 4 decimals
     threshold = math.floor(ordered[allowed] * 10_000) / 10_000
     refused = sum(score < threshold for score in answerable)
@@ -94,11 +104,26 @@ def choose_threshold(
     )
 
 
+def confident_refusals(n: int, bound: float, confidence: float = CONFIDENCE) -> int:
+    """The most refusals of n answerable probes that still show a false-refusal rate under `bound` with
+    `confidence`: the largest k with P(Binomial(n, bound) <= k) <= 1 - confidence (0 when none is)."""
+    allowed, below = 0, 0.0
+    for k in range(n):
+        below += math.comb(n, k) * bound**k * (1 - bound) ** (n - k)
+        if below > 1 - confidence + 1e-12:
+            break
+        allowed = k
+    return allowed
+
+
 @dataclass(frozen=True)
 class ProbeOutcome:
     score: float  # the gate's score (0.0 when nothing was found)
     answerable: bool = True  # the probe's label
     hedged: bool = False  # the answer opened with the hedge (only when the probes were answered)
+    # refused with the gate open (only when the probes were answered): by the answer stage or the inspector
+    # (no sentence answers it), or a model the shop lacks: a refusal whatever the threshold
+    refused: bool = False
     right: bool = False  # answerable and the answer cites the probe's own document
 
 
@@ -145,8 +170,7 @@ def choose_hedge_band(
 
 
 class ProbeRank:
-    """The pipeline's rank stage with the current probe's held-out chunks taken out of the pool and
-    its cloze sentence taken out of the passages it came from."""
+    """The pipeline's rank stage with the current probe's held-out chunks taken out of the pool."""
 
     def __init__(self, rank: Rank):
         self.rank = rank
@@ -156,13 +180,7 @@ class ProbeRank:
         probe = self.probe
         if probe is None:
             return await self.rank.run(given, run)
-        hits = []
-        for hit in given.pool.hits():
-            if probe.excludes(hit.doc_id, hit.section):
-                continue
-            if probe.removed_sentence and hit.doc_id == probe.doc_id:
-                hit = hit.model_copy(update={"text": hit.text.replace(probe.removed_sentence, "")})
-            hits.append(hit)
+        hits = [hit for hit in given.pool.hits() if not probe.excludes(hit.doc_id, hit.section)]
         pool = EvidencePool.from_hits(hits)
         return await self.rank.run(RankInput(given.analysis, pool, given.pinned, given.filters, given.limits), run)
 
@@ -197,6 +215,7 @@ def run_probes(
                 score=result.best_score or 0.0,
                 answerable=probe.answerable,
                 hedged=answer and not result.refused and hedged(result.answer),
+                refused=answer and result.refused and result.best_score is not None,
                 right=probe.answerable and probe.doc_id in cited,
             )
         )
@@ -238,7 +257,8 @@ def self_calibrate(
     figures: dict[str, Any] = {
         **asdict(choice),
         "false_refusal_bound": bound,
-        "by_kind": _by_kind(probes, scores, choice.threshold),
+        "by_kind": _by_kind(probes, outcomes, choice.threshold),
+        "in_the_end": _in_the_end(probes, outcomes, choice.threshold),
         "hedging_band": {**asdict(band), "hedge_loss_bound": HEDGE_LOSS_BOUND, "applied": hedging_band},
         "previous_threshold": {
             "threshold": before,
@@ -247,6 +267,7 @@ def self_calibrate(
         },
         "seed": seed,
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "documents": len(kb.catalog.content_hashes()),
         "kb_fingerprint": kb_fingerprint(kb),
     }
     if write:
@@ -254,13 +275,42 @@ def self_calibrate(
     return figures
 
 
-def _by_kind(probes: Sequence[Probe], scores: Sequence[float], threshold: float) -> dict[str, dict[str, int]]:
+def recalibration_due(kb_dir: Path | str, changed: int) -> str | None:
+    """Why an ingest that added, replaced or removed `changed` documents should self-calibrate the KB
+    again, or None: only a KB that was self-calibrated, once that many documents reach RECALIBRATE_SHARE
+    of those it was calibrated on. A KB with another threshold (a labelled question file's, the
+    default) keeps it: its owner chose it."""
+    stored = read_kb_config(kb_dir).get(CONFIG_KEY)
+    if not isinstance(stored, dict) or changed <= 0:
+        return None
+    documents = int(stored.get("documents") or 0)
+    if documents and changed < RECALIBRATE_SHARE * documents:
+        return None
+    base = f"{documents} it was calibrated on" if documents else "an unknown number it was calibrated on"
+    return f"{changed} documents added, changed or removed since its self-calibration ({base})"
+
+
+def _by_kind(probes: Sequence[Probe], outcomes: Sequence[ProbeOutcome], threshold: float) -> dict[str, dict[str, int]]:
+    """Per kind: probes, refused by the threshold, and refused in the end (by it or a later stage)."""
     kinds: dict[str, dict[str, int]] = {}
-    for probe, score in zip(probes, scores, strict=True):
-        counts = kinds.setdefault(probe.kind, {"probes": 0, "refused": 0})
+    for probe, outcome in zip(probes, outcomes, strict=True):
+        counts = kinds.setdefault(probe.kind, {"probes": 0, "refused": 0, "refused_in_the_end": 0})
         counts["probes"] += 1
-        counts["refused"] += score < threshold
+        counts["refused"] += outcome.score < threshold
+        counts["refused_in_the_end"] += outcome.score < threshold or outcome.refused
     return kinds
+
+
+def _in_the_end(probes: Sequence[Probe], outcomes: Sequence[ProbeOutcome], threshold: float) -> dict[str, float]:
+    """False refusals and refusal recall of the answers the probes would get with the threshold: the gate's
+    refusals and the later stages' (an answer stage that finds no sentence answering a near miss refuses it)."""
+    refused = [o.score < threshold or o.refused for o in outcomes]
+    answerable = [r for p, r in zip(probes, refused, strict=True) if p.answerable]
+    unanswerable = [r for p, r in zip(probes, refused, strict=True) if not p.answerable]
+    return {
+        "false_refusal_rate": round(sum(answerable) / max(len(answerable), 1), 4),
+        "refusal_recall": round(sum(unanswerable) / max(len(unanswerable), 1), 4),
+    }
 
 
 def write_kb_config(
@@ -277,12 +327,18 @@ def write_kb_config(
 def format_self_calibration(figures: dict[str, Any]) -> str:
     """The figures as the lines a person reads after `calibrate --self` or `ingest --self-calibrate`."""
     previous = figures["previous_threshold"]
-    kinds = "  ".join(f"{kind} {c['refused']}/{c['probes']} refused" for kind, c in sorted(figures["by_kind"].items()))
+    kinds = "  ".join(
+        f"{kind} {c['refused']}/{c['probes']} refused ({c['refused_in_the_end']} in the end)"
+        for kind, c in sorted(figures["by_kind"].items())
+    )
+    end = figures["in_the_end"]
     return (
         f"self-calibrated refusal_threshold {figures['threshold']:g}: {figures['answerable']} answerable probes, "
         f"{figures['false_refusals']} refused ({figures['false_refusal_rate']:.1%}, bound "
         f"{figures['false_refusal_bound']:.0%}); {figures['unanswerable']} unanswerable, refusal recall "
-        f"{figures['refusal_recall']:.1%}\n  {kinds}\n  {_band_line(figures['hedging_band'])}\n"
+        f"{figures['refusal_recall']:.1%}\n  {kinds}\n  with the answer stage's refusals: false refusals "
+        f"{end['false_refusal_rate']:.1%}, refusal recall {end['refusal_recall']:.1%}\n"
+        f"  {_band_line(figures['hedging_band'])}\n"
         f"  the previous threshold {previous['threshold']:g} on the same "
         f"probes: {previous['false_refusals']} answerable refused, refusal recall {previous['refusal_recall']:.1%}\n"
         f"  KB fingerprint {figures['kb_fingerprint']}, {figures['date']}"

@@ -4,6 +4,7 @@ made, a held-out probe really takes its document out, a sibling probe names a re
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -57,12 +58,15 @@ def test_every_kind_of_probe_is_made_from_the_kbs_own_documents(tiny_kb):
     chunks = tiny_kb.all_chunks()
     probes = make_probes(chunks, seed=3)
     kinds = {p.kind for p in probes}
-    assert kinds == {"heading", "cloze", "held_out", "sibling"}
-    assert any(p.kind == "heading" and p.question == "下单后多久发货？" for p in probes)  # an FAQ's title
-    assert any(p.kind == "heading" and p.question == "远行 A1 双肩包的产地" for p in probes)  # title + heading
-    for cloze in (p for p in probes if p.kind == "cloze"):
-        assert cloze.doc_id == "note-1" and cloze.question == cloze.removed_sentence
-        assert any(cloze.removed_sentence in c.text for c in tiny_kb.chunks_of("note-1"))
+    assert kinds == {"masked", "held_out", "sibling"}
+    masked = [p for p in probes if p.kind == "masked"]
+    assert {p.doc_id for p in masked} >= {"note-1", "faq-1"}  # every kind of document is asked about
+    for probe in masked:  # a sentence of its document, one word of two or more asked for
+        text = "".join(c.text for c in tiny_kb.chunks_of(probe.doc_id))
+        assert probe.answerable and probe.question.endswith("？")
+        asked = next(w for w in ("什么时候", "多少", "谁", "哪里", "什么") if w in probe.question)
+        before, after = probe.question[:-1].split(asked, 1)
+        assert re.search(re.escape(before) + ".{2,}?" + re.escape(after), text)
     assert make_probes(chunks, seed=3) == probes  # seeded
     assert len(make_probes(chunks, seed=3, max_probes=4)) <= 4
 
@@ -90,3 +94,37 @@ def test_a_sibling_probe_names_a_real_sibling_whose_fact_is_not_there(tiny_kb):
         assert probe.named in probe.question and titles[probe.doc_id] not in probe.question
     origin = next(p for p in siblings if p.question == "远行 B2 登山包的产地")
     assert origin.doc_id == "prod-a"  # made from A's 产地, which B's page lacks
+    assert all(p.question.endswith(("的产地", "的材质")) for p in siblings)  # a section the page has
+
+
+def test_a_sibling_probe_asks_a_field_label_only_of_a_sibling_without_that_field(tmp_path):
+    records = [
+        {"doc_id": "r1", "title": "韩艳的住院病历", "text": "患者韩艳，女，46岁。\n科室：心内科\n过敏史：青霉素过敏"},
+        {"doc_id": "r2", "title": "姚美静的住院病历", "text": "患者姚美静，女，54岁。\n科室：骨科"},
+        {"doc_id": "r3", "title": "唐霞的住院病历", "text": "患者唐霞，女，52岁。\n科室：消化内科\n过敏史：无"},
+    ]
+    corpus = tmp_path / "records.jsonl"
+    corpus.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records), encoding="utf-8")
+    kb, _ = ingested_kb(tmp_path / "kb", [corpus])
+    try:
+        siblings = [p for seed in range(8) for p in make_probes(kb.all_chunks(), seed=seed) if p.kind == "sibling"]
+    finally:
+        kb.close()
+    assert siblings
+    for probe in siblings:
+        assert not probe.answerable and not probe.excluded  # a field nobody holds out: the sibling has none
+        assert probe.question.endswith("的过敏史") and probe.named == "姚美静的住院病历"  # the one without it
+
+
+def test_a_masked_question_asks_for_one_word_of_its_clause():
+    import random
+
+    from citescope.agents.self_probes import masked_question
+
+    sentence = "陈黄穗自1985年5月1日出任消费者委员会总干事，直到2007年退休，由刘燕卿接任。"
+    asked = {masked_question(sentence, random.Random(seed)) for seed in range(12)}
+    assert None not in asked and len(asked) > 1  # the word asked for is the seed's choice
+    for question in asked:
+        assert question is not None and question.endswith("？") and len(question) < len(sentence)
+        assert any(w in question for w in ("什么时候", "多少", "谁", "哪里", "什么"))
+    assert masked_question("好的。", random.Random(0)) is None  # nothing to ask for

@@ -6,6 +6,7 @@ pyproject's import contracts (tests/test_architecture.py)."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 
 import pytest
@@ -20,19 +21,32 @@ from citescope.workflows.self_calibration import (
     SelfCalibrationError,
     choose_hedge_band,
     choose_threshold,
+    confident_refusals,
+    recalibration_due,
     write_kb_config,
 )
 
 
-def test_the_threshold_refuses_at_most_the_bound_of_answerable_probes_and_all_it_can_of_the_rest():
-    answerable = [0.05, 0.08, *[0.3 + i / 100 for i in range(18)]]  # 20: the bound allows 2 refusals
+def test_the_threshold_keeps_the_bound_with_confidence_and_refuses_all_it_can_of_the_rest():
+    answerable = [0.05, 0.06, 0.07, 0.08, 0.09, *[0.3 + i / 1000 for i in range(75)]]  # 80 probes
     unanswerable = [0.01, 0.02, 0.04, 0.2, 0.25, 0.5, 0.6, 0.7, 0.75, 0.8]
     choice = choose_threshold(answerable, unanswerable, bound=0.10)
-    assert choice.false_refusals == 2 and choice.false_refusal_rate == 0.1
-    assert choice.threshold == 0.3  # the third lowest answerable: any higher refuses a third
-    assert choice.refusal_recall == 0.5  # 0.01 .. 0.25 are under it
+    # 10% of 80 is 8, but 8 refusals of 80 do not show a rate under 10%: 3 do, with 95% confidence
+    assert choice.false_refusals == 3 and choice.false_refusal_rate == 0.0375
+    assert choice.threshold == 0.08  # the fourth lowest answerable: any higher refuses a fourth
+    assert choice.refusal_recall == 0.3  # 0.01, 0.02, 0.04 are under it
     tighter = choose_threshold(answerable, unanswerable, bound=0.0)
     assert tighter.false_refusals == 0 and tighter.threshold == 0.05 and tighter.refusal_recall == 0.3
+
+
+def test_the_confident_number_of_refusals_grows_with_the_probes():
+    assert [confident_refusals(n, 0.10) for n in (20, 40, 80, 160, 400)] == [0, 0, 3, 9, 29]
+    assert confident_refusals(80, 0.0) == 0
+    # each is the largest k whose binomial tail at the bound is at most 5%
+    for n in (80, 160):
+        k = confident_refusals(n, 0.10)
+        tail = [sum(math.comb(n, i) * 0.1**i * 0.9 ** (n - i) for i in range(j + 1)) for j in (k, k + 1)]
+        assert tail[0] <= 0.05 < tail[1]
 
 
 def test_the_threshold_is_rounded_down_so_the_answerable_probe_at_the_cut_stays_answered():
@@ -71,7 +85,12 @@ def test_calibrate_self_on_a_kb_writes_its_threshold_and_figures(demo_kb, tmp_pa
     figures = json.loads(shown.output)
     assert figures["answerable"] + figures["unanswerable"] <= 50
     assert figures["false_refusal_rate"] <= 0.10
-    assert set(figures["by_kind"]) == {"heading", "cloze", "held_out", "sibling"}
+    assert set(figures["by_kind"]) == {"masked", "held_out", "sibling"}
+    assert figures["documents"] == len(demo_kb.catalog.content_hashes())
+    # the answer stage refuses some probes whatever the threshold: counted in the end, never fewer
+    assert all(c["refused"] <= c["refused_in_the_end"] <= c["probes"] for c in figures["by_kind"].values())
+    assert figures["in_the_end"]["false_refusal_rate"] >= figures["false_refusal_rate"]
+    assert figures["in_the_end"]["refusal_recall"] >= figures["refusal_recall"]
     config = PipelineConfig.load(kb_dir, environ={})
     assert config.refusal_threshold == figures["threshold"]
     # --hedging-band: the band chosen on the same probes (0.0 when they cannot tell) is stored and read
@@ -131,3 +150,37 @@ def test_too_few_guesses_of_either_kind_choose_no_band():
     many_wrong = outcomes([0.2, 0.3, 0.4, 0.5, 0.55, 0.6], hedged=True, right=False, answerable=False)
     rare = choose_hedge_band([*many_wrong, *many_right[:2]], answerable=50, threshold=0.1)
     assert rare.hedge_threshold == 0.0 and "2 answerable probes" in rare.reason
+
+
+def test_recalibration_is_due_only_for_a_self_calibrated_kb_after_a_large_ingest(tmp_path):
+    assert recalibration_due(tmp_path, changed=50) is None  # no config: the KB runs on the default, as chosen
+    write_kb_config(tmp_path, 0.2, {"threshold": 0.2, "documents": 100})
+    assert recalibration_due(tmp_path, changed=19) is None  # under a fifth of what it was calibrated on
+    assert "20 documents added, changed or removed" in (recalibration_due(tmp_path, changed=20) or "")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"refusal_threshold": 0.3}), encoding="utf-8")
+    assert recalibration_due(tmp_path, changed=100) is None  # a threshold someone set by hand stays
+
+
+def test_an_ingest_into_a_self_calibrated_kb_calibrates_again_and_no_self_calibrate_keeps_it(tmp_path):
+    corpus = tmp_path / "faq.jsonl"
+    corpus.write_text(
+        json.dumps({"doc_id": "faq-1", "title": "多久发货？", "text": "付款后 48 小时内发货。", "doc_type": "faq"}),
+        encoding="utf-8",
+    )
+    kb_dir = tmp_path / "kb"
+    assert CliRunner().invoke(app, ["ingest", str(corpus), "--kb", str(kb_dir)]).exit_code == 0
+    write_kb_config(kb_dir, 0.2, {"threshold": 0.2, "documents": 1})
+    more = tmp_path / "more.jsonl"
+    more.write_text(
+        json.dumps({"doc_id": "faq-2", "title": "能开发票吗？", "text": "可以，下单时填写抬头。", "doc_type": "faq"}),
+        encoding="utf-8",
+    )
+    kept = CliRunner().invoke(app, ["ingest", str(more), "--kb", str(kb_dir), "--no-self-calibrate"])
+    assert kept.exit_code == 0 and "self-calibrating again" not in kept.output
+    again = tmp_path / "again.jsonl"
+    again.write_text(more.read_text(encoding="utf-8").replace("faq-2", "faq-3"), encoding="utf-8")
+    shown = CliRunner().invoke(app, ["ingest", str(again), "--kb", str(kb_dir)])
+    assert shown.exit_code == 0, shown.output
+    # one added document is a large share of the one it was calibrated on: it tries (too few probes here)
+    assert "self-calibrating again: 1 documents added" in shown.output and "too few probes" in shown.output
+    assert PipelineConfig.load(kb_dir, environ={}).refusal_threshold == 0.2  # nothing chosen, nothing written

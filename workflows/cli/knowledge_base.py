@@ -50,10 +50,12 @@ def ingest(
         help="the type of documents whose records name none "
         "(product, review, policy, faq, post, doc), e.g. faq for an FAQ export",
     ),
-    self_calibrate: bool = typer.Option(
-        False,
-        "--self-calibrate",
-        help="then choose the KB's refusal threshold from its documents (calibrate --self)",
+    self_calibrate: bool | None = typer.Option(
+        None,
+        "--self-calibrate/--no-self-calibrate",
+        help="then choose the KB's refusal threshold from its documents (calibrate --self); default: only a "
+        "self-calibrated KB, again, once a fifth of its documents changed",
+        show_default=False,
     ),
 ) -> None:
     """Ingest documents into a KB; unchanged documents are skipped, changed ones replaced."""
@@ -88,6 +90,13 @@ def ingest(
     finally:
         base.close()
     calibrated = None
+    if self_calibrate is None and not dry_run:  # a self-calibrated KB chooses again after a large ingest
+        from citescope.workflows.self_calibration import recalibration_due
+
+        due = recalibration_due(kb, summary.added + summary.replaced + summary.removed)
+        if due:
+            err.print(f"self-calibrating again: {escape(due)}", highlight=False)
+        self_calibrate = due is not None
     if self_calibrate and not dry_run:  # the KB as ingested chooses its refusal threshold (calibrate --self)
         from citescope.workflows.cli.evaluating import self_calibrate_kb
 

@@ -50,7 +50,7 @@ def measure(kb_dir: Path, questions_file: Path) -> dict:
     threshold and at the default one."""
     asked = [json.loads(line) for line in questions_file.read_text(encoding="utf-8").splitlines() if line.strip()]
     # the probe kind is only a label here: what counts is what each one holds out
-    probes = [Probe(q["question"], "heading", q["doc_id"], True) for q in asked]
+    probes = [Probe(q["question"], "masked", q["doc_id"], True) for q in asked]
     probes += [Probe(q["question"], "held_out", q["doc_id"], False, excluded=((q["doc_id"], None),)) for q in asked]
     kb = KnowledgeBase(kb_dir)
     try:

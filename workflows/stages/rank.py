@@ -15,7 +15,9 @@ from typing import Protocol
 
 from citescope.agents.arms import template_values
 from citescope.agents.budget import DeadlinePassed
+from citescope.agents.entity_scope import about_other_entities
 from citescope.agents.evidence import RERANK_LEG, EvidencePool
+from citescope.agents.query_analysis import QueryFeatures
 from citescope.agents.question_cues import asking_clauses
 from citescope.knowledge.chunking import SKU_OVERVIEW_SECTION
 from citescope.knowledge.crosslingual import document_query
@@ -131,14 +133,18 @@ class Rank:
                 per_query[0] = [max(pair) for pair in zip(per_query[0], scored(alternate), strict=False)]
             scores = [max(column) for column in zip(*per_query, strict=False)]
             # the gate: the question's best chunk or, if higher, the best chunk of a compound question's
-            # weakest part (a short part alone, 地址在哪, matches a passage about something else too well)
-            gate = max(max(per_query[0]), min((max(part) for part in per_query[1:]), default=0.0))
+            # weakest part (a short part alone, 地址在哪, matches a passage about something else too well);
+            # a sibling's page of the entity the question names does not count (agents/entity_scope.py)
+            counted = counted_for_gate(given.analysis.features, [c for _, c in pairs])
+            gate = max(
+                best_of(per_query[0], counted), min((best_of(part, counted) for part in per_query[1:]), default=0.0)
+            )
         except DeadlinePassed:
             raise
         except Exception as exc:  # keep the skills' own calibrated scores; none -> nothing passes the gate
             degradations.append(f"final rerank failed ({type(exc).__name__}); earlier rerank scores used")
             scores = [hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 0.0 for hit, _ in pairs]
-            gate = max(scores)
+            gate = best_of(scores, counted_for_gate(given.analysis.features, [c for _, c in pairs]))
         hits = [hit for hit, _ in pairs]
         scores = overviews_as_rows(hits, scores)  # raises no score above the best, so not the gate
         # on a tie the overview goes first: it and its best row share the document's slots, not two rows
@@ -178,6 +184,17 @@ class Rank:
             best_score=float(gate),
             degradations=degradations,
         )
+
+
+def counted_for_gate(features: QueryFeatures, chunks: Sequence[Chunk]) -> list[bool]:
+    """Which chunks the gate reads: not a sibling's page of the entity the question names."""
+    named = [p.product_id for p in features.products if p.product_id]
+    return [not other for other in about_other_entities(features.question, chunks, named)]
+
+
+def best_of(scores: Sequence[float], counted: Sequence[bool]) -> float:
+    """The best score among the counted chunks (0.0 when none counts: every one is about a sibling)."""
+    return max((score for score, keep in zip(scores, counted, strict=True) if keep), default=0.0)
 
 
 def new_sections_first(

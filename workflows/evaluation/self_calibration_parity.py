@@ -1,0 +1,77 @@
+"""Benchmark: a KB's self-calibrated refusal threshold against the one `run.py calibrate` fitted on
+the dev sets' questions (issue #44: "on the dev sets, self-calibrated thresholds within 5 points of
+false refusals of the fitted ones").
+
+For each dev set: its questions are answered with the gate off (calibrate's `refusal_rows`, resumable
+runs under the eval root), so every question has the score the gate reads; the set's main KB chooses
+its own threshold from its documents alone (workflows/self_calibration.py, nothing written); both
+thresholds are then read against the same scores: false refusals of the answerable questions and
+refusal recall of the unanswerable ones (the holdout split's removed documents).
+
+    python -m citescope.workflows.evaluation.self_calibration_parity [--dataset DIR ...] [--per-set N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.workflows.evaluation.calibrate import DATASETS, CalibrationRequest, at_threshold, refusal_rows
+from citescope.workflows.evaluation.splits import calibrated_key, read_calibrated
+from citescope.workflows.pipeline_config import DEFAULTS_PATH, PipelineConfig
+from citescope.workflows.self_calibration import self_calibrate
+
+PARITY_POINTS = 0.05  # issue #44: self-calibrated false refusals within 5 points of the fitted threshold's
+DEFAULT_SETS = ("cmrc2018_dev", "rgb_zh")
+
+
+def parity(dataset: Path, per_set: int = 300, seed: int = 0, max_probes: int = 200) -> dict:
+    """{dataset, kb, fitted: {threshold, false_refusal, refusal_recall}, self: {...}, points, within}"""
+    rows = refusal_rows(dataset, CalibrationRequest(datasets=[dataset], per_set=per_set, seed=seed, progress=False))
+    main = [r for r in rows if r["split"] == "questions"]
+    kb_dir = Path(next(iter(main[0]["kb_dirs"].values())))  # {"corpus" or "candidates": the main KB}
+    default = PipelineConfig.load(None, environ={}, defaults_path=DEFAULTS_PATH).refusal_threshold
+    fitted = float(read_calibrated().get(calibrated_key(kb_dir), {}).get("refusal_threshold", default))
+    kb = KnowledgeBase(kb_dir).warm_up()
+    try:
+        figures = self_calibrate(kb, seed=seed, max_probes=max_probes, write=False)
+    finally:
+        kb.close()
+    return {
+        "dataset": dataset.name,
+        "kb": kb_dir.name,
+        **compare(rows, fitted, figures["threshold"]),
+        "probes": {k: figures[k] for k in ("answerable", "unanswerable", "false_refusal_rate", "refusal_recall")},
+        "by_kind": figures["by_kind"],
+    }
+
+
+def compare(rows: list[dict], fitted: float, self_threshold: float) -> dict:
+    """Both thresholds read against the same rows (calibrate's `refusal_rows`): false refusals,
+    refusal recall, and how many points of false refusals the self-calibrated one adds."""
+    at = {
+        name: {"threshold": threshold, **at_threshold(rows, threshold)}
+        for name, threshold in (("fitted", fitted), ("self", self_threshold))
+    }
+    points = at["self"]["false_refusal"] - at["fitted"]["false_refusal"]
+    return {**at, "points": round(points, 4), "within": abs(points) <= PARITY_POINTS + 1e-9}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--dataset", type=Path, action="append", help="a dev set folder (default: cmrc2018_dev, rgb_zh)"
+    )
+    parser.add_argument("--per-set", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-probes", type=int, default=200)
+    args = parser.parse_args()
+    datasets = args.dataset or [DATASETS / name for name in DEFAULT_SETS]
+    report = [parity(d, args.per_set, args.seed, args.max_probes) for d in datasets]
+    print(json.dumps(report, ensure_ascii=False, indent=1))
+
+
+if __name__ == "__main__":
+    main()
