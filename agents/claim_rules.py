@@ -208,16 +208,16 @@ class ClaimRules:
         return min(verdicts)
 
     # -- yes/no opening -----------------------------------------------------------------------
-    def _opening_word(self, text: str) -> str | None:
+    def opening_word(self, text: str) -> str | None:
         """The bare yes or no a text opens with (会。… / 不可以，…), else None."""
         first = re.split(r"[，,。！!；;：:\n]", text.strip(), maxsplit=1)[0].strip()
         return first if first in self.yes or first in self.no else None
 
     def _chunk_opening(self, hit: EvidenceHit) -> str | None:
-        return self._opening_word(normalize(hit.text))
+        return self.opening_word(normalize(hit.text))
 
     def _opening(self, sentence: str, hits: Sequence[EvidenceHit]) -> list[RuleHit]:
-        said = self._opening_word(sentence)
+        said = self.opening_word(sentence)
         if said is None:
             return []
         for hit in hits:

@@ -199,7 +199,7 @@ class ExtractiveAnswerer:
         if cautious and doubtful and not profile.english:
             return self.refusal()  # a guess on evidence the KB's own probes say to doubt
         if chosen and not pieces and not profile.english and is_faq(chosen[0].hit) and not by_parts:
-            reply = self._faq_reply(chosen[0].hit, evidence, banned)
+            reply = self._faq_reply(chosen[0].hit, evidence, banned, profile.asks_open)
             if reply:
                 if cautious:
                     reply[0] = _CAUTIOUS + reply[0]
@@ -234,8 +234,13 @@ class ExtractiveAnswerer:
         )
 
     # -- composing --------------------------------------------------------------------------
-    def _faq_reply(self, hit: EvidenceHit, evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
+    def _faq_reply(
+        self, hit: EvidenceHit, evidence: Sequence[EvidenceHit], banned: set[str], asks_open: bool = False
+    ) -> list[str]:
         """An FAQ entry's reply, every sentence as written and cited with its chunk; [] when too long.
+        To a question that asks for something (asks_open: 我的积分什么时候会过期), not the entry's own yes-or-no
+        question (积分会过期吗？), the reply's bare opening yes or no (会。 / 可以，) is left out: it answers
+        a question nobody asked.
 
         A reply longer than a chunk is cut into overlapping chunks: with the next ones of the entry
         shown too (one run of them), it is quoted across them, what a chunk repeats of the one
@@ -253,6 +258,8 @@ class ExtractiveAnswerer:
                 break
         else:
             return []
+        if asks_open and sentences:
+            sentences = self._without_opening_yes_no(sentences)
         pieces = []
         for text, chunk_id in sentences:
             body = quotable(text)
@@ -261,6 +268,18 @@ class ExtractiveAnswerer:
             end = _END_MARK.search(strip_citations(text).strip())
             pieces.append(f"{body}【{chunk_id}】{end.group(0)[0] if end else '。'}")
         return pieces
+
+    def _without_opening_yes_no(self, sentences: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The reply's sentences without its bare opening yes or no: a sentence that is only that word
+        goes (会。), a first clause that is goes (可以，仅限企业申请 -> 仅限企业申请)."""
+        first, chunk_id = sentences[0]
+        word = self.inspector.rules.opening_word(first)
+        if word is None:
+            return sentences
+        rest = re.sub(rf"^\s*{re.escape(word)}\s*[，,。！!；;：:]?\s*", "", first, count=1)
+        if not strip_citations(rest).strip(" 。！!"):
+            return sentences[1:]
+        return [(rest, chunk_id), *sentences[1:]]
 
     def _frame(self, candidate: Candidate, english: bool, cautious: bool = False) -> str:
         """The quoted sentence with a short frame (whose product/policy, user voice), cited."""

@@ -35,6 +35,8 @@ from citescope.knowledge.text import (
 # The pattern rules besides the asks and relation rules that the decision trace names when they match
 # a question (QuestionProfile.rules_fired)
 _TRACED_PATTERNS = (
+    "open_question",
+    "yes_no_question",
     "when_question",
     "amount_question",
     "who_question",
@@ -61,6 +63,8 @@ class QuestionProfile:
     asks_when: bool = False
     asks_amount: bool = False
     asks_who: bool = False  # X是谁, 谁是X, 主演有谁: an article's sentence answers only with a name
+    # asks for something (什么时候, 多久, 哪里), not for a yes or no: an FAQ reply's bare 会。 does not answer it
+    asks_open: bool = False
     text: str = ""  # the question, canonical and lower-case
     focus: str | None = (
         None  # what a keyword question asks (冠军 of 男单冠军？) or the prize asked, when no cue says it
@@ -157,6 +161,8 @@ class QuestionReader:
             text=canonical.lower(),
             asks_amount=bool(AMOUNT_QUESTION.search(canonical)),
             asks_who=bool(self.rules.pattern("who_question").search(canonical)),
+            asks_open=bool(self.rules.pattern("open_question").search(canonical))
+            and not self.rules.pattern("yes_no_question").search(canonical),
             everyday=everyday,
             name_numbers={value for t in terms if t in self.named_things for value, _ in facts_of(t).numbers},
             editions=editions(canonical, self.rules),

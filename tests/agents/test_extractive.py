@@ -995,3 +995,30 @@ def test_a_compound_question_an_faq_entry_asks_as_it_is_gets_its_reply_whole():
     )
     answer = ExtractiveAnswerer().run(title, [faq])
     assert "可以向保险公司进行理赔" in answer and "至于理赔的金额" in answer, answer
+
+
+def test_an_faq_replys_opening_yes_or_no_answers_only_a_yes_or_no_question():
+    expiry = EvidenceHit(
+        chunk_id="faq-9#body-0",
+        doc_id="faq-9",
+        title="积分会过期吗？",
+        doc_type="faq",
+        score=0.6,
+        text="会。积分自获得之日起至次年 12 月 31 日有效，到期未使用的积分会自动清零。",
+    )
+    invoice = EvidenceHit(
+        chunk_id="faq-6#body-0",
+        doc_id="faq-6",
+        title="可以开增值税专用发票吗？",
+        doc_type="faq",
+        score=0.6,
+        text="可以，仅限企业申请。需提供公司名称和税号。",
+    )
+    answerer = ExtractiveAnswerer()
+    when = answerer.run("我的积分什么时候会过期", [expiry])
+    assert when.startswith("积分自获得之日起") and "faq-9#body-0" in when  # 会。 answers no when-question
+    assert answerer.run("积分会过期吗", [expiry]).startswith("会【faq-9#body-0】")  # the entry's own question
+    how = answerer.run("增值税专用发票怎么申请", [invoice])
+    assert how.startswith("仅限企业申请【faq-6#body-0】") and "可以" not in how
+    assert answerer.run("能开增值税专用发票吗", [invoice]).startswith("可以，仅限企业申请")
+    assert "open_question" in answerer.rules_fired("我的积分什么时候会过期", [expiry])

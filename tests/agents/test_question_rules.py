@@ -81,13 +81,15 @@ def test_no_example_is_a_question_of_an_evaluation_set():
 
 def test_the_trace_names_the_rules_that_read_a_question_and_only_those_of_the_packs_on():
     question = "2023年澳网男单冠军是谁？"
-    assert ExtractiveAnswerer().rules_fired(question, []) == []
+    assert ExtractiveAnswerer().rules_fired(question, []) == ["open_question"]  # core: it asks for something
     assert set(ExtractiveAnswerer(rule_packs=["news"]).rules_fired(question, [])) == {
+        "open_question",
         "who_question",
         "gendered_event",
         "prize",
     }
-    assert ExtractiveAnswerer().rules_fired("这把伞啥价？", []) == ["price"]
+    assert ExtractiveAnswerer().rules_fired("这把伞啥价？", []) == ["price", "open_question"]
+    assert ExtractiveAnswerer().rules_fired("这把伞防风吗？", []) == ["yes_no_question"]
 
 
 def _rules_file(tmp_path: Path, rule: str) -> Path:
