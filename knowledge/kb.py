@@ -35,7 +35,7 @@ from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.schema import Chunk
 from citescope.knowledge.settings import Settings, get_settings
 from citescope.knowledge.shop_profile import ShopProfile
-from citescope.knowledge.text import arabic_numerals, tokenize
+from citescope.knowledge.text import arabic_numerals, in_vocabulary, tokenize
 from citescope.knowledge.vector_store import VectorStore, drop_server_collection
 
 MANIFEST = "kb.json"
@@ -298,7 +298,13 @@ class KnowledgeBase:
         return self.catalog.skus(f"WHERE {where}" if where else "", tuple(equals.values()))
 
     def query_tokens(self, query: str) -> list[str]:
-        return tokenize(query, self.lexicon if self._loaded_generation < 0 else self._lexicon)
+        """The query's search tokens, a run of them the documents never use cut again into words they
+        do (knowledge/text.py `in_vocabulary`: 顺丰要 -> 顺丰)."""
+        self.refresh()
+        tokens = tokenize(query, self.lexicon if self._loaded_generation < 0 else self._lexicon)
+        if not self._chunks:
+            return tokens
+        return in_vocabulary(tokens, _EitherVocabulary(self._bm25_body.vocabulary, self._bm25_title.vocabulary))
 
     def search_tokens(self, query: str) -> list[str]:
         """The query's tokens, and those of its numerals in digits: a customer writes 七天无理由 or
@@ -490,3 +496,13 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     kth = np.partition(scores, len(scores) - k)[len(scores) - k]  # the k-th largest value
     candidates = np.flatnonzero(scores >= kth)  # every tie at the boundary, in index order
     return candidates[np.argsort(-scores[candidates], kind="stable")][:k]
+
+
+class _EitherVocabulary:
+    """A word of the body index or of the title index (without building their union per query)."""
+
+    def __init__(self, body: dict[str, int], title: dict[str, int]):
+        self.body, self.title = body, title
+
+    def __contains__(self, word: object) -> bool:
+        return word in self.body or word in self.title

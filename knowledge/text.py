@@ -7,7 +7,9 @@ import os
 import re
 import threading
 import unicodedata
+from collections.abc import Container
 from functools import lru_cache
+from itertools import accumulate
 
 import jieba
 
@@ -254,6 +256,66 @@ def unglued(token: str, lexicon: Lexicon | None = None) -> str:
     if len(token) == 2 and token[0] in _GLUED_MODALS:
         return token[1:]
     return token
+
+
+def in_vocabulary(tokens: list[str], vocabulary: Container[str], longest: int = 6) -> list[str]:
+    """The tokens, with each run of Chinese tokens the KB's documents never use cut again into words they
+    do use, where jieba's new-word guessing glued characters around a name it does not know: a word of
+    the documents across two of its tokens (发顺 丰要 of 想发顺丰要加钱吗: 发顺丰), or a token that is such a
+    word with one function character glued on (顺丰要: 顺丰 + 要). A word found inside one whole token is
+    not taken (货到付款 is no 付款: the documents lack the word, not its segmentation). Longest match against
+    `vocabulary` (two to `longest` characters); a long word also gives its two-character words the
+    documents use (发顺丰: 顺丰), as jieba's search cut does; a token of the run no word touches is kept
+    (加钱). Tokens the documents use stay as they are."""
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        text = "".join(run)
+        ends = list(accumulate(len(t) for t in run))
+        starts = [e - len(t) for t, e in zip(run, ends, strict=True)]
+        covered = [False] * len(text)
+        words, i = [], 0
+        while i < len(text):
+            size = next((n for n in range(min(longest, len(text) - i), 1, -1) if text[i : i + n] in vocabulary), 0)
+            if not size or not _glued_word(i, size, text, starts, ends):
+                i += 1
+                continue
+            word = text[i : i + size]
+            words.append(word)
+            words += [word[j : j + 2] for j in range(size - 1) if size > 2 and word[j : j + 2] in vocabulary]
+            covered[i : i + size] = [True] * size
+            i += size
+        for token, start in zip(run, starts, strict=True):  # a token none of whose characters a word took stays
+            if not any(covered[start : start + len(token)]):
+                words.append(token)
+        out.extend(words)
+        run.clear()
+
+    for token in tokens:
+        if token not in vocabulary and len(token) >= 2 and all(CJK_CHAR.match(c) for c in token):
+            run.append(token)
+            continue
+        if run:
+            flush()
+        out.append(token)
+    if run:
+        flush()
+    return list(dict.fromkeys(out))
+
+
+# function characters jieba glues onto an unknown word (顺丰要, 想发, 潘淑是)
+_GLUE = frozenset("是在有为能可会要想该的了吗呢吧啊")
+
+
+def _glued_word(at: int, size: int, text: str, starts: list[int], ends: list[int]) -> bool:
+    """Whether text[at:at+size] is a word jieba's cut hid: it runs across a token boundary, or it is a
+    whole token but for one glued function character."""
+    if any(at < end < at + size for end in ends[:-1]):
+        return True
+    token = next(k for k, (s, e) in enumerate(zip(starts, ends, strict=True)) if s <= at < e)
+    left = text[starts[token] : at] + text[at + size : ends[token]]
+    return len(left) == 1 and left in _GLUE
 
 
 def has_term(text: str, term: str) -> bool:

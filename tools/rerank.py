@@ -114,7 +114,8 @@ class OfflineReranker:
         lexicon = self.kb.lexicon
         canonical_query = lexicon.canonicalize(query)
         # matched as substrings of the chunk: 潘淑, not jieba's 潘淑是, is the word to find
-        query_tokens = list(dict.fromkeys(unglued(t, lexicon) for t in tokenize(query, lexicon)))
+        # the KB's own search tokens: a run jieba glued (发顺 丰要) cut into the documents' words (顺丰)
+        query_tokens = list(dict.fromkeys(unglued(t, lexicon) for t in self.kb.query_tokens(query)))
         query_lower = canonical_query.lower()
         query_models, query_numbers = model_numbers(canonical_query), _numbers(canonical_query)
         bm25 = self._bm25(query, chunks)

@@ -10,6 +10,7 @@ from citescope.knowledge.text import (
     arabic_numerals,
     chinese_int,
     has_term,
+    in_vocabulary,
     is_english,
     split_sentences,
     tokenize,
@@ -167,3 +168,14 @@ def test_a_text_split_at_its_sentence_ends_joins_back_into_the_text():
     pieces = SENTENCE_END.split(answer)
     assert "".join(pieces) == answer
     assert pieces[:2] == ["退货运费由买家承担【faq-1#body-0】。", "\n"]
+
+
+def test_a_glued_run_is_cut_into_the_documents_words_and_the_rest_is_kept():
+    vocabulary = {"发顺丰", "顺丰", "快递", "另外"}
+    # jieba cut 想发顺丰要加钱吗 as 发顺 / 丰要 / 加钱: the documents say 发顺丰 (an FAQ title) and 顺丰
+    assert in_vocabulary(["发顺", "丰要", "加钱"], vocabulary) == ["发顺丰", "顺丰", "加钱"]
+    assert in_vocabulary(["顺丰要", "另外"], vocabulary) == ["顺丰", "另外"]  # a known token ends the run
+    assert in_vocabulary(["机洗", "t20", "箱子"], vocabulary) == ["机洗", "t20", "箱子"]  # nothing covers it: kept
+    assert in_vocabulary(["快递", "快递"], vocabulary) == ["快递"]
+    # a word inside one whole token is the documents lacking that word, not jieba hiding one: 货到付款 is no 付款
+    assert in_vocabulary(["货到付款"], {"付款", "到付"}) == ["货到付款"]
