@@ -9,7 +9,7 @@ overrides (CLI flags, tests).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -212,10 +212,11 @@ def read_kb_config(kb_dir: Path | str) -> dict[str, Any]:
     return stored if isinstance(stored, dict) else {}
 
 
-def update_kb_config(kb_dir: Path | str, values: Mapping[str, Any]) -> Path:
-    """Set these keys in <kb_dir>/config.yaml, keeping its other keys (the file is shared with other
-    components): how calibration, dataset or self, records what it chose."""
+def update_kb_config(kb_dir: Path | str, values: Mapping[str, Any], remove: Iterable[str] = ()) -> Path:
+    """Set these keys in <kb_dir>/config.yaml (and take out those of `remove`), keeping its other keys
+    (the file is shared with other components): how calibration, dataset, self or labelled, records what
+    it chose."""
     path = Path(kb_dir) / KB_CONFIG_NAME
-    stored = {**read_kb_config(kb_dir), **values}
+    stored = {k: v for k, v in {**read_kb_config(kb_dir), **values}.items() if k not in set(remove)}
     path.write_text(yaml.safe_dump(stored, allow_unicode=True, sort_keys=False), encoding="utf-8")
     return path

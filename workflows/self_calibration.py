@@ -30,6 +30,7 @@ with the hedge to tell what the band costs: no band (hedge_threshold 0).
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -275,6 +276,64 @@ def self_calibrate(
     return figures
 
 
+LABELLED_KEY = "labelled_calibration"  # the figures' block of a threshold chosen on the shop's own questions
+
+
+def calibrate_from_questions(
+    kb: KnowledgeBase, questions_file: Path, bound: float = FALSE_REFUSAL_BOUND, write: bool = True
+) -> dict[str, Any]:
+    """The KB's threshold chosen on a labelled question file the shop has (JSON lines, each with
+    "question" and "answerable": true / false): the same rule as on probes, read off the real questions,
+    which override the probes (the KB's self_calibration block goes, so a later ingest leaves it). A line
+    that does not read is a QuestionFileError naming the file and line."""
+    asked = read_labelled_questions(questions_file)
+    probes = [Probe(q, "masked" if answerable else "held_out", "", answerable) for q, answerable in asked]
+    outcomes = run_probes(kb, probes, answer=True)
+    answerable = [o.score for o in outcomes if o.answerable]
+    unanswerable = [o.score for o in outcomes if not o.answerable]
+    choice = choose_threshold(answerable, unanswerable, bound)
+    figures: dict[str, Any] = {
+        **asdict(choice),
+        "false_refusal_bound": bound,
+        "in_the_end": _in_the_end(probes, outcomes, choice.threshold),
+        "questions_file": str(questions_file),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "kb_fingerprint": kb_fingerprint(kb),
+    }
+    if write:
+        update_kb_config(kb.dir, {"refusal_threshold": choice.threshold, LABELLED_KEY: figures}, remove=(CONFIG_KEY,))
+    return figures
+
+
+class QuestionFileError(ValueError):
+    """A labelled question file that does not read: the message names the file and line."""
+
+
+def read_labelled_questions(path: Path) -> list[tuple[str, bool]]:
+    """(question, answerable) of each non-empty line of a JSON-lines file."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise QuestionFileError(f"{path}: cannot read the question file ({exc})") from exc
+    asked = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise QuestionFileError(f"{path}:{number}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise QuestionFileError(f"{path}:{number}: expected an object with 'question' and 'answerable'")
+        question, answerable = row.get("question"), row.get("answerable")
+        if not isinstance(question, str) or not question.strip():
+            raise QuestionFileError(f"{path}:{number}: field 'question' must be a non-empty string")
+        if not isinstance(answerable, bool):
+            raise QuestionFileError(f"{path}:{number}: field 'answerable' must be true or false")
+        asked.append((question, answerable))
+    return asked
+
+
 def recalibration_due(kb_dir: Path | str, changed: int) -> str | None:
     """Why an ingest that added, replaced or removed `changed` documents should self-calibrate the KB
     again, or None: only a KB that was self-calibrated, once that many documents reach RECALIBRATE_SHARE
@@ -342,6 +401,19 @@ def format_self_calibration(figures: dict[str, Any]) -> str:
         f"  the previous threshold {previous['threshold']:g} on the same "
         f"probes: {previous['false_refusals']} answerable refused, refusal recall {previous['refusal_recall']:.1%}\n"
         f"  KB fingerprint {figures['kb_fingerprint']}, {figures['date']}"
+    )
+
+
+def format_labelled(figures: dict[str, Any]) -> str:
+    """The figures of `calibrate --kb DIR --questions FILE` as a person reads them."""
+    end = figures["in_the_end"]
+    return (
+        f"refusal_threshold {figures['threshold']:g} chosen on {figures['questions_file']}: "
+        f"{figures['answerable']} answerable questions, {figures['false_refusals']} refused by it "
+        f"({figures['false_refusal_rate']:.1%}, bound {figures['false_refusal_bound']:.0%}); "
+        f"{figures['unanswerable']} unanswerable, refusal recall {figures['refusal_recall']:.1%}\n"
+        f"  with the answer stage's refusals: false refusals {end['false_refusal_rate']:.1%}, "
+        f"refusal recall {end['refusal_recall']:.1%}"
     )
 
 

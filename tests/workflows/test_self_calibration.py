@@ -14,9 +14,11 @@ import yaml
 from typer.testing import CliRunner
 
 from citescope.workflows.cli.app import app
+from citescope.workflows.cli.common import REPO
 from citescope.workflows.pipeline_config import PipelineConfig
 from citescope.workflows.self_calibration import (
     CONFIG_KEY,
+    LABELLED_KEY,
     ProbeOutcome,
     SelfCalibrationError,
     choose_hedge_band,
@@ -184,3 +186,47 @@ def test_an_ingest_into_a_self_calibrated_kb_calibrates_again_and_no_self_calibr
     # one added document is a large share of the one it was calibrated on: it tries (too few probes here)
     assert "self-calibrating again: 1 documents added" in shown.output and "too few probes" in shown.output
     assert PipelineConfig.load(kb_dir, environ={}).refusal_threshold == 0.2  # nothing chosen, nothing written
+
+
+UNASKED = [  # nothing the demo shop's documents say
+    "可以用比特币付款吗？",
+    "你们有实体店可以试穿吗？",
+    "汽车轮胎怎么换？",
+    "店里卖宠物粮吗？",
+    "可以开发票抬头写外国公司吗？",
+    "今年双十一有什么抽奖活动？",
+    "客服几点下班？",
+    "能寄到南极科考站吗？",
+    "手机贴膜可以上门服务吗？",
+    "羽绒服可以租吗？",
+]
+
+
+def test_a_shops_labelled_questions_choose_its_threshold_and_override_the_probes(demo_kb, tmp_path):
+    kb_dir = tmp_path / "kb"
+    shutil.copytree(demo_kb.dir, kb_dir)
+    write_kb_config(kb_dir, 0.3, {"threshold": 0.3, "documents": 1})  # as if self-calibrated before
+    faq = [json.loads(line) for line in (REPO / "knowledge" / "demo" / "faq.jsonl").read_text("utf-8").splitlines()]
+    asked = [{"question": row["title"], "answerable": True} for row in faq[:20]]
+    asked += [{"question": q, "answerable": False} for q in UNASKED]
+    questions = tmp_path / "labelled.jsonl"
+    questions.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in asked), encoding="utf-8")
+    shown = CliRunner().invoke(
+        app, ["calibrate", "--kb", str(kb_dir), "--questions", str(questions), "--json"], catch_exceptions=False
+    )
+    assert shown.exit_code == 0, shown.output
+    figures = json.loads(shown.output)
+    assert figures["answerable"] == 20 and figures["unanswerable"] == 10 and figures["false_refusals"] == 0
+    stored = yaml.safe_load((kb_dir / "config.yaml").read_text(encoding="utf-8"))
+    assert stored["refusal_threshold"] == figures["threshold"] and stored[LABELLED_KEY] == figures
+    assert CONFIG_KEY not in stored  # the probes' figures go: a later large ingest keeps this threshold
+    assert recalibration_due(kb_dir, changed=1000) is None
+
+
+def test_a_labelled_question_file_that_does_not_read_names_its_line(demo_kb, tmp_path):
+    questions = tmp_path / "labelled.jsonl"
+    questions.write_text('{"question": "多久发货？", "answerable": true}\n{"question": "退货？"}\n', encoding="utf-8")
+    shown = CliRunner().invoke(app, ["calibrate", "--kb", str(demo_kb.dir), "--questions", str(questions)])
+    assert shown.exit_code == 2 and "labelled.jsonl:2" in shown.output and "answerable" in shown.output
+    missing = CliRunner().invoke(app, ["calibrate", "--questions", str(questions)])
+    assert missing.exit_code == 2 and "--kb" in missing.output

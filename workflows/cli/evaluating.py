@@ -112,7 +112,13 @@ def calibrate_command(
     self_probes: bool = typer.Option(
         False, "--self", help="calibrate --kb's threshold from probes made of its own documents (no dataset)"
     ),
-    kb: Path = typer.Option(None, "--kb", help="--self: the knowledge base folder"),
+    kb: Path = typer.Option(None, "--kb", help="--self or --questions: the knowledge base folder"),
+    questions: Path = typer.Option(
+        None,
+        "--questions",
+        help="with --kb: choose its threshold on the shop's own labelled questions (JSON lines: question, "
+        "answerable), which override the probes",
+    ),
     max_probes: int = typer.Option(200, "--max-probes", help="--self: probes made of the KB's documents, at most"),
     hedging_band: bool = typer.Option(
         False, "--hedging-band", help="--self: also refuse hedged guesses below the band the probes choose"
@@ -120,6 +126,25 @@ def calibrate_command(
 ) -> None:
     """Fit the offline reranker on dev data and choose the refusal threshold (≤ 5% false refusals);
     with --self, choose one KB's threshold from its own documents (≤ 10% false refusals on its probes)."""
+    if questions is not None:  # runtime code only, as --self: a shop's KB on its own labelled questions
+        if kb is None:
+            fail("--questions: name the knowledge base with --kb DIR")
+        from citescope.workflows.self_calibration import (
+            QuestionFileError,
+            SelfCalibrationError,
+            calibrate_from_questions,
+            format_labelled,
+        )
+
+        base = open_kb(kb)
+        try:
+            figures = calibrate_from_questions(base, questions, write=not dry_run)
+        except (QuestionFileError, SelfCalibrationError) as exc:
+            fail(exc)
+        finally:
+            base.close()
+        print(json.dumps(figures, ensure_ascii=False, indent=1) if as_json else format_labelled(figures))
+        return
     if self_probes:  # runtime code only: a shop's KB calibrates itself without workflows.evaluation
         if kb is None:
             fail("--self: name the knowledge base with --kb DIR")
