@@ -84,6 +84,7 @@ GRID = np.round(np.arange(0.0, 1.0001, 0.0025), 4)
 class CalibrationRequest(BaseModel):
     datasets: list[Path] = Field(default_factory=list)  # default: DEFAULT_SETS
     per_set: int = 300
+    candidate_per_qtype: int = CANDIDATE_PER_QTYPE  # candidate-protocol sets: questions per qtype
     fit_reranker: bool = True
     threshold: bool = True
     write_default: bool = False
@@ -239,7 +240,8 @@ def refusal_rows(dataset: Path, request: CalibrationRequest) -> list[dict]:
             limit, per_qtype = None, None
         else:
             qtypes = None
-            limit, per_qtype = (None, CANDIDATE_PER_QTYPE) if is_candidate_set(questions) else (request.per_set, None)
+            candidates = is_candidate_set(questions)
+            limit, per_qtype = (None, request.candidate_per_qtype) if candidates else (request.per_set, None)
         eval_request = EvalRequest(
             dataset_dir=dataset,
             questions_file=split.questions.name,

@@ -18,7 +18,13 @@ import json
 from pathlib import Path
 
 from citescope.knowledge.kb import KnowledgeBase
-from citescope.workflows.evaluation.calibrate import DATASETS, CalibrationRequest, at_threshold, refusal_rows
+from citescope.workflows.evaluation.calibrate import (
+    CANDIDATE_PER_QTYPE,
+    DATASETS,
+    CalibrationRequest,
+    at_threshold,
+    refusal_rows,
+)
 from citescope.workflows.evaluation.splits import calibrated_key, read_calibrated
 from citescope.workflows.pipeline_config import DEFAULTS_PATH, PipelineConfig
 from citescope.workflows.self_calibration import self_calibrate
@@ -27,9 +33,15 @@ PARITY_POINTS = 0.05  # issue #44: self-calibrated false refusals within 5 point
 DEFAULT_SETS = ("cmrc2018_dev", "rgb_zh")
 
 
-def parity(dataset: Path, per_set: int = 300, seed: int = 0, max_probes: int = 200) -> dict:
-    """{dataset, kb, fitted: {threshold, false_refusal, refusal_recall}, self: {...}, points, within}"""
-    rows = refusal_rows(dataset, CalibrationRequest(datasets=[dataset], per_set=per_set, seed=seed, progress=False))
+def parity(
+    dataset: Path, per_set: int = 300, seed: int = 0, max_probes: int = 200, per_qtype: int = CANDIDATE_PER_QTYPE
+) -> dict:
+    """{dataset, kb, fitted: {threshold, false_refusal, refusal_recall}, self: {...}, points, within}.
+    per_qtype: questions per qtype of a candidate-protocol set (rgb_zh), as calibrate reads them."""
+    request = CalibrationRequest(
+        datasets=[dataset], per_set=per_set, candidate_per_qtype=per_qtype, seed=seed, progress=False
+    )
+    rows = refusal_rows(dataset, request)
     main = [r for r in rows if r["split"] == "questions"]
     kb_dir = Path(next(iter(main[0]["kb_dirs"].values())))  # {"corpus" or "candidates": the main KB}
     default = PipelineConfig.load(None, environ={}, defaults_path=DEFAULTS_PATH).refusal_threshold
@@ -67,9 +79,10 @@ def main() -> None:
     parser.add_argument("--per-set", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-probes", type=int, default=200)
+    parser.add_argument("--per-qtype", type=int, default=CANDIDATE_PER_QTYPE, help="rgb_zh: questions per qtype")
     args = parser.parse_args()
     datasets = args.dataset or [DATASETS / name for name in DEFAULT_SETS]
-    report = [parity(d, args.per_set, args.seed, args.max_probes) for d in datasets]
+    report = [parity(d, args.per_set, args.seed, args.max_probes, args.per_qtype) for d in datasets]
     print(json.dumps(report, ensure_ascii=False, indent=1))
 
 
