@@ -26,17 +26,26 @@ TRAINING = Path(__file__).resolve().parents[3] / "shared" / "training" / "mrc_va
 SOURCE = "cmrc2018_trial"
 
 
-def write_source(out_dir: Path, limit: int = 150, training: Path = TRAINING) -> tuple[int, int]:
-    """The first `limit` passages of cmrc2018_trial as documents, and their questions: (passages, questions)."""
+def write_source(
+    out_dir: Path,
+    limit: int = 150,
+    training: Path = TRAINING,
+    source: str = SOURCE,
+    last: bool = False,
+    prefix: str = "cmrc-trial",
+) -> tuple[int, int]:
+    """The first (or, `last`, the last) `limit` passages of one source of a training MRC file as documents,
+    and their questions: (passages, questions)."""
     by_context: dict[str, list[dict]] = {}
     for line in training.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
-        if row["source"] == SOURCE:
+        if row["source"] == source:
             by_context.setdefault(row["context"], []).append(row)
     out_dir.mkdir(parents=True, exist_ok=True)
     passages, questions = [], []
-    for i, (context, rows) in enumerate(list(by_context.items())[:limit]):
-        doc_id = f"cmrc-trial-{i:03d}"
+    grouped = list(by_context.items())
+    for i, (context, rows) in enumerate(grouped[-limit:] if last else grouped[:limit]):
+        doc_id = f"{prefix}-{i:03d}"
         passages.append({"doc_id": doc_id, "title": rows[0]["title"], "text": context, "doc_type": "doc"})
         questions += [{"question": row["question"], "doc_id": doc_id} for row in rows]
     for name, records in (("passages.jsonl", passages), ("questions.jsonl", questions)):

@@ -22,6 +22,7 @@ from citescope.agents.self_probes import Probe, make_probes
 from citescope.knowledge.ingest import Ingestor
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.workflows.evaluation.self_calibration_check import TRAINING
+from citescope.workflows.evaluation.self_calibration_check import write_source as write_check_source
 from citescope.workflows.self_calibration import FALSE_REFUSAL_BOUND, confident_refusals, score_probes
 
 MRC_TRAIN = TRAINING.with_name("mrc_train.jsonl")
@@ -30,19 +31,7 @@ SOURCE = "cmrc2018_train"
 
 def write_source(out_dir: Path, passages: int = 150, training: Path = MRC_TRAIN) -> None:
     """The last `passages` passages of cmrc2018_train as documents, and their questions."""
-    by_context: dict[str, list[dict]] = {}
-    for line in training.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        if row["source"] == SOURCE:
-            by_context.setdefault(row["context"], []).append(row)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    docs, questions = [], []
-    for i, (context, rows) in enumerate(list(by_context.items())[-passages:]):
-        doc_id = f"cmrc-train-{i:03d}"
-        docs.append({"doc_id": doc_id, "title": rows[0]["title"], "text": context, "doc_type": "doc"})
-        questions += [{"question": row["question"], "doc_id": doc_id} for row in rows]
-    for name, records in (("passages.jsonl", docs), ("questions.jsonl", questions)):
-        (out_dir / name).write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n", "utf-8")
+    write_check_source(out_dir, passages, training, source=SOURCE, last=True, prefix="cmrc-train")
 
 
 def percentiles(scores: list[float]) -> dict[str, float]:
