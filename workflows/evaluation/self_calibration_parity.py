@@ -34,12 +34,22 @@ DEFAULT_SETS = ("cmrc2018_dev", "rgb_zh")
 
 
 def parity(
-    dataset: Path, per_set: int = 300, seed: int = 0, max_probes: int = 200, per_qtype: int = CANDIDATE_PER_QTYPE
+    dataset: Path,
+    per_set: int = 300,
+    seed: int = 0,
+    max_probes: int = 200,
+    per_qtype: int = CANDIDATE_PER_QTYPE,
+    max_embed: int = 2000,
 ) -> dict:
     """{dataset, kb, fitted: {threshold, false_refusal, refusal_recall}, self: {...}, points, within}.
     per_qtype: questions per qtype of a candidate-protocol set (rgb_zh), as calibrate reads them."""
     request = CalibrationRequest(
-        datasets=[dataset], per_set=per_set, candidate_per_qtype=per_qtype, seed=seed, progress=False
+        datasets=[dataset],
+        per_set=per_set,
+        candidate_per_qtype=per_qtype,
+        seed=seed,
+        max_embed=max_embed,
+        progress=False,
     )
     rows = refusal_rows(dataset, request)
     main = [r for r in rows if r["split"] == "questions"]
@@ -80,9 +90,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-probes", type=int, default=200)
     parser.add_argument("--per-qtype", type=int, default=CANDIDATE_PER_QTYPE, help="rgb_zh: questions per qtype")
+    parser.add_argument("--max-embed", type=int, default=2000, help="refuse KBs that would embed more texts than this")
     args = parser.parse_args()
     datasets = args.dataset or [DATASETS / name for name in DEFAULT_SETS]
-    report = [parity(d, args.per_set, args.seed, args.max_probes, args.per_qtype) for d in datasets]
+    report = [parity(d, args.per_set, args.seed, args.max_probes, args.per_qtype, args.max_embed) for d in datasets]
     print(json.dumps(report, ensure_ascii=False, indent=1))
 
 
