@@ -52,11 +52,14 @@ def about_other_entities(question: str, chunks: Sequence[Chunk], named_products:
             if any(n in asked for n in names_other) and not any(n in asked for n in names_own):
                 named.setdefault(own, set()).update(n for n in names_other if n in asked)
     return [
-        bool(subject in named)
-        and chunk.product_id not in named_ids
-        and not any(n in _canonical(chunk.text) for n in named[subject])
+        subject in named and chunk.product_id not in named_ids and not _names_any(chunk.text, named[subject])
         for chunk, subject in zip(chunks, subjects, strict=True)
     ]
+
+
+def _names_any(text: str, names: set[str]) -> bool:
+    canonical = _canonical(text)  # once per chunk, not once per name
+    return any(n in canonical for n in names)
 
 
 def _names(subject: str, other: str) -> list[str]:
