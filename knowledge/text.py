@@ -289,7 +289,7 @@ def in_vocabulary(tokens: list[str], vocabulary: Container[str], longest: int = 
         for token, start in zip(run, starts, strict=True):  # a token none of whose characters a word took stays
             if not any(covered[start : start + len(token)]):
                 words.append(token)
-        out.extend(words)
+        out.extend(dict.fromkeys(words))
         run.clear()
 
     for token in tokens:
@@ -301,7 +301,7 @@ def in_vocabulary(tokens: list[str], vocabulary: Container[str], longest: int = 
         out.append(token)
     if run:
         flush()
-    return list(dict.fromkeys(out))
+    return out  # a token repeated stays repeated: BM25 counts each (tokenize's own behaviour)
 
 
 # function characters jieba glues onto an unknown word (顺丰要, 想发, 潘淑是)
