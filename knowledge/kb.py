@@ -341,7 +341,7 @@ class KnowledgeBase:
         return np.array([scores[i] if i is not None else 0.0 for i in index])
 
     def _keyword_scores(self, tokens: list[str], title_weight: float) -> np.ndarray | None:
-        self.refresh()
+        # no refresh here: query_tokens refreshed just before, and the tokens read that generation's vocabulary
         if not tokens or not self._chunks:
             return None
         scores = self._bm25_body.get_scores(tokens)

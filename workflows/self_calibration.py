@@ -259,7 +259,7 @@ def self_calibrate(
         **asdict(choice),
         "false_refusal_bound": bound,
         "by_kind": _by_kind(probes, outcomes, choice.threshold),
-        "in_the_end": _in_the_end(probes, outcomes, choice.threshold),
+        "in_the_end": _in_the_end(outcomes, choice.threshold),
         "hedging_band": {**asdict(band), "hedge_loss_bound": HEDGE_LOSS_BOUND, "applied": hedging_band},
         "previous_threshold": {
             "threshold": before,
@@ -295,7 +295,7 @@ def calibrate_from_questions(
     figures: dict[str, Any] = {
         **asdict(choice),
         "false_refusal_bound": bound,
-        "in_the_end": _in_the_end(probes, outcomes, choice.threshold),
+        "in_the_end": _in_the_end(outcomes, choice.threshold),
         "questions_file": str(questions_file),
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "kb_fingerprint": kb_fingerprint(kb),
@@ -360,12 +360,11 @@ def _by_kind(probes: Sequence[Probe], outcomes: Sequence[ProbeOutcome], threshol
     return kinds
 
 
-def _in_the_end(probes: Sequence[Probe], outcomes: Sequence[ProbeOutcome], threshold: float) -> dict[str, float]:
+def _in_the_end(outcomes: Sequence[ProbeOutcome], threshold: float) -> dict[str, float]:
     """False refusals and refusal recall of the answers the probes would get with the threshold: the gate's
     refusals and the later stages' (an answer stage that finds no sentence answering a near miss refuses it)."""
-    refused = [o.score < threshold or o.refused for o in outcomes]
-    answerable = [r for p, r in zip(probes, refused, strict=True) if p.answerable]
-    unanswerable = [r for p, r in zip(probes, refused, strict=True) if not p.answerable]
+    answerable = [o.score < threshold or o.refused for o in outcomes if o.answerable]
+    unanswerable = [o.score < threshold or o.refused for o in outcomes if not o.answerable]
     return {
         "false_refusal_rate": round(sum(answerable) / max(len(answerable), 1), 4),
         "refusal_recall": round(sum(unanswerable) / max(len(unanswerable), 1), 4),
