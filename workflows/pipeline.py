@@ -34,6 +34,7 @@ from citescope.agents.conversation import Conversation, PastTurn
 from citescope.agents.inspector import InspectionReport, Inspector
 from citescope.agents.inspector_judge import ModelJudge
 from citescope.agents.models import close_model_sessions, make_chat_model
+from citescope.agents.pair_scorer import PairScorer
 from citescope.agents.policy import PolicyDecision, RulesPolicy
 from citescope.agents.query_analysis import Entity, QueryAnalyzer, QueryFeatures
 from citescope.agents.routing import ROLES, ModelRoute, Role, build_route, question_signals
@@ -184,6 +185,9 @@ class QAPipeline:
         claim_reader = None
         if config.claims_model is not None:  # opt-in: the reader's trained claim checker (docs/models.md)
             claim_reader = ClaimReader(config.claims_model, get_settings().cache_dir).warm_up()
+        pair_scorer = None
+        if config.pair_model is not None:  # opt-in: the reader's trained pair scorer (docs/models.md)
+            pair_scorer = PairScorer(config.pair_model, get_settings().cache_dir).warm_up()
         inspector = Inspector(
             lexicon=lexicon,
             entities=lambda: self.analyzer.index,
@@ -220,7 +224,7 @@ class QAPipeline:
         self.analyse = Analyse(self.analyzer)
         self.plan = Plan(self.policy)
         self.retrieve = Retrieve(kb, self.registry, self.reranker, toolkit_template, planner_route)
-        self.rank = Rank(kb, self.reranker)
+        self.rank = Rank(kb, self.reranker, pair_scorer, config.pair_top_n)
         self.check_conflicts = CheckConflicts(lexicon)
         self.gate = Gate()
         self.answer = Answer(extractive, self.answerer, answerers[1:])

@@ -62,6 +62,9 @@ class PipelineConfig(BaseModel):
     # the reader's claim checker (agents/claim_reader.py): a model folder from `run.py train claims`; None = off
     claims_model: Path | None = None
     claims_reject_above: float | None = Field(None, ge=0.0, le=1.0)  # P(contradicted) that rejects; None: the card's
+    # the reader's pair scorer (agents/pair_scorer.py): a model folder from `run.py train answers`; None = off
+    pair_model: Path | None = None
+    pair_top_n: int = Field(5, ge=1)  # the reranker's best chunks it reads (one engine pass each)
     model_routes: list[RouteRule] = Field(default_factory=list)  # where a question starts (agents/routing.py)
     answer_language: Literal["auto", "zh", "en"] = "auto"  # auto: the question's language
     conversation_turns: int = Field(3, ge=0)  # the last turns of a session both models read

@@ -82,45 +82,78 @@ def train_pairs_command(
     print(json.dumps(last, ensure_ascii=False, indent=2))
 
 
-@train_app.command("claims")
-def train_claims_command(
-    out: Path = typer.Option(..., "--out", help="run folder: manifest, log, checkpoint, exported model folder"),
-    max_minutes: float = typer.Option(10.0, "--max-minutes", help="time budget of this session; then save and stop"),
-    max_steps: int = typer.Option(None, "--max-steps", help="stop after this many steps in all"),
-    seed: int = typer.Option(0, "--seed"),
-    resume: bool = typer.Option(False, "--resume", help="continue the run saved in --out"),
-    layers: int = typer.Option(4, "--layers", help="keep the first N encoder layers"),
-    batch_size: int = typer.Option(32, "--batch-size"),
-    max_tokens: int = typer.Option(160, "--max-tokens", help="tokens of claim + evidence window, longer ones are cut"),
-    learning_rate: float = typer.Option(1e-4, "--lr", help="biases, norms and positions"),
-    scale_lr: float = typer.Option(2e-3, "--scale-lr", help="the matrices' block scales"),
-    head_lr: float = typer.Option(2e-3, "--head-lr", help="the three-way head"),
-    checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="steps between checkpoint + validation"),
-    data: Path = typer.Option(TRAINING_DATA, "--data", help="the training data folder (../shared/training)"),
-) -> None:
-    """The claim checker (supported / contradicted / not enough info) on CMRC passages; exports the
-    model folder agents/claim_reader.py loads."""
-    if importlib.util.find_spec("torch") is None:
-        fail("training needs torch: pip install -e '.[train]'")
-    from citescope.workflows.training.claim_training import ClaimTrainingSettings, train_claims
+def _cross_encoder_command(kind: str, max_tokens_default: int, what: str, doc: str):
+    """`train claims` and `train answers`: one command shape, a head each
+    (workflows/training/cross_encoder_training.py)."""
 
-    settings = ClaimTrainingSettings(
-        data_dir=data,
-        out_dir=out,
-        max_minutes=max_minutes,
-        max_steps=max_steps,
-        seed=seed,
-        resume=resume,
-        layers=layers,
-        batch_size=batch_size,
-        max_tokens=max_tokens,
-        learning_rate=learning_rate,
-        scale_learning_rate=scale_lr,
-        head_learning_rate=head_lr,
-        checkpoint_every=checkpoint_every,
+    def command(
+        out: Path = typer.Option(..., "--out", help="run folder: manifest, log, checkpoint, exported model folder"),
+        max_minutes: float = typer.Option(
+            10.0, "--max-minutes", help="time budget of this session; then save and stop"
+        ),
+        max_steps: int = typer.Option(None, "--max-steps", help="stop after this many steps in all"),
+        seed: int = typer.Option(0, "--seed"),
+        resume: bool = typer.Option(False, "--resume", help="continue the run saved in --out"),
+        layers: int = typer.Option(4, "--layers", help="keep the first N encoder layers"),
+        batch_size: int = typer.Option(32, "--batch-size"),
+        max_tokens: int = typer.Option(
+            max_tokens_default, "--max-tokens", help=f"tokens of {what}, longer ones are cut"
+        ),
+        learning_rate: float = typer.Option(1e-4, "--lr", help="biases, norms and positions"),
+        scale_lr: float = typer.Option(2e-3, "--scale-lr", help="the matrices' block scales"),
+        head_lr: float = typer.Option(2e-3, "--head-lr", help="the head"),
+        checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="steps between checkpoint + validation"),
+        data: Path = typer.Option(TRAINING_DATA, "--data", help="the training data folder (../shared/training)"),
+    ) -> None:
+        if importlib.util.find_spec("torch") is None:
+            fail("training needs torch: pip install -e '.[train]'")
+        options = dict(
+            data_dir=data,
+            out_dir=out,
+            max_minutes=max_minutes,
+            max_steps=max_steps,
+            seed=seed,
+            resume=resume,
+            layers=layers,
+            batch_size=batch_size,
+            max_tokens=max_tokens,
+            learning_rate=learning_rate,
+            scale_learning_rate=scale_lr,
+            head_learning_rate=head_lr,
+            checkpoint_every=checkpoint_every,
+        )
+        try:
+            if kind == "claims":
+                from citescope.workflows.training.claim_training import ClaimTrainingSettings, train_claims
+
+                last = train_claims(ClaimTrainingSettings(**options))  # type: ignore[arg-type]
+            else:
+                from citescope.workflows.training.answer_training import AnswerTrainingSettings, train_answers
+
+                last = train_answers(AnswerTrainingSettings(**options))  # type: ignore[arg-type]
+        except ValueError as exc:
+            fail(exc)
+        print(json.dumps(last, ensure_ascii=False, indent=2))
+
+    command.__doc__ = doc
+    return command
+
+
+train_app.command("claims")(
+    _cross_encoder_command(
+        "claims",
+        160,
+        "claim + evidence window",
+        "The claim checker (supported / contradicted / not enough info) on CMRC passages; exports the "
+        "model folder agents/claim_reader.py loads.",
     )
-    try:
-        last = train_claims(settings)
-    except ValueError as exc:
-        fail(exc)
-    print(json.dumps(last, ensure_ascii=False, indent=2))
+)
+train_app.command("answers")(
+    _cross_encoder_command(
+        "answers",
+        128,
+        "question + candidate window",
+        "The pair scorer (does a candidate answer the question) on CMRC 2018 and PAWS-X; exports the "
+        "model folder agents/pair_scorer.py loads.",
+    )
+)

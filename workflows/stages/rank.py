@@ -67,10 +67,18 @@ class Ranking:
     degradations: list[str]
 
 
+class PairReader(Protocol):
+    """The reader's pair scorer (agents/pair_scorer.py): P(answers) of each candidate text."""
+
+    def score(self, question: str, candidates: list[str]) -> list[float]: ...
+
+
 class Rank:
-    def __init__(self, kb: KnowledgeBase, reranker: Scorer):
+    def __init__(self, kb: KnowledgeBase, reranker: Scorer, pair_scorer: PairReader | None = None, pair_top_n: int = 5):
         self.kb = kb
         self.reranker = reranker
+        self.pair_scorer = pair_scorer  # opt-in (pair_model): reads the reranker's best pair_top_n chunks
+        self.pair_top_n = pair_top_n
 
     async def run(self, given: RankInput, run: QuestionRun) -> Ranking:
         features = given.analysis.features
@@ -131,6 +139,11 @@ class Rank:
             per_query = [scored(q) for q in queries]
             for alternate in alternates:  # the whole question, worded otherwise: its best score counts
                 per_query[0] = [max(pair) for pair in zip(per_query[0], scored(alternate), strict=False)]
+            if self.pair_scorer is not None:
+                run.checkpoint_in_thread("rerank")
+                per_query[0] = read_pairs(
+                    self.pair_scorer, given.analysis.features.question, chunks, per_query[0], self.pair_top_n
+                )
             scores = [max(column) for column in zip(*per_query, strict=False)]
             # the gate: the question's best chunk or, if higher, the best chunk of a compound question's
             # weakest part (a short part alone, 地址在哪, matches a passage about something else too well);
@@ -184,6 +197,20 @@ class Rank:
             best_score=float(gate),
             degradations=degradations,
         )
+
+
+def read_pairs(
+    reader: PairReader, question: str, chunks: Sequence[Chunk], scores: list[float], top_n: int
+) -> list[float]:
+    """The reranker's best top_n chunks scored as the mean of its probability and the pair scorer's
+    P(answers) (the pair scorer reads the question against each chunk's sentences nearest it, its
+    title first: an FAQ entry's title is the question it answers); the others keep the reranker's."""
+    top = sorted(range(len(chunks)), key=lambda i: -scores[i])[:top_n]
+    read = reader.score(question, [f"{chunks[i].title}\n{chunks[i].text}" for i in top])
+    blended = list(scores)
+    for i, answers in zip(top, read, strict=True):
+        blended[i] = (scores[i] + answers) / 2
+    return blended
 
 
 def counted_for_gate(features: QueryFeatures, chunks: Sequence[Chunk]) -> list[bool]:

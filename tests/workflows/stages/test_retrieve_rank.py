@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from citescope.agents.budget import BudgetTracker
+from citescope.agents.pair_scorer import PairScorer
 from citescope.agents.query_analysis import Entity
 from citescope.knowledge.filters import SearchFilters
 from citescope.workflows.stages.analyse import AnalyseInput
 from citescope.workflows.stages.plan import PlanInput
+from citescope.workflows.stages.rank import EvidenceLimits, Rank, RankInput
 from citescope.workflows.stages.retrieve import RetrieveInput, planner_message
-from tests.workflows.stages.conftest import analysed, ranked, retrieved
+from tests.support.claim_model import constant_pair_model
+from tests.workflows.stages.conftest import analysed, question_run, ranked, retrieved
 
 
 def test_offline_the_agent_plays_the_policys_plan_call_by_call(pipeline):
@@ -69,3 +74,21 @@ def test_the_callers_filters_bound_what_is_ranked(pipeline):
     assert ranking.shown and {pipeline.kb.get(hit.chunk_id).doc_type for hit in ranking.ranked} == {"policy"}
     nothing = ranked(pipeline, analysis, retrieved(pipeline, analysis), SearchFilters(product_id="p-none"))
     assert nothing.shown == [] and nothing.best_score is None
+
+
+def test_the_pair_scorer_reads_the_rerankers_best_chunks_and_the_gate_reads_the_blend(pipeline, tmp_path):
+    analysis = analysed(pipeline, "AJ1 Retro 的鞋面是真皮吗？")
+    found = retrieved(pipeline, analysis)
+    plain = ranked(pipeline, analysis, found)
+    scorer = PairScorer(constant_pair_model(tmp_path / "pairs", 0.02), tmp_path / "cache").warm_up()
+    reading = Rank(pipeline.kb, pipeline.reranker, scorer, pair_top_n=2)
+    given = RankInput(analysis, found.pool, found.pinned, None, EvidenceLimits.of(pipeline.config))
+    blended = asyncio.run(reading.run(given, question_run(pipeline)))
+    before = {hit.chunk_id: hit.score for hit in plain.ranked}
+    after = {hit.chunk_id: hit.score for hit in blended.ranked}
+    top_two = [hit.chunk_id for hit in plain.ranked[:2]]
+    for chunk_id, score in before.items():  # the best two read as not answering: halfway to 0.02
+        expected = (score + 0.02) / 2 if chunk_id in top_two else score
+        assert after[chunk_id] == pytest.approx(expected, abs=1e-4)
+    assert blended.best_score == pytest.approx(max(after.values()), abs=1e-6)
+    assert blended.best_score < plain.best_score

@@ -12,11 +12,11 @@ import pytest
 torch = pytest.importorskip("torch", reason="training needs the [train] extra (torch); CI does not install it")
 
 from citescope.agents.claim_reader import LABELS, ClaimReader  # noqa: E402
-from citescope.knowledge.e5_model_file import bundled_model_path  # noqa: E402
 from citescope.workflows.evaluation.perturbations import HELD_OUT_FAMILIES, is_reader_bench_title  # noqa: E402
 from citescope.workflows.training.claim_data import claim_examples, read_passages  # noqa: E402
 from citescope.workflows.training.claim_training import ClaimTrainingSettings, train_claims  # noqa: E402
 from citescope.workflows.training.pair_data import split_of_title  # noqa: E402
+from tests.support.tiny_training import two_sessions  # noqa: E402
 
 PASSAGES = [
     "这款背包重量为1.2千克，容量为30升。背包采用防水面料，可以在小雨中使用。保修期为12个月，人为损坏不在保修范围内。",
@@ -62,21 +62,7 @@ def test_examples_cover_every_label_and_never_the_held_out_families_or_articles(
 
 def test_a_short_run_resumes_and_exports_a_folder_the_reader_runs_in_the_engine(tmp_path):
     _write_data(tmp_path / "data")
-    settings = dict(
-        data_dir=tmp_path / "data",
-        out_dir=tmp_path / "run",
-        layers=2,
-        batch_size=4,
-        max_tokens=48,
-        checkpoint_every=2,
-        valid_examples=8,
-        export_model=False,
-        model_path=bundled_model_path("enpt"),  # a 47k-piece table: loads 5x quicker
-    )
-    first = train_claims(ClaimTrainingSettings(**settings, max_steps=2))
-    assert first["step"] == 2 and 0.0 <= first["valid"]["accuracy"] <= 1.0
-    settings["export_model"] = True
-    last = train_claims(ClaimTrainingSettings(**settings, max_steps=3, resume=True))
+    last = two_sessions(lambda **settings: train_claims(ClaimTrainingSettings(**settings)), tmp_path)
     assert last["step"] == 3 and last["exported"] == "model"
     assert 0.0 <= last["engine_valid"]["accuracy"] <= 1.0
 

@@ -27,3 +27,12 @@ def test_a_research_only_source_needs_research(tmp_path):
     result = CliRunner().invoke(app, ["train", "pairs", "--out", str(tmp_path / "run"), "--sources", "bq"])
     assert result.exit_code == 2
     assert result.stderr.strip() == "error: --sources: bq: research use only; add --research to train a research build"
+
+
+def test_the_cross_encoder_heads_share_one_command_shape_with_their_own_defaults():
+    for head, tokens in (("claims", "160"), ("answers", "128")):
+        result = CliRunner().invoke(app, ["train", head, "--help"])
+        assert result.exit_code == 0, result.output
+        for option in ("--out", "--max-minutes", "--resume", "--layers", "--max-tokens", "--scale-lr", "--head-lr"):
+            assert option in result.output
+        assert f"[default: {tokens}]" in result.output

