@@ -105,6 +105,22 @@ def citation_scores(
 # ----------------------------------------------------------------------------- aggregates
 
 
+def roc_auc(positive: Sequence[float], negative: Sequence[float]) -> float | None:
+    """P(a random positive scores above a random negative), ties counting half (Mann-Whitney):
+    how well a score separates two kinds, whatever threshold is put on it."""
+    if not positive or not negative:
+        return None
+    scores = np.concatenate([np.asarray(positive, dtype=float), np.asarray(negative, dtype=float)])
+    order = scores.argsort(kind="mergesort")
+    ranks = np.empty(len(scores))
+    ranks[order] = np.arange(1, len(scores) + 1)
+    for value in np.unique(scores):  # average ranks of ties
+        tied = scores == value
+        ranks[tied] = ranks[tied].mean()
+    wins = ranks[: len(positive)].sum() - len(positive) * (len(positive) + 1) / 2
+    return round(float(wins / (len(positive) * len(negative))), 4)
+
+
 def mean(values: Iterable[float]) -> float:
     values = list(values)
     return float(sum(values) / len(values)) if values else float("nan")

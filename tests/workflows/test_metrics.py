@@ -19,6 +19,7 @@ from citescope.workflows.metrics import (
     recall_at_k,
     reciprocal_rank,
     retrieval_scores,
+    roc_auc,
     states_any,
 )
 
@@ -172,3 +173,9 @@ def test_answer_scores_refusal_conflict_and_fake_answers():
     assert set(by_type) == {"all", "extractive", "negative", "conflict", "counterfactual"}
     assert by_type["negative"]["refusal_recall"] == pytest.approx(1 / 2)
     assert math.isnan(by_type["negative"]["answer_hit"])  # nothing answerable there
+
+
+def test_roc_auc_is_the_share_of_positive_negative_pairs_ordered_right():
+    assert roc_auc([0.9, 0.8], [0.1, 0.2]) == 1.0 and roc_auc([0.1], [0.9]) == 0.0
+    assert roc_auc([0.5], [0.5]) == 0.5  # a tie counts half
+    assert roc_auc([0.9, 0.3], [0.5, 0.1]) == 0.75 and roc_auc([], [0.1]) is None

@@ -26,6 +26,7 @@ from citescope.workflows.evaluation.calibrate import (
     refusal_rows,
 )
 from citescope.workflows.evaluation.splits import calibrated_key, read_calibrated
+from citescope.workflows.metrics import roc_auc
 from citescope.workflows.pipeline_config import DEFAULTS_PATH, PipelineConfig
 from citescope.workflows.self_calibration import self_calibrate
 
@@ -64,10 +65,21 @@ def parity(
     return {
         "dataset": dataset.name,
         "kb": kb_dir.name,
+        "pair_model": str(PipelineConfig.load(kb_dir).pair_model or "") or None,
+        "separation": separation(rows),
         **compare(rows, fitted, figures["threshold"]),
         "probes": {k: figures[k] for k in ("answerable", "unanswerable", "false_refusal_rate", "refusal_recall")},
         "by_kind": figures["by_kind"],
     }
+
+
+def separation(rows: list[dict]) -> float | None:
+    """ROC AUC of the score the gate reads, answerable against unanswerable questions (a question
+    the answer stage refuses anyway scores 0): how well any threshold can tell them apart."""
+    score = [0.0 if r["refused_anyway"] or r["best"] is None else float(r["best"]) for r in rows]
+    answerable = [s for s, r in zip(score, rows, strict=True) if r["answerable"]]
+    unanswerable = [s for s, r in zip(score, rows, strict=True) if not r["answerable"]]
+    return roc_auc(answerable, unanswerable)
 
 
 def compare(rows: list[dict], fitted: float, self_threshold: float) -> dict:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from citescope.agents.pair_scorer import ANSWERS, LABELS
+from citescope.workflows.metrics import roc_auc
 from citescope.workflows.training.answer_data import USED_SOURCES, answer_examples, read_answer_data
 from citescope.workflows.training.cross_encoder_training import (
     CrossEncoderSettings,
@@ -31,21 +32,6 @@ MISSED_ANSWERS = 0.05  # answers_above: the share of valid answering windows sco
 class AnswerTrainingSettings(CrossEncoderSettings):
     data_dir: Path = Path()
     max_tokens: int = 128
-
-
-def roc_auc(positive: list[float], negative: list[float]) -> float | None:
-    """P(a random positive scores above a random negative), ties counting half (Mann-Whitney)."""
-    if not positive or not negative:
-        return None
-    scores = np.concatenate([positive, negative])
-    order = scores.argsort(kind="mergesort")
-    ranks = np.empty(len(scores))
-    ranks[order] = np.arange(1, len(scores) + 1)
-    for value in np.unique(scores):  # average ranks of ties
-        tied = scores == value
-        ranks[tied] = ranks[tied].mean()
-    wins = ranks[: len(positive)].sum() - len(positive) * (len(positive) + 1) / 2
-    return round(float(wins / (len(positive) * len(negative))), 4)
 
 
 def answer_metrics(probabilities: np.ndarray, gold: list[int]) -> dict[str, Any]:

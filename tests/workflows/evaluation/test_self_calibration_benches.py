@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from citescope.workflows.evaluation.bench.self_probe_design import percentiles, write_source
-from citescope.workflows.evaluation.self_calibration_parity import compare
+from citescope.workflows.evaluation.self_calibration_parity import compare, separation
 
 
 def rows(answerable: list[float], unanswerable: list[float], anyway: float | None = None) -> list[dict]:
@@ -26,6 +26,12 @@ def test_both_thresholds_are_read_against_the_same_rows():
     close = compare(rows(answerable, unanswerable, anyway=0.9), fitted=0.1, self_threshold=0.12)
     # a question the answer stage refuses is a false refusal at both thresholds; 5 points is within
     assert close["fitted"]["false_refusal"] == 0.1 and close["self"]["false_refusal"] == 0.15 and close["within"]
+
+
+def test_separation_is_the_gates_roc_auc_with_a_refusal_anyway_scoring_zero():
+    assert separation(rows([0.5, 0.6], [0.1, 0.2])) == 1.0
+    # the answer stage refusing the 0.6 question puts it below both unanswerable ones
+    assert separation(rows([0.5, 0.6], [0.1, 0.2], anyway=0.6)) == 0.5
 
 
 def test_the_design_kb_is_written_from_the_last_cmrc2018_train_passages_only(tmp_path):

@@ -18,7 +18,6 @@ from citescope.workflows.training.answer_data import ANSWERS, DOES_NOT, answer_e
 from citescope.workflows.training.answer_training import (  # noqa: E402
     AnswerTrainingSettings,
     answer_metrics,
-    roc_auc,
     train_answers,
 )
 from tests.support.tiny_training import two_sessions  # noqa: E402
@@ -68,7 +67,6 @@ def test_examples_are_labelled_by_the_window_the_scorer_reads(tmp_path):
 
 
 def test_metrics_read_the_probability_of_answering():
-    assert roc_auc([0.9, 0.8], [0.1, 0.2]) == 1.0 and roc_auc([0.5], [0.5]) == 0.5 and roc_auc([], [0.1]) is None
     probabilities = np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8], [0.7, 0.3]])
     figures = answer_metrics(probabilities, [ANSWERS, ANSWERS, DOES_NOT, DOES_NOT])
     assert figures["accuracy"] == 0.5 and figures["answers_missed"] == 0.5 and figures["non_answers_passed"] == 0.5
