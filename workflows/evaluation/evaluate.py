@@ -198,8 +198,9 @@ def record_of(strategy: str, question: Question, result: QAResult, kb: Knowledge
 
 def run_dir_for(request: EvalRequest, split: Split, configs: dict[str, PipelineConfig]) -> Path:
     """<root>/runs/<split label>-<hash of what decides the outcomes>: the question choice, the
-    pipeline configs (a recalibrated threshold starts a new run), the reranker weights and the
-    corpus's declared document type."""
+    pipeline configs (a recalibrated threshold starts a new run), the reranker weights, the reader's
+    model folders' files (a model retrained into the same folder starts a new run) and the corpus's
+    declared document type."""
     if request.run_dir is not None:
         return Path(request.run_dir) / split.name
     decisive = request.model_dump(mode="json", include={"qtypes", "limit", "per_qtype", "seed", "history"})
@@ -211,12 +212,23 @@ def run_dir_for(request: EvalRequest, split: Split, configs: dict[str, PipelineC
                 str(split.questions.resolve()),
                 hashlib.sha256(weights).hexdigest(),
                 {role: c.model_dump() for role, c in configs.items()},
+                [model_digest(folder) for c in configs.values() for folder in (c.claims_model, c.pair_model)],
                 *([split.doc_type] if split.doc_type else []),
             ],
             sort_keys=True,
         ).encode()
     ).hexdigest()[:8]
     return request.root / "runs" / f"{split.label}-{key}"
+
+
+def model_digest(folder: Path | None) -> str | None:
+    """A hash of a model folder's files (names and bytes); None for no folder."""
+    if folder is None:
+        return None
+    digest = hashlib.sha256()
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def pipeline_config(request: EvalRequest, kb_dir: Path) -> PipelineConfig:

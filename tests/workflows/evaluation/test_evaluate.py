@@ -38,6 +38,7 @@ from citescope.workflows.evaluation.evaluate import (
     choose_questions,
     find_splits,
     format_eval_report,
+    model_digest,
     run_eval,
     seed_calibrated_config,
     summarize,
@@ -45,6 +46,7 @@ from citescope.workflows.evaluation.evaluate import (
 from citescope.workflows.evaluation.scripted_server import ReplayServer
 from citescope.workflows.pipeline_config import DEFAULTS_PATH, PipelineConfig
 from tests.conftest import DEMO_DIR
+from tests.support.claim_model import constant_claim_model
 
 CORPUS_DOCS = 12  # the first baoxianzhidao docs; their questions are the even-numbered ones
 FAKE = "终身免交全部保费"
@@ -413,3 +415,11 @@ def test_a_dry_calibration_run_reports_both_steps_and_writes_nothing(mini_datase
     assert DEFAULT_WEIGHTS_PATH.read_bytes() == weights
     assert not list(eval_root.glob("kbs/*/config.yaml")) and not (eval_root / "calibration.json").exists()
     assert "### Refusal threshold" in format_calibration_report(result)
+
+
+def test_a_model_retrained_into_the_same_folder_is_another_run(tmp_path):
+    folder = constant_claim_model(tmp_path / "model", "supported")
+    first = model_digest(folder)
+    assert first == model_digest(folder) and model_digest(None) is None
+    constant_claim_model(folder, "contradicted")  # the same path, another head
+    assert model_digest(folder) != first
