@@ -205,20 +205,30 @@ def run_dir_for(request: EvalRequest, split: Split, configs: dict[str, PipelineC
         return Path(request.run_dir) / split.name
     decisive = request.model_dump(mode="json", include={"qtypes", "limit", "per_qtype", "seed", "history"})
     weights = DEFAULT_WEIGHTS_PATH.read_bytes() if DEFAULT_WEIGHTS_PATH.exists() else b""
+    models = [model_digest(folder) for c in configs.values() for folder in (c.claims_model, c.pair_model)]
     key = hashlib.sha256(
         json.dumps(
             [
                 decisive,
                 str(split.questions.resolve()),
                 hashlib.sha256(weights).hexdigest(),
-                {role: c.model_dump() for role, c in configs.items()},
-                [model_digest(folder) for c in configs.values() for folder in (c.claims_model, c.pair_model)],
+                {role: keyed(c) for role, c in configs.items()},
+                *([models] if any(models) else []),  # without a model folder, the keys of earlier runs
                 *([split.doc_type] if split.doc_type else []),
             ],
             sort_keys=True,
         ).encode()
     ).hexdigest()[:8]
     return request.root / "runs" / f"{split.label}-{key}"
+
+
+def keyed(config: PipelineConfig) -> dict:
+    """A config as it keys a run: without the pair scorer's settings when it is off (they decide
+    nothing then, and runs made before it existed keep their keys)."""
+    values = config.model_dump(mode="json")
+    if config.pair_model is None:
+        del values["pair_model"], values["pair_top_n"]
+    return values
 
 
 def model_digest(folder: Path | None) -> str | None:

@@ -39,6 +39,7 @@ from citescope.workflows.evaluation.evaluate import (
     find_splits,
     format_eval_report,
     model_digest,
+    run_dir_for,
     run_eval,
     seed_calibrated_config,
     summarize,
@@ -423,3 +424,13 @@ def test_a_model_retrained_into_the_same_folder_is_another_run(tmp_path):
     assert first == model_digest(folder) and model_digest(None) is None
     constant_claim_model(folder, "contradicted")  # the same path, another head
     assert model_digest(folder) != first
+
+
+def test_a_run_with_a_model_folder_is_another_run(mini_dataset, eval_root, tmp_path):
+    request = EvalRequest(dataset_dir=mini_dataset, root=eval_root)
+    split = find_splits(mini_dataset)[0]
+    plain = PipelineConfig.load(None, environ={})
+    folder = constant_claim_model(tmp_path / "model", "supported")
+    with_model = plain.model_copy(update={"pair_model": folder})
+    keys = {run_dir_for(request, split, {"policy": c}).name for c in (plain, with_model)}
+    assert len(keys) == 2
