@@ -76,7 +76,7 @@ def test_the_callers_filters_bound_what_is_ranked(pipeline):
     assert nothing.shown == [] and nothing.best_score is None
 
 
-def test_the_pair_scorer_reads_the_rerankers_best_chunks_and_the_gate_reads_the_blend(pipeline, tmp_path):
+def test_the_pair_scorer_reads_the_rerankers_best_chunks_for_the_gate_and_leaves_the_order(pipeline, tmp_path):
     analysis = analysed(pipeline, "AJ1 Retro 的鞋面是真皮吗？")
     found = retrieved(pipeline, analysis)
     plain = ranked(pipeline, analysis, found)
@@ -84,11 +84,8 @@ def test_the_pair_scorer_reads_the_rerankers_best_chunks_and_the_gate_reads_the_
     reading = Rank(pipeline.kb, pipeline.reranker, scorer, pair_top_n=2)
     given = RankInput(analysis, found.pool, found.pinned, None, EvidenceLimits.of(pipeline.config))
     blended = asyncio.run(reading.run(given, question_run(pipeline)))
-    before = {hit.chunk_id: hit.score for hit in plain.ranked}
-    after = {hit.chunk_id: hit.score for hit in blended.ranked}
-    top_two = [hit.chunk_id for hit in plain.ranked[:2]]
-    for chunk_id, score in before.items():  # the best two read as not answering: halfway to 0.02
-        expected = (score + 0.02) / 2 if chunk_id in top_two else score
-        assert after[chunk_id] == pytest.approx(expected, abs=1e-4)
-    assert blended.best_score == pytest.approx(max(after.values()), abs=1e-6)
-    assert blended.best_score < plain.best_score
+    # the order and the scores shown are the reranker's; the gate reads the best two halfway to 0.02
+    assert [(h.chunk_id, h.score) for h in blended.ranked] == [(h.chunk_id, h.score) for h in plain.ranked]
+    scores = [hit.score for hit in plain.ranked]
+    expected = max((scores[0] + 0.02) / 2, (scores[1] + 0.02) / 2, *scores[2:])
+    assert blended.best_score == pytest.approx(expected, abs=1e-4) and blended.best_score < plain.best_score
