@@ -10,7 +10,8 @@ that keeps all of them and inverts the fact passes it ("15 天内不支持无理
   states denied; where the evidence says both, the clause most like the sentence's decides;
 - yes_no.opening: a bare yes or no opening (可以，… / 不会。…) against the chunk's own opening;
 - stock.status: a stock word about the cited product's colours and sizes against its stock fields;
-- entity.product: a product of the shop named by the sentence that its chunks are not about.
+- entity.product: a product of the shop named by the sentence that its chunks are not about;
+- entity.brand: a brand named by the sentence that none of its chunks' products carries and they never write.
 
 They run until the reader (#46) checks claims; `check` is what the inspector calls per sentence.
 """
@@ -295,8 +296,9 @@ class ClaimRules:
         if index is None or not index.products:
             return []
         canonical = index.lexicon.canonicalize(sentence)
-        named = [e for e in index.match(canonical)[0] if e.product_id is not None]
-        if not named:
+        matched, brands, _categories = index.match(canonical)
+        named = [e for e in matched if e.product_id is not None]
+        if not named and not brands:
             return []
         about = {h.product_id for h in hits if h.product_id}
         for hit in hits:
@@ -307,9 +309,15 @@ class ClaimRules:
         # a product the chunks are not about, by a name they never write (Nike Air in a page on AJ1 Low
         # that compares it with the high OG is no stray name)
         stray = [e for e in named if e.product_id not in about and compact(e.surface)[0] not in mentioned]
+        titles = "、".join(sorted({h.title for h in hits if h.title}))
         if stray:
-            titles = "、".join(sorted({h.title for h in hits if h.title}))
             return [RuleHit(rule="entity.product", claim=stray[0].surface or stray[0].name, evidence=titles)]
+        # a brand that none of the chunks' products carries and their text never writes (乐映 XZ-2000 in a
+        # page on 星择 XZ-2000): the product is right, whose it is is not
+        carried = {index.products[pid].get("brand") for pid in about if pid in index.products}
+        stray_brands = [b for b in brands if b not in carried and compact(b)[0] not in mentioned]
+        if stray_brands:
+            return [RuleHit(rule="entity.brand", claim=stray_brands[0], evidence=titles)]
         return []
 
 

@@ -262,3 +262,17 @@ def test_a_claim_reader_is_measured_alone_and_beside_the_inspector(tmp_path):
     # a checker that rejects nothing leaves the inspector's verdicts as they were
     assert passing["perturbations_rejected"] == rules["perturbations_rejected"]
     assert passing["paraphrases_rejected"] == rules["paraphrases_rejected"] and rules["reader_alone"] is None
+
+
+def test_the_demo_source_inspector_reads_the_kb_entity_index_as_the_pipeline_does():
+    """The bench's inspector is built as workflows/pipeline.py builds it, with the KB's entity index:
+    a sentence quoted verbatim passes, the same sentence naming another brand or another product fails."""
+    source = kb_source(DEMO_DIR)
+    chunk_id = next(i for i, hit in source.hits.items() if "星择 XZ-2000 的额定能量" in hit.text)
+    sentence = next(s for s in re.split(r"(?<=[。！？])", source.hits[chunk_id].text) if "星择 XZ-2000" in s)
+    assert not source.rejects(sentence, chunk_id)
+    assert source.rejects(sentence.replace("星择 XZ-2000", "乐映 XZ-2000"), chunk_id)  # entity.brand
+    assert source.rejects(sentence.replace("星择 XZ-2000", "山野 岩途 GTX"), chunk_id)  # entity.product
+    without_index = kb_source(DEMO_DIR)
+    without_index.inspector.rules.entities = None  # the rules as the bench built them before
+    assert not without_index.rejects(sentence.replace("星择 XZ-2000", "乐映 XZ-2000"), chunk_id)

@@ -1,7 +1,7 @@
 """Benchmark: claim checking (`run.py bench reader`, issue #46). Every item of
 workflows/evaluation/perturbations.py is put to the current inspector exactly as the pipeline puts
 an answer to it: the answer "claim【chunk-id】", the evidence that chunk, the inspector built with
-the KB's lexicon (workflows/pipeline.py). A perturbation should be rejected, a faithful
+the KB's lexicon and entity index (workflows/pipeline.py). A perturbation should be rejected, a faithful
 paraphrase passed; the report gives both fractions overall, per family, per source, and with the
 held-out families apart.
 
@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from citescope.agents.claim_reader import ClaimReader
+from citescope.agents.entity_index import EntityIndex
 from citescope.agents.inspector import Inspector
 from citescope.knowledge.chunking import chunk_document
 from citescope.knowledge.lexicon import Lexicon
@@ -46,11 +47,21 @@ DEFAULT_LIMIT = 1000  # passages (chunks) per source: today every chunk of both 
 class Source:
     """One source's evidence chunks (as hits), the names entity_swap swaps, and its inspector."""
 
-    def __init__(self, name: str, chunks: Sequence[Chunk], names: dict[str, list[str]], lexicon: Lexicon | None):
+    def __init__(
+        self,
+        name: str,
+        chunks: Sequence[Chunk],
+        names: dict[str, list[str]],
+        lexicon: Lexicon | None,
+        entities: EntityIndex | None = None,
+    ):
+        """entities: the KB's entity index, which the pipeline's inspector reads (a product the cited
+        chunks are not about: rule entity.product); None for text with no products."""
         self.name = name
         self.hits = {c.chunk_id: EvidenceHit.from_chunk(c, 1.0) for c in chunks}
         self.names = names
-        self.inspector = Inspector(lexicon=lexicon)  # as workflows/pipeline.py builds it
+        # as workflows/pipeline.py builds it: the KB's lexicon and its entity index
+        self.inspector = Inspector(lexicon=lexicon, entities=None if entities is None else lambda: entities)
 
     def passages(self, limit: int | None, seed: int) -> list[Passage]:
         ids = sorted(self.hits)
@@ -72,6 +83,34 @@ def _chunks(docs: Iterable[Document]) -> list[Chunk]:
     return [c for d in docs for c in chunk_document(d, settings.chunk_size, settings.chunk_overlap)]
 
 
+def entity_index_of(docs: Sequence[Document], lexicon: Lexicon) -> EntityIndex:
+    """The entity index the pipeline's query analyzer builds from a stored KB (agents/query_analysis.py
+    over tools/product_index.py), read from the documents instead: a product per SKU rows' product id
+    (name, brand and category of its first row that gives them), then each product page whose product has
+    no SKU rows."""
+    products: dict[str, dict] = {}
+    for doc in docs:
+        for row in doc.skus or ():
+            product = products.setdefault(
+                row.product_id, {"product_id": row.product_id, "name": "", "brand": "", "category": "", "skus": []}
+            )
+            for key in ("name", "brand", "category"):
+                product[key] = product[key] or getattr(row, key) or ""
+            product["skus"].append(row.sku)
+    for doc in docs:
+        if doc.doc_type == "product" and doc.product_id and doc.product_id not in products:
+            products[doc.product_id] = {
+                "product_id": doc.product_id,
+                "name": doc.title or doc.product_id,
+                "brand": doc.brand or "",
+                "category": doc.category or "",
+                "skus": [],
+            }
+    for product in products.values():
+        product["name"] = product["name"] or product["product_id"]
+    return EntityIndex(list(products.values()), lexicon).warm_up()
+
+
 def kb_source(kb_dir: Path) -> Source:
     """A KB's documents (a folder as given to `ingest`): its product titles and brands are the names."""
     docs, _issues, lexicon = load_path(kb_dir)
@@ -81,7 +120,7 @@ def kb_source(kb_dir: Path) -> Source:
         "product": sorted({d.title for d in docs if d.doc_type == "product" and d.title}),
         "brand": sorted({d.brand for d in docs if d.brand}),
     }
-    return Source(DEMO_SOURCE, _chunks(docs), names, lexicon)
+    return Source(DEMO_SOURCE, _chunks(docs), names, lexicon, entity_index_of(docs, lexicon))
 
 
 def mrc_source(mrc_train: Path) -> Source:
