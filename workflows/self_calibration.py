@@ -9,14 +9,23 @@ that would have come in had the document really been absent — its score is, if
 low, so refusal recall on held-out probes is an upper bound. The gate is set to refuse everything
 while probing (threshold 1.0), so no answer is generated: only the score is wanted.
 
-The threshold is the highest whose false refusals on the answerable probes keep the bound with 95%
-confidence (one-sided Clopper-Pearson: a KB whose true false-refusal rate were the bound would refuse
-that few of n probes less than 5% of the time), written into `<kb>/config.yaml` with the figures.
+The threshold is the lower of two cuts. The false-refusal cut: the highest whose false refusals on the
+answerable probes keep the bound with 95% confidence (one-sided Clopper-Pearson: a KB whose true
+false-refusal rate were the bound would refuse that few of n probes less than 5% of the time). The
+threshold is written into `<kb>/config.yaml` with the figures.
 Why not the plain 10% quantile: 80 answerable probes estimate it loosely (two seeds on one KB put it at
 0.1451 and 0.1571), and a real question set scores a little differently from the probes; measured on a
 KB of cmrc2018_train passages and their 633 real questions (training data, bench/self_probe_design.py),
 the quantile refused 7.0-8.4% of the real questions, the confident cut 4.7-6.5% at 0.926-0.935 refusal
-recall.
+recall. The refusal cut: the lowest that refuses enough held-out probes to show a refusal recall of
+REFUSAL_TARGET (#44's bar, 0.80) with the same confidence (70 of 80). Why two: a masked probe keeps its
+sentence's words, so where real questions paraphrase their passage (translated text, customers) the
+answerable probes score far above them and the false-refusal cut alone refuses half the real questions
+(xquad_zh: probes p10 0.154, real questions 0.063; docs/models.md); held-out probes score as real questions
+whose passage is gone do, on the training design KB (median 0.036 / 0.034 against 0.036, p90 0.094 / 0.106
+against 0.104) as on xquad_zh (0.035 against 0.041, p90 0.070 against 0.090). So once the refusal target is
+met, the threshold goes no higher; sibling probes are left out of that cut (a page named in full scores by
+its name, docs/knowledge.md).
 
 The hedging band [threshold, hedge_threshold) is chosen on the same probes, answered this time (the
 gate set to answer everything): an extractive answer that opens with "根据现有资料" is a guess; in the
@@ -48,6 +57,7 @@ from citescope.workflows.stages.context import QuestionRun
 from citescope.workflows.stages.rank import Rank, Ranking, RankInput
 
 FALSE_REFUSAL_BOUND = 0.10
+REFUSAL_TARGET = 0.80  # #44's bar: refuse at least this share of the questions the KB cannot answer
 CONFIDENCE = 0.95  # the bound holds with this confidence on the probes (see the module's docstring)
 MIN_ANSWERABLE = 20  # fewer answerable probes than this: a 10% bound is one or two questions, no estimate
 MIN_UNANSWERABLE = 10
@@ -75,13 +85,23 @@ class ThresholdChoice:
     false_refusals: int
     false_refusal_rate: float
     refusal_recall: float
+    limited_by: str = "false_refusals"  # which cut chose it: "false_refusals" or "refusal_target"
+    false_refusal_cut: float | None = None
+    refusal_target_cut: float | None = None  # None: no held-out scores, or too few to show the target
 
 
 def choose_threshold(
-    answerable: Sequence[float], unanswerable: Sequence[float], bound: float = FALSE_REFUSAL_BOUND
+    answerable: Sequence[float],
+    unanswerable: Sequence[float],
+    bound: float = FALSE_REFUSAL_BOUND,
+    held_out: Sequence[float] = (),
+    refusal_target: float = REFUSAL_TARGET,
 ) -> ThresholdChoice:
-    """The highest threshold (a question is refused when its score is below it) whose refusals of the
-    answerable scores keep `bound` with CONFIDENCE; SelfCalibrationError when there are too few probes."""
+    """The lower of two cuts (a question is refused when its score is below the threshold): the highest
+    whose refusals of the answerable scores keep `bound` with CONFIDENCE, and the lowest whose refusals of
+    the `held_out` scores (questions whose document is out of the KB) show `refusal_target` with
+    CONFIDENCE — no held-out scores, or too few, and only the first cut counts. SelfCalibrationError when
+    there are too few probes."""
     if len(answerable) < MIN_ANSWERABLE or len(unanswerable) < MIN_UNANSWERABLE:
         raise SelfCalibrationError(
             f"too few probes to calibrate: {len(answerable)} answerable (need {MIN_ANSWERABLE}), "
@@ -92,7 +112,14 @@ def choose_threshold(
     ordered = sorted(answerable)
     allowed = confident_refusals(len(ordered), bound)  # answerable probes the threshold may refuse
     # rounded down so the answerable probe at the cut stays answered once written with 4 decimals
-    threshold = math.floor(ordered[allowed] * 10_000) / 10_000
+    bound_cut = math.floor(ordered[allowed] * 10_000) / 10_000
+    target_cut = None
+    needed = confident_catches(len(held_out), refusal_target) if len(held_out) >= MIN_UNANSWERABLE else None
+    if needed:
+        # just above the needed-th lowest held-out score, so that probe is refused once written with 4 decimals
+        target_cut = round(math.floor(sorted(held_out)[needed - 1] * 10_000) / 10_000 + 0.0001, 4)
+    limited_by = "refusal_target" if target_cut is not None and target_cut < bound_cut else "false_refusals"
+    threshold = target_cut if limited_by == "refusal_target" and target_cut is not None else bound_cut
     refused = sum(score < threshold for score in answerable)
     caught = sum(score < threshold for score in unanswerable)
     return ThresholdChoice(
@@ -102,6 +129,9 @@ def choose_threshold(
         false_refusals=refused,
         false_refusal_rate=round(refused / len(answerable), 4),
         refusal_recall=round(caught / len(unanswerable), 4),
+        limited_by=limited_by,
+        false_refusal_cut=bound_cut,
+        refusal_target_cut=target_cut,
     )
 
 
@@ -115,6 +145,18 @@ def confident_refusals(n: int, bound: float, confidence: float = CONFIDENCE) -> 
             break
         allowed = k
     return allowed
+
+
+def confident_catches(n: int, target: float, confidence: float = CONFIDENCE) -> int | None:
+    """The fewest refusals of n unanswerable probes that show a refusal recall over `target` with
+    `confidence`: the smallest k with P(Binomial(n, target) >= k) <= 1 - confidence (None when not even
+    n of n would: too few probes)."""
+    tail = 0.0  # P(Binomial(n, target) >= k), k going down from n
+    for k in range(n, -1, -1):
+        tail += math.comb(n, k) * target**k * (1 - target) ** (n - k)
+        if tail > 1 - confidence + 1e-12:
+            return k + 1 if k < n else None
+    return 0
 
 
 @dataclass(frozen=True)
@@ -252,7 +294,8 @@ def self_calibrate(
     scores = [outcome.score for outcome in outcomes]
     answerable = [s for p, s in zip(probes, scores, strict=True) if p.answerable]
     unanswerable = [s for p, s in zip(probes, scores, strict=True) if not p.answerable]
-    choice = choose_threshold(answerable, unanswerable, bound)
+    held_out = [s for p, s in zip(probes, scores, strict=True) if p.kind == "held_out"]
+    choice = choose_threshold(answerable, unanswerable, bound, held_out)
     band = choose_hedge_band(outcomes, len(answerable), choice.threshold)
     before = PipelineConfig.load(kb.dir).refusal_threshold  # what the KB ran with until now
     figures: dict[str, Any] = {
@@ -291,7 +334,8 @@ def calibrate_from_questions(
     outcomes = run_probes(kb, probes, answer=True)
     answerable = [o.score for o in outcomes if o.answerable]
     unanswerable = [o.score for o in outcomes if not o.answerable]
-    choice = choose_threshold(answerable, unanswerable, bound)
+    # the shop's unanswerable questions are real ones: the refusal target is read off them as off held-out probes
+    choice = choose_threshold(answerable, unanswerable, bound, held_out=unanswerable)
     figures: dict[str, Any] = {
         **asdict(choice),
         "false_refusal_bound": bound,
@@ -394,12 +438,25 @@ def format_self_calibration(figures: dict[str, Any]) -> str:
         f"self-calibrated refusal_threshold {figures['threshold']:g}: {figures['answerable']} answerable probes, "
         f"{figures['false_refusals']} refused ({figures['false_refusal_rate']:.1%}, bound "
         f"{figures['false_refusal_bound']:.0%}); {figures['unanswerable']} unanswerable, refusal recall "
-        f"{figures['refusal_recall']:.1%}\n  {kinds}\n  with the answer stage's refusals: false refusals "
+        f"{figures['refusal_recall']:.1%}\n  {_cuts_line(figures)}\n  {kinds}\n"
+        "  with the answer stage's refusals: false refusals "
         f"{end['false_refusal_rate']:.1%}, refusal recall {end['refusal_recall']:.1%}\n"
         f"  {_band_line(figures['hedging_band'])}\n"
         f"  the previous threshold {previous['threshold']:g} on the same "
         f"probes: {previous['false_refusals']} answerable refused, refusal recall {previous['refusal_recall']:.1%}\n"
         f"  KB fingerprint {figures['kb_fingerprint']}, {figures['date']}"
+    )
+
+
+def _cuts_line(figures: dict[str, Any]) -> str:
+    """Which cut chose the threshold: the false-refusal bound's or the refusal target's."""
+    bound_cut, target_cut = figures.get("false_refusal_cut"), figures.get("refusal_target_cut")
+    if target_cut is None:
+        return f"chosen by the false-refusal bound (too few held-out probes to show {REFUSAL_TARGET:.0%} refusals)"
+    chosen = "the refusal target's" if figures.get("limited_by") == "refusal_target" else "the false-refusal bound's"
+    return (
+        f"chosen: {chosen} cut (false-refusal cut {bound_cut:g}, "
+        f"{REFUSAL_TARGET:.0%} refusal-target cut {target_cut:g})"
     )
 
 
