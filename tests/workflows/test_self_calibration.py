@@ -23,6 +23,7 @@ from citescope.workflows.self_calibration import (
     SelfCalibrationError,
     choose_hedge_band,
     choose_threshold,
+    confident_catches,
     confident_refusals,
     recalibration_due,
     write_kb_config,
@@ -49,6 +50,37 @@ def test_the_confident_number_of_refusals_grows_with_the_probes():
         k = confident_refusals(n, 0.10)
         tail = [sum(math.comb(n, i) * 0.1**i * 0.9 ** (n - i) for i in range(j + 1)) for j in (k, k + 1)]
         assert tail[0] <= 0.05 < tail[1]
+
+
+def test_once_held_out_probes_show_the_refusal_target_the_threshold_goes_no_higher():
+    """Where answerable probes score far above the real questions (a masked probe keeps its sentence's
+    words), the held-out probes' cut decides: the lowest threshold refusing enough of them to show a
+    0.80 refusal recall with 95% confidence (71 of 80)."""
+    answerable = [0.3 + i / 1000 for i in range(80)]  # the false-refusal cut alone: 0.303
+    held_out = [0.01 + i / 1000 for i in range(80)]  # 0.010 .. 0.089
+    choice = choose_threshold(answerable, held_out, bound=0.10, held_out=held_out)
+    assert confident_catches(80, 0.80) == 71
+    assert choice.limited_by == "refusal_target" and choice.false_refusal_cut == 0.303
+    assert choice.threshold == choice.refusal_target_cut == 0.0801  # just above the 71st lowest, 0.080
+    assert sum(s < choice.threshold for s in held_out) == 71 and choice.false_refusals == 0
+    # a KB whose held-out probes score high keeps the false-refusal cut: the target cut would refuse more
+    high = [0.25 + i / 1000 for i in range(80)]
+    kept = choose_threshold(answerable, high, bound=0.10, held_out=high)
+    assert kept.limited_by == "false_refusals" and kept.threshold == 0.303 and kept.refusal_target_cut == 0.3201
+    # without held-out scores only the false-refusal cut counts
+    alone = choose_threshold(answerable, held_out, bound=0.10)
+    assert alone.threshold == 0.303 and alone.refusal_target_cut is None
+
+
+def test_the_confident_number_of_catches_shrinks_as_a_share_with_more_probes():
+    assert [confident_catches(n, 0.80) for n in (10, 13, 14, 20, 80, 160)] == [None, None, 14, 20, 71, 137]
+    for n in (20, 80, 160):  # each is the smallest k whose upper binomial tail at the target is at most 5%
+        k = confident_catches(n, 0.80)
+        assert k is not None
+        tail = [sum(math.comb(n, i) * 0.8**i * 0.2 ** (n - i) for i in range(j, n + 1)) for j in (k, k - 1)]
+        assert tail[0] <= 0.05 < tail[1]
+    # too few held-out probes to show the target: the false-refusal cut alone
+    assert choose_threshold([0.5] * 40, [0.01] * 10, held_out=[0.01] * 10).limited_by == "false_refusals"
 
 
 def test_the_threshold_is_rounded_down_so_the_answerable_probe_at_the_cut_stays_answered():

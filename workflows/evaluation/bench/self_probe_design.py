@@ -1,9 +1,11 @@
 """Benchmark: do a KB's self-probes score as its real questions do? The design check behind
 agents/self_probes.py (issue #44), on training data only: the last 150 `cmrc2018_train` passages of
 ../shared/training/mrc_train.jsonl become a KB, and their real questions are scored beside the KB's
-masked probes (two seeds). Reported: both score distributions' 5th / 10th percentiles, and what the
-plain 10% quantile of the probes and the confident cut (workflows/self_calibration.py) would refuse of
-the real questions (asked as they are) and catch of them with their passage held out.
+masked probes (two seeds). Reported: both score distributions' 5th / 10th percentiles, the same for the
+held-out probes beside the real questions with their passage held out, and what the plain 10% quantile
+of the probes, the confident cut, and the threshold self-calibration chooses (the lower of the confident
+cut and the refusal-target cut, workflows/self_calibration.py) would refuse of the real questions (asked
+as they are) and catch of them with their passage held out.
 
     python -m citescope.workflows.evaluation.bench.self_probe_design [--work DIR] [--passages N]
 
@@ -23,7 +25,12 @@ from citescope.knowledge.ingest import Ingestor
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.workflows.evaluation.self_calibration_check import TRAINING
 from citescope.workflows.evaluation.self_calibration_check import write_source as write_check_source
-from citescope.workflows.self_calibration import FALSE_REFUSAL_BOUND, confident_refusals, score_probes
+from citescope.workflows.self_calibration import (
+    FALSE_REFUSAL_BOUND,
+    choose_threshold,
+    confident_refusals,
+    score_probes,
+)
 
 MRC_TRAIN = TRAINING.with_name("mrc_train.jsonl")
 SOURCE = "cmrc2018_train"
@@ -58,16 +65,27 @@ def run(work: Path, passages: int = 150, seeds: tuple[int, ...] = (0, 1)) -> dic
                 for q, h in zip(asked, held, strict=True)
             ],
         )
-        report: dict = {"passages": passages, "questions": len(asked), "real": percentiles(real), "seeds": {}}
+        report: dict = {
+            "passages": passages,
+            "questions": len(asked),
+            "real": percentiles(real),
+            "real_removed": percentiles(removed),
+            "seeds": {},
+        }
         for seed in seeds:
-            probes = [p for p in make_probes(kb.all_chunks(), seed=seed) if p.answerable]
-            scores = sorted(score_probes(kb, probes))
+            probes = make_probes(kb.all_chunks(), seed=seed)
+            probe_scores = score_probes(kb, probes)
+            scores = sorted(s for p, s in zip(probes, probe_scores, strict=True) if p.answerable)
+            held_out = sorted(s for p, s in zip(probes, probe_scores, strict=True) if p.kind == "held_out")
             cuts = {
                 "quantile": scores[math.floor(FALSE_REFUSAL_BOUND * len(scores) + 1e-9)],
                 "confident": scores[confident_refusals(len(scores), FALSE_REFUSAL_BOUND)],
+                # the rule self-calibration applies: the lower of the confident cut and the refusal-target cut
+                "chosen": choose_threshold(scores, held_out, held_out=held_out).threshold,
             }
             report["seeds"][seed] = {
                 "probes": percentiles(scores),
+                "held_out_probes": percentiles(held_out),
                 **{
                     name: {
                         "threshold": round(cut, 4),
