@@ -32,7 +32,13 @@ def demo_index() -> EntityIndex:
 
 
 def test_every_rule_has_examples_both_ways():
-    assert set(RULES.examples) == {"polarity.negation", "yes_no.opening", "stock.status", "entity.product", "entity.brand"}
+    assert set(RULES.examples) == {
+        "polarity.negation",
+        "yes_no.opening",
+        "stock.status",
+        "entity.product",
+        "entity.brand",
+    }
     for rule, examples in RULES.examples.items():
         assert {e["fires"] for e in examples} == {True, False}, rule
 
