@@ -17,8 +17,8 @@ Why not the plain 10% quantile: 80 answerable probes estimate it loosely (two se
 0.1451 and 0.1571), and a real question set scores a little differently from the probes; measured on a
 KB of cmrc2018_train passages and their 633 real questions (training data, bench/self_probe_design.py),
 the quantile refused 7.0-8.4% of the real questions, the confident cut 4.7-6.5% at 0.926-0.935 refusal
-recall. The refusal cut: the lowest that refuses enough held-out probes to show a refusal recall of
-REFUSAL_TARGET (#44's bar, 0.80) with the same confidence (70 of 80). Why two: a masked probe keeps its
+recall. The refusal-target cut: the lowest that refuses enough held-out probes to show a refusal recall
+of REFUSAL_TARGET (#44's bar, 0.80) with the same confidence (71 of 80). Why two: a masked probe keeps its
 sentence's words, so where real questions paraphrase their passage (translated text, customers) the
 answerable probes score far above them and the false-refusal cut alone refuses half the real questions
 (xquad_zh: probes p10 0.154, real questions 0.063; docs/models.md); held-out probes score as real questions

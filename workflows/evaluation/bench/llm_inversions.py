@@ -14,46 +14,18 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from citescope.agents.entity_index import EntityIndex
-from citescope.agents.inspector import Inspector
-from citescope.knowledge.loaders import load_path
-from citescope.knowledge.schema import Document
 from citescope.workflows.evaluation.bench.reader import kb_source
 
 CORPUS = Path(__file__).resolve().parents[1] / "inversions.jsonl"
 DEMO_KB = Path(__file__).resolve().parents[3] / "knowledge" / "demo"
 
 
-def entity_index_of(docs: list[Document], lexicon) -> EntityIndex:
-    """The entity index the pipeline builds (agents/query_analysis.py), from documents instead of an
-    ingested KB: the SKU table's products (name, brand, category, codes), then product pages without rows."""
-    products: dict[str, dict] = {}
-    for doc in docs:
-        for row in doc.skus or []:
-            product = products.setdefault(
-                row.product_id,
-                {"product_id": row.product_id, "name": row.name, "brand": row.brand, "category": row.category},
-            )
-            product.setdefault("skus", []).append(row.sku)
-    for doc in docs:
-        if doc.doc_type == "product" and doc.product_id and doc.product_id not in products:
-            products[doc.product_id] = {
-                "product_id": doc.product_id,
-                "name": doc.title or doc.product_id,
-                "brand": doc.brand or "",
-                "category": doc.category or "",
-            }
-    return EntityIndex(list(products.values()), lexicon).warm_up()
-
-
 def run_llm_inversions(kb_dir: Path = DEMO_KB, corpus: Path = CORPUS, examples: int = 5) -> dict:
     """inversions_passed (of the corpus' inversions, how many the inspector passes: target 0) and
     paraphrases_passed, overall and per family, with the semantic rules that fired."""
     started = time.perf_counter()
-    hits = kb_source(kb_dir).hits
-    docs, _issues, lexicon = load_path(kb_dir)
-    index = entity_index_of(docs, lexicon)
-    inspector = Inspector(lexicon=lexicon, entities=lambda: index)
+    source = kb_source(kb_dir)  # its inspector is built as the pipeline builds it: lexicon and entity index
+    hits, inspector = source.hits, source.inspector
     rows = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
     families: dict[str, Counter[str]] = {}
     fired: Counter[str] = Counter()
