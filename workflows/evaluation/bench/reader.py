@@ -83,7 +83,7 @@ def _chunks(docs: Iterable[Document]) -> list[Chunk]:
     return [c for d in docs for c in chunk_document(d, settings.chunk_size, settings.chunk_overlap)]
 
 
-def entity_index_of(docs: Sequence[Document], lexicon: Lexicon) -> EntityIndex:
+def entity_index_of(docs: Sequence[Document], lexicon: Lexicon | None) -> EntityIndex:
     """The entity index the pipeline's query analyzer builds from a stored KB (agents/query_analysis.py
     over tools/product_index.py), read from the documents instead: a product per SKU rows' product id
     (name, brand and category of its first row that gives them), then each product page whose product has
