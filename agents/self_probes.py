@@ -46,6 +46,8 @@ _ASKED_AS = {"m": "多少", "nr": "谁", "ns": "哪里", "t": "什么时候"}
 _MASKABLE = frozenset({"m", "nr", "ns", "nt", "nz", "t", "n"})  # numbers, names, places, times, nouns
 _CLAUSE_END = re.compile(r"(?<=[，,；;：:])")
 _MIN_CONTEXT = 6  # characters a masked question keeps besides its asking word (not `什么？`)
+_ASKED = re.compile("|".join(sorted({*_ASKED_AS.values(), "什么"}, key=len, reverse=True)))
+_MIN_STATED = 8  # characters of a question's words another document must hold to state its fact
 # a labelled line: a short label (letters, not a number or a time), a colon, a short value
 _LABELLED_LINE = re.compile(r"^[ \t]*([^\s\d：:，,。；;]{2,8})[：:][ \t]*\S[^\n]{0,40}$", re.MULTILINE)
 
@@ -82,19 +84,24 @@ class _Doc:
 
 def make_probes(chunks: list[Chunk], seed: int = 0, max_probes: int = 200) -> list[Probe]:
     """Answerable probes (masked sentences, at most one per document first, so many documents are
-    covered), each with its held-out twin, then sibling probes with what is left of max_probes (at
-    most a fifth of it)."""
+    covered), each with its held-out twin unless another document states the same sentence, then
+    sibling probes with what is left of max_probes (at most a fifth of it)."""
     rng = random.Random(seed)
     docs = _documents(chunks)
     per_doc = [_masked_of(doc, rng) for doc in docs]
     sibling_budget = max_probes // 5
     answerable = _spread(per_doc, (max_probes - sibling_budget) // 2, rng)
+    texts = {d.doc_id: _compact("".join(c.text for c in d.chunks)) for d in docs}
     probes: list[Probe] = []
     for probe in answerable:
         probes.append(probe)
         # out with it go the documents of the same name (a product's page and its SKU table are two)
         title = next(d.title for d in docs if d.doc_id == probe.doc_id)
         same = [d.doc_id for d in docs if d.doc_id == probe.doc_id or (title and d.title == title)]
+        # what another document states as well (news reported twice, an FAQ reply quoted in a policy) is
+        # still in the KB without them: that twin would be answerable, labelled unanswerable
+        if _stated_elsewhere(probe.question, {d: t for d, t in texts.items() if d not in same}):
+            continue
         held_out = tuple((doc_id, None) for doc_id in same)
         probes.append(Probe(probe.question, "held_out", probe.doc_id, answerable=False, excluded=held_out))
     order = list(docs)
@@ -122,6 +129,22 @@ def _masked_of(doc: _Doc, rng: random.Random) -> list[Probe]:
     # a few per document: the probes spread over documents first, and tagging every sentence of a big KB costs
     questions = (masked_question(s, rng) for s in sentences[:_MASKED_PER_DOC])
     return [Probe(q, "masked", doc.doc_id, answerable=True) for q in questions if q]
+
+
+def _compact(text: str) -> str:
+    """The text without whitespace: words are found in another document however its lines break."""
+    return re.sub(r"\s+", "", text)
+
+
+def _stated_elsewhere(question: str, texts: dict[str, str]) -> bool:
+    """Whether one of the documents (compact texts) holds the masked question's words on both sides of
+    its asking word: the masked fact is then there too. Pieces under two characters are not read, and
+    under _MIN_STATED characters in all nothing is claimed (a few words are found anywhere)."""
+    pieces = [_compact(piece) for piece in _ASKED.split(question.rstrip("？"), maxsplit=1)]
+    pieces = [piece for piece in pieces if len(piece) >= 2]
+    if sum(map(len, pieces)) < _MIN_STATED:
+        return False
+    return any(all(piece in text for piece in pieces) for text in texts.values())
 
 
 def masked_question(sentence: str, rng: random.Random) -> str | None:

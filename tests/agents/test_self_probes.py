@@ -9,6 +9,8 @@ import re
 import pytest
 
 from citescope.agents.self_probes import make_probes
+from citescope.knowledge.chunking import chunk_document
+from citescope.knowledge.schema import Document
 from tests.conftest import ingested_kb
 
 PAGE = """---
@@ -128,3 +130,28 @@ def test_a_masked_question_asks_for_one_word_of_its_clause():
         assert question is not None and question.endswith("？") and len(question) < len(sentence)
         assert any(w in question for w in ("什么时候", "多少", "谁", "哪里", "什么"))
     assert masked_question("好的。", random.Random(0)) is None  # nothing to ask for
+
+
+def test_no_held_out_twin_for_a_sentence_another_document_states_too():
+    """News reported twice: with one report out of the KB the other still answers, so a probe made of a
+    sentence both state gets no unanswerable twin; a sentence only its own document states does."""
+    shared = "星海公司于2019年在杭州成立，创始人是林晓。"
+    documents = [
+        Document(doc_id="news-1", title="星海公司成立", text=shared + "公司首款产品是一台扫地机器人，售价1999元。"),
+        Document(doc_id="news-2", title="扫地机器人市场", text="据报道，" + shared + "\n它的竞争对手来自深圳。"),
+        Document(doc_id="news-3", title="杭州科技园", text="杭州科技园占地三百亩，园区内有一座图书馆和两家医院。"),
+    ]
+    chunks = [c for d in documents for c in chunk_document(d)]
+    probes = make_probes(chunks, seed=1)
+    twins = {(p.doc_id, p.question) for p in probes if p.kind == "held_out"}
+    masked = [p for p in probes if p.kind == "masked"]
+
+    def stated_by_both(question: str) -> bool:  # its words on both sides of the asking word are in the shared sentence
+        asked = next(w for w in ("什么时候", "多少", "谁", "哪里", "什么") if w in question)
+        return all(part in shared for part in question.rstrip("？").split(asked, 1) if part)
+
+    from_shared = [p for p in masked if p.doc_id != "news-3" and stated_by_both(p.question)]
+    own = [p for p in masked if p.doc_id == "news-3"]
+    assert from_shared and own
+    assert not any((p.doc_id, p.question) in twins for p in from_shared)
+    assert all((p.doc_id, p.question) in twins for p in own)
