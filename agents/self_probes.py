@@ -46,8 +46,7 @@ _ASKED_AS = {"m": "多少", "nr": "谁", "ns": "哪里", "t": "什么时候"}
 _MASKABLE = frozenset({"m", "nr", "ns", "nt", "nz", "t", "n"})  # numbers, names, places, times, nouns
 _CLAUSE_END = re.compile(r"(?<=[，,；;：:])")
 _MIN_CONTEXT = 6  # characters a masked question keeps besides its asking word (not `什么？`)
-_ASKED = re.compile("|".join(sorted({*_ASKED_AS.values(), "什么"}, key=len, reverse=True)))
-_MIN_STATED = 8  # characters of a question's words another document must hold to state its fact
+_MASK = "\x00"  # where the asked word stands while the clauses are cut (no text holds it)
 # a labelled line: a short label (letters, not a number or a time), a colon, a short value
 _LABELLED_LINE = re.compile(r"^[ \t]*([^\s\d：:，,。；;]{2,8})[：:][ \t]*\S[^\n]{0,40}$", re.MULTILINE)
 
@@ -61,6 +60,7 @@ class Probe:
     # what is out of the KB for this probe: (doc_id, section); section None = the whole document
     excluded: tuple[tuple[str, str | None], ...] = ()
     named: str = ""  # sibling: the sibling entity the question names
+    stated: str = ""  # masked: the clause it asks about as its document states it (the word in place)
 
     def excludes(self, doc_id: str, section: str) -> bool:
         return any(doc_id == d and (s is None or s == section) for d, s in self.excluded)
@@ -98,9 +98,9 @@ def make_probes(chunks: list[Chunk], seed: int = 0, max_probes: int = 200) -> li
         # out with it go the documents of the same name (a product's page and its SKU table are two)
         title = next(d.title for d in docs if d.doc_id == probe.doc_id)
         same = [d.doc_id for d in docs if d.doc_id == probe.doc_id or (title and d.title == title)]
-        # what another document states as well (news reported twice, an FAQ reply quoted in a policy) is
+        # a clause another document states as well (news reported twice, a reply quoted in a policy) is
         # still in the KB without them: that twin would be answerable, labelled unanswerable
-        if _stated_elsewhere(probe.question, {d: t for d, t in texts.items() if d not in same}):
+        if _stated_elsewhere(probe.stated, {d: t for d, t in texts.items() if d not in same}):
             continue
         held_out = tuple((doc_id, None) for doc_id in same)
         probes.append(Probe(probe.question, "held_out", probe.doc_id, answerable=False, excluded=held_out))
@@ -127,8 +127,8 @@ def _masked_of(doc: _Doc, rng: random.Random) -> list[Probe]:
     sentences = [s for c in doc.chunks for s in split_sentences(c.text) if _MIN_SENTENCE <= len(s) <= _MAX_SENTENCE]
     rng.shuffle(sentences)
     # a few per document: the probes spread over documents first, and tagging every sentence of a big KB costs
-    questions = (masked_question(s, rng) for s in sentences[:_MASKED_PER_DOC])
-    return [Probe(q, "masked", doc.doc_id, answerable=True) for q in questions if q]
+    masked = (_masked(s, rng) for s in sentences[:_MASKED_PER_DOC])
+    return [Probe(m[0], "masked", doc.doc_id, answerable=True, stated=m[1]) for m in masked if m]
 
 
 def _compact(text: str) -> str:
@@ -136,37 +136,41 @@ def _compact(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-def _stated_elsewhere(question: str, texts: dict[str, str]) -> bool:
-    """Whether one of the documents (compact texts) holds the masked question's words on both sides of
-    its asking word: the masked fact is then there too. Pieces under two characters are not read, and
-    under _MIN_STATED characters in all nothing is claimed (a few words are found anywhere)."""
-    pieces = [_compact(piece) for piece in _ASKED.split(question.rstrip("？"), maxsplit=1)]
-    pieces = [piece for piece in pieces if len(piece) >= 2]
-    if sum(map(len, pieces)) < _MIN_STATED:
-        return False
-    return any(all(piece in text for piece in pieces) for text in texts.values())
-
-
 def masked_question(sentence: str, rng: random.Random) -> str | None:
     """The sentence as a question about one of its words: that word (a number, name, place, time or
     noun of two characters or more, chosen by rng) replaced by how it is asked, cut to its clause (and
     the clause before it when short). None when the sentence has no such word."""
+    masked = _masked(sentence, rng)
+    return masked[0] if masked else None
+
+
+def _masked(sentence: str, rng: random.Random) -> tuple[str, str] | None:
+    """(the masked question, its clause as the document states it: the asked word back in place)."""
     words = [(pair.word, pair.flag) for pair in jieba.posseg.cut(sentence)]
     maskable = [i for i, (word, flag) in enumerate(words) if len(word) >= 2 and flag in _MASKABLE]
     if not maskable:
         return None
     i = rng.choice(maskable)
     asked = _ASKED_AS.get(words[i][1], "什么")
-    text = "".join(w for w, _ in words[:i]) + asked + "".join(w for w, _ in words[i + 1 :])
-    clauses = _CLAUSE_END.split(text)
+    before, after = "".join(w for w, _ in words[:i]), "".join(w for w, _ in words[i + 1 :])
+    clauses = _CLAUSE_END.split(before + asked + after)
+    # the same clauses with the word itself: the asked and the stated text split alike (no punctuation in either)
+    stated = _CLAUSE_END.split(before + _MASK + after)
     at = next(k for k, clause in enumerate(clauses) if asked in clause)
-    question = clauses[at]
+    question, statement = clauses[at], stated[at]
     if len(question) < _MIN_CLAUSE and at > 0:
-        question = clauses[at - 1] + question
+        question, statement = clauses[at - 1] + question, stated[at - 1] + statement
     question = question.strip().rstrip("。！!？?，,；;：:")
     if len(question) - len(asked) < _MIN_CONTEXT:
         return None  # 什么？ or 入院什么时候？ asks nothing a reader could answer
-    return question + "？"
+    statement = statement.replace(_MASK, words[i][0]).strip().rstrip("。！!？?，,；;：:")
+    return question + "？", statement
+
+
+def _stated_elsewhere(statement: str, texts: dict[str, str]) -> bool:
+    """Whether one of the documents (compact texts) states the masked clause, word and all."""
+    statement = _compact(statement)
+    return bool(statement) and any(statement in text for text in texts.values())
 
 
 def _spread(per_doc: list[list[Probe]], budget: int, rng: random.Random) -> list[Probe]:
