@@ -84,7 +84,7 @@ class _Doc:
 
 def make_probes(chunks: list[Chunk], seed: int = 0, max_probes: int = 200) -> list[Probe]:
     """Answerable probes (masked sentences, at most one per document first, so many documents are
-    covered), each with its held-out twin unless another document states the same sentence, then
+    covered), each with its held-out twin unless another document states the same clause, then
     sibling probes with what is left of max_probes (at most a fifth of it)."""
     rng = random.Random(seed)
     docs = _documents(chunks)
@@ -100,7 +100,7 @@ def make_probes(chunks: list[Chunk], seed: int = 0, max_probes: int = 200) -> li
         same = [d.doc_id for d in docs if d.doc_id == probe.doc_id or (title and d.title == title)]
         # a clause another document states as well (news reported twice, a reply quoted in a policy) is
         # still in the KB without them: that twin would be answerable, labelled unanswerable
-        if _stated_elsewhere(probe.stated, {d: t for d, t in texts.items() if d not in same}):
+        if _stated_elsewhere(probe.stated, texts, besides=same):
             continue
         held_out = tuple((doc_id, None) for doc_id in same)
         probes.append(Probe(probe.question, "held_out", probe.doc_id, answerable=False, excluded=held_out))
@@ -167,10 +167,11 @@ def _masked(sentence: str, rng: random.Random) -> tuple[str, str] | None:
     return question + "？", statement
 
 
-def _stated_elsewhere(statement: str, texts: dict[str, str]) -> bool:
-    """Whether one of the documents (compact texts) states the masked clause, word and all."""
+def _stated_elsewhere(statement: str, texts: dict[str, str], besides: list[str]) -> bool:
+    """Whether a document (compact texts by id) other than those `besides` states the masked clause, word
+    and all."""
     statement = _compact(statement)
-    return bool(statement) and any(statement in text for text in texts.values())
+    return bool(statement) and any(statement in text for doc_id, text in texts.items() if doc_id not in besides)
 
 
 def _spread(per_doc: list[list[Probe]], budget: int, rng: random.Random) -> list[Probe]:

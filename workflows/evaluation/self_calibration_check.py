@@ -19,6 +19,7 @@ import yaml
 
 from citescope.agents.self_probes import Probe
 from citescope.knowledge.kb import KnowledgeBase
+from citescope.workflows.evaluation.mrc_kb import rows_by_passage
 from citescope.workflows.pipeline_config import DEFAULTS_PATH, PipelineConfig
 from citescope.workflows.self_calibration import CONFIG_KEY, score_probes
 
@@ -36,14 +37,9 @@ def write_source(
 ) -> tuple[int, int]:
     """The first (or, `last`, the last) `limit` passages of one source of a training MRC file as documents,
     and their questions: (passages, questions)."""
-    by_context: dict[str, list[dict]] = {}
-    for line in training.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        if row["source"] == source:
-            by_context.setdefault(row["context"], []).append(row)
+    grouped = list(rows_by_passage(training, source))
     out_dir.mkdir(parents=True, exist_ok=True)
     passages, questions = [], []
-    grouped = list(by_context.items())
     for i, (context, rows) in enumerate(grouped[-limit:] if last else grouped[:limit]):
         doc_id = f"{prefix}-{i:03d}"
         passages.append({"doc_id": doc_id, "title": rows[0]["title"], "text": context, "doc_type": "doc"})
