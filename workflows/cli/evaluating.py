@@ -98,9 +98,10 @@ def calibrate_command(
     dataset: list[Path] = typer.Option(
         None,
         "--dataset",
-        help="dev sets (repeat; default: cmrc2018_dev, baoxianzhidao, rgb_zh, domainrag and the demo, those embedded)",
+        help="training-made dataset folders (repeat; default: cmrc2018_train and pawsx_zh made from "
+        "../shared/training); an evaluation set is refused",
     ),
-    per_set: int = typer.Option(300, "--per-set", help="questions per set for the reranker fit and the threshold"),
+    per_set: int = typer.Option(1000, "--per-set", help="questions per set for the reranker fit and the threshold"),
     fit_reranker: bool = typer.Option(True, help="refit tools/rerank_weights.json (written only if it wins held out)"),
     threshold: bool = typer.Option(True, help="calibrate the refusal threshold"),
     write_default: bool = typer.Option(False, help="also write the pooled threshold to workflows/pipeline.yaml"),
@@ -124,7 +125,7 @@ def calibrate_command(
         False, "--hedging-band", help="--self: also refuse hedged guesses below the band the probes choose"
     ),
 ) -> None:
-    """Fit the offline reranker on dev data and choose the refusal threshold (≤ 5% false refusals);
+    """Fit the offline reranker on training data and choose the default refusal threshold (≤ 5% false refusals);
     with --self, choose one KB's threshold from its own documents (≤ 10% false refusals on its probes)."""
     if questions is not None:  # runtime code only, as --self: a shop's KB on its own labelled questions
         if kb is None:
@@ -170,7 +171,10 @@ def calibrate_command(
         max_embed=max_embed,
         progress=not as_json,
     )
-    result = run_calibration(request)
+    try:
+        result = run_calibration(request)
+    except ValueError as exc:  # an evaluation set named with --dataset, a training file that cannot be read
+        fail(exc)
     print(json.dumps(result, ensure_ascii=False, indent=1) if as_json else format_calibration_report(result))
 
 

@@ -1,26 +1,29 @@
-"""Calibration on the dev sets: the offline reranker's weights, then the refusal threshold.
+"""Calibration on training data: the offline reranker's weights, then the default refusal threshold.
+
+Nothing here reads an evaluation question (issue #46): the sets are made from ../shared/training
+(training_sets.py: CMRC 2018's training passages and PAWS-X's training pairs, both free for commercial
+use), and a dataset under ../shared/datasets or knowledge/ is refused. A shop's own KB gets its threshold
+from its own documents (`run.py calibrate --self`, workflows/self_calibration.py), not from here.
 
 1. Reranker. For a sample of each set's answerable questions, question types alike, the
-   hybrid_search skill's top 30 chunks (its tools/skills.yaml params; a candidate-protocol question
-   searches its candidates only) get the reranker's features and a label (chunk of a gold doc or
-   not). The weights are fitted (tools/rerank_fit.py: coordinate ascent on the rank of the first
-   gold document, then Platt scaling) on 70% of the questions, each set weighted alike, and
-   compared with the current weights on the other 30% (held out by a hash of the qid):
-   tools/rerank_weights.json is rewritten only if the held-out MRR@10, averaged over the sets, rises
-   and no set loses more than MAX_SET_LOSS of it (one weights file serves every KB).
+   hybrid_search skill's top 30 chunks (its tools/skills.yaml params) get the reranker's features and a
+   label (chunk of a gold doc or not). The weights are fitted (tools/rerank_fit.py: coordinate ascent on
+   the rank of the first gold document from the hand-set START_WEIGHTS, then Platt scaling) on 70% of the
+   questions, each set weighted alike, and compared with the current weights on the other 30% (held out
+   by a hash of the qid): tools/rerank_weights.json is rewritten only if the held-out MRR@10, averaged over
+   the sets, rises and no set loses more than MAX_SET_LOSS of it (one weights file serves every KB).
 2. Refusal threshold. The pipeline runs with the gate off (refusal_threshold 0) on answerable
    questions (each set's questions.jsonl, on its full corpus) and unanswerable ones (the holdout
-   variants' `unanswerable_kb_removed` on the holdout corpus, RGB `negative_rejection`, the demo's
-   unanswerable). A question is refused at threshold t when its best evidence score is below t or
-   the answer stage refused anyway, so every t is scored exactly from one run. On the calibration
-   70% the threshold with the highest refusal recall at ≤ 5% false refusals wins; when the answer
-   stage alone already refuses more than 5% of answerable questions the constraint is on the false
-   refusals the gate adds. Numbers are then reported on the held-out 30%.
+   variants' `unanswerable_kb_removed` on the holdout corpus). A question is refused at threshold t when
+   its best evidence score is below t or the answer stage refused anyway, so every t is scored exactly
+   from one run. On the calibration 70% the threshold with the highest refusal recall at ≤ 5% false
+   refusals wins; when the answer stage alone already refuses more than 5% of answerable questions the
+   constraint is on the false refusals the gate adds. Numbers are then reported on the held-out 30%.
 
-Where thresholds go: a set with at least MIN_PER_CLASS calibration questions of each kind gets its
-own, the others the pooled one (sets weighted equally), into the `<kb>/config.yaml` of that set's
-eval KBs, which `run.py eval` reads; the pooled one goes into workflows/pipeline.yaml only with
-write_default (it is every other KB's default, the demo's included).
+The threshold is chosen on the default sets of questions (training_sets.THRESHOLD_SETS), or on every set
+named with --dataset. The pooled one (sets weighted equally) goes into workflows/pipeline.yaml with
+write_default: it is the default of every KB that has not calibrated itself. Per-set thresholds are
+reported, not kept.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, Field
 
 from citescope.tools.base import SkillContext
@@ -42,38 +44,45 @@ from citescope.tools.search import hybrid_search
 from citescope.workflows.evaluation.bench.retrieval import current_params
 from citescope.workflows.evaluation.datasets import Question, candidate_kb, held_out, load_questions
 from citescope.workflows.evaluation.evaluate import (
-    CALIBRATED_PATH,
     POLICY,
     EvalRequest,
-    calibrated_key,
     choose_questions,
     default_root,
     find_splits,
     open_split_kbs,
-    read_calibrated,
     run_split,
 )
+from citescope.workflows.evaluation.training_sets import THRESHOLD_SETS, calibration_sets, is_evaluation_set
 from citescope.workflows.metrics import mean
-from citescope.workflows.pipeline_config import DEFAULTS_PATH, update_kb_config
+from citescope.workflows.pipeline_config import DEFAULTS_PATH
 
 REPO = Path(__file__).resolve().parents[2]
-DATASETS = REPO.parent / "shared" / "datasets"
-DEMO_DIR = REPO / "knowledge" / "demo"
-DEFAULT_SETS = (
-    DATASETS / "cmrc2018_dev",
-    DATASETS / "baoxianzhidao",
-    DATASETS / "rgb_zh",
-    DATASETS / "domainrag",
-    DEMO_DIR,
-)
 CANDIDATE_PER_QTYPE = 10  # candidate-protocol sets (RGB): questions per qtype, as the quality suite runs them
 MAX_FALSE_REFUSALS = 0.05
-# The weights calibration may change: the text-matching features and the match to the asked
-# time (DomainRAG's time-sensitive questions carry one). The dev sets label whole
-# documents and hold no SKU rows, model numbers or official/community pairs, so they cannot see
-# what number_match, model_match, authority and recency do inside one product's chunks (a fit of
-# all nine turned number_match negative and the demo's "2米的多少钱" picked the 1 m row).
-FITTED_FEATURES = ("dense", "bm25", "term_coverage", "body_coverage", "title_match", "as_of_match")
+# The weights calibration may change: the text-matching features. The training sets label whole
+# documents and hold no SKU rows, model numbers, official/community pairs or asked times, so they cannot
+# see what number_match, model_match, authority, recency and as_of_match do inside one product's chunks
+# or one period's pages: those keep their hand-set values (scaled with the rest by Platt scaling).
+FITTED_FEATURES = ("dense", "bm25", "term_coverage", "body_coverage", "title_match")
+# Where the fit starts: the reranker's hand-set weights from before any fit (commit aded291; as_of_match,
+# added later, set as title_match is: a page of the asked time counts as much as a title naming the
+# subject). The weights fitted on the dev sets until issue #46 are not a start: they were fitted on
+# evaluation questions.
+START_WEIGHTS = {
+    "intercept": -9.5,
+    "weights": {
+        "dense": 3.0,
+        "bm25": 1.5,
+        "term_coverage": 1.5,
+        "body_coverage": 3.0,
+        "number_match": 1.0,
+        "model_match": 1.5,
+        "title_match": 1.5,
+        "authority": 0.5,
+        "recency": 0.5,
+        "as_of_match": 1.5,
+    },
+}
 MAX_SET_LOSS = 0.02  # held-out MRR@10 any one set may lose for refitted weights to be written
 MIN_PER_CLASS = 30  # a set gets its own threshold only with this many of each kind (else the pooled one)
 CANDIDATES = 30  # hybrid_search chunks per question, as many as the pipeline's rerank sees at most
@@ -83,7 +92,7 @@ GRID = np.round(np.arange(0.0, 1.0001, 0.0025), 4)
 
 class CalibrationRequest(BaseModel):
     datasets: list[Path] = Field(default_factory=list)  # default: DEFAULT_SETS
-    per_set: int = 300
+    per_set: int = 1000  # the training sets have ~1,100-1,300 questions each
     candidate_per_qtype: int = CANDIDATE_PER_QTYPE  # candidate-protocol sets: questions per qtype
     fit_reranker: bool = True
     threshold: bool = True
@@ -100,7 +109,7 @@ def is_candidate_set(questions: Sequence[Question]) -> bool:
     return bool(questions) and all(q.candidate_doc_ids for q in questions)
 
 
-def dev_questions(split, per_set: int, seed: int, qtypes: Sequence[str] | None = None) -> list[Question]:
+def sample_questions(split, per_set: int, seed: int, qtypes: Sequence[str] | None = None) -> list[Question]:
     """The sample of one split the reranker fit uses: per_set questions split evenly over the
     question types, so baoxianzhidao's user paraphrases count as much as its copied titles
     (RGB-like sets: CANDIDATE_PER_QTYPE per qtype, the candidate docs the quality suite embeds)."""
@@ -165,13 +174,13 @@ def score_weights(weights: dict, examples: Sequence[dict]) -> dict:
     }
 
 
-def fit_reranker(examples: dict[str, list[dict]], write: bool = True) -> dict:
+def fit_reranker(examples: dict[str, list[dict]], write: bool = True, path: Path = DEFAULT_WEIGHTS_PATH) -> dict:
     """Fit on the calibration share of every set, each set weighted alike (tools.rerank_fit:
-    coordinate ascent on the rank of the first gold document, from the current weights, then
-    Platt scaling); compare with the current weights on the held-out share."""
+    coordinate ascent on the rank of the first gold document, from START_WEIGHTS, then Platt
+    scaling); compare with the current weights on the held-out share."""
     shares = {name: [_group(e) for e in ex if not held_out(e["qid"])] for name, ex in examples.items()}
-    current = load_weights(DEFAULT_WEIGHTS_PATH)
-    fitted = fit_ranking_weights(shares, current, FITTED_FEATURES)
+    current = load_weights(path)
+    fitted = fit_ranking_weights(shares, START_WEIGHTS, FITTED_FEATURES)
     report: dict = {
         "train_rows": fitted["fitted_on"],
         "sets": {},
@@ -190,19 +199,22 @@ def fit_reranker(examples: dict[str, list[dict]], write: bool = True) -> dict:
     losses = {name: s["current"]["mrr@10"] - s["fitted"]["mrr@10"] for name, s in report["sets"].items()}
     report["worst_set_loss"] = max(losses.values(), default=0.0)
     # One weights file serves every KB: a fit that buys one set's gain with another set's loss is
-    # reported, not written.
+    # reported, not written. Weights not fitted on training sets (the dev-fitted ones shipped until
+    # issue #46) are no incumbent: the training fit replaces them whatever it scores.
+    report["current_from_training"] = bool(current.get("training_sets"))
     report["fitted_wins"] = (
         report["fitted"]["mrr@10"] > report["current"]["mrr@10"] and report["worst_set_loss"] <= MAX_SET_LOSS
     )
     report["written"] = False
-    if report["fitted_wins"] and write:
+    if (report["fitted_wins"] or not report["current_from_training"]) and write:
         held = report["fitted"]
         fitted["about"] = (
             "Offline reranker: p = sigmoid(intercept + sum(weights[f] * feature f)), features as in tools/rerank.py "
             f"FEATURES. Fitted by `python run.py calibrate` (tools/rerank_fit.py: coordinate ascent on MRR@10 of "
             f"the first gold document over the {', '.join(FITTED_FEATURES)} weights, sets weighted alike, then "
             f"Platt scaling) on hybrid_search "
-            f"top-{CANDIDATES} candidates of {', '.join(examples)} dev questions (question types alike), "
+            f"top-{CANDIDATES} candidates of {', '.join(examples)} training questions (training_sets.py; question "
+            f"types alike), starting from calibrate.START_WEIGHTS (hand-set), "
             f"{fitted['fitted_on']} rows; held-out 30% of questions, mean over sets: "
             f"MRR@10 {held['mrr@10']:.3f}, Recall@5 {held['recall@5']:.3f} (weights before: "
             f"{report['current']['mrr@10']:.3f}, {report['current']['recall@5']:.3f}), log loss "
@@ -214,8 +226,9 @@ def fit_reranker(examples: dict[str, list[dict]], write: bool = True) -> dict:
                 "intercept": fitted["intercept"],
                 "weights": fitted["weights"],
                 "fitted_on": fitted["fitted_on"],
+                "training_sets": sorted(examples),
             },
-            DEFAULT_WEIGHTS_PATH,
+            path,
         )
         report["written"] = True
     return report
@@ -370,21 +383,6 @@ def calibrate_thresholds(rows_by_set: dict[str, list[dict]]) -> dict:
     return out
 
 
-def write_kb_threshold(kb_dir: Path, threshold: float) -> Path:
-    """Set refusal_threshold in <kb>/config.yaml, keeping the file's other keys."""
-    return update_kb_config(kb_dir, {"refusal_threshold": round(float(threshold), 4)})
-
-
-def record_calibrated(kb_dir: Path, threshold: float, path: Path = CALIBRATED_PATH) -> None:
-    """Keep the KB's threshold in calibrated.yaml (committed), keyed by the KB's name, so a
-    rebuild of that KB starts from it (comments at the top of the file kept)."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
-    values = read_calibrated(path)
-    values.setdefault(calibrated_key(kb_dir), {})["refusal_threshold"] = round(float(threshold), 4)
-    path.write_text(header + yaml.safe_dump(values, allow_unicode=True, sort_keys=True), encoding="utf-8")
-
-
 def write_default_threshold(threshold: float, path: Path = DEFAULTS_PATH) -> None:
     """Replace the value on the refusal_threshold line of pipeline.yaml (comments kept)."""
     text = path.read_text(encoding="utf-8")
@@ -432,7 +430,7 @@ def plot_refusal(curves: dict, chosen: dict, path: Path) -> None:
         ylabel="rate",
         xlim=(0, 1),
         ylim=(0, 1.02),
-        title="Calibration split (70% of the dev questions)",
+        title="Calibration split (70% of the training questions)",
     )
     left.legend(fontsize=7, loc="lower left")
     right.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -447,14 +445,22 @@ def plot_refusal(curves: dict, chosen: dict, path: Path) -> None:
 
 def run_calibration(request: CalibrationRequest) -> dict:
     started = time.perf_counter()
-    datasets = [Path(d) for d in (request.datasets or DEFAULT_SETS) if Path(d).is_dir()]
+    evaluation = [str(d) for d in request.datasets if is_evaluation_set(Path(d))]
+    if evaluation:
+        raise ValueError(
+            f"{', '.join(evaluation)}: an evaluation set measures the product and is never fitted on; "
+            "calibrate on training data (the default) or a KB's own documents (--self --kb DIR)"
+        )
+    datasets = [Path(d) for d in (request.datasets or calibration_sets(request.root)) if Path(d).is_dir()]
+    # named sets all choose the threshold; of the default ones, the sets of questions (THRESHOLD_SETS)
+    threshold_sets = datasets if request.datasets else [d for d in datasets if d.name in THRESHOLD_SETS]
     result: dict = {"datasets": [d.name for d in datasets], "skipped": {}}
     if request.fit_reranker:
         params = current_params().get("hybrid_search", {})
         examples: dict[str, list[dict]] = {}
         for dataset in datasets:
             split = next(s for s in find_splits(dataset) if s.name == "questions")
-            questions = dev_questions(split, request.per_set, request.seed)
+            questions = sample_questions(split, request.per_set, request.seed)
             try:
                 kbs = open_split_kbs(split, questions, request.root, request.max_embed)
             except ValueError as exc:
@@ -462,11 +468,11 @@ def run_calibration(request: CalibrationRequest) -> dict:
                 continue
             examples[dataset.name] = rerank_examples(questions, kbs, params)
         result["reranker"] = (
-            fit_reranker(examples, write=not request.dry_run) if examples else {"skipped": "no dev set available"}
+            fit_reranker(examples, write=not request.dry_run) if examples else {"skipped": "no set available"}
         )
     if request.threshold:
         rows_by_set: dict[str, list[dict]] = {}
-        for dataset in datasets:
+        for dataset in threshold_sets:
             try:
                 rows_by_set[dataset.name] = refusal_rows(dataset, request)
             except ValueError as exc:
@@ -474,13 +480,6 @@ def run_calibration(request: CalibrationRequest) -> dict:
         thresholds = calibrate_thresholds(rows_by_set)
         written = []
         pooled = thresholds.get("pooled", {}).get("threshold")
-        for name, rows in rows_by_set.items():
-            own = thresholds["sets"][name].get("threshold", pooled)
-            if own is None or request.dry_run:
-                continue
-            for kb_dir in sorted({d for r in rows for d in r["kb_dirs"].values()}):
-                written.append(str(write_kb_threshold(Path(kb_dir), own)))
-                record_calibrated(Path(kb_dir), own)
         if request.write_default and pooled is not None and not request.dry_run:
             write_default_threshold(pooled)
             written.append(str(DEFAULTS_PATH))
@@ -538,7 +537,12 @@ def format_calibration_report(result: dict) -> str:
             "",
             f"Fitted: intercept {fit['fitted_weights']['intercept']:+.2f}, {weights}. "
             + (
-                "Written to tools/rerank_weights.json."
+                "Written to tools/rerank_weights.json"
+                + (
+                    "."
+                    if fit.get("current_from_training", True)
+                    else " (the current weights were not fitted on training sets)."
+                )
                 if fit["written"]
                 else f"Not written: it must raise the mean held-out MRR@10 and lose at most {MAX_SET_LOSS} on "
                 f"any set (worst set: {-fit.get('worst_set_loss', 0):+.3f})."

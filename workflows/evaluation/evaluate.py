@@ -60,16 +60,13 @@ from citescope.workflows.evaluation.eval_report import (
     summarize,
 )
 from citescope.workflows.evaluation.splits import (
-    CALIBRATED_PATH,
     EvalError,
     Split,
     SplitKBs,
-    calibrated_key,
     choose_questions,
     find_splits,
+    forget_dev_fitted_threshold,
     open_split_kbs,
-    read_calibrated,
-    seed_calibrated_config,
 )
 from citescope.workflows.metrics import group_by, ranked_doc_ids
 from citescope.workflows.pipeline import QAPipeline
@@ -431,17 +428,14 @@ def _run_baseline(
 # the harness's parts, imported from here by the CLI, calibrate, quality_report and the tests
 __all__ = [
     "AGENTSCOPE",
-    "CALIBRATED_PATH",
     "EvalError",
     "Split",
-    "calibrated_key",
     "choose_questions",
     "find_splits",
+    "forget_dev_fitted_threshold",
     "format_eval_report",
     "format_split",
     "markdown_table",
     "open_split_kbs",
-    "read_calibrated",
-    "seed_calibrated_config",
     "summarize",
 ]

@@ -11,6 +11,9 @@ passages: the entity is in the KB, the fact is not.
 
     python -m citescope.workflows.evaluation.mrc_kb OUT_DIR [--source xquad_zh] [--removed-share 0.2] [--seed 46]
     python run.py eval --no-baseline --dataset OUT_DIR
+
+`--training mrc_train.jsonl --source cmrc2018_train --passages N` makes the same kind of folder from training
+rows: what `run.py calibrate` fits the reranker and the default threshold on (training_sets.py).
 """
 
 from __future__ import annotations
@@ -49,12 +52,18 @@ def write_dataset(
     source: str = SOURCE,
     removed_share: float = REMOVED_SHARE,
     seed: int = SEED,
+    passages: int | None = None,
 ) -> dict[str, int]:
-    """Write the four files; return the counts (passages, questions, removed passages, their questions)."""
+    """Write the four files; return the counts (passages, questions, removed passages, their questions).
+    passages: the source's first N passages only (None: all)."""
     if not 0 < removed_share < 1:
         raise ValueError(f"--removed-share must lie between 0 and 1 (got {removed_share})")
+    if passages is not None and passages < 1:
+        raise ValueError(f"--passages must be at least 1 (got {passages})")
     documents, questions = [], []
     for i, (context, rows) in enumerate(rows_by_passage(training, source)):
+        if passages is not None and i >= passages:
+            break
         doc_id = f"{source}-{i:04d}"
         title = str(rows[0].get("title") or "").replace("_", " ")
         documents.append({"doc_id": doc_id, "title": title, "text": context, "source": source})
@@ -107,9 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", default=SOURCE, help="which rows (default: xquad_zh)")
     parser.add_argument("--removed-share", type=float, default=REMOVED_SHARE, help="passages taken out (0.2)")
     parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--passages", type=int, default=None, help="the source's first N passages only")
     args = parser.parse_args(argv)
     try:
-        counts = write_dataset(args.out_dir, args.training, args.source, args.removed_share, args.seed)
+        counts = write_dataset(
+            args.out_dir, args.training, args.source, args.removed_share, args.seed, passages=args.passages
+        )
     except (OSError, ValueError) as error:
         parser.exit(2, f"error: {error}\n")
     print(json.dumps(counts))

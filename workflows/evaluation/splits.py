@@ -1,17 +1,14 @@
 """A dataset's splits (a question file and the corpus it is asked against), the questions chosen
 from one, and the KBs its questions are asked against: the corpus KB, or the union of the chosen
-questions' candidate docs (the candidate protocol), each seeded with the calibrated config of its
-name.
+questions' candidate docs (the candidate protocol), each at the default refusal threshold unless it
+calibrated itself.
 """
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import yaml
 
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.workflows.evaluation.bench.conflicts import _rebuilt_counterfactual  # DomainRAG's counterfactual recipe
@@ -26,9 +23,8 @@ from citescope.workflows.evaluation.datasets import (
 from citescope.workflows.metrics import (
     group_by,
 )
-from citescope.workflows.pipeline_config import KB_CONFIG_NAME, update_kb_config
-
-CALIBRATED_PATH = Path(__file__).with_name("calibrated.yaml")
+from citescope.workflows.pipeline_config import read_kb_config, update_kb_config
+from citescope.workflows.self_calibration import CONFIG_KEY, LABELLED_KEY
 
 
 class EvalError(ValueError):
@@ -192,7 +188,7 @@ def open_split_kbs(split: Split, questions: Sequence[Question], root: Path, max_
                 "protocol sets such as rgb_zh) take fewer questions: --per-qtype 10"
             )
         kb = _open_kb(paths, f"{name}-{role}", root / "kbs", split.doc_type)
-        seed_calibrated_config(kb.dir)
+        forget_dev_fitted_threshold(kb.dir)
         if split.rule_packs:  # the set's kind of text, whatever an earlier run wrote there
             update_kb_config(kb.dir, {"rule_packs": list(split.rule_packs)})
         setattr(kbs, role, kb)
@@ -201,18 +197,11 @@ def open_split_kbs(split: Split, questions: Sequence[Question], root: Path, max_
     return kbs
 
 
-def calibrated_key(kb_dir: Path) -> str:
-    """An eval KB's name without its content hash: what calibrated.yaml is keyed by."""
-    return re.sub(r"-[0-9a-f]{10}$", "", Path(kb_dir).name)
-
-
-def read_calibrated(path: Path = CALIBRATED_PATH) -> dict[str, dict]:
-    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.exists() else {}
-
-
-def seed_calibrated_config(kb_dir: Path, path: Path = CALIBRATED_PATH) -> None:
-    """Give a KB without config.yaml the values calibrate chose for its name."""
-    values = read_calibrated(path).get(calibrated_key(kb_dir))
-    target = Path(kb_dir) / KB_CONFIG_NAME
-    if values and not target.exists():
-        target.write_text(yaml.safe_dump(values, allow_unicode=True, sort_keys=True), encoding="utf-8")
+def forget_dev_fitted_threshold(kb_dir: Path) -> None:
+    """Take out a refusal threshold that came neither from the KB's own documents nor from labelled
+    questions of its own: until issue #46 calibrate fitted one per eval KB on that set's questions (and
+    seeded rebuilt KBs from workflows/evaluation/calibrated.yaml). An eval KB runs at the default
+    threshold, or at the one it chose for itself."""
+    config = read_kb_config(kb_dir)
+    if "refusal_threshold" in config and not ({CONFIG_KEY, LABELLED_KEY} & set(config)):
+        update_kb_config(kb_dir, {}, remove=("refusal_threshold",))

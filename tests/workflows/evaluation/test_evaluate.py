@@ -21,12 +21,10 @@ from citescope.workflows.evaluation.calibrate import (
     choose_threshold,
     fit_reranker,
     format_calibration_report,
-    record_calibrated,
     refusal_curve,
     run_calibration,
     score_weights,
     write_default_threshold,
-    write_kb_threshold,
 )
 from citescope.workflows.evaluation.datasets import Question, load_questions
 from citescope.workflows.evaluation.evaluate import (
@@ -37,15 +35,15 @@ from citescope.workflows.evaluation.evaluate import (
     FixedArmPolicy,
     choose_questions,
     find_splits,
+    forget_dev_fitted_threshold,
     format_eval_report,
     model_digest,
     run_dir_for,
     run_eval,
-    seed_calibrated_config,
     summarize,
 )
 from citescope.workflows.evaluation.scripted_server import ReplayServer
-from citescope.workflows.pipeline_config import DEFAULTS_PATH, PipelineConfig
+from citescope.workflows.pipeline_config import DEFAULTS_PATH, PipelineConfig, update_kb_config
 from tests.conftest import DEMO_DIR
 from tests.support.claim_model import constant_claim_model
 
@@ -300,7 +298,7 @@ def test_the_kb_threshold_keeps_other_settings_and_the_default_keeps_comments(tm
     kb_dir = tmp_path / "kb"
     kb_dir.mkdir()
     (kb_dir / "config.yaml").write_text("evidence_top_n: 4\nsomething_else: 1\n", encoding="utf-8")
-    write_kb_threshold(kb_dir, 0.2345)
+    update_kb_config(kb_dir, {"refusal_threshold": 0.2345})
     assert yaml.safe_load((kb_dir / "config.yaml").read_text()) == {
         "evidence_top_n": 4,
         "something_else": 1,
@@ -315,27 +313,35 @@ def test_the_kb_threshold_keeps_other_settings_and_the_default_keeps_comments(tm
     assert PipelineConfig.load(None, environ={}, defaults_path=defaults).refusal_threshold == 0.17
 
 
-def test_a_calibrated_threshold_survives_a_rebuilt_kb(tmp_path):
-    calibrated = tmp_path / "calibrated.yaml"
-    calibrated.write_text("# header comment\n", encoding="utf-8")
-    record_calibrated(tmp_path / "cmrc2018_dev-main-corpus-2f180b3f04", 0.0412, calibrated)
-    assert calibrated.read_text(encoding="utf-8").startswith("# header comment\n")
-    rebuilt = tmp_path / "cmrc2018_dev-main-corpus-92289c7ce6"  # same corpus, new content stamp
-    rebuilt.mkdir()
-    seed_calibrated_config(rebuilt, calibrated)
-    assert PipelineConfig.load(rebuilt, environ={}).refusal_threshold == 0.0412
-    other = tmp_path / "domainrag-main-corpus-0d1e5c25f4"
-    other.mkdir()
-    seed_calibrated_config(other, calibrated)
-    assert not (other / "config.yaml").exists()
-    (rebuilt / "config.yaml").write_text("refusal_threshold: 0.3\n", encoding="utf-8")
-    seed_calibrated_config(rebuilt, calibrated)  # an existing KB config is never overwritten
-    assert PipelineConfig.load(rebuilt, environ={}).refusal_threshold == 0.3
+def test_an_eval_kb_forgets_a_dev_fitted_threshold_but_keeps_one_it_chose_itself(tmp_path):
+    fitted, own, labelled = (tmp_path / name for name in ("fitted", "self", "labelled"))
+    for kb_dir, extra in ((fitted, {}), (own, {"self_calibration": {"probes": 80}}), (labelled, {})):
+        kb_dir.mkdir()
+        update_kb_config(kb_dir, {"refusal_threshold": 0.105, "rule_packs": ["encyclopedia"], **extra})
+    update_kb_config(labelled, {"labelled_calibration": {"questions": 40}})
+    for kb_dir in (fitted, own, labelled):
+        forget_dev_fitted_threshold(kb_dir)
+    assert yaml.safe_load((fitted / "config.yaml").read_text()) == {"rule_packs": ["encyclopedia"]}
+    assert (
+        PipelineConfig.load(fitted, environ={}).refusal_threshold
+        == PipelineConfig.load(None, environ={}).refusal_threshold
+    )
+    assert PipelineConfig.load(own, environ={}).refusal_threshold == 0.105
+    assert PipelineConfig.load(labelled, environ={}).refusal_threshold == 0.105
 
 
-def test_a_reranker_fit_that_loses_held_out_is_not_written():
+def test_calibration_refuses_an_evaluation_set(datasets_dir, tmp_path):
+    for dataset in (datasets_dir / "cmrc2018_dev", DEMO_DIR):
+        with pytest.raises(ValueError, match="never fitted on"):
+            run_calibration(CalibrationRequest(datasets=[dataset], dry_run=True, root=tmp_path, progress=False))
+    shown = CliRunner().invoke(app, ["calibrate", "--dry-run", "--dataset", str(DEMO_DIR)])
+    assert shown.exit_code != 0 and "never fitted on" in shown.output
+
+
+def test_a_reranker_fit_that_loses_held_out_is_not_written_unless_the_current_weights_saw_no_training_set(tmp_path):
     # Two sets where a gold chunk is the one with the higher dense feature; the current weights
-    # already rank it first, so a fit cannot beat them and nothing is written.
+    # already rank it first, so a fit cannot beat them: nothing is written over weights fitted on
+    # training sets, while weights fitted elsewhere (the dev sets, until issue #46) are replaced.
     def example(qid, gold_first):
         features = np.zeros((2, len(FEATURES)))
         features[0 if gold_first else 1, 0] = 1.0
@@ -351,6 +357,15 @@ def test_a_reranker_fit_that_loses_held_out_is_not_written():
     report = fit_reranker(examples, write=False)
     assert report["current"]["mrr@10"] == 1.0 and not report["fitted_wins"] and not report["written"]
     assert score_weights(report["fitted_weights"], examples["s"])["recall@1"] == 1.0
+    weights = tmp_path / "rerank_weights.json"
+    incumbent = json.loads(DEFAULT_WEIGHTS_PATH.read_text(encoding="utf-8"))
+    for from_training in (True, False):
+        weights.write_text(json.dumps({**incumbent, "training_sets": ["t"] if from_training else []}), "utf-8")
+        before = weights.read_text(encoding="utf-8")
+        report = fit_reranker(examples, path=weights)
+        assert report["written"] is not from_training and not report["fitted_wins"]
+        assert (weights.read_text(encoding="utf-8") == before) is from_training
+    assert json.loads(weights.read_text(encoding="utf-8"))["training_sets"] == ["s"]
 
 
 def test_the_eval_command_prints_json_and_rejects_bad_input(mini_dataset, eval_root, first_run):

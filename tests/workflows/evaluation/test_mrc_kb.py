@@ -82,3 +82,12 @@ def test_bad_input_is_named(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([str(tmp_path / "set"), "--training", str(tmp_path / "ok.jsonl"), "--removed-share", "1.5"])
     assert exit_info.value.code == 2 and "--removed-share" in capsys.readouterr().err
+
+
+def test_passages_takes_the_first_ones_only(tmp_path):
+    training = _mrc_file(tmp_path / "mrc.jsonl", passages=10)
+    counts = write_dataset(tmp_path / "set", training, "xquad_zh", passages=4)
+    assert counts["passages"] == 4 and counts["questions"] == 8
+    assert [d["doc_id"] for d in _lines(tmp_path / "set/corpus.jsonl")] == [f"xquad_zh-000{i}" for i in range(4)]
+    with pytest.raises(ValueError, match="--passages"):
+        write_dataset(tmp_path / "set", training, "xquad_zh", passages=0)
