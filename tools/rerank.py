@@ -3,7 +3,7 @@
 Both rerankers return values in [0, 1], so one refusal threshold means the same thing whichever
 runs. OfflineReranker is the default (no model download): a logistic model over a few measured
 features, with weights in tools/rerank_weights.json that tools/rerank_fit.py refits on labelled
-dev data. BGEReranker runs a FlagEmbedding cross-encoder (optional extra `bge`).
+training data (`run.py calibrate`). BGEReranker runs a FlagEmbedding cross-encoder (optional extra `bge`).
 
 No `from __future__ import annotations` here: AgentScope reads the skill's real annotations.
 """

@@ -1,4 +1,5 @@
-"""Fitting the offline reranker's weights on labelled dev questions (tools/rerank_weights.json).
+"""Fitting the offline reranker's weights on labelled questions (tools/rerank_weights.json; `run.py
+calibrate` fits them on training sets only, workflows/evaluation/training_sets.py).
 
 Two fits, one layout ({"intercept", "weights": {feature: w}}):
 - fit_offline_reranker: L2 logistic regression of "this chunk answers" on the features. It
