@@ -91,7 +91,7 @@ GRID = np.round(np.arange(0.0, 1.0001, 0.0025), 4)
 
 
 class CalibrationRequest(BaseModel):
-    datasets: list[Path] = Field(default_factory=list)  # default: DEFAULT_SETS
+    datasets: list[Path] = Field(default_factory=list)  # default: training_sets.calibration_sets(root)
     per_set: int = 1000  # the training sets have ~1,100-1,300 questions each
     candidate_per_qtype: int = CANDIDATE_PER_QTYPE  # candidate-protocol sets: questions per qtype
     fit_reranker: bool = True
