@@ -83,8 +83,23 @@ def write_dataset(
             )
     if not documents:
         raise ValueError(f"{training}: no rows of source {source!r}")
+    removed, removed_questions = write_with_holdout(out_dir, documents, questions, removed_share, f"{seed}:{source}")
+    return {
+        "passages": len(documents),
+        "questions": len(questions),
+        "removed_passages": removed,
+        "removed_questions": removed_questions,
+    }
+
+
+def write_with_holdout(
+    out_dir: Path, documents: list[dict], questions: list[dict], removed_share: float, seed: str
+) -> tuple[int, int]:
+    """corpus / questions and their holdout variants: a seeded share of the documents taken out, their
+    questions made unanswerable (`unanswerable_kb_removed`, as the datasets' holdout files mark them).
+    Returns (documents removed, questions made unanswerable). Shared with paraphrase_kb.py."""
     ids = [d["doc_id"] for d in documents]
-    removed = set(random.Random(f"{seed}:{source}").sample(ids, max(1, round(len(ids) * removed_share))))
+    removed = set(random.Random(seed).sample(ids, max(1, round(len(ids) * removed_share))))
     holdout = [
         {**q, "answers": [], "answerable": False, "qtype": "unanswerable_kb_removed"}
         if q["gold_doc_ids"][0] in removed
@@ -98,15 +113,10 @@ def write_dataset(
         "corpus_holdout.jsonl": [d for d in documents if d["doc_id"] not in removed],
         "questions_holdout.jsonl": holdout,
     }
-    for name, records in files.items():
+    for name, records in files.items():  # questions_holdout.jsonl last: its presence means a whole folder
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
         (out_dir / name).write_text(text, encoding="utf-8")
-    return {
-        "passages": len(documents),
-        "questions": len(questions),
-        "removed_passages": len(removed),
-        "removed_questions": sum(not q["answerable"] for q in holdout),
-    }
+    return len(removed), sum(not q["answerable"] for q in holdout)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 from pathlib import Path
+
+from citescope.workflows.evaluation.mrc_kb import write_with_holdout
 
 TRAINING = Path(__file__).resolve().parents[3] / "shared" / "training" / "paraphrase_pairs.jsonl"
 SOURCE = "pawsx_zh"
@@ -72,26 +73,12 @@ def write_dataset(
         for i, pair in enumerate(pairs)
         if pair["label"] == 1 and pair["b"] not in doc_of  # a question that is a document's text is no test
     ]
-    ids = [d["doc_id"] for d in documents]
-    removed = set(random.Random(f"{seed}:{source}").sample(ids, max(1, round(len(ids) * removed_share))))
-    holdout = [
-        {**q, "answerable": False, "qtype": "unanswerable_kb_removed"} if q["gold_doc_ids"][0] in removed else q
-        for q in questions
-    ]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = {
-        "corpus.jsonl": documents,
-        "questions.jsonl": questions,
-        "corpus_holdout.jsonl": [d for d in documents if d["doc_id"] not in removed],
-        "questions_holdout.jsonl": holdout,
-    }
-    for name, records in files.items():
-        (out_dir / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), "utf-8")
+    removed, removed_questions = write_with_holdout(out_dir, documents, questions, removed_share, f"{seed}:{source}")
     return {
         "documents": len(documents),
         "questions": len(questions),
-        "removed_documents": len(removed),
-        "removed_questions": sum(not q["answerable"] for q in holdout),
+        "removed_documents": removed,
+        "removed_questions": removed_questions,
     }
 
 

@@ -27,6 +27,7 @@ from citescope.workflows.evaluation.calibrate import (
     calibrate_thresholds,
     refusal_rows,
 )
+from citescope.workflows.evaluation.evaluate import default_root
 from citescope.workflows.evaluation.training_sets import EVALUATION_DIRS
 from citescope.workflows.metrics import roc_auc
 from citescope.workflows.pipeline_config import DEFAULTS_PATH, PipelineConfig
@@ -44,9 +45,11 @@ def parity(
     max_probes: int = 200,
     per_qtype: int = CANDIDATE_PER_QTYPE,
     max_embed: int = 2000,
+    root: Path | None = None,
 ) -> dict:
     """{dataset, kb, fitted: {threshold, false_refusal, refusal_recall}, self: {...}, points, within}.
-    per_qtype: questions per qtype of a candidate-protocol set (rgb_zh), as calibrate reads them."""
+    per_qtype: questions per qtype of a candidate-protocol set (rgb_zh), as calibrate reads them.
+    root: the eval KBs and runs (default: the eval root; another one while an eval holds those KBs)."""
     request = CalibrationRequest(
         datasets=[dataset],
         per_set=per_set,
@@ -54,6 +57,7 @@ def parity(
         seed=seed,
         max_embed=max_embed,
         progress=False,
+        root=root or default_root(),
     )
     rows = refusal_rows(dataset, request)
     main = [r for r in rows if r["split"] == "questions"]
@@ -106,9 +110,12 @@ def main() -> None:
     parser.add_argument("--max-probes", type=int, default=200)
     parser.add_argument("--per-qtype", type=int, default=CANDIDATE_PER_QTYPE, help="rgb_zh: questions per qtype")
     parser.add_argument("--max-embed", type=int, default=2000, help="refuse KBs that would embed more texts than this")
+    parser.add_argument("--root", type=Path, help="eval KBs and runs (default: ~/.cache/citescope/eval)")
     args = parser.parse_args()
     datasets = args.dataset or [DATASETS / name for name in DEFAULT_SETS]
-    report = [parity(d, args.per_set, args.seed, args.max_probes, args.per_qtype, args.max_embed) for d in datasets]
+    report = [
+        parity(d, args.per_set, args.seed, args.max_probes, args.per_qtype, args.max_embed, args.root) for d in datasets
+    ]
     print(json.dumps(report, ensure_ascii=False, indent=1))
 
 
