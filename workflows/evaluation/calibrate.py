@@ -482,13 +482,13 @@ def run_calibration(request: CalibrationRequest) -> dict:
         pooled = thresholds.get("pooled", {}).get("threshold")
         if request.write_default and pooled is not None and not request.dry_run:
             write_default_threshold(pooled)
-            written.append(str(DEFAULTS_PATH))
+            written.append(_shown(DEFAULTS_PATH))
         if request.plot is not None and rows_by_set and not request.dry_run:
             chosen = {name: s for name, s in thresholds["sets"].items() if "index" in s}
             if "pooled" in thresholds:
                 chosen["pooled (sets equally weighted)"] = thresholds["pooled"]
             plot_refusal(thresholds["curves"], chosen, Path(request.plot))
-            result["plot"] = str(request.plot)
+            result["plot"] = _shown(Path(request.plot))
         thresholds.pop("curves")
         result["threshold"] = {**thresholds, "written": written}
     result["seconds"] = round(time.perf_counter() - started, 1)
@@ -503,6 +503,12 @@ def run_calibration(request: CalibrationRequest) -> dict:
             json.dumps(result, ensure_ascii=False, indent=1, default=float), encoding="utf-8"
         )
     return result
+
+
+def _shown(path: Path) -> str:
+    """A path as the report shows it: relative to the repository when inside it (reports are committed)."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(REPO.resolve())) if resolved.is_relative_to(REPO.resolve()) else str(path)
 
 
 def _f(value, digits: int = 3) -> str:
