@@ -56,8 +56,7 @@ def write_dataset(
 ) -> dict[str, int]:
     """Write the four files; return the counts (passages, questions, removed passages, their questions).
     passages: the source's first N passages only (None: all)."""
-    if not 0 < removed_share < 1:
-        raise ValueError(f"--removed-share must lie between 0 and 1 (got {removed_share})")
+    check_removed_share(removed_share)
     if passages is not None and passages < 1:
         raise ValueError(f"--passages must be at least 1 (got {passages})")
     documents, questions = [], []
@@ -90,6 +89,12 @@ def write_dataset(
         "removed_passages": removed,
         "removed_questions": removed_questions,
     }
+
+
+def check_removed_share(removed_share: float) -> None:
+    """Before any file is read: a share of the documents to take out must leave some and take some."""
+    if not 0 < removed_share < 1:
+        raise ValueError(f"--removed-share must lie between 0 and 1 (got {removed_share})")
 
 
 def write_with_holdout(

@@ -18,13 +18,11 @@ import argparse
 import json
 from pathlib import Path
 
-from citescope.workflows.evaluation.mrc_kb import write_with_holdout
+from citescope.workflows.evaluation.mrc_kb import REMOVED_SHARE, SEED, check_removed_share, write_with_holdout
 
 TRAINING = Path(__file__).resolve().parents[3] / "shared" / "training" / "paraphrase_pairs.jsonl"
 SOURCE = "pawsx_zh"
 SPLIT = "train"
-REMOVED_SHARE = 0.2
-SEED = 46
 
 
 def read_pairs(training: Path, source: str, split: str) -> list[dict]:
@@ -52,8 +50,7 @@ def write_dataset(
     seed: int = SEED,
 ) -> dict[str, int]:
     """Write corpus, questions and their holdout variants; return the counts."""
-    if not 0 < removed_share < 1:
-        raise ValueError(f"--removed-share must lie between 0 and 1 (got {removed_share})")
+    check_removed_share(removed_share)
     pairs = read_pairs(training, source, split)
     if not pairs:
         raise ValueError(f"{training}: no pairs of source {source!r} in split {split!r}")
