@@ -221,5 +221,9 @@ def update_kb_config(kb_dir: Path | str, values: Mapping[str, Any], remove: Iter
     it chose."""
     path = Path(kb_dir) / KB_CONFIG_NAME
     stored = {k: v for k, v in {**read_kb_config(kb_dir), **values}.items() if k not in set(remove)}
-    path.write_text(yaml.safe_dump(stored, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    # written whole, then renamed: an ingest killed while it self-calibrates leaves the old file or the new,
+    # never half a file the KB could not open with
+    temporary = path.with_name(f".{KB_CONFIG_NAME}.{os.getpid()}.tmp")
+    temporary.write_text(yaml.safe_dump(stored, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    os.replace(temporary, path)
     return path

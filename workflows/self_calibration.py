@@ -102,11 +102,7 @@ def choose_threshold(
     the `held_out` scores (questions whose document is out of the KB) show `refusal_target` with
     CONFIDENCE — no held-out scores, or too few, and only the first cut counts. SelfCalibrationError when
     there are too few probes."""
-    if len(answerable) < MIN_ANSWERABLE or len(unanswerable) < MIN_UNANSWERABLE:
-        raise SelfCalibrationError(
-            f"too few probes to calibrate: {len(answerable)} answerable (need {MIN_ANSWERABLE}), "
-            f"{len(unanswerable)} unanswerable (need {MIN_UNANSWERABLE})"
-        )
+    check_enough_probes(len(answerable), len(unanswerable))
     if not 0 <= bound < 1:
         raise SelfCalibrationError(f"the false-refusal bound must be a share in [0, 1) (got {bound:g})")
     ordered = sorted(answerable)
@@ -133,6 +129,15 @@ def choose_threshold(
         false_refusal_cut=bound_cut,
         refusal_target_cut=target_cut,
     )
+
+
+def check_enough_probes(answerable: int, unanswerable: int) -> None:
+    """SelfCalibrationError when there are too few probes of a kind to choose a threshold."""
+    if answerable < MIN_ANSWERABLE or unanswerable < MIN_UNANSWERABLE:
+        raise SelfCalibrationError(
+            f"too few probes to calibrate: {answerable} answerable (need {MIN_ANSWERABLE}), "
+            f"{unanswerable} unanswerable (need {MIN_UNANSWERABLE})"
+        )
 
 
 def confident_refusals(n: int, bound: float, confidence: float = CONFIDENCE) -> int:
@@ -290,6 +295,8 @@ def self_calibrate(
     (hedge_threshold). Off by default: measured on the records KB and the demo, the bands the probes
     chose refused right answers and caught no unanswerable question (docs/knowledge.md)."""
     probes = make_probes(kb.all_chunks(), seed=seed, max_probes=max_probes)
+    # before any probe runs: a KB too small to calibrate says so at once (an ingest of a few documents stays quick)
+    check_enough_probes(sum(p.answerable for p in probes), sum(not p.answerable for p in probes))
     outcomes = run_probes(kb, probes, answer=True, on_probe=on_probe)
     scores = [outcome.score for outcome in outcomes]
     answerable = [s for p, s in zip(probes, scores, strict=True) if p.answerable]
@@ -378,14 +385,21 @@ def read_labelled_questions(path: Path) -> list[tuple[str, bool]]:
     return asked
 
 
-def recalibration_due(kb_dir: Path | str, changed: int) -> str | None:
-    """Why an ingest that added, replaced or removed `changed` documents should self-calibrate the KB
-    again, or None: only a KB that was self-calibrated, once that many documents reach RECALIBRATE_SHARE
-    of those it was calibrated on. A KB with another threshold (a labelled question file's, the
-    default) keeps it: its owner chose it."""
-    stored = read_kb_config(kb_dir).get(CONFIG_KEY)
-    if not isinstance(stored, dict) or changed <= 0:
+def calibration_due(kb_dir: Path | str, changed: int) -> str | None:
+    """Why an ingest that added, replaced or removed `changed` documents should self-calibrate the KB,
+    or None. A KB that runs on the default threshold (its config sets none: it was fitted on other
+    shops' text, docs/models.md) chooses its own at the first ingest that changes it, and tries again at
+    each later one while it is too small to; a self-calibrated KB chooses again once `changed` reaches
+    RECALIBRATE_SHARE of the documents it was calibrated on. A threshold set by hand or chosen on a
+    labelled question file stays: its owner chose it."""
+    if changed <= 0:
         return None
+    config = read_kb_config(kb_dir)
+    stored = config.get(CONFIG_KEY)
+    if not isinstance(stored, dict):
+        if "refusal_threshold" in config or LABELLED_KEY in config:
+            return None
+        return "the KB runs on the default refusal threshold, fitted on other text: it chooses its own"
     documents = int(stored.get("documents") or 0)
     if documents and changed < RECALIBRATE_SHARE * documents:
         return None

@@ -13,6 +13,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.settings import get_settings
 from citescope.workflows.cli.app import app
 from citescope.workflows.cli.common import REPO
 from citescope.workflows.pipeline_config import PipelineConfig
@@ -21,11 +23,12 @@ from citescope.workflows.self_calibration import (
     LABELLED_KEY,
     ProbeOutcome,
     SelfCalibrationError,
+    calibration_due,
     choose_hedge_band,
     choose_threshold,
     confident_catches,
     confident_refusals,
-    recalibration_due,
+    self_calibrate,
     write_kb_config,
 )
 
@@ -105,6 +108,7 @@ def test_the_written_threshold_is_what_pipeline_config_reads_and_other_keys_stay
     assert stored["owner"] == "ops" and stored[CONFIG_KEY]["answerable"] == 80
     write_kb_config(tmp_path, 0.2, {"threshold": 0.2})  # no band given (calibrate --self without --hedging-band)
     assert PipelineConfig.load(tmp_path, environ={}).hedge_threshold == 0.3
+    assert [p.name for p in tmp_path.iterdir()] == ["config.yaml"]  # written by rename: no temporary file left
 
 
 def test_calibrate_self_on_a_kb_writes_its_threshold_and_figures(demo_kb, tmp_path):
@@ -143,17 +147,66 @@ def test_calibrate_self_needs_a_kb_and_says_so(tmp_path):
     assert missing.exit_code == 2 and "no knowledge base" in missing.output
 
 
-def test_ingest_self_calibrate_on_too_small_a_kb_warns_and_the_ingest_still_succeeds(tmp_path):
+def test_a_first_ingest_self_calibrates_by_default_and_too_small_a_kb_warns_before_any_probe_runs(tmp_path):
     corpus = tmp_path / "faq.jsonl"
     corpus.write_text(
         json.dumps({"doc_id": "faq-1", "title": "多久发货？", "text": "付款后 48 小时内发货。", "doc_type": "faq"}),
         encoding="utf-8",
     )
     kb_dir = tmp_path / "kb"
-    shown = CliRunner().invoke(app, ["ingest", str(corpus), "--kb", str(kb_dir), "--self-calibrate"])
+    shown = CliRunner().invoke(app, ["ingest", str(corpus), "--kb", str(kb_dir)])
     assert shown.exit_code == 0, shown.output
+    assert "self-calibrating: the KB runs on the default refusal threshold" in shown.output
     assert "not self-calibrated" in shown.output and "too few probes" in shown.output
     assert not (kb_dir / "config.yaml").exists()
+    ran: list[int] = []
+    kb = KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir))
+    try:
+        with pytest.raises(SelfCalibrationError, match="too few probes"):
+            self_calibrate(kb, on_probe=lambda done, total: ran.append(done))
+    finally:
+        kb.close()
+    assert ran == []  # refused on the probes' count, before the pipeline ran one
+
+
+def test_a_new_kb_chooses_its_threshold_at_its_first_ingest(tmp_path):
+    corpus = tmp_path / "policies.jsonl"
+    rows = [
+        {
+            "doc_id": f"policy-{i}",
+            "title": f"{topic}说明",
+            "doc_type": "policy",
+            "text": f"{topic}由{city}仓库负责处理。订单满{10 * i + 59}元可以享受{topic}服务。"
+            f"{topic}的申请须在签收后{i + 3}天内提交给客服专员{name}。{name}会在{i + 1}个工作日内答复申请人。",
+        }
+        for i, (topic, city, name) in enumerate(
+            [
+                ("退货", "杭州", "王芳"),
+                ("换货", "苏州", "李娜"),
+                ("保价", "上海", "张伟"),
+                ("发票", "南京", "刘洋"),
+                ("维修", "成都", "陈静"),
+                ("配送", "广州", "杨帆"),
+                ("赠品", "武汉", "赵磊"),
+                ("会员", "西安", "孙丽"),
+            ]
+        )
+    ]
+    corpus.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    kb_dir = tmp_path / "kb"
+    shown = CliRunner().invoke(app, ["ingest", str(corpus), "--kb", str(kb_dir), "--json"], catch_exceptions=False)
+    assert shown.exit_code == 0, shown.output
+    figures = json.loads(shown.stdout)["self_calibration"]
+    assert figures["answerable"] >= 20 and figures["unanswerable"] >= 10 and figures["documents"] == 8
+    stored = yaml.safe_load((kb_dir / "config.yaml").read_text(encoding="utf-8"))
+    assert stored["refusal_threshold"] == figures["threshold"] and stored[CONFIG_KEY] == figures
+    default = PipelineConfig.load(tmp_path / "none", environ={}).refusal_threshold
+    assert figures["previous_threshold"]["threshold"] == default  # it ran on the default until now
+    # calibrated now: a small ingest keeps the threshold (under a fifth of the documents changed)
+    more = tmp_path / "more.jsonl"
+    more.write_text(json.dumps({**rows[0], "doc_id": "policy-9"}, ensure_ascii=False), encoding="utf-8")
+    kept = CliRunner().invoke(app, ["ingest", str(more), "--kb", str(kb_dir)])
+    assert kept.exit_code == 0 and "self-calibrating" not in kept.output
 
 
 def outcomes(scores: list[float], hedged: bool, right: bool, answerable: bool = True) -> list[ProbeOutcome]:
@@ -186,13 +239,16 @@ def test_too_few_guesses_of_either_kind_choose_no_band():
     assert rare.hedge_threshold == 0.0 and "2 answerable probes" in rare.reason
 
 
-def test_recalibration_is_due_only_for_a_self_calibrated_kb_after_a_large_ingest(tmp_path):
-    assert recalibration_due(tmp_path, changed=50) is None  # no config: the KB runs on the default, as chosen
+def test_calibration_is_due_for_a_kb_on_the_default_and_a_self_calibrated_kb_after_a_large_ingest(tmp_path):
+    assert "default refusal threshold" in (calibration_due(tmp_path, changed=1) or "")  # no config: the default
+    assert calibration_due(tmp_path, changed=0) is None  # an ingest that changed nothing
     write_kb_config(tmp_path, 0.2, {"threshold": 0.2, "documents": 100})
-    assert recalibration_due(tmp_path, changed=19) is None  # under a fifth of what it was calibrated on
-    assert "20 documents added, changed or removed" in (recalibration_due(tmp_path, changed=20) or "")
+    assert calibration_due(tmp_path, changed=19) is None  # under a fifth of what it was calibrated on
+    assert "20 documents added, changed or removed" in (calibration_due(tmp_path, changed=20) or "")
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({"refusal_threshold": 0.3}), encoding="utf-8")
-    assert recalibration_due(tmp_path, changed=100) is None  # a threshold someone set by hand stays
+    assert calibration_due(tmp_path, changed=100) is None  # a threshold someone set by hand stays
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"evidence_top_n": 4}), encoding="utf-8")
+    assert calibration_due(tmp_path, changed=1) is not None  # other settings: still on the default threshold
 
 
 def test_an_ingest_into_a_self_calibrated_kb_calibrates_again_and_no_self_calibrate_keeps_it(tmp_path):
@@ -210,13 +266,13 @@ def test_an_ingest_into_a_self_calibrated_kb_calibrates_again_and_no_self_calibr
         encoding="utf-8",
     )
     kept = CliRunner().invoke(app, ["ingest", str(more), "--kb", str(kb_dir), "--no-self-calibrate"])
-    assert kept.exit_code == 0 and "self-calibrating again" not in kept.output
+    assert kept.exit_code == 0 and "self-calibrating" not in kept.output
     again = tmp_path / "again.jsonl"
     again.write_text(more.read_text(encoding="utf-8").replace("faq-2", "faq-3"), encoding="utf-8")
     shown = CliRunner().invoke(app, ["ingest", str(again), "--kb", str(kb_dir)])
     assert shown.exit_code == 0, shown.output
     # one added document is a large share of the one it was calibrated on: it tries (too few probes here)
-    assert "self-calibrating again: 1 documents added" in shown.output and "too few probes" in shown.output
+    assert "self-calibrating: 1 documents added" in shown.output and "too few probes" in shown.output
     assert PipelineConfig.load(kb_dir, environ={}).refusal_threshold == 0.2  # nothing chosen, nothing written
 
 
@@ -252,7 +308,7 @@ def test_a_shops_labelled_questions_choose_its_threshold_and_override_the_probes
     stored = yaml.safe_load((kb_dir / "config.yaml").read_text(encoding="utf-8"))
     assert stored["refusal_threshold"] == figures["threshold"] and stored[LABELLED_KEY] == figures
     assert CONFIG_KEY not in stored  # the probes' figures go: a later large ingest keeps this threshold
-    assert recalibration_due(kb_dir, changed=1000) is None
+    assert calibration_due(kb_dir, changed=1000) is None
 
 
 def test_a_labelled_question_file_that_does_not_read_names_its_line(demo_kb, tmp_path):

@@ -53,8 +53,8 @@ def ingest(
     self_calibrate: bool | None = typer.Option(
         None,
         "--self-calibrate/--no-self-calibrate",
-        help="then choose the KB's refusal threshold from its documents (calibrate --self); default: only a "
-        "self-calibrated KB, again, once a fifth of its documents changed",
+        help="then choose the KB's refusal threshold from its documents (calibrate --self); default: a KB "
+        "on the default threshold, and a self-calibrated one once a fifth of its documents changed",
         show_default=False,
     ),
 ) -> None:
@@ -90,12 +90,12 @@ def ingest(
     finally:
         base.close()
     calibrated = None
-    if self_calibrate is None and not dry_run:  # a self-calibrated KB chooses again after a large ingest
-        from citescope.workflows.self_calibration import recalibration_due
+    if self_calibrate is None and not dry_run:  # a new KB chooses its threshold; a calibrated one after a large ingest
+        from citescope.workflows.self_calibration import calibration_due
 
-        due = recalibration_due(kb, summary.added + summary.replaced + summary.removed)
+        due = calibration_due(kb, summary.added + summary.replaced + summary.removed)
         if due:
-            err.print(f"self-calibrating again: {escape(due)}", highlight=False)
+            err.print(f"self-calibrating: {escape(due)}", highlight=False)
         self_calibrate = due is not None
     if self_calibrate and not dry_run:  # the KB as ingested chooses its refusal threshold (calibrate --self)
         from citescope.workflows.cli.evaluating import self_calibrate_kb
