@@ -36,7 +36,7 @@ def result(datasets_dir, tmp_path_factory):
 def test_every_leg_is_scored_in_range(result):
     bench = result["sets"]["bx"]
     assert bench["n_questions"] == 24 and bench["kb"]["docs"] == 120
-    assert set(bench["legs"]) == {*LEGS, "bm25*", "hybrid*", "hybrid+rerank*"}
+    assert set(bench["legs"]) == {*LEGS, "bm25*", "hybrid*"}  # nothing fitted on the questions (#46)
     for scores in bench["legs"].values():
         assert scores["n"] == 24
         for key in ("recall@1", "recall@5", "recall@10", "mrr@10"):
@@ -51,13 +51,12 @@ def test_hybrid_is_not_worse_than_both_of_its_legs(result):
     assert legs["bm25"]["recall@5"] > 0.5  # the slice's standard questions are findable at all
 
 
-def test_latency_ablation_and_reranker_fit_are_reported(result):
+def test_latency_and_ablation_are_reported(result):
     bench = result["sets"]["bx"]
     assert {"bm25", "dense", "hybrid", "rerank", "rank_bm25", "agentscope"} <= set(bench["latency_ms"])
     assert bench["latency_ms"]["rerank"]["n"] == 24
     assert {"bm25, title_weight=2", "hybrid (skills.yaml)", "hybrid, weighted fusion"} <= set(bench["ablation"])
-    fit = result["rerank_fit"]
-    assert fit["positives"] > 0 and set(fit["weights_all_dev"]["weights"]) == set(fit["features"])
+    assert "rerank_fit" not in result  # no weights are fitted on an evaluation set's questions (#46)
     json.dumps(result)  # the --json output
 
 

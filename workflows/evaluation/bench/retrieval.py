@@ -15,16 +15,11 @@ from __future__ import annotations
 import os
 import platform
 import tempfile
-import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from citescope.knowledge.kb import KnowledgeBase
-from citescope.tools.rerank import FEATURES, OfflineReranker, load_weights, save_weights
-from citescope.tools.rerank_fit import RankGroup, fit_ranking_weights
 from citescope.tools.search import fuse, keyword_search, semantic_search
 from citescope.workflows.evaluation.bench.retrieval_legs import (
     DEPTH,
@@ -127,34 +122,6 @@ def _ablation(runner: LegRunner, questions: list[Question], history: bool) -> di
     return out
 
 
-def _rerank_examples(runner: LegRunner, questions: list[Question], history: bool) -> list[dict]:
-    """Per question: hybrid_search candidates, their reranker features and labels (gold doc or not)."""
-    examples = []
-    for q in questions:
-        query, as_of = q.asked("all" if history else "none"), q.reference_day
-        candidates, _ = runner.hybrid(query, runner.current)
-        chunks = [c for h in candidates if (c := runner.kb.get(h.chunk_id)) is not None]
-        features = runner.reranker.features(query, chunks, as_of)
-        labels = [int(c.doc_id in q.gold_doc_ids) for c in chunks]
-        examples.append(
-            {
-                "qid": q.qid,
-                "query": query,
-                "as_of": as_of,
-                "candidates": candidates,
-                "gold": q.gold_doc_ids,
-                "features": features.tolist(),
-                "labels": labels,
-            }
-        )
-    return examples
-
-
-def fold_of(qid: str, folds: int = 2) -> int:
-    """Deterministic cross-validation fold of a question."""
-    return zlib.crc32(qid.encode("utf-8")) % folds
-
-
 # ----------------------------------------------------------------------------- the benchmark
 
 
@@ -171,8 +138,9 @@ def run_retrieval_bench(
     kb_root: Path | None = None,
     allow_embedding: bool = False,
 ) -> dict:
-    """Recall@1/5/10, MRR@10 and latency per set and leg; with `ablation`, each idea on its own
-    and a 2-fold cross-validated reranker fit (pooled over the sets); latency at replicated KB sizes.
+    """Recall@1/5/10, MRR@10 and latency per set and leg; with `ablation`, each idea on its own;
+    latency at replicated KB sizes. Nothing is fitted on the sets' questions (a 2-fold reranker fit on
+    them was a row here until #46 retired fitting on evaluation sets: calibrate fits on training data).
 
     limit: questions per set (stratified by qtype, seed). max_docs: only the first N documents
     of each corpus (development slices; questions without a gold doc inside are dropped).
@@ -200,7 +168,6 @@ def run_retrieval_bench(
     }
     active: dict[str, tuple[EvalSet, LegRunner, list[Question]]] = {}
     runs: dict[str, dict[str, list]] = {}
-    examples: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="citescope-retrieval-") as tmp:
         try:
             for spec in sets:
@@ -228,12 +195,6 @@ def run_retrieval_bench(
                 }
                 if ablation:
                     result["sets"][spec.key]["ablation"] = _ablation(runner, questions, history)
-                    examples[spec.key] = _rerank_examples(runner, questions, history)
-            if examples:
-                fit = _cross_validated_rerank(active, examples, Path(tmp))
-                for key, set_runs in fit.pop("runs", {}).items():
-                    runs[key]["hybrid+rerank*"] = set_runs
-                result["rerank_fit"] = fit
         finally:
             for _, runner, _ in active.values():
                 runner.close()
@@ -258,7 +219,7 @@ def _run_set(
             runs[leg].append((docs, q.gold_doc_ids))
             for step, ms in steps.items():
                 timings.setdefault(step, []).append(ms)
-        # the same skills with the previous params (hybrid+rerank* follows the reranker fit)
+        # the same skills with the previous params
         ctx = runner.ctx("keyword_search", runner.previous)
         runs["bm25*"].append((doc_ids_of(keyword_search(query, top_k=DEPTH, ctx=ctx).hits), q.gold_doc_ids))
         runs["hybrid*"].append((doc_ids_of(runner.hybrid(query, runner.previous)[0]), q.gold_doc_ids))
@@ -282,54 +243,6 @@ def _summarise(questions: list[Question], runs: dict[str, list]) -> dict:
             index = [i for i, q in enumerate(questions) if q.qtype == qtype]
             out["by_qtype"][qtype] = {leg: _scores([r[i] for i in index]) for leg, r in runs.items()}
     return out
-
-
-def _cross_validated_rerank(active: dict, examples: dict[str, list[dict]], tmp: Path) -> dict:
-    """Fit the offline reranker's weights (tools/rerank_fit.py, from the current weights, sets
-    weighted alike) on one fold of every set's questions and rerank the other fold with the real
-    rerank skill using them (2 folds); then fit on all. All nine weights move here, where `run.py
-    calibrate` fits only its FITTED_FEATURES: this row shows what a free fit would buy."""
-
-    def groups(folds: set[int]) -> dict[str, list[RankGroup]]:
-        return {
-            key: [
-                RankGroup(np.asarray(e["features"]), [h.doc_id for h in e["candidates"]], frozenset(e["gold"]))
-                for e in examples[key]
-                if fold_of(e["qid"]) in folds
-            ]
-            for key in examples
-        }
-
-    start = load_weights()
-    weight_files = {}
-    for fold in (0, 1):
-        weight_files[fold] = tmp / f"rerank_fold{fold}.json"
-        save_weights(fit_ranking_weights(groups({1 - fold}), start), weight_files[fold])
-    everything = fit_ranking_weights(groups({0, 1}), start)
-    runs: dict[str, list[tuple[list[str], list[str]]]] = {}
-    latency: dict[str, dict] = {}
-    for key, (_, runner, questions) in active.items():
-        by_qid = {e["qid"]: e for e in examples[key]}
-        rerankers = {fold: OfflineReranker(runner.kb, path) for fold, path in weight_files.items()}
-        runs[key], timings = [], []
-        for q in questions:
-            e = by_qid[q.qid]
-            hits, ms = runner.rerank(
-                e["query"], e["candidates"], runner.current, rerankers[fold_of(q.qid)], as_of=e["as_of"]
-            )
-            runs[key].append((doc_ids_of(hits), q.gold_doc_ids))
-            timings.append(ms)
-        latency[key] = latency_summary(timings)
-    every = [e for key in examples for e in examples[key]]
-    return {
-        "folds": 2,
-        "examples": sum(len(e["labels"]) for e in every),
-        "positives": sum(sum(e["labels"]) for e in every),
-        "features": list(FEATURES),
-        "weights_all_dev": everything,
-        "rerank_latency_ms": latency,
-        "runs": runs,
-    }
 
 
 # the benchmark's parts, imported from here by the CLI, calibrate and the tests

@@ -12,7 +12,6 @@ LEG_LABELS = {
     "agentscope": "baseline: AgentScope SimpleKnowledge (Milvus Lite)",
     "bm25*": "bm25, previous params (title weight 0.5)",
     "hybrid*": "hybrid, previous params (RRF, title weight 0.5)",
-    "hybrid+rerank*": "hybrid 30 → rerank, weights fitted on the other fold",
 }
 
 
@@ -59,8 +58,6 @@ def format_retrieval_report(result: dict) -> str:
         for leg, sc in s["legs"].items():
             step = _step_of(leg)
             ms = _ms_cell(s["latency_ms"].get(step)) if step else "–"
-            if leg == "hybrid+rerank*":
-                ms = _ms_cell(result.get("rerank_fit", {}).get("rerank_latency_ms", {}).get(key))
             lines.append(
                 f"| {LEG_LABELS.get(leg, leg)} | {_fmt(sc['recall@1'])} | {_fmt(sc['recall@5'])} "
                 f"| {_fmt(sc['recall@10'])} | {_fmt(sc.get('recall@30', float('nan')))} "
@@ -105,19 +102,6 @@ def format_retrieval_report(result: dict) -> str:
                 for k in keys
             ]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    fit = result.get("rerank_fit")
-    if fit and "weights_all_dev" in fit:
-        weights = ", ".join(f"{k} {v:+.2f}" for k, v in fit["weights_all_dev"]["weights"].items())
-        lines += [
-            "",
-            f"Reranker refit (hybrid+rerank*): the offline reranker's weights fitted by tools/rerank_fit.py "
-            f"(coordinate ascent on MRR@10 of the first gold document, sets weighted alike, "
-            f"then Platt scaling) on the hybrid_search candidates of one fold (crc32 of qid, 2 folds), "
-            f"applied to the other fold; {fit['examples']:,} candidates, {fit['positives']:,} from a gold "
-            f"doc. Fitted on both folds: intercept {fit['weights_all_dev']['intercept']:+.2f}, {weights}.",
-        ]
-    elif fit:
-        lines += ["", f"Reranker refit skipped: {fit.get('skipped')}."]
     scale = result.get("scale")
     if scale:
         lines += [
@@ -155,8 +139,8 @@ def format_retrieval_report(result: dict) -> str:
         "",
         "### Targets (Recall@5)",
         "",
-        "| set | target | hybrid+rerank | held out | hybrid+rerank* | best single leg | AgentScope | met |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| set | target | hybrid+rerank | held out | best single leg | AgentScope | met |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for key, s in result["sets"].items():
         legs = s["legs"]
@@ -177,7 +161,6 @@ def format_retrieval_report(result: dict) -> str:
         lines.append(
             f"| ({key}) | {target if target is not None else '–'} | {_fmt(ours)} "
             f"| {_fmt(unseen) if s.get('held_out') else '–'} "
-            f"| {_fmt(r5.get('hybrid+rerank*', float('nan')))} "
             f"| {_fmt(r5[best_single]) + ' ' + best_single if best_single else '–'} "
             f"| {_fmt(r5.get('agentscope', float('nan')))} | {'yes' if met else 'no'} |"
         )
