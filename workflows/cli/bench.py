@@ -86,7 +86,7 @@ def bench_retrieval(
     legs: str = typer.Option("bm25,dense,hybrid,hybrid+rerank,rank_bm25,agentscope", help="legs to run"),
     max_docs: int | None = typer.Option(None, help="only the first N documents of each corpus (dev slices)"),
     scale: str = typer.Option("10000,100000", help="KB sizes (chunks) for the latency table; '' to skip"),
-    ablation: bool = typer.Option(True, help="ablation table and cross-validated reranker fit"),
+    ablation: bool = typer.Option(True, help="the ablation table: each idea on its own"),
     history: bool = typer.Option(False, help="prepend earlier turns to conversational questions"),
     seed: int = 0,
 ) -> None:
