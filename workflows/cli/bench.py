@@ -89,6 +89,9 @@ def bench_retrieval(
     ablation: bool = typer.Option(True, help="the ablation table: each idea on its own"),
     history: bool = typer.Option(False, help="prepend earlier turns to conversational questions"),
     seed: int = 0,
+    embed: bool = typer.Option(
+        False, "--embed", help="embed a set's chunks the cache lacks (another CITESCOPE_EMBEDDER: ~3 chunks/s here)"
+    ),
 ) -> None:
     """Retrieval quality (Recall@k, MRR) and latency: our skills vs rank-bm25 and AgentScope's KB."""
     from citescope.workflows.evaluation.bench.retrieval import SETS, format_retrieval_report, run_retrieval_bench
@@ -104,6 +107,7 @@ def bench_retrieval(
         ablation=ablation,
         history=history,
         scale_sizes=[int(size) for size in scale.split(",") if size.strip()],
+        allow_embedding=embed,
     )
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_retrieval_report(result))
 
