@@ -387,8 +387,8 @@ def read_labelled_questions(path: Path) -> list[tuple[str, bool]]:
 
 def calibration_due(kb_dir: Path | str, changed: int) -> str | None:
     """Why an ingest that added, replaced or removed `changed` documents should self-calibrate the KB,
-    or None. A KB that runs on the default threshold (its config sets none: it was fitted on other
-    shops' text, docs/models.md) chooses its own at the first ingest that changes it, and tries again at
+    or None. A KB that runs on the default threshold (its config sets none: the default was fitted on
+    other text, docs/models.md) chooses its own at the first ingest that changes it, and tries again at
     each later one while it is too small to; a self-calibrated KB chooses again once `changed` reaches
     RECALIBRATE_SHARE of the documents it was calibrated on. A threshold set by hand or chosen on a
     labelled question file stays: its owner chose it."""
