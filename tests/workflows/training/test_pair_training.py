@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch", reason="training needs the [train] extra (t
 from citescope.knowledge.e5_delta import apply_delta  # noqa: E402
 from citescope.knowledge.e5_model_file import bundled_model_path  # noqa: E402
 from citescope.workflows.training.checkpoints import CHECKPOINT_NAME  # noqa: E402
+from citescope.workflows.training.kb_pair_data import kb_pairs  # noqa: E402
 from citescope.workflows.training.pair_data import answer_sentence, choose_sources, split_of_title  # noqa: E402
 from citescope.workflows.training.pair_training import (  # noqa: E402
     DELTA_NAME,
@@ -22,6 +23,7 @@ from citescope.workflows.training.pair_training import (  # noqa: E402
     PairTrainingSettings,
     train_pairs,
 )
+from tests.conftest import ingested_kb  # noqa: E402
 
 QUESTIONS = [
     "退货运费谁出",
@@ -149,3 +151,22 @@ def test_an_answer_sentence_is_the_sentence_holding_the_answer_and_passages_spli
     shares = [split_of_title(f"段落{i}") for i in range(2000)]
     assert shares == [split_of_title(f"段落{i}") for i in range(2000)]
     assert 0.02 < shares.count("valid") / len(shares) < 0.08
+
+
+def test_a_shops_own_kb_alone_trains_and_the_manifest_says_so(tmp_path):
+    shop = tmp_path / "shop"
+    shop.mkdir()
+    rows = [{"doc_id": f"faq-{i}", "title": q + "？", "text": PASSAGE} for i, q in enumerate(QUESTIONS)]
+    (shop / "faq.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    kb, _ = ingested_kb(tmp_path / "kb", [shop])
+    kb.close()
+    last = train_pairs(_settings(tmp_path, sources=[], kb=tmp_path / "kb", max_steps=2))
+    losses = [r["loss"] for r in _log(tmp_path / "run") if r.get("loss") is not None]
+    assert last["step"] == 2 and losses and all(torch.isfinite(torch.tensor(losses)))
+    split, _ = kb_pairs(tmp_path / "kb", seed=0)
+    assert last["valid_anchors"] == {"kb": len(split["valid"])} and split["valid"]  # faq-4 hashes to valid
+    manifest = json.loads((tmp_path / "run" / MANIFEST_NAME).read_text(encoding="utf-8"))
+    kb_entry = manifest["sources"]["kb"]
+    assert list(manifest["sources"]) == ["kb"] and kb_entry["commercial"] and kb_entry["kb"] == str(tmp_path / "kb")
+    assert kb_entry["documents"] == 8 and kb_entry["faq"] == 8 and kb_entry["train"] + kb_entry["valid"] >= 8
+    assert manifest["settings"]["kb"] == str(tmp_path / "kb")

@@ -36,3 +36,16 @@ def test_the_cross_encoder_heads_share_one_command_shape_with_their_own_defaults
         for option in ("--out", "--max-minutes", "--resume", "--layers", "--max-tokens", "--scale-lr", "--head-lr"):
             assert option in result.output
         assert f"[default: {tokens}]" in result.output
+
+
+def test_no_shared_source_needs_a_shops_kb_and_it_must_be_one(tmp_path):
+    result = CliRunner().invoke(app, ["train", "pairs", "--out", str(tmp_path / "run"), "--sources", ""])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: --sources '': no shared source, so name a shop's KB with --kb"
+    result = CliRunner().invoke(app, ["train", "pairs", "--out", str(tmp_path / "run"), "--kb", str(tmp_path)])
+    assert result.exit_code == 2
+    assert (
+        result.stderr.strip()
+        == f"error: --kb: no knowledge base at {tmp_path} (run: python run.py ingest PATH --kb {tmp_path})"
+    )
+    assert not (tmp_path / "run").exists()

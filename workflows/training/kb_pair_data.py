@@ -1,0 +1,130 @@
+"""Training pairs made from a shop's own KB: the one source a shop may always train on.
+
+#46 names them beside CMRC 2018 and PAWS-X as data for commercial weights ("an FAQ title with its
+reply, a section heading with its body, a sentence with the passage it was taken from") and asks how
+a shop retrains on its own FAQ and feedback logs. Four kinds, each a (query, passage) pair the
+retriever should rank first, read from a KB `run.py ingest` built:
+- faq: an FAQ entry's title (the standard question) → its reply, without the title (with it the pair
+  is a copy; without, the model learns to match a question with what answers it);
+- heading: a page's title with one of its section headings (`云迹S5胸包 防水性能`) → that section's body;
+- masked: one sentence of a chunk asked about one of its words (`agents/self_probes.masked_question`,
+  the probes self-calibration asks) → the chunk as the KB embeds it (`knowledge/ingest.embedding_text`);
+- rated: a customer's question whose answer was rated up (`feedback`, +1) → the first chunk it cited,
+  read from the KB's experience store (questions stored with personal data redacted; a round rated
+  down says what is wrong, not what is right, and is left out).
+
+What trains is what the KB holds: question files beside the documents are never ingested. A
+document goes to `valid` when a hash of its id falls in the first VALID_PERCENT (a rated round by
+its cited document), so no document's pairs straddle train and valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import Path
+
+from citescope.agents.self_probes import masked_question
+from citescope.knowledge.chunking import SKU_OVERVIEW_SECTION
+from citescope.knowledge.ingest import embedding_text
+from citescope.knowledge.kb import KBError, KnowledgeBase
+from citescope.knowledge.lexicon import Lexicon
+from citescope.knowledge.schema import Chunk
+from citescope.knowledge.settings import get_settings
+from citescope.knowledge.text import split_sentences
+from citescope.workflows.experience import FILE_NAME as EXPERIENCE_FILE
+from citescope.workflows.experience import ExperienceStore
+from citescope.workflows.training.pair_data import VALID_PERCENT, TextPair
+
+KB_SOURCE = "kb"
+KB_LICENCE = "the shop's own documents and customers' rated questions (its own to train on)"
+KINDS = ("faq", "heading", "masked", "rated")
+MASKED_PER_CHUNK = 2  # masked questions per chunk: a long page gives more pairs, each chunk a few
+_MIN_SENTENCE, _MAX_SENTENCE = 8, 120  # as self_probes: a real sentence, not a fragment or a table
+_QUESTION_TITLE = re.compile(r"[？?]\s*$")
+_NOT_HEADINGS = frozenset({"SKU", SKU_OVERVIEW_SECTION})  # table rows and generated summaries: no heading
+
+
+def split_of_document(doc_id: str) -> str:
+    digest = hashlib.sha1(doc_id.encode("utf-8")).digest()
+    return "valid" if int.from_bytes(digest[:4], "big") % 100 < VALID_PERCENT else "train"
+
+
+def kb_pairs(kb_dir: Path, seed: int = 0) -> tuple[dict[str, list[TextPair]], dict[str, int]]:
+    """{"train": [...], "valid": [...]} pairs of the KB in `kb_dir`, and counts by kind and split for
+    the manifest. ValueError when the folder is not a KB or holds no chunk."""
+    try:
+        kb = KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir))
+    except KBError as exc:  # names the folder and how to build it
+        raise ValueError(str(exc)) from exc
+    try:
+        chunks = [chunk for chunk, *_ in kb.catalog.iter_chunks()]
+        lexicon = kb.lexicon
+    finally:
+        kb.close()
+    if not chunks:
+        raise ValueError(f"{kb_dir}: the KB holds no chunk; ingest the shop's documents first")
+    rng = random.Random(seed)
+    split: dict[str, list[TextPair]] = {"train": [], "valid": []}
+    counts = {"documents": 0, "train": 0, "valid": 0, **dict.fromkeys(KINDS, 0)}
+
+    def add(kind: str, doc_id: str, anchor: str, positive: str) -> None:
+        part = split_of_document(doc_id)
+        split[part].append(TextPair(anchor, positive, False, KB_SOURCE))
+        counts[part] += 1
+        counts[kind] += 1
+
+    by_doc: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_doc.setdefault(chunk.doc_id, []).append(chunk)
+    counts["documents"] = len(by_doc)
+    for doc_id, doc_chunks in by_doc.items():
+        for kind, anchor, positive in _pairs_of(doc_chunks, lexicon, rng):
+            add(kind, doc_id, anchor, positive)
+    by_id = {chunk.chunk_id: chunk for chunk in chunks}
+    for question, chunk_id in rated_questions(Path(kb_dir)):
+        if (cited := by_id.get(chunk_id)) is not None:  # a chunk deleted since is no pair
+            add("rated", cited.doc_id, question, embedding_text(cited, lexicon))
+    return split, counts
+
+
+def rated_questions(kb_dir: Path) -> list[tuple[str, str]]:
+    """(question, first cited chunk id) of the answered rounds whose latest rating is +1, of every
+    tenant (a tenant shares the KB, and its questions teach the KB's model), oldest first, each
+    question once."""
+    if not (kb_dir / EXPERIENCE_FILE).exists():
+        return []
+    store = ExperienceStore.for_kb(kb_dir)
+    try:
+        rounds = store.rounds()
+    finally:
+        store.close()
+    rated = [(r.question, r.cited_ids[0]) for r in rounds if r.rating == 1 and not r.refused and r.cited_ids]
+    return list(dict.fromkeys(rated))
+
+
+def _pairs_of(chunks: list[Chunk], lexicon: Lexicon, rng: random.Random) -> Iterator[tuple[str, str, str]]:
+    """(kind, query, passage) of one document's chunks, in the KB's order."""
+    title = chunks[0].title.strip()
+    is_faq = chunks[0].doc_type == "faq" or bool(_QUESTION_TITLE.search(title))
+    if is_faq and chunks[0].text.strip():
+        yield "faq", title, chunks[0].text.strip()
+    for chunk in chunks:
+        section = chunk.section.strip()
+        if not is_faq and title and section and section not in _NOT_HEADINGS and section != title:
+            # the chunk opens with its heading (`防水性能：…`): the body alone, or the pair is a copy
+            yield "heading", f"{title} {section}", chunk.text.removeprefix(f"{section}：")
+        sentences = [s for s in split_sentences(chunk.text) if _MIN_SENTENCE <= len(s) <= _MAX_SENTENCE]
+        rng.shuffle(sentences)
+        asked = (q for s in sentences if (q := masked_question(s, rng)))
+        passage = embedding_text(chunk, lexicon)
+        for question in islice(asked, MASKED_PER_CHUNK):
+            yield "masked", question, passage
+
+
+def kb_manifest_entry(kb_dir: Path, counts: dict[str, int]) -> dict:
+    """The manifest's `sources.kb`: which KB, what it gave, under which licence."""
+    return {"kind": KB_SOURCE, "licence": KB_LICENCE, "commercial": True, "kb": str(kb_dir), **counts}
