@@ -21,6 +21,7 @@ its cited document), so no document's pairs straddle train and valid.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 from collections.abc import Iterator
@@ -123,6 +124,27 @@ def _pairs_of(chunks: list[Chunk], lexicon: Lexicon, rng: random.Random) -> Iter
         passage = embedding_text(chunk, lexicon)
         for question in islice(asked, MASKED_PER_CHUNK):
             yield "masked", question, passage
+
+
+def frozen_kb_pairs(
+    kb_dir: Path, saved: Path, seed: int, resume: bool
+) -> tuple[dict[str, list[TextPair]], dict[str, int]]:
+    """The KB's pairs as a run first read them: made and written to `saved` on a fresh run, read back
+    from it on a resumed one (a resumed run's data position counts in the list it started with)."""
+    if resume and saved.exists():
+        stored = [json.loads(line) for line in saved.read_text(encoding="utf-8").splitlines() if line.strip()]
+        counts = stored[0]["counts"]
+        split: dict[str, list[TextPair]] = {"train": [], "valid": []}
+        for row in stored[1:]:
+            split[row["split"]].append(TextPair(row["anchor"], row["positive"], False, KB_SOURCE))
+        return split, counts
+    split, counts = kb_pairs(kb_dir, seed)
+    rows: list[dict] = [{"counts": counts}]
+    rows += [{"split": part, "anchor": p.anchor, "positive": p.positive} for part in split for p in split[part]]
+    temporary = saved.with_name(saved.name + ".tmp")
+    temporary.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    temporary.replace(saved)
+    return split, counts
 
 
 def kb_manifest_entry(kb_dir: Path, counts: dict[str, int]) -> dict:

