@@ -391,9 +391,16 @@ class KnowledgeBase:
         self.catalog.close()
 
 
-def remove_kb(kb_dir: Path, token: str | None = None) -> None:
-    """Delete a KB folder and, when its vectors are on a Milvus server, its collection there: the
-    folder's kb.json is the only record of which collection is the KB's."""
+# What ingest builds from the documents, and all `ingest --reindex` drops: the rest of a KB folder is the
+# shop's (config.yaml with its thresholds, sessions, traces, the experience store with its customers' ratings)
+# and stays, whatever the index is rebuilt with.
+INDEX_PATTERNS = (MANIFEST, "catalog.sqlite*", "milvus.db*", ".milvus.db*", "bm25", "dense")
+
+
+def drop_index(kb_dir: Path, token: str | None = None) -> None:
+    """Delete what ingest built in a KB folder (INDEX_PATTERNS) and, when its vectors are on a Milvus
+    server, its collection there: the folder's kb.json is the only record of which collection is the
+    KB's. The shop's own files beside the index stay."""
     try:
         manifest = json.loads((kb_dir / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -401,7 +408,12 @@ def remove_kb(kb_dir: Path, token: str | None = None) -> None:
     uri = manifest.get("milvus_uri") or ""
     if "://" in uri:
         drop_server_collection(uri, manifest.get("collection", "chunks"), token)
-    shutil.rmtree(kb_dir)
+    for pattern in INDEX_PATTERNS:
+        for entry in kb_dir.glob(pattern):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink(missing_ok=True)
 
 
 def _drop_older_snapshots(current: Path, pattern: str) -> None:

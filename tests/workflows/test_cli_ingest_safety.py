@@ -5,6 +5,8 @@ printed an empty table. Each runs the real command on a copy of the demo KB."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -12,7 +14,7 @@ from typer.testing import CliRunner
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.settings import get_settings
 from citescope.workflows.cli import app
-from tests.conftest import DEMO_DIR
+from tests.conftest import DEMO_DIR, REPO
 from tests.support.hostile import copy_kb
 
 
@@ -92,7 +94,10 @@ def test_max_file_mb_names_the_file_and_the_limit(tmp_path):
         (["--max-prune-share", "1.5"], "error: --max-prune-share: must be a share between 0 and 1 (got 1.5)"),
         (["--max-file-mb", "0"], "error: --max-file-mb: must be a positive number of megabytes (got 0)"),
         (["--max-file-mb", "inf"], "error: --max-file-mb: must be a positive number of megabytes (got inf)"),
-        (["--dry-run", "--reindex"], "error: --dry-run: cannot be combined with --reindex (which drops the KB)"),
+        (
+            ["--dry-run", "--reindex"],
+            "error: --dry-run: cannot be combined with --reindex (which drops the index)",
+        ),
     ],
 )
 def test_bad_ingest_options_are_named(tmp_path, args, named):
@@ -113,3 +118,31 @@ def test_a_bad_setting_in_the_environment_is_named(tmp_path):
         app, ["ingest", str(DEMO_DIR / "faq.jsonl"), "--kb", str(tmp_path / "kb"), "--prune"]
     )
     assert _error_line(shown) == "error: CITESCOPE_MAX_PRUNE_SHARE: input should be less than or equal to 1, got '2'"
+
+
+def test_reindex_rebuilds_the_index_and_keeps_the_shops_settings_and_ratings(demo_kb, tmp_path_factory):
+    """`--reindex` deleted the whole KB folder: the threshold the shop set in config.yaml and its
+    customers' conversations, traces and ratings went with the index. (In a process of its own, as the
+    command runs: Milvus Lite keeps a deleted store's files open in the process that used it.)"""
+    from citescope.workflows.experience import ExperienceRound, ExperienceStore
+
+    kb = copy_kb(demo_kb, tmp_path_factory, "reindex")
+    (kb / "config.yaml").write_text("refusal_threshold: 0.3\n", encoding="utf-8")
+    store = ExperienceStore.for_kb(kb)
+    store.log(ExperienceRound(trace_id="t1", question="XZ-3000 充电宝多少钱？", arm="a", cited_ids=["c#1"]))
+    store.add_feedback("t1", 1)
+    store.close()
+    kept = {p.name: p.read_bytes() for p in kb.iterdir() if p.is_file() and p.name.startswith(("config", "experience"))}
+    (kb / "bm25" / "stale.npz").write_bytes(b"")  # what the old index held goes with it
+    command = ["ingest", str(DEMO_DIR), "--kb", str(kb), "--reindex", "--no-self-calibrate", "--json"]
+    shown = subprocess.run([sys.executable, "run.py", *command], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout.strip().splitlines()[-1])["added"] == 156  # built anew, every document
+    assert kb_state(kb)[0] == 156 and not (kb / "bm25" / "stale.npz").exists()
+    assert {name: (kb / name).read_bytes() for name in kept} == kept
+    store = ExperienceStore.for_kb(kb)
+    try:
+        round_ = store.get("t1")
+        assert round_ is not None and round_.rating == 1 and round_.cited_ids == ["c#1"]
+    finally:
+        store.close()

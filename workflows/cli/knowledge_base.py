@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from citescope.knowledge.kb import KnowledgeBase, remove_kb
+from citescope.knowledge.kb import KnowledgeBase, drop_index
 from citescope.knowledge.prune_guard import PruneRefused
 from citescope.knowledge.schema import check_doc_type
 from citescope.knowledge.settings import get_settings
@@ -42,7 +42,11 @@ def ingest(
     max_file_mb: float = typer.Option(
         None, "--max-file-mb", help="skip files larger than this many MB (default 10, or CITESCOPE_MAX_FILE_MB)"
     ),
-    reindex: bool = typer.Option(False, help="drop the KB and build it again (e.g. after changing embedder)"),
+    reindex: bool = typer.Option(
+        False,
+        help="drop the KB's index and build it again (e.g. after changing embedder); its config, sessions, "
+        "traces and ratings stay",
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
     doc_type: str = typer.Option(
         None,
@@ -70,10 +74,10 @@ def ingest(
     if max_file_mb is not None and not 0 < max_file_mb < float("inf"):
         fail(f"--max-file-mb: must be a positive number of megabytes (got {max_file_mb:g})")
     if dry_run and reindex:
-        fail("--dry-run: cannot be combined with --reindex (which drops the KB)")
+        fail("--dry-run: cannot be combined with --reindex (which drops the index)")
 
     if reindex and kb.exists():
-        remove_kb(kb, get_settings().milvus_token)
+        drop_index(kb, get_settings().milvus_token)
     base = open_kb(kb, create=not dry_run)
     if max_file_mb is not None:
         base.settings = base.settings.model_copy(update={"max_file_mb": max_file_mb})
