@@ -14,13 +14,12 @@ retriever should rank first, read from a KB `run.py ingest` built:
   down says what is wrong, not what is right, and is left out).
 
 What trains is what the KB holds: question files beside the documents are never ingested. A
-document goes to `valid` when a hash of its id falls in the first VALID_PERCENT (a rated round by
-its cited document), so no document's pairs straddle train and valid.
+document's pairs (and a rated round, by its cited document) go to `valid` when a hash of its id falls
+in the first 5% (`pair_data.split_of_title`), so no document straddles train and valid.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
@@ -38,7 +37,7 @@ from citescope.knowledge.settings import get_settings
 from citescope.knowledge.text import split_sentences
 from citescope.workflows.experience import FILE_NAME as EXPERIENCE_FILE
 from citescope.workflows.experience import ExperienceStore
-from citescope.workflows.training.pair_data import VALID_PERCENT, TextPair
+from citescope.workflows.training.pair_data import TextPair, split_of_title
 
 KB_SOURCE = "kb"
 KB_LICENCE = "the shop's own documents and customers' rated questions (its own to train on)"
@@ -47,11 +46,6 @@ MASKED_PER_CHUNK = 2  # masked questions per chunk: a long page gives more pairs
 _MIN_SENTENCE, _MAX_SENTENCE = 8, 120  # as self_probes: a real sentence, not a fragment or a table
 _QUESTION_TITLE = re.compile(r"[？?]\s*$")
 _NOT_HEADINGS = frozenset({"SKU", SKU_OVERVIEW_SECTION})  # table rows and generated summaries: no heading
-
-
-def split_of_document(doc_id: str) -> str:
-    digest = hashlib.sha1(doc_id.encode("utf-8")).digest()
-    return "valid" if int.from_bytes(digest[:4], "big") % 100 < VALID_PERCENT else "train"
 
 
 def kb_pairs(kb_dir: Path, seed: int = 0) -> tuple[dict[str, list[TextPair]], dict[str, int]]:
@@ -73,7 +67,7 @@ def kb_pairs(kb_dir: Path, seed: int = 0) -> tuple[dict[str, list[TextPair]], di
     counts = {"documents": 0, "train": 0, "valid": 0, **dict.fromkeys(KINDS, 0)}
 
     def add(kind: str, doc_id: str, anchor: str, positive: str) -> None:
-        part = split_of_document(doc_id)
+        part = split_of_title(doc_id)  # the hash that splits CMRC's articles, on the document's id
         split[part].append(TextPair(anchor, positive, False, KB_SOURCE))
         counts[part] += 1
         counts[kind] += 1

@@ -12,7 +12,8 @@ import pytest
 from citescope.knowledge.ingest import embedding_text
 from citescope.workflows.assistant import Assistant
 from citescope.workflows.experience import ExperienceStore
-from citescope.workflows.training.kb_pair_data import KB_SOURCE, kb_pairs, split_of_document
+from citescope.workflows.training.kb_pair_data import KB_SOURCE, kb_pairs
+from citescope.workflows.training.pair_data import split_of_title
 from tests.conftest import ingested_kb
 
 FAQ = [
@@ -85,7 +86,7 @@ def test_an_answer_rated_up_pairs_its_question_with_the_chunk_it_cited(shop_kb, 
         assert counts["rated"] == 1 and [(p.anchor, p.positive) for p in rated] == [
             ("可以发顺丰吗", embedding_text(cited, lexicon))
         ]
-        assert rated[0] in split[split_of_document(cited.doc_id)]
+        assert rated[0] in split[split_of_title(cited.doc_id)]
     finally:  # the module's KB serves the other test without these rounds
         (kb_dir / "experience.sqlite").unlink()
         for extra in kb_dir.glob("experience.sqlite-*"):
@@ -105,7 +106,7 @@ def test_a_rounds_citations_are_kept_and_an_older_store_gains_the_column(tmp_pat
 
 
 def test_a_documents_pairs_stay_on_one_side_and_a_folder_without_a_kb_is_named(tmp_path):
-    shares = [split_of_document(f"faq-{i}") for i in range(2000)]
+    shares = [split_of_title(f"faq-{i}") for i in range(2000)]
     assert 0.02 < shares.count("valid") / len(shares) < 0.08
     with pytest.raises(ValueError, match=f"no knowledge base at {tmp_path}"):
         kb_pairs(tmp_path)
