@@ -37,7 +37,7 @@ from citescope.knowledge.text import split_sentences
 
 ProbeKind = Literal["masked", "held_out", "sibling"]
 # sections that are table rows or generated summaries, not a heading a shopper would ask by
-_NOT_HEADINGS = frozenset({"SKU", SKU_OVERVIEW_SECTION})
+NOT_HEADINGS = frozenset({"SKU", SKU_OVERVIEW_SECTION})
 _MIN_SENTENCE, _MAX_SENTENCE = 8, 120  # a masked question's sentence: a real one, not a fragment
 _MASKED_PER_DOC = 4
 _MIN_CLAUSE = 10  # a clause shorter than this takes the one before it too (由谁接任 alone names nothing)
@@ -124,11 +124,16 @@ def _documents(chunks: list[Chunk]) -> list[_Doc]:
 
 def _masked_of(doc: _Doc, rng: random.Random) -> list[Probe]:
     """A few masked questions of the document's sentences, in a seeded order."""
-    sentences = [s for c in doc.chunks for s in split_sentences(c.text) if _MIN_SENTENCE <= len(s) <= _MAX_SENTENCE]
+    sentences = [s for c in doc.chunks for s in askable_sentences(c.text)]
     rng.shuffle(sentences)
     # a few per document: the probes spread over documents first, and tagging every sentence of a big KB costs
     masked = (_masked(s, rng) for s in sentences[:_MASKED_PER_DOC])
     return [Probe(m[0], "masked", doc.doc_id, answerable=True, stated=m[1]) for m in masked if m]
+
+
+def askable_sentences(text: str) -> list[str]:
+    """The text's sentences a masked question can be made of: real ones, not fragments or table rows."""
+    return [s for s in split_sentences(text) if _MIN_SENTENCE <= len(s) <= _MAX_SENTENCE]
 
 
 def _compact(text: str) -> str:
@@ -205,7 +210,7 @@ def _sibling_of(own: _Doc, docs: list[_Doc], rng: random.Random) -> Probe | None
         and own.title not in d.title
     ]
     siblings = list({d.title: d for d in siblings}.values())  # one choice per name, however many documents
-    sections = own.sections() - _NOT_HEADINGS - {own.title}
+    sections = own.sections() - NOT_HEADINGS - {own.title}
     # a section's chunk may open with its heading as a label (产地：福建泉州): that is the section
     topics = [(s, False) for s in sorted(sections)] + [(label, True) for label in sorted(own.labels() - sections)]
     if not siblings or not topics:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import typer
 
-from citescope.knowledge.kb import MANIFEST as KB_MANIFEST
+from citescope.knowledge.kb import KBError, KnowledgeBase
+from citescope.knowledge.settings import get_settings
 from citescope.workflows.cli.common import REPO, fail
 
 train_app = typer.Typer(no_args_is_help=True, help="Train the reader's models (needs: pip install -e '.[train]')")
@@ -58,8 +59,11 @@ def train_pairs_command(
     names = list(COMMERCIAL_DEFAULT) if sources is None else [p.strip() for p in sources.split(",") if p.strip()]
     if not names and kb is None:
         fail("--sources '': no shared source, so name a shop's KB with --kb")
-    if kb is not None and not (kb / KB_MANIFEST).is_file():
-        fail(f"--kb: no knowledge base at {kb} (run: python run.py ingest PATH --kb {kb})")
+    if kb is not None:
+        try:  # the KB's own check and message, before torch loads
+            KnowledgeBase(kb, get_settings(kb_dir=kb)).close()
+        except KBError as exc:
+            fail(f"--kb: {exc}")
     try:
         if names:
             choose_sources(names, research)

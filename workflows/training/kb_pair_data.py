@@ -27,14 +27,12 @@ from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 
-from citescope.agents.self_probes import masked_question
-from citescope.knowledge.chunking import SKU_OVERVIEW_SECTION
+from citescope.agents.self_probes import NOT_HEADINGS, askable_sentences, masked_question
 from citescope.knowledge.ingest import embedding_text
 from citescope.knowledge.kb import KBError, KnowledgeBase
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.schema import Chunk
 from citescope.knowledge.settings import get_settings
-from citescope.knowledge.text import split_sentences
 from citescope.workflows.experience import FILE_NAME as EXPERIENCE_FILE
 from citescope.workflows.experience import ExperienceStore
 from citescope.workflows.training.pair_data import TextPair, split_of_title
@@ -43,9 +41,7 @@ KB_SOURCE = "kb"
 KB_LICENCE = "the shop's own documents and customers' rated questions (its own to train on)"
 KINDS = ("faq", "heading", "masked", "rated")
 MASKED_PER_CHUNK = 2  # masked questions per chunk: a long page gives more pairs, each chunk a few
-_MIN_SENTENCE, _MAX_SENTENCE = 8, 120  # as self_probes: a real sentence, not a fragment or a table
 _QUESTION_TITLE = re.compile(r"[？?]\s*$")
-_NOT_HEADINGS = frozenset({"SKU", SKU_OVERVIEW_SECTION})  # table rows and generated summaries: no heading
 
 
 def kb_pairs(kb_dir: Path, seed: int = 0) -> tuple[dict[str, list[TextPair]], dict[str, int]]:
@@ -109,10 +105,10 @@ def _pairs_of(chunks: list[Chunk], lexicon: Lexicon, rng: random.Random) -> Iter
         yield "faq", title, chunks[0].text.strip()
     for chunk in chunks:
         section = chunk.section.strip()
-        if not is_faq and title and section and section not in _NOT_HEADINGS and section != title:
+        if not is_faq and title and section and section not in NOT_HEADINGS and section != title:
             # the chunk opens with its heading (`防水性能：…`): the body alone, or the pair is a copy
             yield "heading", f"{title} {section}", chunk.text.removeprefix(f"{section}：")
-        sentences = [s for s in split_sentences(chunk.text) if _MIN_SENTENCE <= len(s) <= _MAX_SENTENCE]
+        sentences = askable_sentences(chunk.text)
         rng.shuffle(sentences)
         asked = (q for s in sentences if (q := masked_question(s, rng)))
         passage = embedding_text(chunk, lexicon)
