@@ -79,7 +79,12 @@ class _Doc:
 
     def labels(self) -> set[str]:
         """The labels of its labelled lines (`血型：AB型`), the page's own fields."""
-        return {m.group(1) for c in self.chunks for m in _LABELLED_LINE.finditer(c.text)} - {self.title}
+        return {label for c in self.chunks for label in field_labels(c.text)} - {self.title}
+
+
+def field_labels(text: str) -> list[str]:
+    """The labels of a text's labelled lines (`血型：AB型` -> 血型)."""
+    return [m.group(1) for m in _LABELLED_LINE.finditer(text)]
 
 
 def make_probes(chunks: list[Chunk], seed: int = 0, max_probes: int = 200) -> list[Probe]:

@@ -27,6 +27,7 @@ from typing import Any
 
 from citescope.agents import conflicts as conflict_check
 from citescope.agents.answerer import ExtractiveAnswerer, LLMAnswerer
+from citescope.agents.aspects import kb_aspects
 from citescope.agents.budget import BudgetTracker, DeadlinePassed
 from citescope.agents.claim_reader import ClaimReader
 from citescope.agents.conflicts import Conflict
@@ -195,7 +196,11 @@ class QAPipeline:
             claim_reject_above=config.claims_reject_above,
         )
         extractive = ExtractiveAnswerer(
-            lexicon=lexicon, inspector=inspector, shop=kb.shop, rule_packs=config.rule_packs
+            lexicon=lexicon,
+            inspector=inspector,
+            shop=kb.shop,
+            rule_packs=config.rule_packs,
+            aspects=kb_aspects(kb.all_chunks()),
         )
         self.refusals = RefusalTexts.load()
         compliance = SensitiveWordFilter.for_config(config, kb.dir)  # None when off
@@ -404,6 +409,7 @@ class QAPipeline:
                     retrieved.overview,
                     conversation=conversation,
                     doubtful=verdict.doubtful,
+                    siblings=ranking.siblings,
                 )
                 draft = await self._answer_and_inspect(answering, result, run)
             said = run.streaming.said if run.streaming is not None else None

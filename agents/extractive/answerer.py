@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from citescope.agents.citations import (
@@ -74,14 +74,17 @@ class ExtractiveAnswerer:
         inspector: Inspector | None = None,
         shop: ShopProfile | None = None,
         rule_packs: Iterable[str] = (),
+        aspects: Iterable[str] = (),
     ):
         """shop: the KB's shop profile, whose delivery zones are the documents' words for the places
         a question names (knowledge/crosslingual.py). rule_packs: the opt-in packs of question rules
-        the KB turns on (its config's `rule_packs`; agents/question_cues.yaml): none for a shop."""
+        the KB turns on (its config's `rule_packs`; agents/question_cues.yaml): none for a shop. aspects:
+        the KB's shared headings and field labels (agents/aspects.py): a question naming one is answered
+        only by what is said under it."""
         self.lexicon = lexicon
         self.max_sentences = max_sentences
         self.inspector = inspector or Inspector(lexicon=lexicon)
-        self.reader = QuestionReader(lexicon, shop, question_rules(frozenset(rule_packs)))
+        self.reader = QuestionReader(lexicon, shop, question_rules(frozenset(rule_packs)), aspects)
         self.products = ProductAnswers(self.reader.tokens, self.reader.canonical)
         self._refusal = load_prompt("refusal").strip()  # read once: every answer is compared with it
 
@@ -106,6 +109,7 @@ class ExtractiveAnswerer:
         advice: SizeAdvice | None = None,
         overview: Sequence[str] = (),
         doubtful: bool = False,
+        siblings: Collection[str] = (),
     ) -> str:
         """An answer whose every factual sentence ends in 【chunk_id】, or the fixed refusal.
 
@@ -116,7 +120,9 @@ class ExtractiveAnswerer:
         `doubtful` (the gate's best score is in the KB's hedging band): an answer that would open with
         "根据现有资料" is the refusal instead: such guesses were right 0 of 34 times on a records KB (#44).
         An English answer's hedge says the words could not be matched across languages, not that the
-        evidence is doubtful, so it is given as before.
+        evidence is doubtful, so it is given as before. `siblings`: the evidence about a sibling of the
+        entity the question names (the rank stage's, agents/entity_scope.py), whose sentences answer
+        nothing: 极岚 听澜X3's battery is no answer about 风行 逐光X3's (#44).
         """
         profile = self._profile(question, evidence)
         banned: set[str] = set()
@@ -155,7 +161,8 @@ class ExtractiveAnswerer:
         # read off the product tables: a worked-out size, the rows of named sizes, all variants at once
         prices_other = self.products.prices_something_else(profile, evidence)
         from_tables = self.products.run(profile, evidence, banned, advice, overview, prices_other=prices_other)
-        skipped = set(disclosed_chunks)  # chunks not quoted as sentences: disclosed already, or no answer
+        # chunks not quoted as sentences: disclosed already, about a sibling, or no answer
+        skipped = set(disclosed_chunks) | set(siblings)
         if not from_tables and prices_other:
             # a price of something of the product's (补一只耳机, 保修期外维修): its SKU rows' price is not it
             skipped |= {hit.chunk_id for hit in evidence if hit.section == "SKU"}

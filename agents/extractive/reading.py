@@ -4,8 +4,10 @@ the relation, time or amount it asks about (agents/question_cues.py), with the s
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from citescope.agents.aspects import asked_aspects
 from citescope.agents.inspector import Facts, facts_of
 from citescope.agents.inspector import asked_units as asked_units_of  # profile's local is called asked_units
 from citescope.agents.question_cues import (
@@ -76,6 +78,9 @@ class QuestionProfile:
     editions: set[tuple[str, int]] = field(default_factory=set)  # editions it names (十三届五次会议)
     events: set[tuple[str, str]] = field(default_factory=set)  # men's / women's events it names (男单)
     rules_fired: list[str] = field(default_factory=list)  # ids of the rules that read it (agents/question_cues.yaml)
+    # the KB's aspects it names (保修 of XZ-2000保修多久; agents/aspects.py): a sentence answers it only under
+    # that heading or label, or saying the word
+    aspects: set[str] = field(default_factory=set)
 
     @property
     def focus_head(self) -> str:
@@ -90,14 +95,20 @@ class QuestionReader:
     evidence sentence is tokenized once per question), its canonical form, and questions."""
 
     def __init__(
-        self, lexicon: Lexicon | None = None, shop: ShopProfile | None = None, rules: QuestionRules | None = None
+        self,
+        lexicon: Lexicon | None = None,
+        shop: ShopProfile | None = None,
+        rules: QuestionRules | None = None,
+        aspects: Iterable[str] = (),
     ):
         """shop: the KB's shop profile, whose delivery zones word the places a question names. rules: the
-        question rules of the packs the KB turns on (default: the core pack alone, as for a shop)."""
+        question rules of the packs the KB turns on (default: the core pack alone, as for a shop).
+        aspects: the KB's shared headings and field labels (agents/aspects.py `kb_aspects`)."""
         self.lexicon = lexicon
         self.shop = shop
         self.rules = rules or question_rules()
         self._token_cache: dict[str, list[str]] = {}
+        self.aspects = frozenset(self.canonical(a).lower() for a in aspects)
         # the shop's own names (brands, product lines, aliases' targets), lower-case
         self.named_things = frozenset(t.lower() for t in lexicon.all_terms()) if lexicon is not None else frozenset()
 
@@ -170,6 +181,7 @@ class QuestionReader:
             # a kind of value or a relation asked (多少钱, 在哪里) says what answers instead
             focus=None if asked_units or asked_words or relations else asked_focus(canonical, self.rules),
             rules_fired=self.rules.fired(canonical, _TRACED_PATTERNS),
+            aspects=asked_aspects(terms, self.aspects, self.named_things),
         )
 
 

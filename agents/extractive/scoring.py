@@ -175,6 +175,13 @@ def scored_candidates(
             + 0.05 * (not in_users_voice(hit.doc_type, hit.authority))
             + 0.05 * (day_number(hit.updated_at) == newest)
         )
+        # An aspect the question names (保修 of XZ-2000保修多久) that is not in the title is asked for: a
+        # sentence under that heading or label, or saying it, answers; the page's other facts do not
+        required = {a for a in question.aspects if not has_term(title, a)}
+        # the question's words that hold an aspect (保修期) or are part of one (简介 of 商品简介): matching them
+        # is matching the aspect
+        aspect_terms = {t for t in question.terms if any(a in t or t in a for a in required)}
+        heading = reader.canonical(hit.section).lower()
         # Evidence that never names the year asked about is about another year.
         wrong_year = bool(question.years) and not question.years & set(YEAR.findall(f"{hit.title} {hit.text}"))
         for sentence in split_sentences(hit.text):
@@ -286,6 +293,11 @@ def scored_candidates(
                 and not other_edition_only
                 and not other_event
                 and not off_topic
+                and not (
+                    required
+                    and not asked - aspect_terms  # another word asked (透湿 of 防水透湿量) puts it on topic
+                    and not any(has_term(heading, a) or has_term(searched, a) for a in required)
+                )
                 and not (unfocused and not defines)
                 and (names_a_time or not question.asks_when)
                 and (not question.asks_amount or states_amount(canonical, question.text))

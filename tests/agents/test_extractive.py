@@ -1022,3 +1022,16 @@ def test_an_faq_replys_opening_yes_or_no_answers_only_a_yes_or_no_question():
     assert how.startswith("仅限企业申请【faq-6#body-0】") and "可以" not in how
     assert answerer.run("能开增值税专用发票吗", [invoice]).startswith("可以，仅限企业申请")
     assert "open_question" in answerer.rules_fired("我的积分什么时候会过期", [expiry])
+
+
+def test_evidence_about_a_sibling_of_the_entity_asked_answers_nothing():
+    """The rank stage names the chunks about a sibling (agents/entity_scope.py); the model number shared
+    by both titles (X3) kept 极岚 听澜X3's sheet on topic for a question about 风行 逐光X3."""
+    answerer = ExtractiveAnswerer()
+    question = "风行 逐光X3的电池容量是多少？"
+    own = hit("spec-1#body-0", "风行 逐光X3 无线降噪耳机", "型号：逐光X3\n续航：26小时")
+    other = hit("spec-2#body-0", "极岚 听澜X3 头戴式耳机", "型号：听澜X3\n电池容量：320mAh")
+    assert "320mAh" in answerer.run(question, [own, other])
+    assert answerer.run(question, [own, other], siblings={"spec-2#body-0"}) == answerer.refusal()
+    # what it asks of its own entity is answered as before
+    assert "26小时" in answerer.run("风行 逐光X3的续航多久？", [own, other], siblings={"spec-2#body-0"})

@@ -594,3 +594,75 @@ def test_a_question_in_traditional_characters_is_answered_in_them_from_the_simpl
     assert "299.00元" in pipeline.run("星擇XZ-3000充電寶多少錢？").answer
     refused = pipeline.run("你們有實體店嗎？")
     assert refused.refused and refused.answer == in_traditional(pipeline.refusals.plain) != pipeline.refusals.plain
+
+
+def test_a_heading_the_products_share_that_this_page_lacks_is_refused_not_answered_by_its_other_facts(
+    tmp_path_factory,
+):
+    """保修 is a heading of every charger page here (agents/aspects.py): a page without it is not
+    answered with its charging time, which is the only duration it states."""
+    from tests.conftest import ingested_kb
+
+    folder = tmp_path_factory.mktemp("aspects-shop")
+    pages = folder / "products"
+    pages.mkdir()
+    for name in ("p-xz2000.md", "p-xz3000.md", "p-xz-c65.md"):
+        text = (DEMO_DIR / "products" / name).read_text(encoding="utf-8")
+        if name == "p-xz2000.md":  # its warranty section left out
+            head, _, tail = text.partition("## 保修")
+            text = head + tail.partition("\n## ")[2]
+            assert "保修" not in text
+        (pages / name).write_text(text, encoding="utf-8")
+    kb, _ = ingested_kb(folder / "kb", [pages])
+    pipeline = QAPipeline(kb, PipelineConfig.load(kb.dir, environ={})).warm_up()
+    try:
+        lacking = pipeline.run("星择XZ-2000充电宝保修多久？")
+        assert lacking.refused, lacking.answer
+        stated = pipeline.run("星择XZ-3000充电宝保修多久？")
+        assert not stated.refused and "保修" in stated.answer, stated.answer
+        assert {c.doc_id for c in stated.citations} == {"prod-xz3000"}
+    finally:
+        pipeline.close()
+        kb.close()
+
+
+SPEC_SHEETS = [  # one template, siblings sharing a model number's letters (X3) across brands and series
+    {
+        "doc_id": "spec-1",
+        "title": "风行 逐光X3 无线降噪耳机",
+        "text": "风行 逐光X3 无线降噪耳机是风行逐光系列的一款无线降噪耳机。\n型号：逐光X3\n续航：26小时"
+        "\n充电接口：Type-C",
+    },
+    {
+        "doc_id": "spec-2",
+        "title": "极岚 听澜X3 头戴式耳机",
+        "text": "极岚 听澜X3 头戴式耳机是极岚听澜系列的一款头戴式耳机。\n型号：听澜X3\n续航：58小时\n电池容量：320mAh",
+    },
+    {
+        "doc_id": "spec-3",
+        "title": "声悦 逐光X5 运动蓝牙耳机",
+        "text": "声悦 逐光X5 运动蓝牙耳机是声悦逐光系列的一款运动蓝牙耳机。\n型号：逐光X5\n续航：20小时"
+        "\n电池容量：450mAh",
+    },
+]
+
+
+def test_a_siblings_fact_is_no_answer_about_the_entity_asked(tmp_path_factory):
+    """风行 逐光X3's sheet has no battery capacity; 极岚 听澜X3's has one. The answer stage quoted it
+    (the model number matched) before it read the rank stage's siblings (agents/entity_scope.py)."""
+    from tests.conftest import ingested_kb
+
+    folder = tmp_path_factory.mktemp("spec-sheets")
+    corpus = folder / "specs.jsonl"
+    corpus.write_text("\n".join(json.dumps(doc, ensure_ascii=False) for doc in SPEC_SHEETS) + "\n", encoding="utf-8")
+    kb, _ = ingested_kb(folder / "kb", [corpus])
+    pipeline = QAPipeline(kb, PipelineConfig.load(kb.dir, environ={"CITESCOPE_REFUSAL_THRESHOLD": "0"})).warm_up()
+    try:
+        lacking = pipeline.run("风行 逐光X3的电池容量是多少？")
+        assert lacking.refused and lacking.refusal_reason == "no_supported_answer", lacking.answer
+        assert "320mAh" not in lacking.answer
+        stated = pipeline.run("极岚 听澜X3的电池容量是多少？")
+        assert "320mAh" in stated.answer and {c.doc_id for c in stated.citations} == {"spec-2"}, stated.answer
+    finally:
+        pipeline.close()
+        kb.close()

@@ -36,6 +36,7 @@ class AnswerInput:
     reason: str = "first model of the route"  # why that model (the route's trace)
     conversation: str = NONE_TEXT  # the 【对话上下文】 a model reads (agents/conversation.py)
     doubtful: bool = False  # the gate's score is in the hedging band: the extractive answerer does not hedge there
+    siblings: frozenset[str] = frozenset()  # evidence about a sibling of the entity asked: never the extractive answer
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ class Answer:
             advice=given.advice,
             overview=given.overview,
             doubtful=given.doubtful,
+            siblings=given.siblings,
         )
         fired = self.extractive.rules_fired(analysis.question, given.evidence)
         return Draft(text, "extractive", failed, steps=steps, rules_fired=fired)

@@ -65,6 +65,9 @@ class Ranking:
     ranked: list[EvidenceHit]  # the whole pool in that order
     best_score: float | None  # what the gate reads; None: no evidence
     degradations: list[str]
+    # the pool's chunks about a sibling of the entity the question names (agents/entity_scope.py): the
+    # gate does not read them, and the extractive answerer quotes none of them as the answer
+    siblings: frozenset[str] = frozenset()
 
 
 class PairReader(Protocol):
@@ -128,6 +131,9 @@ class Rank:
         if not pairs:
             return Ranking(shown=[], ranked=[], best_score=None, degradations=[])
         degradations: list[str] = []
+        # a sibling's page of the entity the question names does not count (agents/entity_scope.py)
+        counted = counted_for_gate(given.analysis.features, [c for _, c in pairs])
+        siblings = frozenset(chunk.chunk_id for (_, chunk), keep in zip(pairs, counted, strict=True) if not keep)
         try:
             chunks = [chunk for _, chunk in pairs]
 
@@ -148,16 +154,14 @@ class Rank:
                 question = given.analysis.features.question
                 read = read_pairs(self.pair_scorer, question, chunks, per_query[0], self.pair_top_n)
             # the gate: the question's best chunk or, if higher, the best chunk of a compound question's
-            # weakest part (a short part alone, 地址在哪, matches a passage about something else too well);
-            # a sibling's page of the entity the question names does not count (agents/entity_scope.py)
-            counted = counted_for_gate(given.analysis.features, [c for _, c in pairs])
+            # weakest part (a short part alone, 地址在哪, matches a passage about something else too well)
             gate = max(best_of(read, counted), min((best_of(part, counted) for part in per_query[1:]), default=0.0))
         except DeadlinePassed:
             raise
         except Exception as exc:  # keep the skills' own calibrated scores; none -> nothing passes the gate
             degradations.append(f"final rerank failed ({type(exc).__name__}); earlier rerank scores used")
             scores = [hit.legs[RERANK_LEG].score if RERANK_LEG in hit.legs else 0.0 for hit, _ in pairs]
-            gate = best_of(scores, counted_for_gate(given.analysis.features, [c for _, c in pairs]))
+            gate = best_of(scores, counted)
         hits = [hit for hit, _ in pairs]
         scores = overviews_as_rows(hits, scores)  # raises no score above the best, so not the gate
         # on a tie the overview goes first: it and its best row share the document's slots, not two rows
@@ -196,6 +200,7 @@ class Rank:
             ranked=ranked,
             best_score=float(gate),
             degradations=degradations,
+            siblings=siblings,
         )
 
 

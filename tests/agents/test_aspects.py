@@ -1,0 +1,75 @@
+"""A KB's aspects (agents/aspects.py) and the extractive answerer reading them: a question that names a
+heading or field label several pages share is answered only by what is said under it."""
+
+from __future__ import annotations
+
+from citescope.agents.aspects import asked_aspects, kb_aspects
+from citescope.agents.extractive import ExtractiveAnswerer
+from citescope.knowledge.schema import Chunk
+from citescope.tools.base import EvidenceHit
+
+
+def page(doc_id: str, title: str, section: str, text: str, doc_type: str = "product") -> Chunk:
+    return Chunk(
+        chunk_id=f"{doc_id}#{section}-0", doc_id=doc_id, title=title, section=section, text=text, doc_type=doc_type
+    )
+
+
+SHOP = [
+    page("p-a", "星择 XZ-2000 充电宝", "保修", "1 年内提供免费保修。"),
+    page("p-a", "星择 XZ-2000 充电宝", "功能特点", "- 充电时间：充满约需 3.5 小时\n- 容量：10000mAh"),
+    page("p-a", "星择 XZ-2000 充电宝", "洗涤/保养", "请勿浸水。"),
+    page("p-b", "星择 XZ-3000 充电宝", "保修", "2 年内提供免费保修。"),
+    page("p-b", "星择 XZ-3000 充电宝", "功能特点", "- 充电时间：充满约需 4 小时"),
+    page("p-b", "星择 XZ-3000 充电宝", "洗涤/保养", "请勿挤压。"),
+    page("p-b", "星择 XZ-3000 充电宝", "包装清单", "充电宝 1 个，数据线 1 条。"),  # this page's own heading
+    page("faq-1", "保修期从哪天算？", "body", "保修：自签收之日起计算。", doc_type="faq"),  # an FAQ names no aspect
+]
+
+
+def test_shared_headings_and_field_labels_are_the_kbs_aspects():
+    aspects = kb_aspects(SHOP)
+    # a heading two pages share, each part of a joined one, a list item's label
+    assert {"保修", "功能特点", "洗涤", "保养", "充电时间"} <= aspects
+    assert "包装清单" not in aspects  # one page's heading names no kind of fact
+    assert "容量" not in aspects  # one page's label
+    assert not any("星择" in a for a in aspects)
+
+
+def test_a_question_names_an_aspect_by_a_word_that_is_or_holds_it_but_not_inside_a_shop_name():
+    assert asked_aspects(["xz-2000", "保修", "保修期"], {"保修", "产地"}) == {"保修"}
+    assert asked_aspects(["保修期"], {"保修"}) == {"保修"}
+    # the tokenizer gives 拉杆 beside 拉杆箱, a kind of product the shop names: the suitcase, not its handle
+    assert asked_aspects(["t24", "拉杆", "拉杆箱", "空箱"], {"拉杆"}, names={"拉杆箱"}) == set()
+    assert asked_aspects(["箱子", "拉杆", "结实"], {"拉杆"}, names={"拉杆箱"}) == {"拉杆"}
+
+
+def hits(chunks: list[Chunk]) -> list[EvidenceHit]:
+    return [EvidenceHit.from_chunk(chunk, 0.8 - 0.01 * i) for i, chunk in enumerate(chunks)]
+
+
+def test_an_aspect_the_page_lacks_is_not_answered_by_its_other_facts():
+    aspects = kb_aspects(SHOP)
+    without_warranty = [c for c in SHOP if c.doc_id == "p-a" and c.section != "保修"]
+    answerer = ExtractiveAnswerer(aspects=aspects)
+    # 保修多久 asks a duration; the page's only duration is a charging time, which answers nothing asked
+    assert answerer.run("星择XZ-2000充电宝保修多久？", hits(without_warranty)) == answerer.refusal()
+    # without the KB's aspects it was quoted
+    unaware = ExtractiveAnswerer()
+    assert "3.5 小时" in unaware.run("星择XZ-2000充电宝保修多久？", hits(without_warranty))
+    # with the section there, it answers from it
+    with_warranty = [c for c in SHOP if c.doc_id == "p-a"]
+    assert "1 年内提供免费保修" in answerer.run("星择XZ-2000充电宝保修多久？", hits(with_warranty))
+    # a question naming no aspect reads the page as before
+    assert "3.5 小时" in answerer.run("星择XZ-2000充满电要多久？", hits(without_warranty))
+
+
+def test_another_word_asked_beside_the_aspect_keeps_a_sentence_on_topic():
+    coat = [
+        page("p-c", "山野 峰刃 冲锋衣", "功能特点", "- 防水：面料防水指数 20000mm\n- 透气：透湿量 15000g/m²/24h"),
+        page("p-d", "山野 暖岩 夹克", "功能特点", "- 防水：表面防泼水处理\n- 透气：透湿量 8000g/m²/24h"),
+    ]
+    answerer = ExtractiveAnswerer(aspects=kb_aspects(coat))
+    # 防水 is an aspect the sentence does not say, but 透湿 is asked too and it says that
+    answer = answerer.run("山野峰刃冲锋衣的防水透湿量是多少", hits(coat[:1]))
+    assert "15000" in answer
