@@ -49,3 +49,8 @@ def asked_aspects(terms: Iterable[str], aspects: Iterable[str], names: Collectio
     terms = list(terms)
     in_names = [t for t in terms if t in names]
     return {a for a in aspects if any(a in t for t in terms) and not any(a in n and a != n for n in in_names)}
+
+
+def states_aspect(text: str, aspects: Iterable[str]) -> bool:
+    """Whether a (canonical, lower-case) heading or text says one of the aspects."""
+    return any(a in text for a in aspects)

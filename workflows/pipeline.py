@@ -228,7 +228,7 @@ class QAPipeline:
 
         self.analyse = Analyse(self.analyzer)
         self.plan = Plan(self.policy)
-        self.retrieve = Retrieve(kb, self.registry, self.reranker, toolkit_template, planner_route)
+        self.retrieve = Retrieve(kb, self.registry, self.reranker, toolkit_template, planner_route, extractive)
         self.rank = Rank(kb, self.reranker, pair_scorer, config.pair_top_n)
         self.check_conflicts = CheckConflicts(lexicon)
         self.gate = Gate()

@@ -89,6 +89,14 @@ class ExtractiveAnswerer:
         self._refusal = load_prompt("refusal").strip()  # read once: every answer is compared with it
 
     # -- entry point ----------------------------------------------------------------------
+    def asked_aspects(self, question: str) -> set[str]:
+        """The KB's aspects the question names (agents/aspects.py), as the sentence scorer reads them."""
+        return self.reader.profile(question).aspects
+
+    def canonical(self, text: str) -> str:
+        """Text as the answerer matches it: simplified, the lexicon's names, lower-case."""
+        return self.reader.canonical(text).lower()
+
     def rules_fired(self, question: str, evidence: Sequence[EvidenceHit]) -> list[str]:
         """The ids of the question rules that read the question as `run` reads it (the decision trace)."""
         return self._profile(question, evidence).rules_fired

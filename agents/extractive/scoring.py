@@ -178,9 +178,13 @@ def scored_candidates(
         # An aspect the question names (保修 of XZ-2000保修多久) that is not in the title is asked for: a
         # sentence under that heading or label, or saying it, answers; the page's other facts do not
         required = {a for a in question.aspects if not has_term(title, a)}
-        # the question's words that hold an aspect (保修期) or are part of one (简介 of 商品简介): matching them
-        # is matching the aspect
-        aspect_terms = {t for t in question.terms if any(a in t or t in a for a in required)}
+        # the question's words that hold an aspect (保修期) or are part of one (简介 of 商品简介), and the names
+        # of what it is about (XZ-2000, a review's title lacks it): saying them is not saying what is asked
+        aspect_terms = {
+            t
+            for t in question.terms
+            if any(a in t or t in a for a in required) or t in reader.named_things or model_numbers(t)
+        }
         heading = reader.canonical(hit.section).lower()
         # Evidence that never names the year asked about is about another year.
         wrong_year = bool(question.years) and not question.years & set(YEAR.findall(f"{hit.title} {hit.text}"))
@@ -266,6 +270,13 @@ def scored_candidates(
             other_event = bool(question.events) and other_gender_event(
                 question.events, gendered_events(canonical, reader.rules)
             )
+            # the aspect asked is not said, nor another word the question asks (透湿 of 防水透湿量): the
+            # sentence is about another fact of the page, off topic as another page is
+            aspect_missing = (
+                bool(required)
+                and not asked - aspect_terms
+                and not any(has_term(heading, a) or has_term(searched, a) for a in required)
+            )
             # 网民 asked, only 非网民 said: the sentence is about the others
             negated = any(_only_negated(searched, t, question.text) for t in question.terms)
             # 谁获得了金牌 is not answered by 他获得了银牌, however much else matches
@@ -293,11 +304,7 @@ def scored_candidates(
                 and not other_edition_only
                 and not other_event
                 and not off_topic
-                and not (
-                    required
-                    and not asked - aspect_terms  # another word asked (透湿 of 防水透湿量) puts it on topic
-                    and not any(has_term(heading, a) or has_term(searched, a) for a in required)
-                )
+                and not aspect_missing
                 and not (unfocused and not defines)
                 and (names_a_time or not question.asks_when)
                 and (not question.asks_amount or states_amount(canonical, question.text))
@@ -317,7 +324,7 @@ def scored_candidates(
                     entity,
                     models,
                     score,
-                    not off_topic,
+                    not off_topic and not aspect_missing,
                     row_named,
                 )
             )

@@ -73,3 +73,12 @@ def test_another_word_asked_beside_the_aspect_keeps_a_sentence_on_topic():
     # 防水 is an aspect the sentence does not say, but 透湿 is asked too and it says that
     answer = answerer.run("山野峰刃冲锋衣的防水透湿量是多少", hits(coat[:1]))
     assert "15000" in answer
+
+
+def test_a_shop_rule_that_says_the_aspect_answers_where_the_page_is_silent():
+    aspects = kb_aspects(SHOP)
+    without_warranty = [c for c in SHOP if c.doc_id == "p-a" and c.section != "保修"]
+    rule = page("policy-w", "商品保修说明", "保修期限", "未注明保修期限的，手机配件保修 1 年。", doc_type="policy")
+    evidence = [*hits(without_warranty), EvidenceHit.from_chunk(rule, 0.05)]  # ranked far below the page
+    answer = ExtractiveAnswerer(aspects=aspects).run("星择XZ-2000充电宝保修多久？", evidence)
+    assert "手机配件保修 1 年【policy-w#保修期限-0】" in answer and "3.5 小时" not in answer

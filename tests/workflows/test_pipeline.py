@@ -596,11 +596,13 @@ def test_a_question_in_traditional_characters_is_answered_in_them_from_the_simpl
     assert refused.refused and refused.answer == in_traditional(pipeline.refusals.plain) != pipeline.refusals.plain
 
 
-def test_a_heading_the_products_share_that_this_page_lacks_is_refused_not_answered_by_its_other_facts(
+def test_a_heading_the_products_share_that_this_page_lacks_is_answered_by_the_shops_rule_or_refused(
     tmp_path_factory,
 ):
-    """保修 is a heading of every charger page here (agents/aspects.py): a page without it is not
-    answered with its charging time, which is the only duration it states."""
+    """保修 and 产地 are headings of every charger page here (agents/aspects.py). A page without them is not
+    answered with its other facts (its charging time was the answer to 保修多久); the shop's warranty
+    policy, which gives pages without a 保修 section a default period, is looked up for it (the
+    retrieve stage's shop rules), and nothing states an origin, so that is refused."""
     from tests.conftest import ingested_kb
 
     folder = tmp_path_factory.mktemp("aspects-shop")
@@ -608,19 +610,27 @@ def test_a_heading_the_products_share_that_this_page_lacks_is_refused_not_answer
     pages.mkdir()
     for name in ("p-xz2000.md", "p-xz3000.md", "p-xz-c65.md"):
         text = (DEMO_DIR / "products" / name).read_text(encoding="utf-8")
-        if name == "p-xz2000.md":  # its warranty section left out
-            head, _, tail = text.partition("## 保修")
-            text = head + tail.partition("\n## ")[2]
-            assert "保修" not in text
+        if name == "p-xz2000.md":  # its warranty and origin sections left out
+            for heading in ("## 保修", "## 产地"):
+                head, _, tail = text.partition(heading)
+                text = head + (tail.partition("\n## ")[2] and "## " + tail.partition("\n## ")[2])
+            assert "保修" not in text and "产地" not in text
         (pages / name).write_text(text, encoding="utf-8")
-    kb, _ = ingested_kb(folder / "kb", [pages])
+    policies = folder / "policies"
+    policies.mkdir()
+    (policies / "warranty.md").write_text((DEMO_DIR / "policies" / "warranty.md").read_text(encoding="utf-8"))
+    kb, _ = ingested_kb(folder / "kb", [pages, policies])
     pipeline = QAPipeline(kb, PipelineConfig.load(kb.dir, environ={})).warm_up()
     try:
         lacking = pipeline.run("星择XZ-2000充电宝保修多久？")
-        assert lacking.refused, lacking.answer
+        assert not lacking.refused and "3.5 小时" not in lacking.answer, lacking.answer
+        assert {c.doc_id for c in lacking.citations} == {"policy-warranty"}, lacking.answer
+        assert "保修" in lacking.answer  # the rule for chargers or the default for pages without a period
         stated = pipeline.run("星择XZ-3000充电宝保修多久？")
-        assert not stated.refused and "保修" in stated.answer, stated.answer
-        assert {c.doc_id for c in stated.citations} == {"prod-xz3000"}
+        assert not stated.refused and {c.doc_id for c in stated.citations} == {"prod-xz3000"}, stated.answer
+        assert not any(i.startswith("policy-") for i in stated.evidence_ids)  # its page says it: no rule looked up
+        origin = pipeline.run("星择XZ-2000充电宝的产地是哪里？")
+        assert origin.refused, origin.answer
     finally:
         pipeline.close()
         kb.close()

@@ -10,10 +10,11 @@ text is not read: what counts is the evidence its tool calls gathered, and the s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from agentscope.tool import Toolkit
 
+from citescope.agents.aspects import states_aspect
 from citescope.agents.budget import BudgetTracker, RetryPolicy
 from citescope.agents.conversation import NONE_TEXT
 from citescope.agents.evidence import EvidencePool
@@ -23,11 +24,23 @@ from citescope.agents.query_analysis import QueryFeatures
 from citescope.agents.routing import ModelRoute, RouteStep, question_signals
 from citescope.knowledge.filters import SearchFilters
 from citescope.knowledge.kb import KnowledgeBase
-from citescope.tools.base import SkillContext
+from citescope.tools.base import EvidenceHit, SkillContext
 from citescope.tools.products import SizeAdvice
 from citescope.tools.registry import SkillRegistry
 from citescope.workflows.stages.analyse import Analysis, with_asked_time
 from citescope.workflows.stages.rank import Scorer
+
+
+class AspectReader(Protocol):
+    """Which of the KB's aspects a question names, and text as they are matched (the extractive answerer)."""
+
+    def asked_aspects(self, question: str) -> set[str]: ...
+
+    def canonical(self, text: str) -> str: ...
+
+
+SHOP_RULES = "shop_rules"  # what found a chunk added by `Retrieve.shop_rules` (its found_by)
+_MAX_SHOP_RULES = 4  # chunks: the rank stage picks among them
 
 
 @dataclass(frozen=True)
@@ -61,14 +74,17 @@ class Retrieve:
         reranker: Scorer,
         toolkit_template: Toolkit,
         route: ModelRoute | None = None,
+        aspects: AspectReader | None = None,
     ):
         """toolkit_template: the toolkit's schemas, parsed once at warm-up. route: the planner's
-        models, if any (agents/routing.py)."""
+        models, if any (agents/routing.py). aspects: reads the KB's aspects a question names (the
+        extractive answerer); None: no shop rules are looked up."""
         self.kb = kb
         self.registry = registry
         self.reranker = reranker
         self.toolkit_template = toolkit_template
         self.route = route
+        self.aspects = aspects
 
     def choices(self, features: QueryFeatures) -> list[PlannerChoice]:
         """The planner models this question tries, in order: from the one its signals pick on."""
@@ -110,6 +126,7 @@ class Retrieve:
         # A question about what a product is like is answered by its page's opening section.
         overview = self._openings(pool, features) if features.asks_overview else []
         pinned += overview
+        self.shop_rules(pool, features, given.analysis.question)
         return Retrieved(
             pool=pool,
             source=outcome.source,
@@ -134,6 +151,33 @@ class Retrieve:
             if chunks and chunks[0].chunk_id in gathered:
                 openings.append(chunks[0].chunk_id)
         return openings
+
+    def shop_rules(self, pool: EvidencePool, features: QueryFeatures, question: str) -> list[str]:
+        """When the question names an aspect (保修: agents/aspects.py) that no chunk of the asked product's
+        page states, the shop's rules for every product that do (the warranty policy's period for a page
+        without a 保修 section), added to the pool for the rank stage to score; their chunk ids. A lookup
+        in the catalogue, like the page openings, not a search: no tool call, no budget spent."""
+        if self.aspects is None or not features.focus_products:
+            return []
+        asked = self.aspects.asked_aspects(question)
+        products = {p.product_id for p in features.focus_products if p.product_id}
+        pages = {hit.doc_id for hit in pool.hits() if hit.product_id and hit.product_id in products}
+        if not asked or not pages:
+            return []
+        canonical = self.aspects.canonical
+        if any(states_aspect(canonical(f"{c.section} {c.text}"), asked) for p in pages for c in self.kb.chunks_of(p)):
+            return []
+        rules = [
+            chunk
+            for chunk in self.kb.all_chunks()
+            if (chunk.doc_type == "faq" or chunk.doc_type == "policy" and not chunk.product_id)
+            and states_aspect(canonical(f"{chunk.title} {chunk.section} {chunk.text}"), asked)
+        ]
+        # a rule under the aspect's heading before one that mentions it in passing
+        rules.sort(key=lambda c: not states_aspect(canonical(c.section), asked))
+        hits = [EvidenceHit.from_chunk(chunk, 0.0) for chunk in rules[:_MAX_SHOP_RULES]]
+        pool.add(SHOP_RULES, hits)
+        return [hit.chunk_id for hit in hits]
 
 
 def planner_message(question: str, features: QueryFeatures) -> str:
