@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable
 
 from citescope.agents.self_probes import NOT_HEADINGS, field_labels
+from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.schema import Chunk
 from citescope.knowledge.text import CJK_CHAR
 
@@ -54,3 +55,19 @@ def asked_aspects(terms: Iterable[str], aspects: Iterable[str], names: Collectio
 def states_aspect(text: str, aspects: Iterable[str]) -> bool:
     """Whether a (canonical, lower-case) heading or text says one of the aspects."""
     return any(a in text for a in aspects)
+
+
+class KBAspects:
+    """A KB's aspects as it is now: read again when its version moves on (an ingest while serving adds a
+    page with a new heading), as the entity index is. Called for the current set."""
+
+    def __init__(self, kb: KnowledgeBase):
+        self.kb = kb
+        self._version: int | None = None
+        self._words: frozenset[str] = frozenset()
+
+    def __call__(self) -> frozenset[str]:
+        version = self.kb.version
+        if version != self._version:
+            self._words, self._version = kb_aspects(self.kb.all_chunks()), version
+        return self._words

@@ -27,7 +27,7 @@ from typing import Any
 
 from citescope.agents import conflicts as conflict_check
 from citescope.agents.answerer import ExtractiveAnswerer, LLMAnswerer
-from citescope.agents.aspects import kb_aspects
+from citescope.agents.aspects import KBAspects
 from citescope.agents.budget import BudgetTracker, DeadlinePassed
 from citescope.agents.claim_reader import ClaimReader
 from citescope.agents.conflicts import Conflict
@@ -200,7 +200,7 @@ class QAPipeline:
             inspector=inspector,
             shop=kb.shop,
             rule_packs=config.rule_packs,
-            aspects=kb_aspects(kb.all_chunks()),
+            aspects=KBAspects(kb),
         )
         self.refusals = RefusalTexts.load()
         compliance = SensitiveWordFilter.for_config(config, kb.dir)  # None when off

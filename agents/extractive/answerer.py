@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from citescope.agents.citations import (
@@ -74,7 +74,7 @@ class ExtractiveAnswerer:
         inspector: Inspector | None = None,
         shop: ShopProfile | None = None,
         rule_packs: Iterable[str] = (),
-        aspects: Iterable[str] = (),
+        aspects: Iterable[str] | Callable[[], frozenset[str]] = (),
     ):
         """shop: the KB's shop profile, whose delivery zones are the documents' words for the places
         a question names (knowledge/crosslingual.py). rule_packs: the opt-in packs of question rules

@@ -4,7 +4,7 @@ the relation, time or amount it asks about (agents/question_cues.py), with the s
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from citescope.agents.aspects import asked_aspects
@@ -99,18 +99,29 @@ class QuestionReader:
         lexicon: Lexicon | None = None,
         shop: ShopProfile | None = None,
         rules: QuestionRules | None = None,
-        aspects: Iterable[str] = (),
+        aspects: Iterable[str] | Callable[[], frozenset[str]] = (),
     ):
         """shop: the KB's shop profile, whose delivery zones word the places a question names. rules: the
         question rules of the packs the KB turns on (default: the core pack alone, as for a shop).
-        aspects: the KB's shared headings and field labels (agents/aspects.py `kb_aspects`)."""
+        aspects: the KB's shared headings and field labels (agents/aspects.py `kb_aspects`), or what gives
+        them as the KB is now (`KBAspects`)."""
         self.lexicon = lexicon
         self.shop = shop
         self.rules = rules or question_rules()
         self._token_cache: dict[str, list[str]] = {}
-        self.aspects = frozenset(self.canonical(a).lower() for a in aspects)
+        fixed = frozenset(() if callable(aspects) else aspects)
+        self._aspect_source: Callable[[], frozenset[str]] = aspects if callable(aspects) else lambda: fixed
+        self._aspects_read: tuple[frozenset[str], frozenset[str]] | None = None  # (as given, canonical)
         # the shop's own names (brands, product lines, aliases' targets), lower-case
         self.named_things = frozenset(t.lower() for t in lexicon.all_terms()) if lexicon is not None else frozenset()
+
+    @property
+    def aspects(self) -> frozenset[str]:
+        """The KB's aspects, canonical and lower-case (canonicalised again only when the KB's set changes)."""
+        given = self._aspect_source()
+        if self._aspects_read is None or self._aspects_read[0] is not given:
+            self._aspects_read = (given, frozenset(self.canonical(a).lower() for a in given))
+        return self._aspects_read[1]
 
     def tokens(self, text: str) -> list[str]:
         tokens = self._token_cache.get(text)

@@ -34,7 +34,7 @@ from citescope.agents.question_cues import (
 from citescope.agents.question_rules import QuestionRules
 from citescope.knowledge.chunking import SKU_OVERVIEW_SECTION, TABLE_ROW_ID, row_cells
 from citescope.knowledge.filters import day_number
-from citescope.knowledge.schema import in_users_voice
+from citescope.knowledge.schema import Chunk, in_users_voice
 from citescope.knowledge.text import (
     CJK_CHAR,
     YEAR,
@@ -429,6 +429,6 @@ def _mentions(text: str, word: str, rules: QuestionRules) -> bool:
     return len(word) >= 3 and not word.isascii() and any(word[i : i + 2] in text for i in range(len(word) - 1))
 
 
-def is_shop_wide(hit: EvidenceHit) -> bool:
-    """An FAQ entry or a policy of the shop's: it holds for every product and names none."""
+def is_shop_wide(hit: EvidenceHit | Chunk) -> bool:
+    """An FAQ entry or a policy of the shop's (a hit or a chunk): it holds for every product and names none."""
     return is_faq(hit) or (hit.doc_type == "policy" and not hit.product_id)

@@ -82,3 +82,34 @@ def test_a_shop_rule_that_says_the_aspect_answers_where_the_page_is_silent():
     evidence = [*hits(without_warranty), EvidenceHit.from_chunk(rule, 0.05)]  # ranked far below the page
     answer = ExtractiveAnswerer(aspects=aspects).run("星择XZ-2000充电宝保修多久？", evidence)
     assert "手机配件保修 1 年【policy-w#保修期限-0】" in answer and "3.5 小时" not in answer
+
+
+def product_page(doc_id: str, title: str, sections: dict[str, str]) -> str:
+    body = "\n\n".join(f"## {heading}\n{text}" for heading, text in sections.items())
+    return f"---\ndoc_id: {doc_id}\ntitle: {title}\ndoc_type: product\nproduct_id: {doc_id}\n---\n{body}\n"
+
+
+def test_a_kbs_aspects_follow_its_ingests(tmp_path):
+    """A page ingested while the pipeline serves brings its headings: the set is read again when the
+    KB's version moves on, as the entity index is."""
+    from citescope.agents.aspects import KBAspects
+    from citescope.knowledge.ingest import Ingestor
+    from tests.conftest import ingested_kb
+
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "a.md").write_text(product_page("p-a", "星择 XZ-2000 充电宝", {"保修": "1 年。", "产地": "广东深圳"}))
+    (pages / "b.md").write_text(product_page("p-b", "星择 XZ-3000 充电宝", {"保修": "2 年。"}))
+    kb, _ = ingested_kb(tmp_path / "kb", [pages])
+    try:
+        aspects = KBAspects(kb)
+        assert "保修" in aspects() and "产地" not in aspects()  # one page's heading is no aspect yet
+        first = aspects()
+        assert aspects() is first  # read once while the KB is unchanged
+        more = tmp_path / "more"
+        more.mkdir()
+        (more / "c.md").write_text(product_page("p-c", "星择 XZ-C65 充电器", {"产地": "广东东莞"}))
+        Ingestor(kb, show_progress=False).run([more])
+        assert "产地" in aspects()
+    finally:
+        kb.close()

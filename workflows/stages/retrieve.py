@@ -9,6 +9,7 @@ text is not read: what counts is the evidence its tool calls gathered, and the s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -18,12 +19,13 @@ from citescope.agents.aspects import states_aspect
 from citescope.agents.budget import BudgetTracker, RetryPolicy
 from citescope.agents.conversation import NONE_TEXT
 from citescope.agents.evidence import EvidencePool
+from citescope.agents.extractive.scoring import is_shop_wide
 from citescope.agents.planner import PlannerChoice, RetrievalPlanner, ToolCallRecord
 from citescope.agents.policy import PolicyDecision
 from citescope.agents.query_analysis import QueryFeatures
 from citescope.agents.routing import ModelRoute, RouteStep, question_signals
 from citescope.knowledge.filters import SearchFilters
-from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.kb import Chunk, KnowledgeBase
 from citescope.tools.base import EvidenceHit, SkillContext
 from citescope.tools.products import SizeAdvice
 from citescope.tools.registry import SkillRegistry
@@ -85,6 +87,8 @@ class Retrieve:
         self.toolkit_template = toolkit_template
         self.route = route
         self.aspects = aspects
+        # the KB's shop-wide chunks with their heading and whole text as matched, per KB version
+        self._rules: tuple[int, list[tuple[Chunk, str, str]]] | None = None
 
     def choices(self, features: QueryFeatures) -> list[PlannerChoice]:
         """The planner models this question tries, in order: from the one its signals pick on."""
@@ -167,17 +171,25 @@ class Retrieve:
         canonical = self.aspects.canonical
         if any(states_aspect(canonical(f"{c.section} {c.text}"), asked) for p in pages for c in self.kb.chunks_of(p)):
             return []
-        rules = [
-            chunk
-            for chunk in self.kb.all_chunks()
-            if (chunk.doc_type == "faq" or chunk.doc_type == "policy" and not chunk.product_id)
-            and states_aspect(canonical(f"{chunk.title} {chunk.section} {chunk.text}"), asked)
-        ]
+        rules = [(chunk, heading) for chunk, heading, text in self._shop_wide(canonical) if states_aspect(text, asked)]
         # a rule under the aspect's heading before one that mentions it in passing
-        rules.sort(key=lambda c: not states_aspect(canonical(c.section), asked))
-        hits = [EvidenceHit.from_chunk(chunk, 0.0) for chunk in rules[:_MAX_SHOP_RULES]]
+        rules.sort(key=lambda rule: not states_aspect(rule[1], asked))
+        hits = [EvidenceHit.from_chunk(chunk, 0.0) for chunk, _ in rules[:_MAX_SHOP_RULES]]
         pool.add(SHOP_RULES, hits)
         return [hit.chunk_id for hit in hits]
+
+    def _shop_wide(self, canonical: Callable[[str], str]) -> list[tuple[Chunk, str, str]]:
+        """The KB's policies and FAQ entries, each with its heading and its title, heading and text as the
+        aspects are matched (read once per KB version: a big KB's thousands of entries are not canonicalised
+        per question)."""
+        version = self.kb.version
+        if self._rules is None or self._rules[0] != version:
+            shop_wide = [c for c in self.kb.all_chunks() if is_shop_wide(c)]
+            self._rules = (
+                version,
+                [(c, canonical(c.section), canonical(f"{c.title} {c.section} {c.text}")) for c in shop_wide],
+            )
+        return self._rules[1]
 
 
 def planner_message(question: str, features: QueryFeatures) -> str:
