@@ -118,6 +118,7 @@ class ExtractiveAnswerer:
         overview: Sequence[str] = (),
         doubtful: bool = False,
         siblings: Collection[str] = (),
+        shop_rule: bool = False,
     ) -> str:
         """An answer whose every factual sentence ends in 【chunk_id】, or the fixed refusal.
 
@@ -130,9 +131,11 @@ class ExtractiveAnswerer:
         An English answer's hedge says the words could not be matched across languages, not that the
         evidence is doubtful, so it is given as before. `siblings`: the evidence about a sibling of the
         entity the question names (the rank stage's, agents/entity_scope.py), whose sentences answer
-        nothing: 极岚 听澜X3's battery is no answer about 风行 逐光X3's (#44).
+        nothing: 极岚 听澜X3's battery is no answer about 风行 逐光X3's (#44). `shop_rule`: the analysis reads
+        the question as asking a shop rule about no product (QuestionProfile.shop_rule).
         """
         profile = self._profile(question, evidence)
+        profile.shop_rule = shop_rule
         banned: set[str] = set()
         if feedback is not None:
             banned = {u.sentence for u in feedback.unsupported} | set(feedback.uncited)

@@ -81,6 +81,9 @@ class QuestionProfile:
     # the KB's aspects it names (保修 of XZ-2000保修多久; agents/aspects.py): a sentence answers it only under
     # that heading or label, or saying the word
     aspects: set[str] = field(default_factory=set)
+    # the analysis reads it as asking a shop rule about no product (intent policy, none named or carried): a
+    # product page states its own product's terms, so none of its sentences is the answer (保修多久？)
+    shop_rule: bool = False
 
     @property
     def focus_head(self) -> str:

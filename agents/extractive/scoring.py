@@ -250,6 +250,8 @@ def scored_candidates(
             # a shop's policy holds for every product, naming none (运费 to 新疆 for 暖岩寄到新疆要运费吗)
             off_topic = (
                 sibling
+                # a product page the question names nothing of (保修多久？ and 木木 帆布托特包's 保修)
+                or (question.shop_rule and bool(hit.product_id) and not shop_wide and not entity)
                 or other_page
                 or (not shop_wide and bool(named) and not any(has_term(about, n) for n in named) and not names_another)
             )

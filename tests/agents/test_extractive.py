@@ -1035,3 +1035,33 @@ def test_evidence_about_a_sibling_of_the_entity_asked_answers_nothing():
     assert answerer.run(question, [own, other], siblings={"spec-2#body-0"}) == answerer.refusal()
     # what it asks of its own entity is answered as before
     assert "26小时" in answerer.run("风行 逐光X3的续航多久？", [own, other], siblings={"spec-2#body-0"})
+
+
+def test_a_shop_rule_asked_of_no_product_is_not_answered_by_one_products_page():
+    """The analysis reads 保修多久？ as a shop rule about no product (Answer stage: intent policy, no product
+    named or carried): a product page's 保修 holds for that product only."""
+    answerer = ExtractiveAnswerer()
+    tote = EvidenceHit(
+        chunk_id="prod-tote#保修-0",
+        doc_id="prod-tote",
+        title="木木 帆布托特包",
+        section="保修",
+        text="保修：自签收之日起 30 天内出现开线问题，可免费换新，保修期内免费维修。",
+        doc_type="product",
+        product_id="p-tote",
+        score=0.9,
+    )
+    rule = EvidenceHit(
+        chunk_id="policy-warranty#保修期限-0",
+        doc_id="policy-warranty",
+        title="商品保修说明",
+        section="保修期限",
+        text="详情页未注明保修期限的，箱包类商品保修 1 年。",
+        doc_type="policy",
+        score=0.4,
+    )
+    assert "prod-tote" in answerer.run("保修多久？", [tote, rule])
+    answer = answerer.run("保修多久？", [tote, rule], shop_rule=True)
+    assert "policy-warranty#保修期限-0" in answer and "prod-tote" not in answer
+    # a question naming the product's words still reads its page (钢化膜 of 果壳 iPhone 15 系列钢化膜)
+    assert "prod-tote" in answerer.run("帆布托特包保修多久？", [tote, rule], shop_rule=True)

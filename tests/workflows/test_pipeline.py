@@ -676,3 +676,11 @@ def test_a_siblings_fact_is_no_answer_about_the_entity_asked(tmp_path_factory):
     finally:
         pipeline.close()
         kb.close()
+
+
+def test_a_shop_rule_asked_of_no_product_is_answered_from_the_shops_policy(pipeline):
+    """Every demo product page has a 保修 section; the question names none of them, so one of them is no
+    answer (it was: a tote bag's 30 days), and the warranty policy is."""
+    result = pipeline.run("保修多久？")
+    assert not result.refused, result.answer
+    assert {c.doc_id for c in result.citations} == {"policy-warranty"}, result.answer

@@ -108,6 +108,7 @@ class Answer:
             overview=given.overview,
             doubtful=given.doubtful,
             siblings=given.siblings,
+            shop_rule=analysis.features.intent == "policy" and not analysis.features.focus_products,
         )
         fired = self.extractive.rules_fired(analysis.question, given.evidence)
         return Draft(text, "extractive", failed, steps=steps, rules_fired=fired)
