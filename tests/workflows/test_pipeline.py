@@ -684,3 +684,18 @@ def test_a_shop_rule_asked_of_no_product_is_answered_from_the_shops_policy(pipel
     result = pipeline.run("保修多久？")
     assert not result.refused, result.answer
     assert {c.doc_id for c in result.citations} == {"policy-warranty"}, result.answer
+
+
+def test_the_shops_rules_looked_up_for_a_silent_page_are_about_the_aspect_not_mentioning_it(demo_kb, pipeline):
+    """云迹 S5 writes 防泼水, not 防水: its page is silent on 防水, and the warranty policy mentions 防水 only in
+    its exclusions (进水…超出商品标注的防水等级), which is no rule about it."""
+    from citescope.agents.evidence import EvidencePool
+
+    question = "云迹S5胸包防水吗"
+    features = pipeline.analyzer.run(question)
+    page = [EvidenceHit.from_chunk(c, 0.5) for c in demo_kb.chunks_of("prod-yj-s5")]
+    assert pipeline.answer.extractive.asked_aspects(question) == {"防水"}
+    assert pipeline.retrieve.shop_rules(EvidencePool.from_hits(page), features, question) == []
+    # a page that states the aspect asked gets none looked up either
+    warranty = "云迹S5胸包保修多久"
+    assert pipeline.retrieve.shop_rules(EvidencePool.from_hits(page), pipeline.analyzer.run(warranty), warranty) == []

@@ -171,15 +171,19 @@ class Retrieve:
         canonical = self.aspects.canonical
         if any(states_aspect(canonical(f"{c.section} {c.text}"), asked) for p in pages for c in self.kb.chunks_of(p)):
             return []
-        rules = [(chunk, heading) for chunk, heading, text in self._shop_wide(canonical) if states_aspect(text, asked)]
-        # a rule under the aspect's heading before one that mentions it in passing
+        # a rule about the aspect: its title or heading says it (保修期限, 商品保修说明, an FAQ entry asking about
+        # 保修), not one mentioning it in passing (防水等级 in the warranty's exclusions, for 防水吗)
+        rules = [
+            (chunk, heading) for chunk, heading, named in self._shop_wide(canonical) if states_aspect(named, asked)
+        ]
+        # a rule under the aspect's heading before one of a document named for it
         rules.sort(key=lambda rule: not states_aspect(rule[1], asked))
         hits = [EvidenceHit.from_chunk(chunk, 0.0) for chunk, _ in rules[:_MAX_SHOP_RULES]]
         pool.add(SHOP_RULES, hits)
         return [hit.chunk_id for hit in hits]
 
     def _shop_wide(self, canonical: Callable[[str], str]) -> list[tuple[Chunk, str, str]]:
-        """The KB's policies and FAQ entries, each with its heading and its title, heading and text as the
+        """The KB's policies and FAQ entries, each with its heading and its title with its heading as the
         aspects are matched (read once per KB version: a big KB's thousands of entries are not canonicalised
         per question)."""
         version = self.kb.version
@@ -187,7 +191,7 @@ class Retrieve:
             shop_wide = [c for c in self.kb.all_chunks() if is_shop_wide(c)]
             self._rules = (
                 version,
-                [(c, canonical(c.section), canonical(f"{c.title} {c.section} {c.text}")) for c in shop_wide],
+                [(c, canonical(c.section), canonical(f"{c.title} {c.section}")) for c in shop_wide],
             )
         return self._rules[1]
 
