@@ -1041,25 +1041,15 @@ def test_a_shop_rule_asked_of_no_product_is_not_answered_by_one_products_page():
     """The analysis reads 保修多久？ as a shop rule about no product (Answer stage: intent policy, no product
     named or carried): a product page's 保修 holds for that product only."""
     answerer = ExtractiveAnswerer()
-    tote = EvidenceHit(
-        chunk_id="prod-tote#保修-0",
-        doc_id="prod-tote",
-        title="木木 帆布托特包",
-        section="保修",
-        text="保修：自签收之日起 30 天内出现开线问题，可免费换新，保修期内免费维修。",
-        doc_type="product",
-        product_id="p-tote",
-        score=0.9,
+    tote = hit(
+        "prod-tote#保修-0",
+        "木木 帆布托特包",
+        "保修：自签收之日起 30 天内出现开线问题，可免费换新，保修期内免费维修。",
+        0.9,
     )
-    rule = EvidenceHit(
-        chunk_id="policy-warranty#保修期限-0",
-        doc_id="policy-warranty",
-        title="商品保修说明",
-        section="保修期限",
-        text="详情页未注明保修期限的，箱包类商品保修 1 年。",
-        doc_type="policy",
-        score=0.4,
-    )
+    tote = tote.model_copy(update={"section": "保修", "doc_type": "product", "product_id": "p-tote"})
+    rule = hit("policy-warranty#保修期限-0", "商品保修说明", "详情页未注明保修期限的，箱包类商品保修 1 年。", 0.4)
+    rule = rule.model_copy(update={"section": "保修期限", "doc_type": "policy"})
     assert "prod-tote" in answerer.run("保修多久？", [tote, rule])
     answer = answerer.run("保修多久？", [tote, rule], shop_rule=True)
     assert "policy-warranty#保修期限-0" in answer and "prod-tote" not in answer
