@@ -12,7 +12,7 @@ the semantic rules of agents/claim_rules.py (negation, yes/no opening, stock sta
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from decimal import Decimal
 from functools import lru_cache
 from typing import NamedTuple
@@ -30,6 +30,9 @@ from citescope.knowledge.units import BY_NAME, COUNT, UNITS, Unit, same_amount
 from citescope.tools.base import EvidenceHit
 
 READER_RULE = "reader.contradicted"  # the claim reader's rejections, beside claim_rules.yaml's ids
+# a sentence citing only evidence about a sibling of the entity asked, without saying whose fact it is
+SIBLING_RULE = "entity.sibling"
+_TITLE_PARTS = re.compile(r"[\s\-_·/|，,、（）()【】\[\]]+")
 
 # Words the answer's own framing adds ("根据现有资料", "有用户评价称", "以最新政策为准"): they
 # are never evidence, so they neither count for nor against support.
@@ -263,9 +266,16 @@ class Inspector:
         return self
 
     def run(
-        self, answer: str, evidence: Sequence[EvidenceHit], conflicts: Sequence[Conflict] = (), question: str = ""
+        self,
+        answer: str,
+        evidence: Sequence[EvidenceHit],
+        conflicts: Sequence[Conflict] = (),
+        question: str = "",
+        siblings: Collection[str] = (),
     ) -> InspectionReport:
-        return self.report(self.verdicts(answer, evidence, question), conflicts)
+        """siblings: the evidence about a sibling of the entity the question names (the rank stage's,
+        agents/entity_scope.py): a sentence citing only those must say whose fact it states."""
+        return self.report(self.verdicts(answer, evidence, question, siblings), conflicts)
 
     def cited_claims(
         self, answer: str, evidence: Sequence[EvidenceHit]
@@ -277,11 +287,36 @@ class Inspector:
         cited = [(s, [by_id[i] for i in s.cited_ids if i in by_id]) for s in sentences if s.is_factual]
         return [(sentence, hits) for sentence, hits in cited if hits]
 
-    def verdicts(self, text: str, evidence: Sequence[EvidenceHit], question: str = "") -> list[SentenceVerdict]:
+    def verdicts(
+        self, text: str, evidence: Sequence[EvidenceHit], question: str = "", siblings: Collection[str] = ()
+    ) -> list[SentenceVerdict]:
         """Each sentence of a text (a whole answer, or one sentence a stream has completed), checked."""
         by_id = {hit.chunk_id: hit for hit in evidence}
         question_facts = facts_of(question)
-        return [self.check_sentence(s, by_id, question_facts) for s in split_sentences(text, known_ids=by_id.keys())]
+        verdicts = [
+            self.check_sentence(s, by_id, question_facts) for s in split_sentences(text, known_ids=by_id.keys())
+        ]
+        if siblings:
+            for verdict in verdicts:
+                verdict.contradicted.extend(self.about_a_sibling(verdict, by_id, question, siblings))
+        return verdicts
+
+    @staticmethod
+    def about_a_sibling(
+        verdict: SentenceVerdict, by_id: Mapping[str, EvidenceHit], question: str, siblings: Collection[str]
+    ) -> list[RuleHit]:
+        """A factual sentence whose cited chunks are all about a sibling of the entity asked (极岚 听澜X3's
+        sheet for 风行 逐光X3的电池容量) states the sibling's fact as the answer, unless it names the sibling by
+        a word of its title the question does not use (side by side: 极岚 听澜X3 的电池容量为 320mAh)."""
+        cited = verdict.valid_ids
+        if not verdict.sentence.is_factual or not cited or not all(i in siblings for i in cited):
+            return []
+        asked, claim = question.lower(), verdict.sentence.text.lower()
+        titles = {by_id[i].title for i in cited}
+        parts = {p for t in titles for p in _TITLE_PARTS.split(t.lower()) if len(p) >= 2 and p not in asked}
+        if any(p in claim for p in parts):
+            return []
+        return [RuleHit(rule=SIBLING_RULE, claim=verdict.sentence.text, evidence="；".join(sorted(titles)))]
 
     def check_sentence(
         self, sentence: AnswerSentence, by_id: Mapping[str, EvidenceHit], question_facts: Facts | None = None

@@ -464,7 +464,9 @@ class QAPipeline:
             if draft.degradation:
                 run.degradations.append(draft.degradation)
             with run.clock.span("inspect"):
-                inspecting = InspectInput(draft.text, given.evidence, given.conflicts, given.analysis.question)
+                inspecting = InspectInput(
+                    draft.text, given.evidence, given.conflicts, given.analysis.question, given.siblings
+                )
                 report = self.inspect.run(inspecting)
                 skipped = await self.inspect.judged(inspecting, report, run.tracker)
             if skipped:

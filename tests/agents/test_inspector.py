@@ -267,3 +267,25 @@ def test_a_claim_reader_rejects_what_it_reads_as_contradicted_and_passes_the_res
     assert Inspector(claim_reader=supporting).run(answer, evidence).passed
     lenient = Inspector(claim_reader=contradicting, claim_reject_above=1.0)  # P never exceeds 1
     assert lenient.run(answer, evidence).passed
+
+
+def test_a_sentence_citing_only_a_siblings_evidence_must_say_whose_fact_it_is():
+    """The rank stage names the chunks about a sibling of the entity asked (Ranking.siblings); an LLM that
+    answers 风行 逐光X3的电池容量 from 极岚 听澜X3's sheet states another product's fact as the answer."""
+    own = EvidenceHit(
+        chunk_id="spec-1#body-0", doc_id="spec-1", title="风行 逐光X3 无线降噪耳机", text="续航：26小时", score=0.6
+    )
+    other = EvidenceHit(
+        chunk_id="spec-2#body-0", doc_id="spec-2", title="极岚 听澜X3 头戴式耳机", text="电池容量：320mAh", score=0.5
+    )
+    question, siblings = "风行 逐光X3的电池容量是多少？", {"spec-2#body-0"}
+    inspector = Inspector()
+    stray = "电池容量为 320mAh【spec-2#body-0】。"
+    assert inspector.run(stray, [own, other], question=question).passed  # without the rank stage's siblings
+    report = inspector.run(stray, [own, other], question=question, siblings=siblings)
+    assert not report.passed and [h.rule for u in report.unsupported for h in u.contradicted] == ["entity.sibling"]
+    # side by side, naming the sibling, it is a fact of the evidence
+    beside = "资料未写逐光X3的电池容量【spec-1#body-0】。极岚 听澜X3 的电池容量为 320mAh【spec-2#body-0】。"
+    assert inspector.run(beside, [own, other], question=question, siblings=siblings).passed
+    # the entity's own evidence is no sibling's
+    assert inspector.run("续航为 26小时【spec-1#body-0】。", [own, other], question=question, siblings=siblings).passed

@@ -23,6 +23,7 @@ from citescope.workflows.pipeline_config import PipelineConfig, PipelineConfigEr
 from citescope.workflows.result import QAResult
 from citescope.workflows.stages.rank import at_most_per_doc, new_sections_first, overviews_as_rows, with_pinned
 from tests.conftest import DEMO_DIR
+from tests.support.spec_sheets import spec_sheet_kb
 
 QUESTIONS = [
     json.loads(line) for line in (DEMO_DIR / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
@@ -636,36 +637,10 @@ def test_a_heading_the_products_share_that_this_page_lacks_is_answered_by_the_sh
         kb.close()
 
 
-SPEC_SHEETS = [  # one template, siblings sharing a model number's letters (X3) across brands and series
-    {
-        "doc_id": "spec-1",
-        "title": "风行 逐光X3 无线降噪耳机",
-        "text": "风行 逐光X3 无线降噪耳机是风行逐光系列的一款无线降噪耳机。\n型号：逐光X3\n续航：26小时"
-        "\n充电接口：Type-C",
-    },
-    {
-        "doc_id": "spec-2",
-        "title": "极岚 听澜X3 头戴式耳机",
-        "text": "极岚 听澜X3 头戴式耳机是极岚听澜系列的一款头戴式耳机。\n型号：听澜X3\n续航：58小时\n电池容量：320mAh",
-    },
-    {
-        "doc_id": "spec-3",
-        "title": "声悦 逐光X5 运动蓝牙耳机",
-        "text": "声悦 逐光X5 运动蓝牙耳机是声悦逐光系列的一款运动蓝牙耳机。\n型号：逐光X5\n续航：20小时"
-        "\n电池容量：450mAh",
-    },
-]
-
-
 def test_a_siblings_fact_is_no_answer_about_the_entity_asked(tmp_path_factory):
     """风行 逐光X3's sheet has no battery capacity; 极岚 听澜X3's has one. The answer stage quoted it
     (the model number matched) before it read the rank stage's siblings (agents/entity_scope.py)."""
-    from tests.conftest import ingested_kb
-
-    folder = tmp_path_factory.mktemp("spec-sheets")
-    corpus = folder / "specs.jsonl"
-    corpus.write_text("\n".join(json.dumps(doc, ensure_ascii=False) for doc in SPEC_SHEETS) + "\n", encoding="utf-8")
-    kb, _ = ingested_kb(folder / "kb", [corpus])
+    kb = spec_sheet_kb(tmp_path_factory.mktemp("spec-sheets"))
     pipeline = QAPipeline(kb, PipelineConfig.load(kb.dir, environ={"CITESCOPE_REFUSAL_THRESHOLD": "0"})).warm_up()
     try:
         lacking = pipeline.run("风行 逐光X3的电池容量是多少？")

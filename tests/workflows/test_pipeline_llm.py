@@ -12,6 +12,7 @@ from citescope.agents.circuit_breaker import forget_providers
 from citescope.workflows.evaluation.scripted_server import ReplayServer, prompt_text
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
+from tests.support.spec_sheets import spec_sheet_kb
 
 PRICE_QUESTION = "XZ-3000 充电宝多少钱？"
 _SKU_LINE = re.compile(r"【(sku-p-xz3000#[^】]+)】[^\n]*?价格: ([\d.]+)元")
@@ -183,3 +184,23 @@ def test_a_bad_tool_call_degrades_to_the_offline_plan(demo_kb, registry, server,
     assert result.planner_source == "offline" and all(c.outcome == "ran" for c in result.tool_calls)
     assert [c.name for c in result.tool_calls] == [c.skill for c in result.plan]
     assert not result.refused and result.citations
+
+
+def test_a_model_answer_stating_a_siblings_fact_as_the_answer_is_rejected(tmp_path, registry, server):
+    """风行 逐光X3's sheet has no battery capacity; a model answering it from 极岚 听澜X3's sheet, without saying
+    whose it is, fails inspection twice (entity.sibling) and the extractive answer, which quotes no sibling, refuses."""
+    kb = spec_sheet_kb(tmp_path)
+    stray = {"content": "电池容量为 320mAh【spec-2#body-0】。"}
+    server.push(stray, stray)
+    try:
+        result = make_pipeline(kb, registry, server, answerer=True, refusal_threshold=0.0).run(
+            "风行 逐光X3的电池容量是多少？"
+        )
+    finally:
+        kb.close()
+    assert result.refused and "320mAh" not in result.answer, result.answer
+    # the stray sentence is supported word for word by the chunk it cites: only entity.sibling rejects it
+    # (tests/agents/test_inspector.py shows it passing without the rank stage's siblings)
+    assert result.degradation_reasons == [
+        "both model answers failed inspection (1 unsupported sentence); extractive answer used"
+    ]

@@ -22,6 +22,7 @@ class InspectInput:
     evidence: list[EvidenceHit]  # what it was written from
     conflicts: list[Conflict]  # what it must disclose
     question: str  # what retrieval read
+    siblings: frozenset[str] = frozenset()  # evidence about a sibling of the entity asked (Ranking.siblings)
 
 
 class Inspect:
@@ -31,7 +32,7 @@ class Inspect:
 
     def run(self, given: InspectInput) -> InspectionReport:
         """The offline checks (fast, no model)."""
-        return self.inspector.run(given.text, given.evidence, given.conflicts, given.question)
+        return self.inspector.run(given.text, given.evidence, given.conflicts, given.question, given.siblings)
 
     async def judged(self, given: InspectInput, report: InspectionReport, tracker: BudgetTracker) -> str | None:
         """The model judge on a draft the offline checks passed (none configured, or a draft already

@@ -106,7 +106,9 @@ class _SentenceGate:
 
     def take(self, piece: str) -> bool:
         """Check one sentence and show it if it may be; False: it failed before anything was shown."""
-        verdicts = self.inspector.verdicts(piece, self.given.evidence, self.given.analysis.question)
+        verdicts = self.inspector.verdicts(
+            piece, self.given.evidence, self.given.analysis.question, self.given.siblings
+        )
         if not verdicts:  # citations alone, or marks: nothing to read
             return True
         if not all(v.passed for v in verdicts):
@@ -170,7 +172,9 @@ class StreamAnswer:
             return StreamedDraft(rejected, report)
         if not gate.committed:  # no factual sentence (a refusal), or the extractive answer: told as a whole
             assert draft is not None, "a model fails for good without a draft only after sentences were shown"
-            report = self.inspector.run(draft.text, given.evidence, given.conflicts, given.analysis.question)
+            report = self.inspector.run(
+                draft.text, given.evidence, given.conflicts, given.analysis.question, given.siblings
+            )
             return StreamedDraft(draft, report, degradation=draft.degradation)
         self._disclose_conflicts(gate, given)
         report = self.inspector.report(gate.verdicts(), given.conflicts)
