@@ -27,7 +27,7 @@ from citescope.knowledge.schema import Chunk
 from citescope.knowledge.text import is_faq
 
 _MIN_NAME = 2  # a one-character difference (3 of X3, 塔 of 广州塔) names nothing by itself
-_SEPARATORS = re.compile(r"[\s\-_·/|，,、（）()【】\[\]]+")
+TITLE_SEPARATORS = re.compile(r"[\s\-_·/|，,、（）()【】\[\]]+")  # between the parts of a title
 
 
 def about_other_entities(question: str, chunks: Sequence[Chunk], named_products: Iterable[str] = ()) -> list[bool]:
@@ -78,7 +78,7 @@ def _same_kind(a: tuple[str, str], b: tuple[str, str]) -> bool:
 
 def _title_parts(title: str) -> str:
     """A title's parts (split where it has spaces or separators), each canonical, joined by one space."""
-    return " ".join(part for part in (_canonical(p) for p in _SEPARATORS.split(title)) if part)
+    return " ".join(part for part in (_canonical(p) for p in TITLE_SEPARATORS.split(title)) if part)
 
 
 def _canonical(text: str) -> str:

@@ -24,6 +24,7 @@ from citescope.agents.claim_reader import ClaimReader, evidence_window
 from citescope.agents.claim_rules import ClaimRules, RuleHit
 from citescope.agents.conflicts import Conflict, canonical_text
 from citescope.agents.entity_index import EntityIndex
+from citescope.agents.entity_scope import TITLE_SEPARATORS
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.text import MODEL_NUMBER, MULTIPLIERS, model_numbers, normalize, tokenize, unit_alternatives
 from citescope.knowledge.units import BY_NAME, COUNT, UNITS, Unit, same_amount
@@ -32,7 +33,6 @@ from citescope.tools.base import EvidenceHit
 READER_RULE = "reader.contradicted"  # the claim reader's rejections, beside claim_rules.yaml's ids
 # a sentence citing only evidence about a sibling of the entity asked, without saying whose fact it is
 SIBLING_RULE = "entity.sibling"
-_TITLE_PARTS = re.compile(r"[\s\-_·/|，,、（）()【】\[\]]+")
 
 # Words the answer's own framing adds ("根据现有资料", "有用户评价称", "以最新政策为准"): they
 # are never evidence, so they neither count for nor against support.
@@ -313,7 +313,7 @@ class Inspector:
             return []
         asked, claim = question.lower(), verdict.sentence.text.lower()
         titles = {by_id[i].title for i in cited}
-        parts = {p for t in titles for p in _TITLE_PARTS.split(t.lower()) if len(p) >= 2 and p not in asked}
+        parts = {p for t in titles for p in TITLE_SEPARATORS.split(t.lower()) if len(p) >= 2 and p not in asked}
         if any(p in claim for p in parts):
             return []
         return [RuleHit(rule=SIBLING_RULE, claim=verdict.sentence.text, evidence="；".join(sorted(titles)))]
