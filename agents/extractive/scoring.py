@@ -185,7 +185,7 @@ def scored_candidates(
             for t in question.terms
             if any(a in t or t in a for a in required) or t in reader.named_things or model_numbers(t)
         }
-        heading = reader.canonical(hit.section).lower()
+        heading = reader.canonical(hit.section).lower() if required else ""  # read only for an aspect asked
         # Evidence that never names the year asked about is about another year.
         wrong_year = bool(question.years) and not question.years & set(YEAR.findall(f"{hit.title} {hit.text}"))
         for sentence in split_sentences(hit.text):

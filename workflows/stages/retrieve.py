@@ -87,7 +87,7 @@ class Retrieve:
         self.toolkit_template = toolkit_template
         self.route = route
         self.aspects = aspects
-        # the KB's shop-wide chunks with their heading and whole text as matched, per KB version
+        # the KB's shop-wide chunks with their heading and their title with heading as matched, per KB version
         self._rules: tuple[int, list[tuple[Chunk, str, str]]] | None = None
 
     def choices(self, features: QueryFeatures) -> list[PlannerChoice]:
@@ -163,10 +163,12 @@ class Retrieve:
         in the catalogue, like the page openings, not a search: no tool call, no budget spent."""
         if self.aspects is None or not features.focus_products:
             return []
-        asked = self.aspects.asked_aspects(question)
         products = {p.product_id for p in features.focus_products if p.product_id}
         pages = {hit.doc_id for hit in pool.hits() if hit.product_id and hit.product_id in products}
-        if not asked or not pages:
+        if not pages:
+            return []
+        asked = self.aspects.asked_aspects(question)  # the question read again: only when a page was found
+        if not asked:
             return []
         canonical = self.aspects.canonical
         if any(states_aspect(canonical(f"{c.section} {c.text}"), asked) for p in pages for c in self.kb.chunks_of(p)):
