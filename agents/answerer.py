@@ -9,7 +9,7 @@ request budgeted, timed out and retried through agents.budget). `generate` calls
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncGenerator, Awaitable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agentscope.formatter import FormatterBase
@@ -63,11 +63,13 @@ def answer_prompt(
     shop: ShopProfile | None = None,
     conversation: str = NONE_TEXT,
     language: AnswerLanguage = "auto",
+    siblings: Collection[str] = frozenset(),
 ) -> str:
     """The filled answerer prompt; with feedback, the retry prompt carrying the findings. advice:
     what a structured skill worked out (a size), given as 【工具结论】 with the ids it rests on. shop:
     the KB's shop, whose name the prompt gives (None: the neutral 本店). conversation: the rendered
-    【对话上下文】 (agents/conversation.py). language: answer_language (auto: the question's)."""
+    【对话上下文】 (agents/conversation.py). language: answer_language (auto: the question's).
+    siblings: evidence ids about another entity of the kind asked (Ranking.siblings), marked as such."""
     rule, rule_en = LANGUAGE_RULES[language]
     values = {
         "conversation": conversation,
@@ -75,7 +77,7 @@ def answer_prompt(
         "language_rule_en": rule_en,
         "shop": (shop or ShopProfile()).prompt_name,
         "question": question,
-        "evidence": EvidencePool.render(evidence),
+        "evidence": EvidencePool.render(evidence, siblings),
         "conflicts": render_conflicts(conflicts),
         "skill_findings": advice.describe() if advice is not None else "无",
         # the fixed refusals, from the same files the pipeline says them from
@@ -126,12 +128,16 @@ class LLMAnswerer:
         advice: SizeAdvice | None = None,
         conversation: str = NONE_TEXT,
         reader: TextReader | None = None,
+        siblings: Collection[str] = frozenset(),
     ) -> str:
         """reader: told the reply's text each time it grows while the model streams it (the
         streamed answer, workflows/stages/stream.py); once it has shown anything, a failed attempt
-        is not retried (the text would start over)."""
+        is not retried (the text would start over). siblings: evidence ids about another entity of the
+        kind asked, marked so in the prompt."""
         tracker = budget or BudgetTracker()
-        prompt = answer_prompt(question, evidence, conflicts, feedback, advice, self.shop, conversation, self.language)
+        prompt = answer_prompt(
+            question, evidence, conflicts, feedback, advice, self.shop, conversation, self.language, siblings
+        )
         messages = await self.formatter.format([Msg("user", prompt, "user")])
         if reader is None:
             response = await budgeted_model_call(self.model, messages, tracker, self.retry, validate=_has_text)
@@ -203,13 +209,16 @@ async def generate(
     overview: Sequence[str] = (),
     conversation: str = NONE_TEXT,
     reader: TextReader | None = None,
+    siblings: Collection[str] = frozenset(),
 ) -> str:
     """Run either kind of answerer; only a model-backed one spends the question's budget. advice:
     a size the size_recommend skill worked out, which the extractive answerer states and a model
     is given as 【工具结论】. overview: the evidence ids of the page openings that answer a question
     about what a product is like (a model reads them as it reads any evidence). conversation: the
     rendered context a model reads (the extractive answerer reads the carried product already).
-    reader: reads a model's reply while it is streamed (LLMAnswerer.run)."""
+    reader: reads a model's reply while it is streamed (LLMAnswerer.run). siblings: evidence ids about
+    another entity of the kind asked, which a model's prompt marks (the extractive answerer is told them
+    by its own run's `siblings`)."""
     if isinstance(answerer, LLMAnswerer):
         return await answerer.run(
             question,
@@ -220,6 +229,7 @@ async def generate(
             advice=advice,
             conversation=conversation,
             reader=reader,
+            siblings=siblings,
         )
     if isinstance(answerer, ExtractiveAnswerer):
         return answerer.run(question, evidence, conflicts, feedback, advice=advice, overview=overview)

@@ -12,7 +12,7 @@ nothing left is kept out of the pool and listed in `quarantined`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from pydantic import Field
 
@@ -98,8 +98,11 @@ class EvidencePool:
         return chosen
 
     @staticmethod
-    def render(hits: Iterable[EvidenceHit]) -> str:
-        return "\n".join(render_line(hit) for hit in hits)
+    def render(hits: Iterable[EvidenceHit], siblings: Collection[str] = frozenset()) -> str:
+        """The prompt's evidence lines; a chunk in `siblings` (about another entity of the same kind than
+        the one asked: the rank stage's Ranking.siblings) carries SIBLING_MARK, which the answerer prompts
+        explain."""
+        return "\n".join(render_line(hit, hit.chunk_id in siblings) for hit in hits)
 
 
 def cleaned_hit(hit: EvidenceHit) -> PooledHit:
@@ -112,8 +115,14 @@ def cleaned_hit(hit: EvidenceHit) -> PooledHit:
     return pooled
 
 
-def render_line(hit: EvidenceHit) -> str:
-    """`【chunk_id】(doc_type, updated_at, source) text` on one line.
+# marks a sibling's evidence line for a model: another product or record of the kind asked, never the answer
+# about the one asked (rule 10 of prompts/answerer.md says so; the inspector's entity.sibling rule checks it)
+SIBLING_MARK = "〔另一对象〕"
+
+
+def render_line(hit: EvidenceHit, sibling: bool = False) -> str:
+    """`【chunk_id】(doc_type, updated_at, source) text` on one line; a sibling's with SIBLING_MARK
+    before its text.
 
     The title leads the text when the chunk does not repeat it, so a section chunk such as
     "保修：…" still says which product it is about.
@@ -121,7 +130,10 @@ def render_line(hit: EvidenceHit) -> str:
     text = " ".join(hit.text.split())
     if hit.title and hit.title not in text:
         text = f"{hit.title}｜{text}"
-    return f"【{hit.chunk_id}】({hit.doc_type}, {hit.updated_at or '日期未知'}, {hit.source or '来源未知'}) {text}"
+    mark = SIBLING_MARK if sibling else ""
+    return (
+        f"【{hit.chunk_id}】({hit.doc_type}, {hit.updated_at or '日期未知'}, {hit.source or '来源未知'}) {mark}{text}"
+    )
 
 
 def render_conflicts(conflicts: Iterable) -> str:

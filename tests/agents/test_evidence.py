@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from citescope.agents.evidence import EvidencePool, render_conflicts, render_line
+from citescope.agents.evidence import SIBLING_MARK, EvidencePool, render_conflicts, render_line
 from citescope.tools.base import EvidenceHit, LegScore, SkillContext
 
 
@@ -102,6 +102,32 @@ def test_render_is_one_line_per_hit_in_the_exact_format():
         "退换货政策（2026版）｜无理由退换：自签收次日起 15天无理由退换。 - 保持包装完整；\n"
         "【faq-001#body-0】(faq, 日期未知, 来源未知) 当天发货。"
     )
+
+
+def test_render_marks_a_siblings_line_and_no_other():
+    hits = [
+        hit(
+            "spec-1#body-0",
+            1.0,
+            text="型号：逐光X3\n续航：26小时",
+            doc_type="product",
+            title="风行 逐光X3 无线降噪耳机",
+        ),
+        hit(
+            "spec-2#body-0",
+            0.9,
+            text="型号：听澜X3\n电池容量：320mAh",
+            doc_type="product",
+            title="极岚 听澜X3 头戴式耳机",
+        ),
+    ]
+    own, sibling = EvidencePool.render(hits, siblings={"spec-2#body-0"}).split("\n")
+    assert SIBLING_MARK not in own
+    assert sibling == (
+        f"【spec-2#body-0】(product, 日期未知, 来源未知) {SIBLING_MARK}"
+        "极岚 听澜X3 头戴式耳机｜型号：听澜X3 电池容量：320mAh"
+    )
+    assert EvidencePool.render(hits) == EvidencePool.render(hits, siblings={"spec-9#body-0"})  # ids not shown: no mark
 
 
 def test_render_conflicts_lists_every_value_with_date_authority_and_id():

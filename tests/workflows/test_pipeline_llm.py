@@ -204,3 +204,18 @@ def test_a_model_answer_stating_a_siblings_fact_as_the_answer_is_rejected(tmp_pa
     assert result.degradation_reasons == [
         "both model answers failed inspection (1 unsupported sentence); extractive answer used"
     ]
+
+
+def test_the_model_is_told_which_evidence_is_a_siblings(tmp_path, registry, server):
+    """The prompt marks 极岚 听澜X3's sheet, which the rank stage found to be a sibling of the 风行 逐光X3 asked, and
+    not the asked sheet: the model is told before it answers what the inspector would reject after."""
+    kb = spec_sheet_kb(tmp_path)
+    server.push({"content": "风行 逐光X3 的续航为 26小时【spec-1#body-0】。"})
+    try:
+        make_pipeline(kb, registry, server, answerer=True, refusal_threshold=0.0).run("风行 逐光X3的电池容量是多少？")
+    finally:
+        kb.close()
+    [request] = server.chat_requests()
+    lines = prompt_text(request.body).split("\n【证据】", 1)[1].split("\n【冲突】", 1)[0].splitlines()
+    ids = {line.split("】", 1)[0] + "】": "〔另一对象〕" in line for line in lines if line.startswith("【")}
+    assert ids.get("【spec-2#body-0】") is True and ids.get("【spec-1#body-0】") is False, lines

@@ -36,7 +36,8 @@ class AnswerInput:
     reason: str = "first model of the route"  # why that model (the route's trace)
     conversation: str = NONE_TEXT  # the 【对话上下文】 a model reads (agents/conversation.py)
     doubtful: bool = False  # the gate's score is in the hedging band: the extractive answerer does not hedge there
-    siblings: frozenset[str] = frozenset()  # evidence about a sibling of the entity asked: never the extractive answer
+    # evidence about a sibling of the entity asked: never the extractive answer; marked so in a model's prompt
+    siblings: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class Answer:
                     overview=given.overview,
                     conversation=given.conversation,
                     reader=reader,
+                    siblings=given.siblings,
                 )
                 return Draft(text, "llm", "; ".join(failures), position, steps)
             except ModelFailure as exc:
