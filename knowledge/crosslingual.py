@@ -25,9 +25,10 @@ from functools import lru_cache
 from pathlib import Path
 
 import jieba
+from pypinyin import lazy_pinyin
 
 from citescope.knowledge.shop_profile import ShopProfile
-from citescope.knowledge.text import CJK_CHAR
+from citescope.knowledge.text import CJK_CHAR, ENGLISH_STOPWORDS
 
 GLOSSARY_PATH = Path(__file__).with_name("glossary_en.json")
 EVERYDAY_PATH = Path(__file__).with_name("glossary_zh.json")
@@ -81,11 +82,18 @@ def chinese_words(question: str, path: Path = GLOSSARY_PATH) -> list[str]:
     """The glossary's Chinese words for the English words of a question asked in English (at least
     three English words and no more Chinese characters: not the English title in 《Gold》是谁唱的), in
     order, each once."""
+    return list(dict.fromkeys(w for words in chinese_concepts(question, path) for w in words))
+
+
+def chinese_concepts(question: str, path: Path = GLOSSARY_PATH) -> list[tuple[str, ...]]:
+    """What chinese_words gives, one entry per thing the question asks in the glossary's words: the Chinese
+    words of each English word or phrase ("cash on delivery" -> (货到付款,), "shipping" -> (运费, 配送, 发货)),
+    in order, each once."""
     english = len(re.findall(r"[A-Za-z]+", question))
     if english < 3 or english < len(CJK_CHAR.findall(question)):
         return []
     pattern, words = _english(path)
-    return list(dict.fromkeys(w for match in pattern.finditer(question.lower()) for w in words[match.group(1)]))
+    return list(dict.fromkeys(tuple(words[match.group(1)]) for match in pattern.finditer(question.lower())))
 
 
 @lru_cache(maxsize=256)  # one question is worded for several arms, queries and the answerer
@@ -156,6 +164,56 @@ def document_words(question: str, shop: ShopProfile | None = None) -> list[str]:
 _NAME = re.compile(
     r"(?<![A-Za-z0-9\-])[A-Za-z\-]*\d[A-Za-z0-9\-]*|[\u4e00-\u9fff]+"
 )  # XZ-3000, T20, AJ1, and Chinese a question names
+
+
+# a capitalised word or run of them in an English question (Hong Kong, PayPal, Beijing, USB): a name, unless
+# it is a function word opening the sentence (Do, Can, Is)
+_WORD = r"[A-Z][A-Za-z]*(?:-[A-Za-z0-9]+)*"  # USB-C is one word
+_CAPITALISED = re.compile(rf"(?<![A-Za-z0-9\-]){_WORD}(?: {_WORD})*(?![A-Za-z0-9\-])")
+_OPENERS = frozenset(
+    "can will may shall i any also just hi hey hello thanks thank sorry yes no ok okay dear".split()
+)  # words that open an English question capitalised and name nothing (the rest are ENGLISH_STOPWORDS)
+
+
+def english_names(question: str, path: Path = GLOSSARY_PATH) -> list[str]:
+    """The names an English question says that the glossary does not translate (Hong Kong, PayPal,
+    Shengyu): a capitalised word or run of them, not a function word, not inside a glossary phrase (SF
+    Express) and without digits (model numbers are _NAME's). Evidence that says none of a name
+    (`says_name`) answers another question: "Do you ship to Hong Kong?" is not answered by 江浙沪's delivery
+    times, as 香港 keeps "能寄到香港吗" from them."""
+    pattern, _ = _english(path)
+    known = [match.span() for match in pattern.finditer(question.lower())]
+    names = []
+    for match in _CAPITALISED.finditer(question):
+        words = match.group(0).lower().split(" ")
+        while words and words[0] in ENGLISH_STOPWORDS | _OPENERS:  # Do, Can, Is opening the question
+            words.pop(0)
+        overlaps = any(start < match.end() and match.start() < end for start, end in known)
+        if words and not overlaps and not any(char.isdigit() for word in words for char in word):
+            names.append(" ".join(words))
+    return list(dict.fromkeys(names))
+
+
+def says_name(text: str, name: str) -> bool:
+    """Whether the text says the name (lower-case, from english_names): as written, or in Chinese characters
+    whose pinyin it is (a shopper writes 声屿 as Shengyu, 云迹 as Yunji): syllable by syllable, tones and
+    spaces dropped, so "yunji" is 云迹 of 云迹 B15 but not a run across two words' syllables' letters."""
+    text = text.lower()
+    if name in text:
+        return True
+    letters = re.sub(r"[^a-z]", "", name)
+    if not letters or not CJK_CHAR.search(text):
+        return False
+    syllables = [s for s in lazy_pinyin(text) if s.isalpha() and s.isascii()]
+    for start in range(len(syllables)):
+        joined = ""
+        for syllable in syllables[start:]:
+            joined += syllable
+            if not letters.startswith(joined):
+                break
+            if joined == letters:
+                return True
+    return False
 
 
 def document_query(question: str, shop: ShopProfile | None = None) -> str | None:

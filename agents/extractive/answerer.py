@@ -25,11 +25,12 @@ from citescope.agents.product_answers import ProductAnswers, sku_fields, sku_sen
 from citescope.agents.prompts import load_prompt
 from citescope.agents.question_rules import question_rules
 from citescope.knowledge.chunking import PIECE_ID
-from citescope.knowledge.crosslingual import worded_for
+from citescope.knowledge.crosslingual import chinese_concepts, english_names, says_name, worded_for
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.schema import in_users_voice
 from citescope.knowledge.shop_profile import ShopProfile
 from citescope.knowledge.text import (
+    CJK_CHAR,
     is_english,
     is_faq,
 )
@@ -160,10 +161,24 @@ class ExtractiveAnswerer:
                     and (v.authority != first.authority or v.updated_at != first.updated_at)
                 ]
 
+        # a name an English question says that no glossary translates (Hong Kong, PayPal; Shengyu is 声屿 in pinyin):
+        # a sentence that does not say it answers something else (江浙沪's delivery times for "ship to Hong Kong?")
+        untranslated = english_names(question) if profile.english else []
+        # what an English question asks in the glossary's words (cash on delivery: 货到付款; shipping: 运费, 配送 or
+        # 发货): a Chinese sentence that states under half of them answers another question (付款 of "16:00 前付款
+        # 的订单当天发货" is not 货到付款), as a Chinese question's sentence must say what it asks
+        concepts = chinese_concepts(question) if profile.english else []
+
         def allowed(candidate: Candidate) -> bool:
             # After "…以最新政策为准" a sentence restating the older value would contradict it
             if any(self.inspector.mentions(candidate.body, value) for value in overruled):
                 return False
+            if not all(says_name(f"{candidate.hit.title} {candidate.body}", name) for name in untranslated):
+                return False
+            if concepts and CJK_CHAR.search(candidate.body):
+                said = self.canonical(f"{candidate.hit.title} {candidate.body}")
+                if 2 * sum(any(self.canonical(word) in said for word in words) for words in concepts) < len(concepts):
+                    return False
             return not banned or all(
                 strip_citations(self._frame(candidate, profile.english, cautious)).strip() not in banned
                 for cautious in (False, True)

@@ -9,10 +9,13 @@ import json
 import pytest
 
 from citescope.knowledge.crosslingual import (
+    chinese_concepts,
     chinese_words,
     document_query,
     document_words,
+    english_names,
     everyday_words,
+    says_name,
     with_document_words,
 )
 from citescope.knowledge.shop_profile import ShopProfile
@@ -107,3 +110,22 @@ def test_a_broken_everyday_glossary_is_named(tmp_path):
     bad.write_text(json.dumps({"words": {"洗澡": ["淋浴"]}, "in_context": [{"words": {}}]}), encoding="utf-8")
     with pytest.raises(ValueError, match="glossary_zh.json: not a valid glossary"):
         everyday_words("能洗澡吗", bad)
+
+
+def test_names_the_glossary_does_not_translate_stay_in_the_documents_wording():
+    assert english_names("Do you ship to Hong Kong?") == ["hong kong"]
+    assert english_names("Hi, do you accept PayPal?") == ["paypal"]  # Hi, do: openers, not names
+    assert english_names("Does the XZ-3000 support USB-C charging?") == ["usb-c"]  # the model number is _NAME's
+    assert english_names("Can I choose SF Express?") == []  # a glossary phrase: 顺丰
+    assert english_names("Any discount for students?") == english_names("where do orders ship from?") == []
+    # said as written, or in the characters whose pinyin it is, syllable by syllable
+    assert says_name("Orders ship from our Shenzhen warehouse.", "shenzhen")
+    assert says_name("声屿 S1 是一款入耳式真无线耳机", "shengyu") and says_name("云迹 B15 城市通勤双肩包", "yunji")
+    assert not says_name("配送时效：江浙沪地区：发货后 1-2 天送达", "hong kong")
+    assert not says_name("声屿 S1 耳机", "shengyuan") and not says_name("声屿 S1 耳机", "engyu")  # whole syllables
+
+
+def test_what_an_english_question_asks_in_the_glossarys_words():
+    assert chinese_concepts("Do you accept cash on delivery?") == [("货到付款",)]
+    assert chinese_concepts("whats the minimum order for free shipping") == [("包邮",)]  # the phrase, not its words
+    assert chinese_concepts("你们支持货到付款吗") == []  # a Chinese question

@@ -570,15 +570,32 @@ def test_an_english_question_about_a_chinese_shop_is_answered_from_its_chinese_e
     assert not stock.refused and "(白色): price 149.00元, in stock" in stock.answer, stock.answer
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue #46, restated without the dev-fitted reranker and threshold: the training-fitted reranker "
-    "scores this English question 0.188 (0.077 before) against the training-chosen default 0.1775, and a "
-    "hedged answer about shipping times is given; the reader's calibrated score is to refuse it again",
-)
+def test_an_english_question_naming_a_place_the_chinese_shop_never_names_is_refused(pipeline):
+    # "ship" is 发货 / 配送 to the glossary, "Hong Kong" nothing: the delivery times of 江浙沪 answered it until
+    # the names the glossary does not translate counted as words the evidence must say (knowledge/crosslingual.py)
+    for question in ("Do you ship to Hong Kong?", "Do you ship internationally to Germany?"):
+        result = pipeline.run(question)
+        assert result.refused and result.answer.startswith("Sorry"), result.answer
+    # the same question without the name is answered from the shipping policy, as before
+    shipping = pipeline.run("How soon do you ship after I place an order?")
+    assert not shipping.refused and "policy-shipping#" in shipping.answer, shipping.answer
+    # a brand written in pinyin is the shop's own name: 星择 is Xingze
+    price = pipeline.run("How much is the Xingze XZ-3000 power bank?")
+    assert not price.refused and "299.00元" in price.answer, price.answer
+
+
+def test_an_english_shop_that_names_the_place_answers_it(english_pipeline):
+    shipping = english_pipeline.run("Do orders ship from Shenzhen?")
+    assert not shipping.refused and "Shenzhen warehouse" in shipping.answer, shipping.answer
+
+
 def test_an_english_question_the_chinese_shop_does_not_answer_is_refused(pipeline):
+    # the training-fitted reranker scores it 0.187, over the default 0.1775 (issue #46's restated baseline); the
+    # glossary's word for it, 货到付款, is in no sentence: 付款 of "16:00 前付款的订单当天发货" answered it until
+    # an English question's sentence had to state half of what it asks in the glossary's words
     unknown = pipeline.run("Do you accept cash on delivery?")
     assert unknown.refused and unknown.answer.startswith("Sorry")
+    assert unknown.refusal_reason == "no_supported_answer"  # the gate let it through: the answer stage refused
 
 
 def test_a_question_in_traditional_characters_is_answered_in_them_from_the_simplified_pages(pipeline):
