@@ -25,7 +25,7 @@ DEMO_SHOP = ShopProfile.load(DEMO_DIR / "shop.yaml")
 
 
 def test_phrases_before_their_words_whole_words_and_plurals():
-    assert chinese_words("whats the minimum order for free shipping") == ["包邮"]  # not also 运费 of shipping
+    assert chinese_words("whats the minimum order for free shipping") == ["订单", "包邮"]  # not also 运费 of shipping
     assert chinese_words("Are the earbuds waterproof?")[:2] == ["耳机", "防水"]
     assert chinese_words("any warm jackets?") == ["保暖", "外套", "夹克", "冲锋衣"]  # a plural s
     assert chinese_words("flights to stockholm please") == ["飞机", "登机"]  # stock only as a word
@@ -127,5 +127,6 @@ def test_names_the_glossary_does_not_translate_stay_in_the_documents_wording():
 
 def test_what_an_english_question_asks_in_the_glossarys_words():
     assert chinese_concepts("Do you accept cash on delivery?") == [("货到付款",)]
-    assert chinese_concepts("whats the minimum order for free shipping") == [("包邮",)]  # the phrase, not its words
+    # one entry per word or phrase, the phrase and not its words
+    assert chinese_concepts("whats the minimum order for free shipping") == [("订单",), ("包邮",)]
     assert chinese_concepts("你们支持货到付款吗") == []  # a Chinese question
