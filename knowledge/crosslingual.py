@@ -52,11 +52,33 @@ def _read(path: Path) -> dict:
 
 @lru_cache(maxsize=4)
 def _english(path: Path = GLOSSARY_PATH) -> tuple[re.Pattern, dict[str, list[str]]]:
-    words = _read(path)["words"]
-    phrases = sorted(words, key=len, reverse=True)  # "free shipping" before "shipping"
-    # whole words, a plural s allowed (earbuds / earbud is listed as earbuds; jackets -> jacket)
-    pattern = re.compile(r"(?<![a-z0-9])(" + "|".join(re.escape(p) for p in phrases) + r")s?(?![a-z0-9])")
-    return pattern, {k.lower(): v for k, v in words.items()}
+    """The pattern of the glossary's words and phrases as a question writes them (whole words, the last one
+    inflected: jackets, ordered, cancelled, shipping's own entry first) and each form's Chinese words."""
+    listed = {k.lower(): v for k, v in _read(path)["words"].items()}
+    forms = dict(listed)  # a listed form keeps its own words (shipping is 运费, not ship's 发货)
+    for key, chinese in listed.items():
+        for form in _inflections(key):
+            forms.setdefault(form, chinese)
+    phrases = sorted(forms, key=len, reverse=True)  # "free shipping" before "shipping"
+    pattern = re.compile(r"(?<![a-z0-9])(" + "|".join(re.escape(p) for p in phrases) + r")(?![a-z0-9])")
+    return pattern, forms
+
+
+# ship -> shipped, cancel -> cancelled; a form no one writes (orderred, expireed) matches nothing and costs nothing
+_DOUBLED = re.compile(r"[aeiou][bdglmnprt]$")
+
+
+def _inflections(phrase: str) -> list[str]:
+    """Regular English forms of a phrase's last word: plural or third person, past, -ing (order: orders,
+    ordered, ordering; expire: expired, expiring; ship: shipped, shipping)."""
+    if not phrase[-1:].isalpha():
+        return []
+    forms = [phrase + "s", phrase + "es", phrase + "ed", phrase + "ing"]
+    if phrase.endswith("e"):
+        forms += [phrase + "d", phrase[:-1] + "ing"]
+    if _DOUBLED.search(phrase) and not re.search(r"[aeiou]{2}[a-z]$", phrase):
+        forms += [phrase + phrase[-1] + "ed", phrase + phrase[-1] + "ing"]
+    return forms
 
 
 @lru_cache(maxsize=8)

@@ -33,6 +33,14 @@ def test_phrases_before_their_words_whole_words_and_plurals():
     assert chinese_words("这双鞋防水吗") == [] and chinese_words("《Gold Rush》是谁唱的") == []
 
 
+def test_a_glossary_word_is_found_inflected():
+    assert chinese_words("Can I change my address after ordering?") == ["修改", "更换", "地址", "订单"]
+    assert chinese_words("I cancelled my order last night") == ["取消", "订单"]
+    assert chinese_words("have my points expired already") == ["积分", "过期"]
+    assert chinese_words("when will my order be shipped") == ["订单", "发货", "配送"]
+    assert chinese_words("is free shipping available") == ["包邮", "有货", "库存"]  # a listed form keeps its words
+
+
 def test_a_question_is_worded_as_chinese_evidence_words_it():
     assert document_query("can i take the XZ-3000 power bank on a plane?") == "XZ-3000 充电宝 飞机 登机"
     assert document_query("What's the UPF rating of the 轻风 sun protection jacket?").startswith("轻风 防晒")
