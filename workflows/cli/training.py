@@ -122,7 +122,12 @@ def _cross_encoder_command(kind: str, max_tokens_default: int, what: str, doc: s
         head_lr: float = typer.Option(2e-3, "--head-lr", help="the head"),
         checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="steps between checkpoint + validation"),
         data: Path = typer.Option(TRAINING_DATA, "--data", help="the training data folder (../shared/training)"),
+        sentences: bool = typer.Option(
+            False, "--sentences", help="answers only: also which sentence of a passage answers (answer_data.py)"
+        ),
     ) -> None:
+        if sentences and kind != "answers":
+            fail("--sentences is an option of `train answers` only")
         if importlib.util.find_spec("torch") is None:
             fail("training needs torch: pip install -e '.[train]'")
         options = dict(
@@ -148,7 +153,7 @@ def _cross_encoder_command(kind: str, max_tokens_default: int, what: str, doc: s
             else:
                 from citescope.workflows.training.answer_training import AnswerTrainingSettings, train_answers
 
-                last = train_answers(AnswerTrainingSettings(**options))  # type: ignore[arg-type]
+                last = train_answers(AnswerTrainingSettings(**options, sentences=sentences))  # type: ignore[arg-type]
         except ValueError as exc:
             fail(exc)
         print(json.dumps(last, ensure_ascii=False, indent=2))

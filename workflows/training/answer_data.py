@@ -22,7 +22,13 @@ from pathlib import Path
 from citescope.agents.pair_scorer import LABELS, pair_text
 from citescope.workflows.evaluation.perturbations import is_reader_bench_title
 from citescope.workflows.training.cross_encoder_training import LabelledText
-from citescope.workflows.training.pair_data import SOURCES, answer_sentence, read_rows, split_of_title
+from citescope.workflows.training.pair_data import (
+    SOURCES,
+    answer_sentence,
+    passage_sentences,
+    read_rows,
+    split_of_title,
+)
 
 ANSWERS, DOES_NOT = LABELS.index("answers"), LABELS.index("does_not_answer")
 USED_SOURCES = (SOURCES["cmrc2018"], SOURCES["pawsx_zh"])
@@ -64,15 +70,27 @@ def _labelled(question: str, candidate: str, answer: str) -> LabelledText:
     return LabelledText(text, ANSWERS if answer and answer in text.split("\n", 1)[1] else DOES_NOT)
 
 
-def answer_examples(questions: list[Question], pairs: list[tuple[str, str, int]], seed: int) -> list[LabelledText]:
+SENTENCE_NEGATIVES = 2  # with `sentences`: other sentences of the passage beside the one that answers
+
+
+def answer_examples(
+    questions: list[Question], pairs: list[tuple[str, str, int]], seed: int, sentences: bool = False
+) -> list[LabelledText]:
     """Three candidates per question (own passage, passage without the answer's sentence, another
-    passage) and every paraphrase pair, in a seeded order."""
+    passage) and every paraphrase pair, in a seeded order. `sentences`: also the answer's sentence alone
+    and up to SENTENCE_NEGATIVES other sentences of its passage alone — which of a passage's sentences
+    says it, the choice the extractive answerer makes (workflows/training/sentence_choice.py measures it)."""
     rng = random.Random(f"answers:{seed}")
     passages = sorted({q.passage for q in questions})
     examples: list[LabelledText] = []
     for q in questions:
         examples.append(_labelled(q.question, q.passage, q.answer))
         sentence = answer_sentence(q.passage, q.answer_start)
+        if sentences and sentence:
+            examples.append(_labelled(q.question, sentence, q.answer))
+            others = [s for s in passage_sentences(q.passage) if q.answer not in s]
+            for other in rng.sample(others, min(SENTENCE_NEGATIVES, len(others))):
+                examples.append(_labelled(q.question, other, q.answer))
         without = q.passage.replace(sentence, "", 1) if sentence else ""
         if without.strip():
             examples.append(_labelled(q.question, without, q.answer))

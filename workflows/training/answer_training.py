@@ -32,6 +32,7 @@ MISSED_ANSWERS = 0.05  # answers_above: the share of valid answering windows sco
 class AnswerTrainingSettings(CrossEncoderSettings):
     data_dir: Path = Path()
     max_tokens: int = 128
+    sentences: bool = False  # also teach which sentence of a passage answers (answer_data.answer_examples)
 
 
 def answer_metrics(probabilities: np.ndarray, gold: list[int]) -> dict[str, Any]:
@@ -67,11 +68,12 @@ def answers_task(settings: AnswerTrainingSettings) -> CrossEncoderTask:
         kind="answers",
         task="pair scorer: does the candidate answer the question (agents/pair_scorer.py)",
         labels=LABELS,
-        train=answer_examples(questions["train"], pairs["train"], settings.seed),
-        valid=answer_examples(questions["valid"], pairs["valid"], 0),
+        train=answer_examples(questions["train"], pairs["train"], settings.seed, settings.sentences),
+        valid=answer_examples(questions["valid"], pairs["valid"], 0, settings.sentences),
         data={
             "sources": {s.name: {"licence": s.licence, **counts[s.name]} for s in USED_SOURCES},
             "build": "commercial (default)",
+            "candidates": "passage windows and single sentences" if settings.sentences else "passage windows",
             "held_out": "the claim benchmark's articles (perturbations.is_reader_bench_title); valid articles by "
             "pair_data.split_of_title, PAWS-X by its own split",
         },

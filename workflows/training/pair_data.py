@@ -85,6 +85,11 @@ def split_of_title(title: str) -> str:
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])")
 
 
+def passage_sentences(context: str) -> list[str]:
+    """The passage's sentences as answer_sentence cuts them, stripped, empty ones left out."""
+    return [sentence.strip() for sentence in _SENTENCE_END.split(context) if sentence.strip()]
+
+
 def answer_sentence(context: str, start: int) -> str:
     """The sentence of `context` that holds character `start` (sentences end at 。！？!?；; or a newline)."""
     offset = 0

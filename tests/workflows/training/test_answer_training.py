@@ -20,6 +20,7 @@ from citescope.workflows.training.answer_training import (  # noqa: E402
     answer_metrics,
     train_answers,
 )
+from citescope.workflows.training.pair_data import passage_sentences  # noqa: E402
 from tests.support.tiny_training import two_sessions  # noqa: E402
 from tests.workflows.training.test_claim_training import PASSAGES, _titles  # noqa: E402
 
@@ -64,6 +65,19 @@ def test_examples_are_labelled_by_the_window_the_scorer_reads(tmp_path):
     assert [e.label for e in examples if e.text.startswith("花呗怎么还款\n")] == [ANSWERS]
     assert [e.label for e in examples if e.text.startswith("他在巴黎出生\n")] == [DOES_NOT]
     assert not [e for e in examples if e.text.startswith("借呗")]  # afqmc is research-only
+
+
+def test_with_sentences_the_answers_sentence_alone_answers_and_its_neighbours_alone_do_not(tmp_path):
+    questions, pairs, _ = read_answer_data(_write_data(tmp_path / "data"))
+    plain = answer_examples(questions["train"], pairs["train"], seed=0)
+    both = answer_examples(questions["train"], pairs["train"], seed=0, sentences=True)
+    asked = "背包重量是多少？\n"
+    alone = {e.text[len(asked) :]: e.label for e in both if e.text.startswith(asked)}
+    assert alone["这款背包重量为1.2千克，容量为30升。"] == ANSWERS  # the answer's sentence, alone
+    others = set(passage_sentences(questions["train"][0].passage)) - {"这款背包重量为1.2千克，容量为30升。"}
+    neighbours = [text for text, label in alone.items() if label == DOES_NOT and text in others]
+    assert len(neighbours) == 2  # two other sentences of its passage, alone, do not answer
+    assert len(both) == len(plain) + 3 * len(questions["train"])  # per question: one answering, two not
 
 
 def test_metrics_read_the_probability_of_answering():

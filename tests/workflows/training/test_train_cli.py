@@ -49,3 +49,9 @@ def test_no_shared_source_needs_a_shops_kb_and_it_must_be_one(tmp_path):
         == f"error: --kb: no knowledge base at {tmp_path} (run: python run.py ingest PATH --kb {tmp_path})"
     )
     assert not (tmp_path / "run").exists()
+
+
+def test_sentences_is_the_pair_scorers_option_only(tmp_path):
+    result = CliRunner().invoke(app, ["train", "claims", "--out", str(tmp_path / "run"), "--sentences"])
+    assert result.exit_code == 2 and result.stderr.strip() == "error: --sentences is an option of `train answers` only"
+    assert "--sentences" in CliRunner().invoke(app, ["train", "answers", "--help"]).output
