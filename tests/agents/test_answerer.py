@@ -12,6 +12,7 @@ from citescope.agents.budget import Budget, BudgetTracker, ModelFailure, RetryPo
 from citescope.agents.inspector import Inspector
 from citescope.agents.offline_models import ScriptedModel
 from citescope.tools.base import EvidenceHit
+from tests.support.spec_sheets import spec_sheet_hits
 
 EVIDENCE = [
     EvidenceHit(
@@ -95,29 +96,12 @@ def test_a_retry_carries_the_inspectors_findings():
 
 
 def test_both_prompts_mark_a_siblings_evidence_and_say_what_the_mark_means():
-    sheets = [
-        EvidenceHit(
-            chunk_id="spec-1#body-0",
-            doc_id="spec-1",
-            score=0.9,
-            title="风行 逐光X3 无线降噪耳机",
-            doc_type="product",
-            text="型号：逐光X3\n续航：26小时",
-        ),
-        EvidenceHit(
-            chunk_id="spec-2#body-0",
-            doc_id="spec-2",
-            score=0.8,
-            title="极岚 听澜X3 头戴式耳机",
-            doc_type="product",
-            text="型号：听澜X3\n电池容量：320mAh",
-        ),
-    ]
+    sheets = spec_sheet_hits()[:2]  # 风行 逐光X3's sheet, and 极岚 听澜X3's
     report = Inspector().run("电池容量为 320mAh【spec-2#body-0】。", sheets)
     for feedback in (None, report):
         prompt = answer_prompt("风行 逐光X3的电池容量是多少？", sheets, feedback=feedback, siblings={"spec-2#body-0"})
         evidence = prompt.split("\n【证据】", 1)[1].split("\n【冲突】", 1)[0]
-        assert "【spec-2#body-0】(product, 日期未知, 来源未知) 〔另一对象〕极岚 听澜X3" in evidence
+        assert "【spec-2#body-0】(product, 日期未知, 来源未知) 〔另一对象〕极岚 听澜X3 头戴式耳机是" in evidence
         assert evidence.count("〔另一对象〕") == 2  # the format line's and the sibling's; the asked sheet has none
         assert "10. 内容前标有〔另一对象〕的证据" in prompt and "evidence marked 〔另一对象〕" in prompt
     # the answerer passes what the pipeline told it to the prompt it sends

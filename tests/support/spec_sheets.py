@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from citescope.knowledge.kb import KnowledgeBase
+from citescope.tools.base import EvidenceHit
 from tests.conftest import ingested_kb
 
 SPEC_SHEETS = [
@@ -36,3 +37,18 @@ def spec_sheet_kb(folder: Path) -> KnowledgeBase:
     corpus.write_text("\n".join(json.dumps(doc, ensure_ascii=False) for doc in SPEC_SHEETS) + "\n", encoding="utf-8")
     kb, _ = ingested_kb(folder / "kb", [corpus])
     return kb
+
+
+def spec_sheet_hits() -> list[EvidenceHit]:
+    """The sheets as evidence (one chunk each, best first), for an answerer or inspector without a KB."""
+    return [
+        EvidenceHit(
+            chunk_id=f"{sheet['doc_id']}#body-0",
+            doc_id=sheet["doc_id"],
+            score=1.0 - i / 10,
+            title=sheet["title"],
+            doc_type="product",
+            text=sheet["text"],
+        )
+        for i, sheet in enumerate(SPEC_SHEETS)
+    ]
