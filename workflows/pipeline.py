@@ -195,12 +195,16 @@ class QAPipeline:
             claim_reader=claim_reader,
             claim_reject_above=config.claims_reject_above,
         )
+        sentence_reader = None
+        if config.sentence_model is not None:  # opt-in: the reader chooses the answer's first sentence
+            sentence_reader = PairScorer(config.sentence_model, get_settings().cache_dir).warm_up().score
         extractive = ExtractiveAnswerer(
             lexicon=lexicon,
             inspector=inspector,
             shop=kb.shop,
             rule_packs=config.rule_packs,
             aspects=KBAspects(kb),
+            sentence_reader=sentence_reader,
         )
         self.refusals = RefusalTexts.load()
         compliance = SensitiveWordFilter.for_config(config, kb.dir)  # None when off

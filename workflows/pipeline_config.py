@@ -65,6 +65,8 @@ class PipelineConfig(BaseModel):
     # the reader's pair scorer (agents/pair_scorer.py): a model folder from `run.py train answers`; None = off
     pair_model: Path | None = None
     pair_top_n: int = Field(5, ge=1)  # the reranker's best chunks it reads (one engine pass each)
+    # a pair scorer choosing the extractive answer's first sentence (run.py train answers --sentences); None = off
+    sentence_model: Path | None = None
     model_routes: list[RouteRule] = Field(default_factory=list)  # where a question starts (agents/routing.py)
     answer_language: Literal["auto", "zh", "en"] = "auto"  # auto: the question's language
     conversation_turns: int = Field(3, ge=0)  # the last turns of a session both models read

@@ -76,13 +76,16 @@ class ExtractiveAnswerer:
         shop: ShopProfile | None = None,
         rule_packs: Iterable[str] = (),
         aspects: Iterable[str] | Callable[[], frozenset[str]] = (),
+        sentence_reader: Callable[[str, list[str]], list[float]] | None = None,
     ):
         """shop: the KB's shop profile, whose delivery zones are the documents' words for the places
         a question names (knowledge/crosslingual.py). rule_packs: the opt-in packs of question rules
         the KB turns on (its config's `rule_packs`; agents/question_cues.yaml): none for a shop. aspects:
         the KB's shared headings and field labels (agents/aspects.py): a question naming one is answered
-        only by what is said under it."""
+        only by what is said under it. sentence_reader: P(answers) of (question, sentences), the reader's pair
+        scorer (`sentence_model`, opt-in): it chooses the first sentence (selection.select)."""
         self.lexicon = lexicon
+        self.sentence_reader = sentence_reader
         self.max_sentences = max_sentences
         self.inspector = inspector or Inspector(lexicon=lexicon)
         self.reader = QuestionReader(lexicon, shop, question_rules(frozenset(rule_packs)), aspects)
@@ -206,7 +209,14 @@ class ExtractiveAnswerer:
             answer = self._checked(question, evidence, conflicts, [*pieces, *from_tables, *framed])
             return self.with_parts_not_found(answer, not_answered, profile.english)
         room = self.max_sentences - len(pieces)
-        chosen = select(self.reader, profile, evidence, skipped, room, allowed)
+        read = None
+        if self.sentence_reader is not None:
+            sentence_reader = self.sentence_reader
+
+            def read(bodies: list[str]) -> list[float]:
+                return sentence_reader(question, bodies)
+
+        chosen = select(self.reader, profile, evidence, skipped, room, allowed, read=read)
         # Hedge when the best sentence for the whole question matches under half of it (also when
         # the parts of a compound question are answered one by one: each part's best may match
         # its part fully and still leave the question half answered); an English question cannot

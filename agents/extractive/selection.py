@@ -45,6 +45,11 @@ _MIN_SCORE_SHARE = 0.7  # a further sentence must score this share of the best o
 _ANCHOR_SHARE = 0.75
 
 
+# With a sentence reader (a trained pair scorer, `sentence_model`), the first sentence is the one it reads as
+# answering best among the on-topic sentences the scorer ranks this high (one engine pass each)
+READ_TOP = 8
+
+
 def select(
     reader: QuestionReader,
     question: QuestionProfile,
@@ -53,9 +58,12 @@ def select(
     room: int,
     allowed: Callable[[Candidate], bool],
     scored: list[Candidate] | None = None,
+    read: Callable[[list[str]], list[float]] | None = None,
 ) -> list[Candidate]:
     """The best sentence, then up to room-1 more that each add a question word or model.
-    scored: the question's candidates when the caller has them already."""
+    scored: the question's candidates when the caller has them already. read: P(answers) of sentences
+    (the reader's pair scorer): whether anything answers is still the scorer's call; which sentence comes
+    first is the reader's, among the READ_TOP best on-topic ones (workflows/training/sentence_choice.py)."""
     if room <= 0 or not evidence:
         return []
     if scored is None:
@@ -94,6 +102,11 @@ def select(
     # word against Chinese evidence; against English evidence it can)
     if not (best.answers or question.english and CJK_CHAR.search(best.hit.text)):
         return []
+    if read is not None:
+        pool = sorted((c for c in candidates if c.on_topic), key=lambda c: -c.score)[:READ_TOP]
+        if len(pool) > 1:
+            answering = read([c.body for c in pool])
+            best = pool[max(range(len(pool)), key=lambda i: (answering[i], -i))]  # a tie: the scorer's order
     chosen = [best]
     # after a shop-wide answer, which holds for every product, a product's page adds none
     entities_add = not is_shop_wide(best.hit)

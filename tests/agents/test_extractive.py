@@ -1055,3 +1055,30 @@ def test_a_shop_rule_asked_of_no_product_is_not_answered_by_one_products_page():
     assert "policy-warranty#保修期限-0" in answer and "prod-tote" not in answer
     # a question naming the product's words still reads its page (钢化膜 of 果壳 iPhone 15 系列钢化膜)
     assert "prod-tote" in answerer.run("帆布托特包保修多久？", [tote, rule], shop_rule=True)
+
+
+ARTICLE = EvidenceHit(
+    chunk_id="article#body-0",
+    doc_id="article",
+    score=1.0,
+    title="星择 XZ-3000",
+    doc_type="article",
+    text="XZ-3000 的电池容量是 20000mAh，机身重量为 420 克。XZ-3000 支持 100W 快充，约 2 小时充满。"
+    "XZ-3000 于 2024 年上市，电池容量在同类产品中较大。",
+)
+
+
+def test_a_sentence_reader_chooses_the_first_sentence_and_never_makes_an_answer_of_nothing():
+    question = "XZ-3000 的电池容量是多少？"
+    plain = ExtractiveAnswerer().run(question, [ARTICLE])
+    assert plain.startswith("XZ-3000 的电池容量是 20000mAh")  # the word scorer's first
+    # a reader that reads the last sentence as the answer: it comes first (one of the scorer's on-topic best)
+    last = ExtractiveAnswerer(sentence_reader=lambda q, bodies: [float("上市" in b) for b in bodies])
+    assert last.run(question, [ARTICLE]).startswith("XZ-3000 于 2024 年上市")
+    # a reader that cannot tell the sentences apart leaves the scorer's order
+    level = ExtractiveAnswerer(sentence_reader=lambda q, bodies: [0.5] * len(bodies))
+    assert level.run(question, [ARTICLE]) == plain
+    # whether anything answers is still the scorer's call: a question nothing answers stays refused
+    fond = ExtractiveAnswerer(sentence_reader=lambda q, bodies: [1.0] * len(bodies))
+    assert ExtractiveAnswerer().run("XZ-3000 有什么颜色？", [ARTICLE]) == fond.refusal()
+    assert fond.run("XZ-3000 有什么颜色？", [ARTICLE]) == fond.refusal()

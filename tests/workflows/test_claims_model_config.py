@@ -1,6 +1,7 @@
 """The reader's models are opt-in per KB: `claims_model` in the config gives the pipeline's
 inspector a ClaimReader (without it the answers are the rules' alone), `pair_model` gives the rank
-stage a PairScorer (without it the gate reads the reranker's score alone)."""
+stage a PairScorer (without it the gate reads the reranker's score alone), `sentence_model` gives the
+extractive answerer one that chooses its first sentence."""
 
 from __future__ import annotations
 
@@ -38,3 +39,13 @@ def test_a_configured_pair_scorer_moves_the_gates_score(demo_kb, tmp_path):
     result = read.run(QUESTION)
     assert result.best_score is not None and answered.best_score is not None
     assert result.best_score < answered.best_score
+
+
+def test_a_configured_sentence_model_reads_the_extractive_answers_sentences(demo_kb, tmp_path):
+    plain = QAPipeline(demo_kb, PipelineConfig.load(demo_kb.dir, environ={})).warm_up()
+    assert plain.answer.extractive.sentence_reader is None
+    level = constant_pair_model(tmp_path / "sentences", 0.5)  # cannot tell sentences apart: the scorer's order stays
+    config = PipelineConfig.load(demo_kb.dir, environ={"CITESCOPE_SENTENCE_MODEL": str(level)})
+    read = QAPipeline(demo_kb, config).warm_up()
+    assert read.answer.extractive.sentence_reader is not None
+    assert read.run(QUESTION).answer == plain.run(QUESTION).answer

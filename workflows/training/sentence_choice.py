@@ -7,7 +7,8 @@ answerer reads them) are chosen four ways, and a choice is right when the senten
 `sentence_scorer` (the answerer's own first sentence, selection.select; its best-scored one when it
 chooses none), `pair_scorer` (the highest P(answers)), `pair_of_top3` (the
 highest P(answers) among the sentence scorer's best three) and `blend` (the sentence scorer's score over
-its best plus P(answers)); `any_sentence` is how often a candidate holds it at all, `answer` how often the
+its best plus P(answers)), `wired` (what the answerer does with the scorer as its `sentence_model`:
+selection.select's READ_TOP); `any_sentence` is how often a candidate holds it at all, `answer` how often the
 extractive answer does (it may quote several sentences).
 
     python -m citescope.workflows.training.sentence_choice [--model DIR] [--limit N] [--json]
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,7 @@ from citescope.workflows.training.pair_data import SOURCES, split_of_title
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_MODEL = REPO / "knowledge" / "reader" / "answers-l4"
 TRAINING_DATA = REPO.parent / "shared" / "training"  # as `run.py train` reads it (workflows/cli/training.py)
-WAYS = ("answer", "sentence_scorer", "pair_scorer", "pair_of_top3", "blend", "any_sentence")
+WAYS = ("answer", "sentence_scorer", "pair_scorer", "pair_of_top3", "blend", "wired", "any_sentence")
 
 
 def valid_questions(data_dir: Path) -> list[tuple[str, str, str]]:
@@ -73,7 +75,18 @@ def measure(model_dir: Path, data_dir: Path, limit: int, seed: int = 0) -> dict[
         best = candidates[by_score[0]].score or 1.0
         # the answerer's own first sentence: the best that is on topic and says what is asked (selection.select)
         first = select(answerer.reader, profile, [hit], set(), 1, lambda _: True, candidates)
+        wired = select(
+            answerer.reader,
+            profile,
+            [hit],
+            set(),
+            1,
+            lambda _: True,
+            candidates,
+            read=partial(scorer.score, question),
+        )
         chosen = {
+            "wired": next((i for i, c in enumerate(candidates) if wired and c is wired[0]), by_score[0]),
             "sentence_scorer": next((i for i, c in enumerate(candidates) if first and c is first[0]), by_score[0]),
             "pair_scorer": max(range(len(p)), key=lambda i: p[i]),
             "pair_of_top3": max(by_score[:3], key=lambda i: p[i]),
