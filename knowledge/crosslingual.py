@@ -192,9 +192,10 @@ _NAME = re.compile(
 # it is a function word opening the sentence (Do, Can, Is)
 _WORD = r"[A-Z][A-Za-z]*(?:-[A-Za-z0-9]+)*"  # USB-C is one word
 _CAPITALISED = re.compile(rf"(?<![A-Za-z0-9\-]){_WORD}(?: {_WORD})*(?![A-Za-z0-9\-])")
-_OPENERS = frozenset(
+# words that open an English question capitalised and name nothing: the stopwords and these
+_OPENERS = ENGLISH_STOPWORDS | frozenset(
     "can will may shall i any also just hi hey hello thanks thank sorry yes no ok okay dear".split()
-)  # words that open an English question capitalised and name nothing (the rest are ENGLISH_STOPWORDS)
+)
 
 
 def english_names(question: str, path: Path = GLOSSARY_PATH) -> list[str]:
@@ -208,7 +209,7 @@ def english_names(question: str, path: Path = GLOSSARY_PATH) -> list[str]:
     names = []
     for match in _CAPITALISED.finditer(question):
         words = match.group(0).lower().split(" ")
-        while words and words[0] in ENGLISH_STOPWORDS | _OPENERS:  # Do, Can, Is opening the question
+        while words and words[0] in _OPENERS:  # Do, Can, Is opening the question
             words.pop(0)
         overlaps = any(start < match.end() and match.start() < end for start, end in known)
         if words and not overlaps and not any(char.isdigit() for word in words for char in word):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from citescope.agents.citations import (
@@ -170,7 +171,9 @@ class ExtractiveAnswerer:
         # what an English question asks in the glossary's words (cash on delivery: 货到付款; shipping: 运费, 配送 or
         # 发货): a Chinese sentence that states under half of them answers another question (付款 of "16:00 前付款
         # 的订单当天发货" is not 货到付款), as a Chinese question's sentence must say what it asks
-        concepts = chinese_concepts(question) if profile.english else []
+        concepts = (
+            [tuple(map(self.canonical, words)) for words in chinese_concepts(question)] if profile.english else []
+        )
 
         def allowed(candidate: Candidate) -> bool:
             # After "…以最新政策为准" a sentence restating the older value would contradict it
@@ -180,7 +183,7 @@ class ExtractiveAnswerer:
                 return False
             if concepts and CJK_CHAR.search(candidate.body):
                 said = self.canonical(f"{candidate.hit.title} {candidate.body}")
-                if 2 * sum(any(self.canonical(word) in said for word in words) for words in concepts) < len(concepts):
+                if 2 * sum(any(word in said for word in words) for words in concepts) < len(concepts):
                     return False
             return not banned or all(
                 strip_citations(self._frame(candidate, profile.english, cautious)).strip() not in banned
@@ -209,13 +212,7 @@ class ExtractiveAnswerer:
             answer = self._checked(question, evidence, conflicts, [*pieces, *from_tables, *framed])
             return self.with_parts_not_found(answer, not_answered, profile.english)
         room = self.max_sentences - len(pieces)
-        read = None
-        if self.sentence_reader is not None:
-            sentence_reader = self.sentence_reader
-
-            def read(bodies: list[str]) -> list[float]:
-                return sentence_reader(question, bodies)
-
+        read = partial(self.sentence_reader, question) if self.sentence_reader is not None else None
         chosen = select(self.reader, profile, evidence, skipped, room, allowed, read=read)
         # Hedge when the best sentence for the whole question matches under half of it (also when
         # the parts of a compound question are answered one by one: each part's best may match
