@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from citescope.agents.self_probes import NOT_HEADINGS, field_labels
 from citescope.knowledge.kb import KnowledgeBase
@@ -23,24 +23,47 @@ from citescope.knowledge.text import CJK_CHAR
 _HEADING_PARTS = re.compile(r"[/／、&＆]|与|和|及")
 _MIN_CHARS, _MAX_CHARS = 2, 6  # 产地 … 手机配件说明; longer headings are a page's own (本政策适用范围说明)
 MIN_DOCUMENTS = 2  # an aspect is shared: one page's own heading names no kind of fact
+FIELD_SHEET_SHARE, MIN_FIELDS = 2 / 3, 3  # a page that is a list of fields, not prose with a few of them
 _LIST_MARKER = re.compile(r"^[ \t]*[-*•·]\s*", re.MULTILINE)  # - 防水：IPX4… is a labelled line too
 
 
-def kb_aspects(chunks: Iterable[Chunk]) -> frozenset[str]:
+def kb_aspects(chunks: Iterable[Chunk], headings: bool = True) -> frozenset[str]:
     """The headings (each part of a joined one) and field labels that at least MIN_DOCUMENTS documents of
-    different titles use; FAQ entries are questions, not pages with aspects."""
+    different titles use; FAQ entries are questions, not pages with aspects. headings=False: the field
+    labels alone (a label names one value; a heading can name a whole topic: 运费说明, 办理流程)."""
     titles: dict[str, set[str]] = defaultdict(set)
     for chunk in chunks:
         if chunk.doc_type == "faq":
             continue
         words = set(field_labels(_LIST_MARKER.sub("", chunk.text)))
-        if chunk.section and chunk.section not in NOT_HEADINGS and chunk.section != chunk.title:
+        if headings and chunk.section and chunk.section not in NOT_HEADINGS and chunk.section != chunk.title:
             words.update(_HEADING_PARTS.split(chunk.section))
         for word in words:
             word = word.strip()
             if _MIN_CHARS <= len(word) <= _MAX_CHARS and CJK_CHAR.search(word):
                 titles[word].add(chunk.title)
     return frozenset(word for word, named in titles.items() if len(named) >= MIN_DOCUMENTS)
+
+
+def field_sheet_labels(chunks: Iterable[Chunk]) -> frozenset[str]:
+    """The KB's field labels when its pages are field sheets — at least half of its documents (FAQ entries
+    aside) mostly `label：value` lines with labels other documents share, as records written from one
+    template are — else none. On such a page a question about it asks one of its fields; on a page of
+    prose sections (a shop's product page) it can ask anything, and reading a field into it misleads
+    (agents/aspect_reading.py, measured in docs/answerer.md)."""
+    chunks = [c for c in chunks if c.doc_type != "faq"]
+    labels = kb_aspects(chunks, headings=False)
+    lines: dict[str, list[str]] = defaultdict(list)
+    for chunk in chunks:
+        lines[chunk.doc_id].extend(line for line in _LIST_MARKER.sub("", chunk.text).splitlines() if line.strip())
+    sheets = sum(_is_field_sheet(doc_lines, labels) for doc_lines in lines.values())
+    return labels if lines and sheets * 2 >= len(lines) else frozenset()
+
+
+def _is_field_sheet(lines: list[str], labels: frozenset[str]) -> bool:
+    """At least FIELD_SHEET_SHARE of a document's lines are shared fields, and at least MIN_FIELDS of them."""
+    fields = sum(any(label.strip() in labels for label in field_labels(line)) for line in lines)
+    return fields >= MIN_FIELDS and fields >= FIELD_SHEET_SHARE * len(lines)
 
 
 def asked_aspects(terms: Iterable[str], aspects: Iterable[str], names: Collection[str] = ()) -> set[str]:
@@ -61,13 +84,15 @@ class KBAspects:
     """A KB's aspects as it is now: read again when its version moves on (an ingest while serving adds a
     page with a new heading), as the entity index is. Called for the current set."""
 
-    def __init__(self, kb: KnowledgeBase):
+    def __init__(self, kb: KnowledgeBase, read: Callable[[Iterable[Chunk]], frozenset[str]] = kb_aspects):
+        """read: what to read of the KB's chunks (kb_aspects, or field_sheet_labels)."""
         self.kb = kb
+        self.read = read
         self._version: int | None = None
         self._words: frozenset[str] = frozenset()
 
     def __call__(self) -> frozenset[str]:
         version = self.kb.version
         if version != self._version:
-            self._words, self._version = kb_aspects(self.kb.all_chunks()), version
+            self._words, self._version = self.read(self.kb.all_chunks()), version
         return self._words

@@ -62,6 +62,9 @@ class QueryFeatures(BaseModel):
     # The questions a compound question is made of (北京冬奥会和冬残奥会的开幕日期分别是什么时候),
     # each searched alone by an arm step `for_each: part`; [] when it asks one thing.
     parts: list[str] = Field(default_factory=list)
+    # the KB's aspect the question asks in other words, as the trace says it (agents/aspect_reading.py);
+    # `question` then ends with the aspect in brackets
+    read_aspect: str | None = None
     # The shop of the KB it was read against (None: no KB): its delivery zones are the documents' words
     # for the places the question names (knowledge/crosslingual.py). The KB's, not the question's, so
     # it is left out of the features' JSON (a run's results, the experience store).

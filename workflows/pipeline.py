@@ -27,7 +27,8 @@ from typing import Any
 
 from citescope.agents import conflicts as conflict_check
 from citescope.agents.answerer import ExtractiveAnswerer, LLMAnswerer
-from citescope.agents.aspects import KBAspects
+from citescope.agents.aspect_reading import AspectReading
+from citescope.agents.aspects import KBAspects, field_sheet_labels
 from citescope.agents.budget import BudgetTracker, DeadlinePassed
 from citescope.agents.claim_reader import ClaimReader
 from citescope.agents.conflicts import Conflict
@@ -230,7 +231,7 @@ class QAPipeline:
         if judge is not None:
             self.models["judge"] = judge.name
 
-        self.analyse = Analyse(self.analyzer)
+        self.analyse = Analyse(self.analyzer, AspectReading(kb.embedder, KBAspects(kb, field_sheet_labels)).warm_up())
         self.plan = Plan(self.policy)
         self.retrieve = Retrieve(kb, self.registry, self.reranker, toolkit_template, planner_route, extractive)
         self.rank = Rank(kb, self.reranker, pair_scorer, config.pair_top_n)

@@ -103,6 +103,7 @@ def features_summary(features: QueryFeatures) -> dict[str, Any]:
         "asks_overview": features.asks_overview,
         "colloquial": features.colloquial,
         "length": features.length,
+        "read_aspect": features.read_aspect,
     }
 
 

@@ -3,7 +3,7 @@ heading or field label several pages share is answered only by what is said unde
 
 from __future__ import annotations
 
-from citescope.agents.aspects import asked_aspects, kb_aspects
+from citescope.agents.aspects import asked_aspects, field_sheet_labels, kb_aspects
 from citescope.agents.extractive import ExtractiveAnswerer
 from citescope.knowledge.schema import Chunk
 from citescope.tools.base import EvidenceHit
@@ -113,3 +113,22 @@ def test_a_kbs_aspects_follow_its_ingests(tmp_path):
         assert "产地" in aspects()
     finally:
         kb.close()
+
+
+def sheet(doc_id: str, owner: str, lines: list[str]) -> Chunk:
+    return page(doc_id, f"{owner}的车辆档案", "body", "\n".join(lines), doc_type="doc")
+
+
+def test_a_kb_whose_pages_are_field_sheets_reads_their_labels_and_one_of_prose_pages_none():
+    sheets = [
+        sheet("car-1", "张伟", ["车主：张伟", "保险到期：2026年3月4日", "排量：1.5L", "张伟的车每年保养两次。"]),
+        sheet("car-2", "李娜", ["车主：李娜", "保险到期：2026年8月19日", "排量：2.0L"]),
+    ]
+    assert field_sheet_labels(sheets) == {"车主", "保险到期", "排量"}
+    # the shop's pages are sections of prose with a few labelled lines: no sheets, no labels to read
+    assert field_sheet_labels(SHOP) == frozenset()
+    # a page with fewer than two thirds of its lines fields is no sheet; under half the documents sheets, none
+    prose = sheet("car-3", "王强", ["车主：王强", "保险到期：2027年1月11日", "排量：1.5L"] + ["说明。"] * 2)
+    assert field_sheet_labels([*sheets, prose]) == {"车主", "保险到期", "排量"}  # two of three are sheets
+    notes = [page(f"n-{i}", f"笔记{i}", "body", "车主：某人\n随手记下的一句话。\n又一句话。") for i in range(3)]
+    assert field_sheet_labels([*sheets, prose, *notes]) == frozenset()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from citescope.agents.aspect_reading import AspectReading, with_aspect
 from citescope.agents.query_analysis import Entity, QueryAnalyzer, QueryFeatures
 
 
@@ -29,13 +30,21 @@ class Analysis:
 
 
 class Analyse:
-    def __init__(self, analyzer: QueryAnalyzer):
+    def __init__(self, analyzer: QueryAnalyzer, aspects: AspectReading | None = None):
+        """aspects: reads the KB's aspect a question asks in other words (agents/aspect_reading.py)."""
         self.analyzer = analyzer
+        self.aspects = aspects
 
     def run(self, given: AnalyseInput) -> Analysis:
         features = given.features
         if features is None:
             features = self.analyzer.run(given.whole, given.session_entity, given.session_topic)
+        if self.aspects is not None and features.read_aspect is None:
+            read = self.aspects.run(features.question)
+            if read is not None:
+                features = features.model_copy(
+                    update={"question": with_aspect(features.question, read), "read_aspect": read.note()}
+                )
         return Analysis(whole=given.whole, features=features)
 
 

