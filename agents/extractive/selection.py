@@ -46,7 +46,7 @@ _ANCHOR_SHARE = 0.75
 
 
 # With a sentence reader (a trained pair scorer, `sentence_model`), the first sentence is the one it reads as
-# answering best among the on-topic sentences the scorer ranks this high (one engine pass each)
+# answering best among the on-topic sentences of the scorer's document it ranks this high (one engine pass each)
 READ_TOP = 8
 
 
@@ -63,7 +63,8 @@ def select(
     """The best sentence, then up to room-1 more that each add a question word or model.
     scored: the question's candidates when the caller has them already. read: P(answers) of sentences
     (the reader's pair scorer): whether anything answers is still the scorer's call; which sentence comes
-    first is the reader's, among the READ_TOP best on-topic ones (workflows/training/sentence_choice.py)."""
+    first is the reader's, among the READ_TOP best on-topic ones of the scorer's document
+    (workflows/training/sentence_choice.py)."""
     if room <= 0 or not evidence:
         return []
     if scored is None:
@@ -103,7 +104,10 @@ def select(
     if not (best.answers or question.english and CJK_CHAR.search(best.hit.text)):
         return []
     if read is not None:
-        pool = sorted((c for c in candidates if c.on_topic), key=lambda c: -c.score)[:READ_TOP]
+        # within the chosen document: which document answers stays the scorer's (the reader, trained on
+        # one passage at a time, chose worse across the documents of real evidence; docs/models.md)
+        mine = (c for c in candidates if c.on_topic and c.hit.doc_id == best.hit.doc_id)
+        pool = sorted(mine, key=lambda c: -c.score)[:READ_TOP]
         if len(pool) > 1:
             answering = read([c.body for c in pool])
             best = pool[max(range(len(pool)), key=lambda i: (answering[i], -i))]  # a tie: the scorer's order

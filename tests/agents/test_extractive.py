@@ -1082,3 +1082,24 @@ def test_a_sentence_reader_chooses_the_first_sentence_and_never_makes_an_answer_
     fond = ExtractiveAnswerer(sentence_reader=lambda q, bodies: [1.0] * len(bodies))
     assert ExtractiveAnswerer().run("XZ-3000 有什么颜色？", [ARTICLE]) == fond.refusal()
     assert fond.run("XZ-3000 有什么颜色？", [ARTICLE]) == fond.refusal()
+
+
+def test_a_sentence_reader_chooses_within_the_document_the_scorer_chose():
+    """Which document answers stays the word scorer's: a sentence another document's page says, however
+    plausible to the reader, does not come first (on the demo the reader chose worse across documents)."""
+    question = "XZ-3000 的电池容量是多少？"
+    review = EvidenceHit(
+        chunk_id="review#body-0",
+        doc_id="review",
+        score=0.9,
+        title="星择 XZ-3000 买家评价",
+        doc_type="review",
+        text="XZ-3000 的电池容量很够用，出差三天不用充电。",
+    )
+    plain = ExtractiveAnswerer().run(question, [ARTICLE, review])
+    assert plain.startswith("XZ-3000 的电池容量是 20000mAh")
+    fond_of_reviews = ExtractiveAnswerer(sentence_reader=lambda q, bodies: [float("出差" in b) for b in bodies])
+    assert fond_of_reviews.run(question, [ARTICLE, review]).startswith("XZ-3000 的电池容量是 20000mAh")
+    # within the scorer's document the reader still chooses
+    fond_of_dates = ExtractiveAnswerer(sentence_reader=lambda q, bodies: [float("上市" in b) for b in bodies])
+    assert fond_of_dates.run(question, [ARTICLE, review]).startswith("XZ-3000 于 2024 年上市")
