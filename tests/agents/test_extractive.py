@@ -1088,14 +1088,7 @@ def test_a_sentence_reader_chooses_within_the_document_the_scorer_chose():
     """Which document answers stays the word scorer's: a sentence another document's page says, however
     plausible to the reader, does not come first (on the demo the reader chose worse across documents)."""
     question = "XZ-3000 的电池容量是多少？"
-    review = EvidenceHit(
-        chunk_id="review#body-0",
-        doc_id="review",
-        score=0.9,
-        title="星择 XZ-3000 买家评价",
-        doc_type="review",
-        text="XZ-3000 的电池容量很够用，出差三天不用充电。",
-    )
+    review = hit("review#body-0", "星择 XZ-3000 买家评价", "XZ-3000 的电池容量很够用，出差三天不用充电。", 0.9)
     plain = ExtractiveAnswerer().run(question, [ARTICLE, review])
     assert plain.startswith("XZ-3000 的电池容量是 20000mAh")
     fond_of_reviews = ExtractiveAnswerer(sentence_reader=lambda q, bodies: [float("出差" in b) for b in bodies])
