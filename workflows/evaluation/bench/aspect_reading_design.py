@@ -1,11 +1,11 @@
 """Benchmark: how the aspect reader (agents/aspect_reading.py) reads questions that ask a template's
 field or a shop's section in other words, at each margin. Its design set,
-docs/notes/aspect-reading-design.jsonl, was written for it (record, course and order templates, and
+docs/notes/aspect-reading-design.jsonl, was written for it (record, course, order, hotel and policy templates, and
 the demo shop's shared headings with questions written here, none from a question set): each question
 names the aspect it asks, or none when no aspect answers it. Reported per part (`fit`, from which
-MARGIN was chosen, and `check`, read only after): read right, read wrong, and unanswerable questions
-read as an aspect, at each margin; and the margin the fit part chooses (the lowest with nothing read
-wrongly), which is MARGIN.
+MARGIN was chosen; `check`, written with it and read only after; `check2`, written after MARGIN was
+fixed): read right, read wrong, and unanswerable questions read as an aspect, at each margin; and the
+margin the fit part chooses (the lowest with nothing read wrongly), which is MARGIN.
 
     python -m citescope.workflows.evaluation.bench.aspect_reading_design [--json]
 """
