@@ -14,10 +14,10 @@ course, order, hotel and policy templates and the demo shop's headings, with que
 never on an evaluation set: the lowest margin at which its `fit` part reads no question wrongly and no
 unanswerable question as a field (`python -m citescope.workflows.evaluation.bench.aspect_reading_design`);
 on the parts not used to choose it 11 of 13 reads were right (a label sharing a word with the question,
-two labels of one kind: docs/answerer.md). What the
-reader finds is added to the question the stages read ("张伟的车险啥时候过期？（保险到期）"), so retrieval,
-rank, the gate and the answerer's aspect rule all see the label; the question as typed stays the
-result's and the session's, and the trace's features say what was read (`read_aspect`). Pages of prose
+two labels of one kind: docs/answerer.md). What the reader finds is added to the question the stages
+read ("张伟的车险啥时候过期？（保险到期）"), so retrieval, rank, the gate and the answerer's aspect rule all
+see the label; the question as typed stays the result's and the session's, and the trace's features say
+what was read (`read_aspect`). Pages of prose
 sections (the demo shop's) are not read: there a question can ask anything, and reading a heading or
 label into it cost right answers and refusals (docs/answerer.md, "Fields asked in other words").
 """
@@ -67,7 +67,9 @@ class AspectReading:
     def _vectors(self) -> tuple[tuple[str, ...], np.ndarray]:
         given = self.aspects()
         with self._lock:
-            if self._read is None or self._read[0] is not given:
+            # compared by value: every ingest gives the KB a new set object, mostly of the same labels,
+            # and re-embedding them would cost the next question ~40 ms a label
+            if self._read is None or self._read[0] != given:
                 names = tuple(sorted(given))
                 # both sides as queries: an aspect is a short phrase asked about, not a passage
                 vectors = np.stack([self.embedder.embed_query(a) for a in names]) if names else np.zeros((0, 1))

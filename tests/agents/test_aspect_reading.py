@@ -62,3 +62,11 @@ def test_the_stages_read_the_question_with_its_field_in_brackets():
     read = ReadAspect("保险到期", 0.95, 0.05)
     assert with_aspect("张伟的车险啥时候过期？", read) == "张伟的车险啥时候过期？（保险到期）"
     assert ReadAspect("保险到期", 0.9471, 0.0463).note() == "aspect read: 保险到期 (cosine 0.947, 0.046 over the next)"
+
+
+def test_an_equal_set_after_an_ingest_is_not_embedded_again(embedder):
+    labels = [VEHICLE]
+    reading = AspectReading(embedder, lambda: labels[0]).warm_up()
+    first = reading._vectors()[1]
+    labels[0] = frozenset(VEHICLE)  # a new object with the same labels, as KBAspects gives after an ingest
+    assert reading._vectors()[1] is first
