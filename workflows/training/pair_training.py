@@ -27,7 +27,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from citescope.knowledge.e5_delta import save_delta
+from citescope.knowledge.e5_delta import delta_base, save_delta
 from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
 from citescope.workflows.training.checkpoints import Position, load_checkpoint
 from citescope.workflows.training.e5_torch import E5TorchEncoder, FineTune, export, pad
@@ -186,7 +186,8 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
         exported = export(model)
         exported.write(out / MODEL_NAME)
         # what ships: the changed tensors only, rebuilt into the full file at first use (knowledge/e5_delta.py)
-        save_delta(exported, settings.model_path, out / DELTA_NAME, card={"settings": settings_dict(settings)})
+        card = {"settings": settings_dict(settings)}
+        save_delta(exported, delta_base(settings.model_path), out / DELTA_NAME, card=card)
         extra["exported"] = [MODEL_NAME, DELTA_NAME]
         # the file as the engine runs it (4-bit weights, 8-bit activations, whole texts, not cut)
         extra["engine_valid_recall_at_1"] = recall_at_1(engine_embedder(out / MODEL_NAME), valid)

