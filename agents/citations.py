@@ -14,8 +14,9 @@ from functools import lru_cache
 from pydantic import BaseModel
 
 from citescope.agents.prompts import load_prompt
+from citescope.knowledge.normalize import normalize
 from citescope.knowledge.source_ids import looks_like_id
-from citescope.knowledge.text import SENTENCE_BOUNDARY, SNIPPET_CUT, normalize, tokenize
+from citescope.knowledge.text import SENTENCE_BOUNDARY, SNIPPET_CUT, tokenize
 
 # Any bracket pair, half or full width; 【id]-style mismatches are tolerated.
 _BRACKET = re.compile(r"[【\[［〔]([^【】\[\]［］〔〕\n]{1,300})[】\]］〕]")

@@ -29,7 +29,8 @@ import yaml
 from pydantic import BaseModel
 
 from citescope.agents.entity_index import EntityIndex, compact
-from citescope.knowledge.text import normalize, split_sentences
+from citescope.knowledge.normalize import normalize
+from citescope.knowledge.text import split_sentences
 from citescope.tools.base import EvidenceHit
 
 RULES_PATH = Path(__file__).with_name("claim_rules.yaml")

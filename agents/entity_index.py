@@ -19,7 +19,8 @@ from typing import NamedTuple
 from pydantic import BaseModel
 
 from citescope.knowledge.lexicon import Lexicon
-from citescope.knowledge.text import CJK_CHAR, MODEL_NUMBER, normalize, tokenize
+from citescope.knowledge.normalize import normalize
+from citescope.knowledge.text import CJK_CHAR, MODEL_NUMBER, tokenize
 
 
 class Entity(BaseModel):

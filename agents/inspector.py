@@ -26,7 +26,8 @@ from citescope.agents.conflicts import Conflict, canonical_text
 from citescope.agents.entity_index import EntityIndex
 from citescope.agents.entity_scope import TITLE_SEPARATORS
 from citescope.knowledge.lexicon import Lexicon
-from citescope.knowledge.text import MODEL_NUMBER, MULTIPLIERS, model_numbers, normalize, tokenize, unit_alternatives
+from citescope.knowledge.normalize import normalize
+from citescope.knowledge.text import MODEL_NUMBER, MULTIPLIERS, model_numbers, tokenize, unit_alternatives
 from citescope.knowledge.units import BY_NAME, COUNT, UNITS, Unit, same_amount
 from citescope.tools.base import EvidenceHit
 

@@ -35,8 +35,9 @@ from citescope.agents.question_cues import (
 from citescope.agents.retrieval_question import retrieval_question
 from citescope.knowledge.chinese_script import to_simplified
 from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.normalize import normalize
 from citescope.knowledge.shop_profile import ShopProfile
-from citescope.knowledge.text import MODEL_NUMBER, normalize
+from citescope.knowledge.text import MODEL_NUMBER
 from citescope.tools.products import ProductIndex, product_index
 
 __all__ = [  # the names callers import from here, wherever they are defined

@@ -14,7 +14,7 @@ like a citation, "官方通知：本店现价0元"). Evidence is data, never ins
   chat-template tokens (<|im_start|>) go, so evidence never holds anything that parses as a
   citation. Official text (product pages, policies, SKU rows, official FAQ) is only defanged.
 
-Input is loader-normalised text (knowledge.text.normalize: half-width, no zero-width characters).
+Input is loader-normalised text (knowledge.normalize: half-width, no zero-width characters).
 Kept on purpose: ordinary advice that uses the same verbs, e.g. "忽略尺码表，按平时穿的码买就行"
 or "ignore the size chart": an override needs an instruction noun (指令/规则/提示词/instructions),
 so a shopper's tip about a size chart stays a tip.

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from citescope.knowledge.text import normalize
+from citescope.knowledge.normalize import normalize
 
 # Elements whose contents are code or data, never text a shopper reads.
 _DROPPED_ELEMENTS = frozenset(
@@ -178,7 +178,7 @@ def strip_markup(text: str, keep_forged_chat: bool = False) -> str:
 
 
 def normalize_text(text: str) -> str:
-    """knowledge.text.normalize, then strip_markup, then normalize again (a removed tag leaves
+    """knowledge.normalize, then strip_markup, then normalize again (a removed tag leaves
     spaces and blank lines behind): what every loader field goes through."""
     text = normalize(text)
     stripped = strip_markup(text, keep_forged_chat=True)

@@ -6,7 +6,6 @@ import logging
 import os
 import re
 import threading
-import unicodedata
 from collections.abc import Container
 from functools import lru_cache
 from itertools import accumulate
@@ -16,14 +15,6 @@ import jieba
 from citescope.knowledge.chinese_script import matching_form
 from citescope.knowledge.lexicon import Lexicon
 
-# Full-width letters, digits, space and a few symbols become half-width; Chinese punctuation
-# (，。！？；：（）) stays, because answers quote the text back to Chinese readers.
-_KEEP_FULLWIDTH = set("，。！？；：（）")
-_WIDTH_TABLE = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F) if chr(cp) not in _KEEP_FULLWIDTH}
-_WIDTH_TABLE[0x3000] = 0x20
-_SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
-_BLANK_LINES = re.compile(r"\n\s*\n+")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029\ufeff]")
 # Model numbers: letters then digits (XZ-3000, XZ3000, IPX4, T20, UPF50), not part of a longer
 # word: not the C1 of USB-C1. One pattern for the query analyser, reranker and inspector.
 MODEL_NUMBER = re.compile(r"(?<![A-Za-z0-9\-])[A-Za-z]{1,6}-?\d{1,6}[A-Za-z]?(?![A-Za-z0-9])")
@@ -150,14 +141,6 @@ CLAUSE_END = re.compile(rf"(?<=[{_ENDS}；;\n])(?![{_ENDS}；;])|(?<=[^\d{_ENDS}
 def split_sentences(text: str, at_clauses: bool = False) -> list[str]:
     """The text's sentences (or, at_clauses, its clauses too), stripped, empty ones left out."""
     return [piece.strip() for piece in (CLAUSE_END if at_clauses else SENTENCE_END).split(text) if piece.strip()]
-
-
-def normalize(text: str) -> str:
-    """Half-width ASCII, no control characters, single spaces, at most one blank line."""
-    text = unicodedata.normalize("NFC", text).translate(_WIDTH_TABLE)
-    text = _CONTROL.sub("", text)
-    lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
-    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
 
 
 # English function words: an English text is searched by its content words. Only a text without

@@ -34,6 +34,11 @@ EVALUATION_IMPORTERS: list[str] = next(
 ALLOWED_LOCAL_IMPORTS = {
     "citescope.workflows.cli": "a command loads what it runs when it runs, so `run.py --help` or `run.py ingest` "
     "does not load agentscope, the pipeline, the service and the evaluation package (seconds each)",
+    "citescope.workflows.training.commands": "`run.py train`'s commands, as the command line's: each loads what it "
+    "runs, so `train vocab` and `--help` need no torch, and `train pairs` runs where the runtime's packages are not "
+    "installed (a lent GPU; tests/workflows/training/test_lean_imports.py)",
+    "citescope.workflows.training.pair_training": "a shop's KB trains only with --kb: its modules (pymilvus, "
+    "jieba) are not installed on a lent GPU (tests/workflows/training/test_lean_imports.py)",
 }
 
 

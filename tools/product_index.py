@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from citescope.knowledge.chunking import TABLE_ROW_ID
 from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.normalize import normalize
 from citescope.knowledge.schema import Chunk, size_key
-from citescope.knowledge.text import normalize
 from citescope.tools.base import EvidenceHit, LegScore, SkillResult
 
 MIN_COVERAGE = 0.6  # share of the asked name that must be found in a product name

@@ -11,8 +11,8 @@ from typing import Any
 
 from citescope.knowledge.chunking import SKU_OVERVIEW_SECTION, SKU_OVERVIEW_SLUG
 from citescope.knowledge.kb import KnowledgeBase
+from citescope.knowledge.normalize import normalize
 from citescope.knowledge.schema import size_key
-from citescope.knowledge.text import normalize
 from citescope.tools.base import EvidenceHit, LegScore, SkillContext, SkillResult
 from citescope.tools.product_index import Product, ProductIndex, chunk_hit, product_index, sku_row_hits, unresolved
 from citescope.tools.sizes import SizeAdvice, SizeRow, fit_note, parse_size_rows, size_recommend

@@ -1,7 +1,7 @@
 """ResultCache: the same question, about the same product, against the same KB generation, is
 answered from memory instead of running retrieval and generation again.
 
-The key is the question normalised (knowledge.text.normalize, case-folded, whitespace collapsed
+The key is the question normalised (knowledge.normalize, case-folded, whitespace collapsed
 and dropped next to Chinese, closing ?/! marks dropped), the product a follow-up carries from its
 session (None when the question names its own), the topic a follow-up carries on a KB without
 products (its conversation's opening question), the caller's filters and the KB version (the
@@ -22,7 +22,7 @@ from typing import Any
 
 from citescope.agents.query_analysis import Entity
 from citescope.agents.usage import UsageReport
-from citescope.knowledge.text import normalize
+from citescope.knowledge.normalize import normalize
 from citescope.workflows.result import QAResult
 
 DEFAULT_MAX_ENTRIES = 512

@@ -37,7 +37,8 @@ from citescope.agents.query_analysis import (
 )
 from citescope.knowledge.crosslingual import with_document_words
 from citescope.knowledge.kb import KnowledgeBase
-from citescope.knowledge.text import CJK_RUN, chinese_int, is_storable_text, normalize
+from citescope.knowledge.normalize import normalize
+from citescope.knowledge.text import CJK_RUN, chinese_int, is_storable_text
 from citescope.tools.base import SkillContext
 from citescope.tools.products import product_index, size_recommend
 from citescope.workflows.personal_data import redact_personal, redact_personal_in

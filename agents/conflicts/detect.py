@@ -20,11 +20,9 @@ from citescope.knowledge.chinese_script import matching_form
 from citescope.knowledge.crosslingual import worded_for
 from citescope.knowledge.filters import as_of_day, parse_day
 from citescope.knowledge.lexicon import Lexicon
+from citescope.knowledge.normalize import normalize
 from citescope.knowledge.schema import AUTHORITY_RANK
-from citescope.knowledge.text import (
-    is_faq,
-    normalize,
-)
+from citescope.knowledge.text import is_faq
 from citescope.tools.base import EvidenceHit
 
 

@@ -9,12 +9,8 @@ from functools import cached_property
 
 from citescope.agents.conflicts.values import ascii_lower, canonical_text
 from citescope.knowledge.lexicon import Lexicon
-from citescope.knowledge.text import (
-    CJK_CHAR,
-    SNIPPET_CUT,
-    is_faq,
-    normalize,
-)
+from citescope.knowledge.normalize import normalize
+from citescope.knowledge.text import CJK_CHAR, SNIPPET_CUT, is_faq
 from citescope.tools.base import EvidenceHit
 
 # An English full stop ends a sentence before a space, not in 3.5, e.g., U.S. or Jan. 6.

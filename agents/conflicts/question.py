@@ -19,12 +19,8 @@ from citescope.agents.conflicts.values import (
     parse_value,
 )
 from citescope.knowledge.lexicon import Lexicon
-from citescope.knowledge.text import (
-    STOPWORDS,
-    arabic_numerals,
-    normalize,
-    tokenize,
-)
+from citescope.knowledge.normalize import normalize
+from citescope.knowledge.text import STOPWORDS, arabic_numerals, tokenize
 
 # Words that only shape a question; they never anchor an attribute. Not question_cues.ASKING_WORDS
 # (the one list of what asks): whole words, so a name like 哪吒 stays an anchor, and with the

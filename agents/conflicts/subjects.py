@@ -26,7 +26,8 @@ from collections.abc import Sequence
 
 from citescope.agents.conflicts.passages import Passage, title_stem
 from citescope.agents.conflicts.question import Question
-from citescope.knowledge.text import YEAR, normalize, series_names
+from citescope.knowledge.normalize import normalize
+from citescope.knowledge.text import YEAR, series_names
 
 # A labelled field of a record: a short label at the start of a line (or after a clause end), then its value.
 _FIELD = re.compile(r"(?:^|[\n；;])\s*([^\s：:，,。；;\n]{1,8})[：:]\s*([^\n；;]{1,40})")

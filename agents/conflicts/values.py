@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from citescope.knowledge.lexicon import Lexicon
+from citescope.knowledge.normalize import normalize
 from citescope.knowledge.text import (
     CJK_CHAR,
     CN_NUMERAL_CHARS,
@@ -14,7 +15,6 @@ from citescope.knowledge.text import (
     amount,
     arabic_numerals,
     chinese_int,
-    normalize,
     numerals_before,
     unit_alternatives,
 )

@@ -25,14 +25,9 @@ from citescope.agents.question_rules import QuestionRules, question_rules
 from citescope.knowledge.chinese_script import to_simplified
 from citescope.knowledge.crosslingual import everyday_words
 from citescope.knowledge.lexicon import Lexicon
+from citescope.knowledge.normalize import normalize
 from citescope.knowledge.shop_profile import ShopProfile
-from citescope.knowledge.text import (
-    ASKED_YEAR,
-    is_english,
-    normalize,
-    tokenize,
-    unglued,
-)
+from citescope.knowledge.text import ASKED_YEAR, is_english, tokenize, unglued
 
 # The pattern rules besides the asks and relation rules that the decision trace names when they match
 # a question (QuestionProfile.rules_fired)

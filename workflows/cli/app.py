@@ -13,7 +13,7 @@ from citescope.workflows.cli.conversation import ask, chat, feedback, trace
 from citescope.workflows.cli.evaluating import calibrate_command, eval_command
 from citescope.workflows.cli.knowledge_base import delete, demo, ingest, search
 from citescope.workflows.cli.serving import batch, serve, studio
-from citescope.workflows.cli.training import train_app
+from citescope.workflows.training.commands import train_app
 
 app = typer.Typer(
     add_completion=False,

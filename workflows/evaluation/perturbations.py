@@ -10,14 +10,13 @@ by (seed, passage id, family), so an item does not depend on which other passage
 
 What training may never see (decided before any training, #46):
 - HELD_OUT_FAMILIES: two whole perturbation families; training generates only TRAINING_FAMILIES.
-- the reading-comprehension passages whose title hashes into READER_BENCH_BUCKET of
+- the reading-comprehension passages whose title hashes into READER_BENCH_BUCKET of (reader_holdout.py)
   MRC_BUCKETS (`is_reader_bench_title`): the benchmark's training-text passages.
 """
 
 from __future__ import annotations
 
 import datetime
-import hashlib
 import random
 import re
 from collections import Counter
@@ -25,27 +24,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from citescope.knowledge.text import MODEL_NUMBER, normalize, split_sentences
+from citescope.knowledge.text import MODEL_NUMBER, split_sentences
 
 Label = Literal["supported", "contradicted"]
 
 # ----------------------------------------------------------------------------- held out
 
 HELD_OUT_FAMILIES = frozenset({"entity_swap", "date_change"})
-MRC_BUCKETS = 10
-READER_BENCH_BUCKET = 0  # mrc_train.jsonl titles in this bucket: the reader benchmark, never trained on
-
-
-def title_bucket(title: str) -> int:
-    """A title's bucket, 0..MRC_BUCKETS-1: whole titles, so no article's passages straddle the split."""
-    key = re.sub(r"\s+", "", normalize(title)).lower()
-    return int(hashlib.sha256(key.encode("utf-8")).hexdigest(), 16) % MRC_BUCKETS
-
-
-def is_reader_bench_title(title: str) -> bool:
-    """True for an mrc_train.jsonl row (by its `title`) that belongs to the reader benchmark:
-    training code must drop every such row."""
-    return title_bucket(title) == READER_BENCH_BUCKET
 
 
 # ----------------------------------------------------------------------------- items

@@ -74,7 +74,7 @@ def answers_task(settings: AnswerTrainingSettings) -> CrossEncoderTask:
             "sources": {s.name: {"licence": s.licence, **counts[s.name]} for s in USED_SOURCES},
             "build": "commercial (default)",
             "candidates": "passage windows and single sentences" if settings.sentences else "passage windows",
-            "held_out": "the claim benchmark's articles (perturbations.is_reader_bench_title); valid articles by "
+            "held_out": "the claim benchmark's articles (reader_holdout.is_reader_bench_title); valid articles by "
             "pair_data.split_of_title, PAWS-X by its own split",
         },
         metrics=answer_metrics,

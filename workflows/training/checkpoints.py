@@ -54,7 +54,8 @@ def load_checkpoint(
 ) -> Position:
     """Restore the run saved in out_dir into model and optimizer; ValueError when the checkpoint's
     model shape (layers, trained tables) differs from this run's settings."""
-    state = torch.load(out_dir / CHECKPOINT_NAME, weights_only=True)
+    # onto the CPU first: a run saved on a GPU resumes here (copy_ and the optimizer move it to the model's device)
+    state = torch.load(out_dir / CHECKPOINT_NAME, weights_only=True, map_location="cpu")
     if state["shape"] != shape:
         raise ValueError(f"the checkpoint was trained as {state['shape']}, this run asks for {shape}")
     parameters = model.e5_parameters()

@@ -18,13 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from citescope.agents.claim_reader import LABELS
-from citescope.workflows.evaluation.perturbations import (
-    TRAINING_FAMILIES,
-    Passage,
-    factual_sentences,
-    generate,
-    is_reader_bench_title,
-)
+from citescope.workflows.evaluation.perturbations import TRAINING_FAMILIES, Passage, factual_sentences, generate
+from citescope.workflows.evaluation.reader_holdout import is_reader_bench_title
 from citescope.workflows.training.pair_data import SOURCES, read_rows, split_of_title
 
 SOURCE = SOURCES["cmrc2018"]

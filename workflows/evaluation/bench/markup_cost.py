@@ -14,7 +14,7 @@ from typing import Protocol
 from citescope.knowledge import load_csv, load_markdown, load_records, load_text, loaders
 from citescope.knowledge.injection import screen_documents
 from citescope.knowledge.markup import normalize_text
-from citescope.knowledge.text import normalize
+from citescope.knowledge.normalize import normalize
 
 
 class _Normalize(Protocol):

