@@ -3,7 +3,7 @@
 The bundled e5-small spends its 250k word-table rows (two thirds of the 71.6 MB file) on a hundred
 languages. `chinese_pieces` keeps the pieces written only in Han characters, ASCII and scripts'
 shared marks (punctuation, symbols, spaces, numerals that are not another script's digits):
-108k of them, a 35 MB file — small enough to carry to a lent GPU (64 MiB) — that tokenizes every
+108k of them, a 38 MB file — small enough to carry to a lent GPU (64 MiB) — that tokenizes every
 text written in those characters exactly as the full file does, id for id after renumbering. Why
 exactly: the engine's Viterbi search picks the best-scoring segmentation, whose pieces are pieces of
 the text itself, so all of them are kept; removing pieces it does not use can neither beat it nor
@@ -75,6 +75,11 @@ def _is_han(codepoint: int) -> bool:
         or 0xF900 <= codepoint <= 0xFAFF  # Compatibility Ideographs
         or codepoint == 0x3007  # 〇
     )
+
+
+def chinese_copy(model: E5ModelFile) -> E5ModelFile:
+    """`model` cut to `chinese_pieces`: what `run.py train vocab` writes."""
+    return prune(model, chinese_pieces(model.vocabulary))
 
 
 def prune(model: E5ModelFile, kept: Iterable[int]) -> E5ModelFile:

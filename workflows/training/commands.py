@@ -54,10 +54,10 @@ def train_vocab_command(
     Han, ASCII, punctuation and symbols (knowledge/e5_vocabulary.py): it tokenizes and embeds such text exactly
     as the bundled file does, so a run can carry it (a lent GPU takes 64 MiB) and start from it (--model-file)."""
     from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
-    from citescope.knowledge.e5_vocabulary import chinese_pieces, prune
+    from citescope.knowledge.e5_vocabulary import chinese_copy
 
     bundled = E5ModelFile.read(bundled_model_path())
-    pruned = prune(bundled, chinese_pieces(bundled.vocabulary))
+    pruned = chinese_copy(bundled)
     out.parent.mkdir(parents=True, exist_ok=True)
     pruned.write(out)
     summary = {
@@ -86,7 +86,7 @@ def train_carry_command(
     import gzip
 
     from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
-    from citescope.knowledge.e5_vocabulary import chinese_pieces, prune
+    from citescope.knowledge.e5_vocabulary import chinese_copy
     from citescope.workflows.training.pair_data import COMMERCIAL_DEFAULT, choose_sources, read_rows
 
     names = list(COMMERCIAL_DEFAULT) if sources is None else [p.strip() for p in sources.split(",") if p.strip()]
@@ -95,9 +95,8 @@ def train_carry_command(
     except ValueError as exc:
         fail(f"--sources: {exc}")
     (out / "data").mkdir(parents=True, exist_ok=True)
-    bundled = E5ModelFile.read(bundled_model_path())
     model_path = out / "e5-small-zh-q4.bin"
-    prune(bundled, chinese_pieces(bundled.vocabulary)).write(model_path)
+    chinese_copy(E5ModelFile.read(bundled_model_path())).write(model_path)
     fields = {source.source_field for source in chosen}
     rows: dict[str, int] = {}
     for name, kind in (("paraphrase_pairs.jsonl", "paraphrase"), ("mrc_train.jsonl", "mrc")):

