@@ -17,7 +17,7 @@ from typing import NoReturn
 import typer
 
 REPO = Path(__file__).resolve().parents[2]
-train_app = typer.Typer(no_args_is_help=True, help="Train the reader's models (needs: pip install -e '.[train]')")
+train_app = typer.Typer(no_args_is_help=True, help="Train the reader's models (needs: pip install -e '.\\[train]')")
 
 TRAINING_DATA = REPO.parent / "shared" / "training"
 MODEL_FILE_HELP = (
