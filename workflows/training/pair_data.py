@@ -110,8 +110,7 @@ def data_file(data_dir: Path, name: str) -> Path:
 
 def read_rows(path: Path) -> Iterator[dict]:
     """The JSON lines of a training file (gzipped when its name ends in .gz), blank lines skipped."""
-    if not path.exists():
-        path = data_file(path.parent, path.name)
+    path = data_file(path.parent, path.name)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as handle:
         for line in handle:
@@ -160,7 +159,7 @@ def manifest(data_dir: Path, sources: list[PairSource], counts: dict, seed: int,
     files += ["mrc_train.jsonl"] * any(s.kind == "mrc" for s in sources)
     return {
         "data_dir": str(data_dir),
-        "files": {data_file(data_dir, name).name: data_file(data_dir, name).stat().st_size for name in files},
+        "files": {path.name: path.stat().st_size for path in (data_file(data_dir, name) for name in files)},
         "build": "research (not for shipped weights)" if research else "commercial (default)",
         "sources": {
             s.name: {"kind": s.kind, "licence": s.licence, "commercial": s.commercial, **counts[s.name]}
