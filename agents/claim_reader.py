@@ -9,6 +9,8 @@ exactly what the runtime reads.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
@@ -44,6 +46,47 @@ def evidence_window(claim: str, evidence: str, limit: int = WINDOW_CHARS) -> str
             first -= 1
             text = sentences[first] + text
     return text[: 2 * limit]
+
+
+# How answers open a quoted sentence: the extractive answerer's frames (agents/extractive/answerer.py
+# `_frame`) and the written ones prompts/answerer.md asks for; "{title}" is the cited page's title.
+# Training frames a share of its claims with them (workflows/training/claim_data.py); the inspector
+# takes them off before checking (`unframed`): they are the answer's words, not the evidence's.
+ANSWER_FRAMES = (
+    "{title}：",
+    "{title}的介绍：",
+    "根据《{title}》，",
+    "关于{title}，",
+    "有用户评价称：",
+    "有用户分享：",
+    "根据现有资料，",
+    "官方详情页显示：",
+    "资料显示，",
+)
+_SECTION_AFTER_TITLE = re.compile(r"的[^：:，。；]{1,12}[：:]")  # 星择 XZ-3000 的保修：…
+
+
+def unframed(claim: str, titles: Iterable[str]) -> str:
+    """The claim without the frames an answer opens a quote with (ANSWER_FRAMES for the cited pages'
+    titles, and "<title>的<section>："), as many as it has; the claim itself when nothing would be left."""
+    titled = sorted({t for t in titles if t}, key=len, reverse=True)
+    frames = {f.format(title=t) for f in ANSWER_FRAMES for t in [*titled, ""] if t or "{title}" not in f}
+    # the longest first: a title's "{title}的介绍：" before its "{title}："
+    ordered = sorted(frames, key=len, reverse=True)
+    rest = claim.lstrip()
+    while frame := _opening_frame(rest, ordered, titled):
+        rest = rest[len(frame) :].lstrip()
+    return rest if rest.strip(" 。！!") else claim
+
+
+def _opening_frame(text: str, frames: list[str], titles: list[str]) -> str:
+    """The frame `text` opens with ("" when none): one of `frames`, or a title with its section."""
+    frame = next((f for f in frames if text.startswith(f)), "")
+    for title in titles if not frame else ():
+        section = _SECTION_AFTER_TITLE.match(text, len(title)) if text.startswith(title) else None
+        if section:
+            return title + section.group(0)
+    return frame
 
 
 def pair_text(claim: str, evidence: str) -> str:

@@ -19,8 +19,8 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
-from citescope.agents.citations import AnswerSentence, split_sentences
-from citescope.agents.claim_reader import ClaimReader, evidence_window
+from citescope.agents.citations import AnswerSentence, quotable, split_sentences
+from citescope.agents.claim_reader import ClaimReader, evidence_window, unframed
 from citescope.agents.claim_rules import ClaimRules, RuleHit
 from citescope.agents.conflicts import Conflict, canonical_text
 from citescope.agents.entity_index import EntityIndex
@@ -343,11 +343,13 @@ class Inspector:
         """The claim reader's verdict against the cited chunks read together (one engine call)."""
         assert self.claim_reader is not None
         evidence = "\n".join(hit.text for hit in hits)
-        verdict = self.claim_reader.check([(claim, evidence)])[0]
+        # the answer's frame ("有用户评价称：", the product's name) is not a claim about the evidence
+        read = unframed(claim, {t for hit in hits for t in (hit.title, quotable(hit.title))})
+        verdict = self.claim_reader.check([(read, evidence)])[0]
         threshold = self.claim_reader.reject_above if self.claim_reject_above is None else self.claim_reject_above
         if verdict.contradicted <= threshold:
             return []
-        window = evidence_window(claim, evidence)
+        window = evidence_window(read, evidence)
         return [RuleHit(rule=READER_RULE, claim=claim, evidence=f"{window}（P={verdict.contradicted:.2f}）")]
 
     def report(self, verdicts: Sequence[SentenceVerdict], conflicts: Sequence[Conflict] = ()) -> InspectionReport:

@@ -72,3 +72,19 @@ def test_the_committed_checker_loads_and_reads_a_negation_as_more_contradicted_t
     evidence = "本店默认发中通快递，订单付款后48小时内发货。顺丰快递需要补差价10元。偏远地区不支持包邮。"
     original, negated = reader.check([("顺丰快递需要补差价10元。", evidence), ("顺丰快递不需要补差价10元。", evidence)])
     assert negated.contradicted > original.contradicted
+
+
+def test_an_answers_frame_is_taken_off_before_the_claim_is_read():
+    from citescope.agents.claim_reader import unframed
+
+    titles = {"星择 XZ-3000 笔记本充电宝", "退换货政策"}
+    assert unframed("星择 XZ-3000 笔记本充电宝：机身四角做了圆弧处理。", titles) == "机身四角做了圆弧处理。"
+    assert unframed("星择 XZ-3000 笔记本充电宝的保修：整机保修一年。", titles) == "整机保修一年。"
+    assert unframed("根据《退换货政策》，签收后7天内可退。", titles) == "签收后7天内可退。"
+    assert unframed("根据现有资料，有用户评价称：很轻。", titles) == "很轻。"  # frames in a row
+    # what the frame does not open, and a frame with nothing after it, stay as written
+    assert unframed("顺丰有用户评价称：很快。", titles) == "顺丰有用户评价称：很快。"
+    assert unframed("有用户评价称：", titles) == "有用户评价称："
+    assert unframed("其他商品：很轻。", titles) == "其他商品：很轻。"  # not a cited page's title
+    sku = "星择 XZ-3000 笔记本充电宝（黑色）：价格 299元。"  # a SKU row's colour is part of the claim
+    assert unframed(sku, titles) == sku

@@ -265,6 +265,14 @@ def test_a_claim_reader_rejects_what_it_reads_as_contradicted_and_passes_the_res
 
     supporting = ClaimReader(constant_claim_model(tmp_path / "s", "supported"), tmp_path / "cache").warm_up()
     assert Inspector(claim_reader=supporting).run(answer, evidence).passed
+    # the reader reads the claim without the answer's frame (the cited page's title, a user's voice)
+    read: list[tuple[str, str]] = []
+    check = supporting.check
+    supporting.check = lambda pairs: read.extend(pairs) or check(pairs)  # type: ignore[method-assign]
+    title = next(hit.title for hit in evidence if hit.chunk_id == RET26)
+    framed = f"根据《{title}》，自签收次日起 15 天内可以无理由退换【{RET26}】。"
+    Inspector(claim_reader=supporting).run(framed, evidence)
+    assert [claim for claim, _ in read] == ["自签收次日起 15 天内可以无理由退换。"]
     lenient = Inspector(claim_reader=contradicting, claim_reject_above=1.0)  # P never exceeds 1
     assert lenient.run(answer, evidence).passed
 

@@ -172,6 +172,11 @@ def bench_reader(
     reject_above: float | None = typer.Option(
         None, "--reject-above", help="the claim checker's P(contradicted) that rejects (default: its card's)"
     ),
+    answers_kb: Path | None = typer.Option(
+        None,
+        "--answers-kb",
+        help="an ingested KB (.kb/demo): also the share of its answers to its own probes the checker rejects",
+    ),
 ) -> None:
     """Claim checking by the current inspector: perturbed claims rejected, faithful paraphrases passed (#46)."""
     from citescope.agents.claim_reader import ClaimReader
@@ -185,6 +190,10 @@ def bench_reader(
         fail(f"no {mrc_train} (pass --no-mrc to run on the KB alone)")
     if claims_model is not None and not (claims_model / "card.json").is_file():
         fail(f"--claims-model: no card.json in {claims_model} (the model folder run.py train claims exports)")
+    if answers_kb is not None and claims_model is None:
+        fail("--answers-kb measures a claim checker: give its folder with --claims-model")
+    if answers_kb is not None and not (answers_kb / "kb.json").is_file():
+        fail(f"--answers-kb: {answers_kb} is not an ingested KB (no kb.json; run.py ingest makes one)")
     try:
         reader = None if claims_model is None else ClaimReader(claims_model, get_settings().cache_dir).warm_up()
         result = run_reader_bench(
@@ -195,6 +204,15 @@ def bench_reader(
             claim_reader=reader,
             reject_above=reject_above,
         )
+        if answers_kb is not None and reader is not None:
+            from citescope.knowledge.kb import KnowledgeBase
+            from citescope.workflows.evaluation.bench.probe_answers import run_probe_answer_bench
+
+            kb_answering = KnowledgeBase(answers_kb)
+            try:
+                result["probe_answers"] = run_probe_answer_bench(kb_answering, reader, reject_above, seed=seed)
+            finally:
+                kb_answering.close()
     except ValueError as exc:  # a folder without documents, a delta made on another base file
         fail(exc)
     print(json.dumps(result, ensure_ascii=False, indent=2) if as_json else format_reader_report(result))

@@ -41,6 +41,7 @@ class Passage:
     passage_id: str  # the evidence chunk's id (what the claim cites)
     text: str
     source: str  # "demo_kb", "mrc_heldout", ...
+    title: str = ""  # the article's or page's title (training frames some claims with it)
 
 
 @dataclass(frozen=True)

@@ -65,3 +65,19 @@ def load_checkpoint(
     optimizer.load_state_dict(state["optimizer"])
     torch.set_rng_state(state["torch_rng"])
     return Position(**state["position"])
+
+
+def load_weights(run_dir: Path, model: TrainableModel, shape: dict[str, Any]) -> None:
+    """Start from another run's trained weights (its checkpoint): a new run with new data goes on from
+    where that one got, with its own optimizer, step 0 and data order. ValueError when the shapes
+    differ, or when the folder holds no checkpoint."""
+    path = run_dir / CHECKPOINT_NAME
+    if not path.exists():
+        raise ValueError(f"{run_dir}: no {CHECKPOINT_NAME} to start from")
+    state = torch.load(path, weights_only=True, map_location="cpu")
+    if state["shape"] != shape:
+        raise ValueError(f"{path} was trained as {state['shape']}, this run asks for {shape}")
+    parameters = model.e5_parameters()
+    with torch.no_grad():
+        for name, values in state["weights"].items():
+            parameters[name].copy_(values)

@@ -7,6 +7,15 @@ own generator (workflows/evaluation/perturbations.py) restricted to TRAINING_FAM
 held-out families (entity swap, date change) are never seen in training and the benchmark
 measures whether the checker generalises to them. Per passage, besides the generated items: one
 of its own sentences verbatim (supported) and sentences of other passages (not enough info).
+
+Two things keep the checker reading the evidence rather than the claim alone (measured on answers to
+a KB's own probes, docs/models.md: a checker without them rejected verbatim quotes that hold 不 or
+没, and quotes an answer had framed with its product's name or "有用户评价称："):
+- minimal pairs: every contradiction's own sentence, unchanged, as a supported example beside it,
+  so a word like 不 in a claim decides nothing unless the evidence says otherwise;
+- answer framing: a share of the claims, of every label alike, opened the way answers open a quote
+  (claim_reader.ANSWER_FRAMES: the passage's title, a source, a user's voice), which therefore says nothing
+  about the label.
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from citescope.agents.claim_reader import LABELS
+from citescope.agents.claim_reader import ANSWER_FRAMES, LABELS
 from citescope.workflows.evaluation.perturbations import TRAINING_FAMILIES, Passage, factual_sentences, generate
 from citescope.workflows.evaluation.reader_holdout import is_reader_bench_title
 from citescope.workflows.training.pair_data import SOURCES, read_rows, split_of_title
@@ -25,6 +34,7 @@ from citescope.workflows.training.pair_data import SOURCES, read_rows, split_of_
 SOURCE = SOURCES["cmrc2018"]
 LABEL_INDEX = {label: index for index, label in enumerate(LABELS)}
 UNRELATED_PER_PASSAGE = 2
+FRAMED_SHARE = 0.3  # of every label's claims
 
 
 @dataclass(frozen=True)
@@ -32,7 +42,7 @@ class ClaimExample:
     claim: str
     evidence: str  # the whole passage; the model reads claim_reader.evidence_window of it
     label: int  # index into claim_reader.LABELS
-    family: str  # the generator family, "verbatim" or "unrelated"
+    family: str  # the generator family, "verbatim", "original" (a contradiction's own sentence) or "unrelated"
 
 
 def read_passages(data_dir: Path) -> tuple[dict[str, list[Passage]], dict[str, int]]:
@@ -51,30 +61,45 @@ def read_passages(data_dir: Path) -> tuple[dict[str, list[Passage]], dict[str, i
         seen.add(row["context"])
         part = split_of_title(row.get("title", ""))
         passage_id = "cmrc-" + hashlib.sha1(row["context"].encode("utf-8")).hexdigest()[:12]
-        split[part].append(Passage(passage_id, row["context"], SOURCE.name))
+        split[part].append(Passage(passage_id, row["context"], SOURCE.name, row.get("title", "")))
         counts[part] += 1
     return split, dict(counts)
 
 
 def claim_examples(passages: list[Passage], seeds: list[int]) -> list[ClaimExample]:
-    """Generated items for every seed (each seed picks other sentences), then per passage one
-    verbatim sentence and UNRELATED_PER_PASSAGE sentences of other passages, in a seeded order."""
-    text = {p.passage_id: p.text for p in passages}
-    examples = [
-        ClaimExample(item.claim, text[item.evidence_id], LABEL_INDEX[item.label], item.family)
-        for seed in seeds
-        for item in generate(passages, seed=seed, families=TRAINING_FAMILIES).items
-    ]
+    """Generated items for every seed (each seed picks other sentences), each contradiction with its
+    own sentence beside it (supported); then per passage one verbatim sentence and
+    UNRELATED_PER_PASSAGE sentences of other passages; FRAMED_SHARE of them framed as an answer
+    frames a quote; in a seeded order. No (claim, passage, label) twice."""
+    by_id = {p.passage_id: p for p in passages}
+    supported, contradicted = LABEL_INDEX["supported"], LABEL_INDEX["contradicted"]
+    examples = []
+    for seed in seeds:
+        for item in generate(passages, seed=seed, families=TRAINING_FAMILIES).items:
+            text = by_id[item.evidence_id].text
+            examples.append(ClaimExample(item.claim, text, LABEL_INDEX[item.label], item.family))
+            if LABEL_INDEX[item.label] == contradicted:
+                examples.append(ClaimExample(item.sentence, text, supported, "original"))
     rng = random.Random(f"claims:{seeds}")
     sentences = [(p.passage_id, s) for p in passages for s in factual_sentences(p.text)]
     for passage in passages:
         own = factual_sentences(passage.text)
         if own:
-            examples.append(ClaimExample(rng.choice(own), passage.text, LABEL_INDEX["supported"], "verbatim"))
+            examples.append(ClaimExample(rng.choice(own), passage.text, supported, "verbatim"))
         for _ in range(UNRELATED_PER_PASSAGE):
             other_id, sentence = rng.choice(sentences)
             if other_id != passage.passage_id:
                 label = LABEL_INDEX["not_enough_info"]
                 examples.append(ClaimExample(sentence, passage.text, label, "unrelated"))
+    titles = {p.text: p.title for p in passages}
+    examples = [framed(e, titles[e.evidence], rng) if rng.random() < FRAMED_SHARE else e for e in examples]
+    examples = list({(e.claim, e.evidence, e.label): e for e in examples}.values())
     rng.shuffle(examples)
     return examples
+
+
+def framed(example: ClaimExample, title: str, rng: random.Random) -> ClaimExample:
+    """The claim opened by one of ANSWER_FRAMES (one without the title when the passage has none)."""
+    frames = [f for f in ANSWER_FRAMES if title or "{title}" not in f]
+    frame = rng.choice(frames).format(title=title)
+    return ClaimExample(frame + example.claim, example.evidence, example.label, example.family)

@@ -228,6 +228,9 @@ def _cross_encoder_command(kind: str, max_tokens_default: int, what: str, doc: s
         max_steps: int = typer.Option(None, "--max-steps", help="stop after this many steps in all"),
         seed: int = typer.Option(0, "--seed"),
         resume: bool = typer.Option(False, "--resume", help="continue the run saved in --out"),
+        start_from: Path = typer.Option(
+            None, "--start-from", help="a run folder: start from its checkpoint's weights (same --layers)"
+        ),
         layers: int = typer.Option(4, "--layers", help="keep the first N encoder layers"),
         batch_size: int = typer.Option(32, "--batch-size"),
         max_tokens: int = typer.Option(
@@ -255,6 +258,7 @@ def _cross_encoder_command(kind: str, max_tokens_default: int, what: str, doc: s
             max_steps=max_steps,
             seed=seed,
             resume=resume,
+            start_from=start_from,
             layers=layers,
             batch_size=batch_size,
             max_tokens=max_tokens,

@@ -27,7 +27,7 @@ from torch import nn
 from citescope.agents.cross_encoder import LOGIT_SCALE, CrossEncoder
 from citescope.knowledge.e5_delta import delta_base, save_delta
 from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
-from citescope.workflows.training.checkpoints import Position, load_checkpoint
+from citescope.workflows.training.checkpoints import Position, load_checkpoint, load_weights
 from citescope.workflows.training.e5_torch import E5TorchEncoder, export, pad
 from citescope.workflows.training.pair_training import MANIFEST_NAME, SeededBatches, append_log, settings_dict
 from citescope.workflows.training.step_loop import StepLoop, open_run_folder
@@ -49,6 +49,7 @@ class CrossEncoderSettings:
     max_steps: int | None = None
     seed: int = 0
     resume: bool = False
+    start_from: Path | None = None  # a run folder whose checkpoint's weights this run starts from
     layers: int = 4
     batch_size: int = 32
     max_tokens: int = 160
@@ -103,6 +104,8 @@ def train_cross_encoder(settings: CrossEncoderSettings, task: CrossEncoderTask) 
         for part, rows in (("train", task.train), ("valid", task.valid))
     }
     data = {**task.data, "examples": counts, "seed": settings.seed}
+    if settings.start_from is not None:  # what the weights learned before: the card names both runs' data
+        data["started_from"] = started_from(Path(settings.start_from))
     manifest = {**data, "settings": settings_dict(settings)}
     (out / MANIFEST_NAME).write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
 
@@ -118,6 +121,8 @@ def train_cross_encoder(settings: CrossEncoderSettings, task: CrossEncoderTask) 
     groups[1]["weight_decay"] = 0.0  # decay would pull a gain to 0, not to the file's scale
     optimizer = torch.optim.AdamW(groups, weight_decay=0.01)
     shape = {"layers": settings.layers, "model": Path(settings.model_path).name, "kind": task.kind}
+    if settings.start_from is not None and not settings.resume:  # a resumed run has its own weights
+        load_weights(Path(settings.start_from), model, shape)
     position = load_checkpoint(out, model, optimizer, shape) if settings.resume else Position()
 
     @torch.no_grad()
@@ -158,6 +163,21 @@ def train_cross_encoder(settings: CrossEncoderSettings, task: CrossEncoderTask) 
         extra.update(chosen)
         extra["exported"] = MODEL_DIR
     return validate("end", **extra)
+
+
+def started_from(run_dir: Path) -> dict[str, Any]:
+    """The earlier run's folder, steps and data (its manifest and last log record), for this run's manifest."""
+    manifest_path, log_path = run_dir / MANIFEST_NAME, run_dir / "log.jsonl"
+    earlier = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
+    lines = log_path.read_text(encoding="utf-8").splitlines() if log_path.exists() else []
+    last = json.loads(lines[-1]) if lines else {}
+    return {
+        "run": run_dir.name,
+        "step": last.get("step"),
+        "source": earlier.get("source"),
+        "examples": earlier.get("examples"),
+        "started_from": earlier.get("started_from"),
+    }
 
 
 def write_card(folder: Path, updates: dict[str, Any]) -> None:

@@ -61,6 +61,64 @@ def test_examples_cover_every_label_and_never_the_held_out_families_or_articles(
     assert all(e.evidence in texts for e in examples)
 
 
+def test_every_contradiction_has_its_own_sentence_beside_it_and_frames_say_nothing_of_the_label(tmp_path):
+    from citescope.agents.claim_reader import ANSWER_FRAMES, unframed
+
+    passages, _ = read_passages(_write_data(tmp_path / "data"))
+    titles = {p.text: p.title for p in passages["train"]}
+    examples = claim_examples(passages["train"], [0, 1])
+    assert len({(e.claim, e.evidence, e.label) for e in examples}) == len(examples)
+    read = [(unframed(e.claim, [titles[e.evidence]]), e) for e in examples]
+    supported = {(claim, e.evidence) for claim, e in read if e.label == LABELS.index("supported")}
+    contradicted = [e for e in examples if e.label == LABELS.index("contradicted")]
+    assert contradicted and all(e.family != "original" for e in contradicted)
+    originals = [e for e in examples if e.family == "original"]
+    assert originals and all(e.label == LABELS.index("supported") for e in originals)
+    # each contradiction's sentence is among the passage's supported claims (framed or not)
+    from citescope.workflows.evaluation.perturbations import TRAINING_FAMILIES, generate
+
+    for item in generate(passages["train"], seed=0, families=TRAINING_FAMILIES).items:
+        if item.label == "contradicted":
+            text = next(p.text for p in passages["train"] if p.passage_id == item.evidence_id)
+            assert (item.sentence, text) in supported
+    framed = [e for claim, e in read if claim != e.claim]
+    openings = tuple(f.split("{title}")[0] or f.format(title=titles[e.evidence]) for e in framed for f in ANSWER_FRAMES)
+    assert framed and all(e.claim.startswith(openings) for e in framed)
+    for label in range(len(LABELS)):  # every label is framed, about as often
+        share = sum(e.label == label for e in framed) / max(1, sum(e.label == label for e in examples))
+        assert 0.1 < share < 0.6, (LABELS[label], share)
+
+
+def test_a_run_can_start_from_another_runs_weights_and_names_it_in_its_manifest(tmp_path):
+    from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
+    from citescope.workflows.training.checkpoints import CHECKPOINT_NAME, load_weights
+    from citescope.workflows.training.cross_encoder_training import CrossEncoderModel
+
+    _write_data(tmp_path / "data")
+    settings = dict(data_dir=tmp_path / "data", layers=2, batch_size=4, max_tokens=48, checkpoint_every=2,
+                    valid_examples=8, export_model=False, model_path=bundled_model_path("enpt"))  # fmt: skip
+    train_claims(ClaimTrainingSettings(**settings, out_dir=tmp_path / "first", max_steps=2))
+    later = train_claims(ClaimTrainingSettings(**settings, out_dir=tmp_path / "later", max_steps=1,
+                                               start_from=tmp_path / "first"))  # fmt: skip
+    assert later["step"] == 1  # its own count, from 0
+    manifest = json.loads((tmp_path / "later" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["started_from"]["run"] == "first" and manifest["started_from"]["step"] == 2
+    assert manifest["started_from"]["source"]["name"] == "cmrc2018"
+
+    trained = torch.load(tmp_path / "first" / CHECKPOINT_NAME, weights_only=True)["weights"]
+    model = CrossEncoderModel(E5ModelFile.read(settings["model_path"]), 2, len(LABELS))
+    fresh = {name: p.detach().clone() for name, p in model.e5_parameters().items()}
+    shape = {"layers": 2, "model": settings["model_path"].name, "kind": "claims"}
+    load_weights(tmp_path / "first", model, shape)
+    loaded = model.e5_parameters()
+    assert all(torch.equal(loaded[name], values) for name, values in trained.items())
+    assert any(not torch.equal(fresh[name], values) for name, values in trained.items())
+    with pytest.raises(ValueError, match="trained as"):
+        load_weights(tmp_path / "first", model, {**shape, "layers": 3})
+    with pytest.raises(ValueError, match="no checkpoint.pt"):
+        load_weights(tmp_path / "data", model, shape)
+
+
 def test_a_short_run_resumes_and_exports_a_folder_the_reader_runs_in_the_engine(tmp_path):
     _write_data(tmp_path / "data")
     last = two_sessions(lambda **settings: train_claims(ClaimTrainingSettings(**settings)), tmp_path)

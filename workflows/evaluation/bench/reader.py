@@ -270,4 +270,13 @@ def format_reader_report(result: dict) -> str:
         )
         lines.append(f"{family:<16}{row['label']:<14}{'yes' if row['held_out'] else '':<10}{cells}")
     lines.append("(rejected fraction of items per source; a family skips passages it cannot change: see --json)")
+    answers = result.get("probe_answers")
+    if answers is not None:
+        lines += [
+            "",
+            f"answers to the KB's own probes: the checker rejects {_pct(answers['probe_answers_rejected'])} of "
+            f"{answers['sentences_checked']} cited sentences ({answers['answered']} of {answers['probes']} probes "
+            f"answered; {answers['rejected_opening_with_yes_or_no']} rejected open with a yes or no)",
+            *(f"  {e['sentence']}  <- {e['read']}" for e in answers["rejected_examples"][:5]),
+        ]
     return "\n".join(lines)

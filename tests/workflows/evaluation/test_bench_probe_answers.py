@@ -1,0 +1,58 @@
+"""`run.py bench reader --answers-kb`: the KB's own answerable probes answered by its pipeline, and each
+cited factual sentence of those answers put to a claim checker as the inspector puts it."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from citescope.agents.claim_reader import ClaimReader
+from citescope.workflows.cli import app
+from citescope.workflows.evaluation.bench.probe_answers import run_probe_answer_bench
+from citescope.workflows.evaluation.bench.reader import format_reader_report
+from tests.support.claim_model import constant_claim_model
+
+
+def test_every_cited_sentence_of_the_probes_answers_is_put_to_the_checker(demo_kb, tmp_path):
+    always = ClaimReader(constant_claim_model(tmp_path / "always", "contradicted"), tmp_path / "cache").warm_up()
+    rejecting = run_probe_answer_bench(demo_kb, always, max_probes=16)
+    assert 0 < rejecting["answered"] <= rejecting["probes"] <= 16
+    assert rejecting["sentences_checked"] >= rejecting["answered"] * 0.5  # most answers cite what they state
+    assert rejecting["probe_answers_rejected"] == 1.0 and len(rejecting["rejected_examples"]) <= 10
+    example = rejecting["rejected_examples"][0]
+    assert example["sentence"] and "P=1.00" in example["read"]
+
+    never = ClaimReader(constant_claim_model(tmp_path / "never", "supported"), tmp_path / "cache").warm_up()
+    passing = run_probe_answer_bench(demo_kb, never, max_probes=16)
+    assert passing["probe_answers_rejected"] == 0.0 and passing["rejected_examples"] == []
+    assert passing["sentences_checked"] == rejecting["sentences_checked"]  # the same answers, checker apart
+    lenient = run_probe_answer_bench(demo_kb, always, reject_above=1.0, max_probes=16)  # P never exceeds 1
+    assert lenient["probe_answers_rejected"] == 0.0 and lenient["reject_above"] == 1.0
+
+    report = format_reader_report(_bench_result(rejecting))
+    assert "answers to the KB's own probes: the checker rejects 1.000 of" in report
+
+
+def _bench_result(probe_answers: dict) -> dict:
+    """A perturbation bench result with nothing in it but the probe answers' part."""
+    empty = {"perturbations_rejected": None, "paraphrases_rejected": None}
+    return {
+        **empty,
+        "counts": {"perturbations": 0, "paraphrases": 0},
+        "verbatim_rejected": None,
+        "verbatim_checked": 0,
+        "trained_families": empty,
+        "held_out_families": {**empty, "families": []},
+        "reader_alone": None,
+        "by_source": {},
+        "by_family": {},
+        "probe_answers": probe_answers,
+    }
+
+
+def test_the_command_asks_for_a_checker_and_an_ingested_kb(tmp_path):
+    shown = CliRunner().invoke(app, ["bench", "reader", "--no-mrc", "--answers-kb", str(tmp_path)])
+    assert shown.exit_code == 2 and "give its folder with --claims-model" in shown.output
+    model = constant_claim_model(tmp_path / "model", "supported")
+    args = ["bench", "reader", "--no-mrc", "--claims-model", str(model), "--answers-kb", str(tmp_path)]
+    shown = CliRunner().invoke(app, args)
+    assert shown.exit_code == 2 and "is not an ingested KB" in shown.output
