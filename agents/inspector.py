@@ -25,6 +25,7 @@ from citescope.agents.claim_rules import ClaimRules, RuleHit
 from citescope.agents.conflicts import Conflict, canonical_text
 from citescope.agents.entity_index import EntityIndex
 from citescope.agents.entity_scope import TITLE_SEPARATORS
+from citescope.knowledge.chunking import is_rendered_row
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.normalize import normalize
 from citescope.knowledge.text import MODEL_NUMBER, MULTIPLIERS, model_numbers, tokenize, unit_alternatives
@@ -127,6 +128,56 @@ def facts_of(text: str) -> Facts:
         carried = (multiplier, unit)
         numbers.add((_number_value(match.group(1), multiplier or ""), UNITS[unit].name if unit else None))
     return Facts(frozenset(numbers), frozenset(models), frozenset(dates))
+
+
+def claim_as_read(claim: str, hits: Sequence[EvidenceHit]) -> tuple[str, str] | None:
+    """The (claim, evidence) the claim reader is given for a sentence citing `hits`; None when it reads
+    nothing. What the reader judges is what the evidence says, not how the answer words it, so:
+    - table rows are not read: the checker learned on prose, and a row's fields (prices, stock, sizes,
+      model numbers) are what the rules check; on the demo's own probe answers a checker read rows
+      written out as sentences ("X（黑色，42）：价格 699.00元，库存 15件") as contradicted;
+    - the answer's frame comes off ("有用户评价称：", the product's name: claim_reader.unframed);
+    - an amount the rules find the same as one of the evidence's is written as the evidence writes it
+      (299元 for 299.00元, 12个月 for 1年: `as_evidence_writes`), so the reader judges no unit table."""
+    prose = [hit for hit in hits if not is_rendered_row(hit.text)]
+    if not prose:
+        return None
+    evidence = "\n".join(hit.text for hit in prose)
+    read = unframed(claim, {t for hit in prose for t in (hit.title, quotable(hit.title))})
+    return as_evidence_writes(read, evidence), evidence
+
+
+def _amounts(text: str) -> list[tuple[re.Match, tuple[str, str | None]]]:
+    """Each number of a text with its (value, canonical unit), as facts_of reads it, but on the raw
+    text (spans kept): not a date's parts, not within a model number."""
+    taken = [m.span() for m in _DATE.finditer(text)] + [m.span() for m in MODEL_NUMBER.finditer(text)]
+    out = []
+    for match in _NUMBER.finditer(text):
+        if any(start <= match.start() < end for start, end in taken):
+            continue
+        multiplier, unit = match.group(2), match.group(3)
+        out.append((match, (_number_value(match.group(1), multiplier or ""), UNITS[unit].name if unit else None)))
+    return out
+
+
+def as_evidence_writes(claim: str, evidence: str) -> str:
+    """The claim with each amount the evidence does not write as it does, but states as the same
+    amount (knowledge/units.py, as the rules compare), written the evidence's way: 保修12个月 against
+    保修期1年 reads 保修1年. An amount the evidence writes as the claim does, or does not state, stays."""
+    stated = _amounts(evidence)
+    written = {m.group(0).replace(" ", "") for m, _ in stated}
+    out, last = [], 0
+    for match, number in _amounts(claim):
+        if match.group(0).replace(" ", "") in written:
+            continue
+        # both with a unit or both without: 299元 is not rewritten as a bare 299
+        same = [
+            m for m, other in stated if (number[1] is None) == (other[1] is None) and _number_supported(number, [other])
+        ]
+        if same:
+            out += [claim[last : match.start()], same[0].group(0)]
+            last = match.end()
+    return "".join(out) + claim[last:]
 
 
 def asked_units(question: str) -> set[str]:
@@ -342,14 +393,14 @@ class Inspector:
     def _read_claim(self, claim: str, hits: Sequence[EvidenceHit]) -> list[RuleHit]:
         """The claim reader's verdict against the cited chunks read together (one engine call)."""
         assert self.claim_reader is not None
-        evidence = "\n".join(hit.text for hit in hits)
-        # the answer's frame ("有用户评价称：", the product's name) is not a claim about the evidence
-        read = unframed(claim, {t for hit in hits for t in (hit.title, quotable(hit.title))})
-        verdict = self.claim_reader.check([(read, evidence)])[0]
+        pair = claim_as_read(claim, hits)
+        if pair is None:
+            return []
+        verdict = self.claim_reader.check([pair])[0]
         threshold = self.claim_reader.reject_above if self.claim_reject_above is None else self.claim_reject_above
         if verdict.contradicted <= threshold:
             return []
-        window = evidence_window(read, evidence)
+        window = evidence_window(*pair)
         return [RuleHit(rule=READER_RULE, claim=claim, evidence=f"{window}（P={verdict.contradicted:.2f}）")]
 
     def report(self, verdicts: Sequence[SentenceVerdict], conflicts: Sequence[Conflict] = ()) -> InspectionReport:

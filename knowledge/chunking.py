@@ -335,6 +335,13 @@ def row_cells(cells: str) -> dict[str, str]:
     return {name.strip(): value.strip() for name, colon, value in pairs if colon}
 
 
+def is_rendered_row(text: str) -> bool:
+    """Is the text a rendered table row (render_table_row, render_sku_row, render_sku_overview): at
+    least three `列名: 值` cells joined by "；" and nothing else?"""
+    parts = text.strip().rstrip("。").split("；")
+    return len(parts) >= 3 and all(": " in part for part in parts)
+
+
 def _clip(label: str, chunk_size: int) -> str:
     """A heading/title prefix short enough to leave most of the chunk for content."""
     limit = min(_PREFIX_MAX, chunk_size // 4)

@@ -57,7 +57,7 @@ def test_the_reader_takes_the_threshold_its_card_chose(tmp_path):
     assert ClaimReader(folder, tmp_path / "cache").warm_up().reject_above == 0.42
 
 
-@pytest.mark.parametrize("name", ["claims-l4", "claims-l12"])
+@pytest.mark.parametrize("name", ["claims-l4", "claims-l12", "claims-l12-answers"])
 def test_the_committed_checker_loads_and_reads_a_negation_as_more_contradicted_than_its_original(tmp_path, name):
     """knowledge/reader/claims-l4 and claims-l12 (docs/models.md): its card, its threshold, and that it reads;
     claims-l12 was trained on the model file cut to Chinese, so its delta carries the kept ids."""

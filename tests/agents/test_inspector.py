@@ -273,6 +273,11 @@ def test_a_claim_reader_rejects_what_it_reads_as_contradicted_and_passes_the_res
     framed = f"根据《{title}》，自签收次日起 15 天内可以无理由退换【{RET26}】。"
     Inspector(claim_reader=supporting).run(framed, evidence)
     assert [claim for claim, _ in read] == ["自签收次日起 15 天内可以无理由退换。"]
+    # a table row's fields are the rules' to check: the reader (trained on prose) does not read rows
+    row = EvidenceHit(
+        chunk_id="sku-1#sku-A1", doc_id="sku-1", title="胸包", text="商品: 胸包；颜色: 黑；价格: 159.00元", score=1
+    )
+    assert Inspector(claim_reader=contradicting).run("胸包（黑）：价格 159.00元【sku-1#sku-A1】。", [row]).passed
     lenient = Inspector(claim_reader=contradicting, claim_reject_above=1.0)  # P never exceeds 1
     assert lenient.run(answer, evidence).passed
 
@@ -297,3 +302,21 @@ def test_a_sentence_citing_only_a_siblings_evidence_must_say_whose_fact_it_is():
     assert inspector.run(beside, [own, other], question=question, siblings=siblings).passed
     # the entity's own evidence is no sibling's
     assert inspector.run("续航为 26小时【spec-1#body-0】。", [own, other], question=question, siblings=siblings).passed
+
+
+def test_the_claim_reader_reads_an_amount_as_its_evidence_writes_it():
+    """What the reader judges is what the evidence says, not how the answer writes an amount: the same
+    amount (the rules' unit table) is written the evidence's way; another amount, a date, a model
+    number and a different kind of amount are left as the answer wrote them."""
+    from citescope.agents.inspector import as_evidence_writes, claim_as_read
+
+    evidence = "价格 299.00元，保修期1年，重量约 1.2kg，2026年3月1日起生效，型号 XZ-3000，容量 2万mAh。"
+    assert as_evidence_writes("价格 299元，保修12个月", evidence) == "价格 299.00元，保修1年"
+    assert as_evidence_writes("重量约 1200g，容量 20000mAh", evidence) == "重量约 1.2kg，容量 2万mAh"
+    for kept in ("价格 399元", "重量约 1.2kg", "2026年3月1日起生效", "XZ-3000 的价格", "共 299 件", "保修期一年"):
+        assert as_evidence_writes(kept, evidence) == kept
+    hit = EvidenceHit(chunk_id="p#0", doc_id="p", title="星择 XZ-3000 充电宝", text=evidence, score=1)
+    assert claim_as_read("星择 XZ-3000 充电宝：保修12个月。", [hit]) == ("保修1年。", evidence)
+    row = EvidenceHit(chunk_id="s#0", doc_id="s", title="星择", text="商品: 星择；颜色: 黑；价格: 299.00元", score=1)
+    assert claim_as_read("星择（黑）：价格 299元。", [row]) is None
+    assert claim_as_read("保修12个月。", [row, hit]) == ("保修1年。", evidence)  # the row is left out

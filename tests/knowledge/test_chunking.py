@@ -317,3 +317,14 @@ def test_chunk_ids_do_not_depend_on_other_documents(tmp_path: Path) -> None:
     alone = [c.chunk_id for c in chunk_document(b)]
     in_corpus = [c.chunk_id for d in (a, b) for c in chunk_document(d)]
     assert in_corpus[-len(alone) :] == alone == ["b#body-0"]
+
+
+def test_a_rendered_row_is_told_from_prose() -> None:
+    from citescope.knowledge.chunking import is_rendered_row, render_sku_row, render_table_row
+
+    row = SkuRow(product_id="P1", sku="S1", name="胸包", colour="黑", size="均码", price=159, stock=3)
+    assert is_rendered_row(render_sku_row(row)) and is_rendered_row(render_sku_overview([row]))
+    assert is_rendered_row(render_table_row({"尺码": "S", "适合身高(cm)": "155-165", "胸围(cm)": "112"}))
+    assert not is_rendered_row("尺码表：鞋型正常，按平时穿着的运动鞋尺码选择即可；脚宽的顾客建议选大半码。")
+    assert not is_rendered_row("颜色: 黑；尺码: 均码")  # two cells read as a sentence as easily as a row
+    assert not is_rendered_row("功能: 快充；注意：不支持视频传输；耐用: 30000 次")  # one piece is prose

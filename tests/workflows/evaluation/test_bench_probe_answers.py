@@ -17,7 +17,10 @@ def test_every_cited_sentence_of_the_probes_answers_is_put_to_the_checker(demo_k
     rejecting = run_probe_answer_bench(demo_kb, always, max_probes=16)
     assert 0 < rejecting["answered"] <= rejecting["probes"] <= 16
     assert rejecting["sentences_checked"] >= rejecting["answered"] * 0.5  # most answers cite what they state
-    assert rejecting["probe_answers_rejected"] == 1.0 and len(rejecting["rejected_examples"]) <= 10
+    # every sentence given to it; a sentence citing only table rows is the rules' (inspector.claim_as_read)
+    assert 0 < rejecting["sentences_read"] < rejecting["sentences_checked"]
+    share = round(rejecting["sentences_read"] / rejecting["sentences_checked"], 4)
+    assert rejecting["probe_answers_rejected"] == share and len(rejecting["rejected_examples"]) <= 10
     example = rejecting["rejected_examples"][0]
     assert example["sentence"] and "P=1.00" in example["read"]
 
@@ -29,7 +32,7 @@ def test_every_cited_sentence_of_the_probes_answers_is_put_to_the_checker(demo_k
     assert lenient["probe_answers_rejected"] == 0.0 and lenient["reject_above"] == 1.0
 
     report = format_reader_report(_bench_result(rejecting))
-    assert "answers to the KB's own probes: the checker rejects 1.000 of" in report
+    assert f"answers to the KB's own probes: the checker rejects {share:.3f} of" in report
 
 
 def _bench_result(probe_answers: dict) -> dict:

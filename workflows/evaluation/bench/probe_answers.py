@@ -17,7 +17,7 @@ import time
 
 from citescope.agents.citations import split_sentences
 from citescope.agents.claim_reader import ClaimReader
-from citescope.agents.inspector import READER_RULE, Inspector
+from citescope.agents.inspector import READER_RULE, Inspector, claim_as_read
 from citescope.agents.self_probes import make_probes
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.tools.base import EvidenceHit
@@ -44,7 +44,7 @@ def run_probe_answer_bench(
     config = PipelineConfig.load(kb.dir).model_copy(update={"claims_model": None})
     pipeline = QAPipeline(kb, config).warm_up()
     inspector = Inspector(claim_reader=claim_reader, claim_reject_above=reject_above)
-    answered = checked = 0
+    answered = checked = read = 0  # read: given to the checker (not only table rows cited)
     rejected: list[dict] = []
     try:
         for probe in probes:
@@ -55,6 +55,7 @@ def run_probe_answer_bench(
                 if not sentence.is_factual or not verdict.valid_ids:
                     continue
                 checked += 1
+                read += claim_as_read(sentence.text, [hits[i] for i in verdict.valid_ids]) is not None
                 reader = [hit for hit in verdict.contradicted if hit.rule == READER_RULE]
                 if reader:
                     opening = inspector.rules.opening_word(sentence.text) is not None
@@ -68,6 +69,7 @@ def run_probe_answer_bench(
     return {
         "probe_answers_rejected": round(len(rejected) / checked, 4) if checked else None,
         "sentences_checked": checked,
+        "sentences_read": read,
         "rejected_opening_with_yes_or_no": sum(r["opens_with_yes_or_no"] for r in rejected),
         "probes": len(probes),
         "answered": answered,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from citescope.agents.claim_reader import ClaimReader
 from citescope.agents.entity_index import EntityIndex
-from citescope.agents.inspector import Inspector
+from citescope.agents.inspector import Inspector, claim_as_read
 from citescope.knowledge.chunking import chunk_document
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.loaders import load_path
@@ -67,9 +67,12 @@ class Source:
         return not self.inspector.run(f"{claim}【{chunk_id}】", [self.hits[chunk_id]]).passed
 
     def reader_rejects(self, items: Sequence[ClaimItem], reader: ClaimReader, reject_above: float) -> list[bool]:
-        """The trained claim checker's verdicts on the items (one engine batch)."""
-        verdicts = reader.check([(item.claim, self.hits[item.evidence_id].text) for item in items])
-        return [verdict.contradicted > reject_above for verdict in verdicts]
+        """The trained claim checker's verdicts on the items (one engine batch), each read as the
+        inspector gives it to the checker (inspector.claim_as_read: no table rows, no answer frame,
+        amounts as the evidence writes them)."""
+        pairs = [claim_as_read(item.claim, [self.hits[item.evidence_id]]) for item in items]
+        verdicts = iter(reader.check([pair for pair in pairs if pair is not None]))
+        return [pair is not None and next(verdicts).contradicted > reject_above for pair in pairs]
 
 
 def _chunks(docs: Iterable[Document]) -> list[Chunk]:
@@ -275,8 +278,9 @@ def format_reader_report(result: dict) -> str:
         lines += [
             "",
             f"answers to the KB's own probes: the checker rejects {_pct(answers['probe_answers_rejected'])} of "
-            f"{answers['sentences_checked']} cited sentences ({answers['answered']} of {answers['probes']} probes "
-            f"answered; {answers['rejected_opening_with_yes_or_no']} rejected open with a yes or no)",
+            f"{answers['sentences_checked']} cited sentences ({answers['sentences_read']} given to it, the rest cite "
+            f"table rows; {answers['answered']} of {answers['probes']} probes answered; "
+            f"{answers['rejected_opening_with_yes_or_no']} rejected open with a yes or no)",
             *(f"  {e['sentence']}  <- {e['read']}" for e in answers["rejected_examples"][:5]),
         ]
     return "\n".join(lines)
