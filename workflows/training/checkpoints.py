@@ -54,14 +54,7 @@ def load_checkpoint(
 ) -> Position:
     """Restore the run saved in out_dir into model and optimizer; ValueError when the checkpoint's
     model shape (layers, trained tables) differs from this run's settings."""
-    # onto the CPU first: a run saved on a GPU resumes here (copy_ and the optimizer move it to the model's device)
-    state = torch.load(out_dir / CHECKPOINT_NAME, weights_only=True, map_location="cpu")
-    if state["shape"] != shape:
-        raise ValueError(f"the checkpoint was trained as {state['shape']}, this run asks for {shape}")
-    parameters = model.e5_parameters()
-    with torch.no_grad():
-        for name, values in state["weights"].items():
-            parameters[name].copy_(values)
+    state = _weights_into(model, out_dir / CHECKPOINT_NAME, shape)
     optimizer.load_state_dict(state["optimizer"])
     torch.set_rng_state(state["torch_rng"])
     return Position(**state["position"])
@@ -71,9 +64,14 @@ def load_weights(run_dir: Path, model: TrainableModel, shape: dict[str, Any]) ->
     """Start from another run's trained weights (its checkpoint): a new run with new data goes on from
     where that one got, with its own optimizer, step 0 and data order. ValueError when the shapes
     differ, or when the folder holds no checkpoint."""
-    path = run_dir / CHECKPOINT_NAME
-    if not path.exists():
+    if not (run_dir / CHECKPOINT_NAME).exists():
         raise ValueError(f"{run_dir}: no {CHECKPOINT_NAME} to start from")
+    _weights_into(model, run_dir / CHECKPOINT_NAME, shape)
+
+
+def _weights_into(model: TrainableModel, path: Path, shape: dict[str, Any]) -> dict[str, Any]:
+    """The checkpoint at `path`, its trained weights copied into model (after its shape is checked)."""
+    # onto the CPU first: a run saved on a GPU resumes here (copy_ and the optimizer move it to the model's device)
     state = torch.load(path, weights_only=True, map_location="cpu")
     if state["shape"] != shape:
         raise ValueError(f"{path} was trained as {state['shape']}, this run asks for {shape}")
@@ -81,3 +79,4 @@ def load_weights(run_dir: Path, model: TrainableModel, shape: dict[str, Any]) ->
     with torch.no_grad():
         for name, values in state["weights"].items():
             parameters[name].copy_(values)
+    return state
