@@ -62,8 +62,17 @@ ANSWER_FRAMES = (
     "根据现有资料，",
     "官方详情页显示：",
     "资料显示，",
+    # a disclosure of sources that disagree (agents/extractive/disclosure.py), one part per source
+    "不同来源说法不一致：",
+    "《{title}》为：",
+    "但有用户评价称：",
+    "但有用户分享称：",
 )
 _SECTION_AFTER_TITLE = re.compile(r"的[^：:，。；]{1,12}[：:]")  # 星择 XZ-3000 的保修：…
+# frames with a value in them: a source's date (2026-06-01 的《…》为：), its kind (官方商品详情页显示：)
+_OPENING_PATTERNS = (re.compile(r"\d{4}-\d{1,2}-\d{1,2}\s*的"), re.compile(r"官方[^：:，。；]{1,8}显示[：:]"))
+# how a disclosure closes: which source prevails, or that the sources cannot tell
+_CLOSING = re.compile(r"[，,]\s*(?:以[^，。；]{1,16}为准|资料无法判断[^。]*)[。.]?\s*$")
 
 
 def unframed(claim: str, titles: Iterable[str]) -> str:
@@ -73,7 +82,7 @@ def unframed(claim: str, titles: Iterable[str]) -> str:
     frames = {f.format(title=t) for f in ANSWER_FRAMES for t in [*titled, ""] if t or "{title}" not in f}
     # the longest first: a title's "{title}的介绍：" before its "{title}："
     ordered = sorted(frames, key=len, reverse=True)
-    rest = claim.lstrip()
+    rest = _CLOSING.sub("。", claim.lstrip())
     while frame := _opening_frame(rest, ordered, titled):
         rest = rest[len(frame) :].lstrip()
     return rest if rest.strip(" 。！!") else claim
@@ -82,6 +91,9 @@ def unframed(claim: str, titles: Iterable[str]) -> str:
 def _opening_frame(text: str, frames: list[str], titles: list[str]) -> str:
     """The frame `text` opens with ("" when none): one of `frames`, or a title with its section."""
     frame = next((f for f in frames if text.startswith(f)), "")
+    for pattern in _OPENING_PATTERNS if not frame else ():
+        match = pattern.match(text)
+        frame = match.group(0) if match else frame
     for title in titles if not frame else ():
         section = _SECTION_AFTER_TITLE.match(text, len(title)) if text.startswith(title) else None
         if section:

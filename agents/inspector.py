@@ -130,21 +130,41 @@ def facts_of(text: str) -> Facts:
     return Facts(frozenset(numbers), frozenset(models), frozenset(dates))
 
 
-def claim_as_read(claim: str, hits: Sequence[EvidenceHit]) -> tuple[str, str] | None:
-    """The (claim, evidence) the claim reader is given for a sentence citing `hits`; None when it reads
-    nothing. What the reader judges is what the evidence says, not how the answer words it, so:
+def claims_as_read(claim: str, hits: Sequence[EvidenceHit]) -> list[tuple[str, str]]:
+    """The (claim, evidence) pairs the claim reader is given for a sentence citing `hits`; none when it
+    reads nothing. The sentence is contradicted when one of them is. What the reader judges is what
+    the evidence says, not how the answer words it, so:
     - table rows are not read: the checker learned on prose, and a row's fields (prices, stock, sizes,
       model numbers) are what the rules check; on the demo's own probe answers a checker read rows
       written out as sentences ("X（黑色，42）：价格 699.00元，库存 15件") as contradicted;
+    - statements laid side by side ("；" between them) in a sentence citing several chunks (sources
+      that disagree, disclosed) are read one by one, each against the cited chunk it names, else the
+      one that says it most nearly: two sources' values together match neither source;
     - the answer's frame comes off ("有用户评价称：", the product's name: claim_reader.unframed);
     - an amount the rules find the same as one of the evidence's is written as the evidence writes it
       (299元 for 299.00元, 12个月 for 1年: `as_evidence_writes`), so the reader judges no unit table."""
     prose = [hit for hit in hits if not is_rendered_row(hit.text)]
     if not prose:
-        return None
-    evidence = "\n".join(hit.text for hit in prose)
-    read = unframed(claim, {t for hit in prose for t in (hit.title, quotable(hit.title))})
-    return as_evidence_writes(read, evidence), evidence
+        return []
+    titles = {t for hit in prose for t in (hit.title, quotable(hit.title))}
+    parts = [p for p in claim.split("；") if p.strip()] if len(prose) > 1 else [claim]
+    if len(parts) == 1:
+        evidence = "\n".join(hit.text for hit in prose)
+        return [(as_evidence_writes(unframed(claim, titles), evidence), evidence)]
+    pairs = []
+    for part in parts:
+        read = unframed(part, titles)
+        named = [hit for hit in prose if any(t and t in part for t in (hit.title, quotable(hit.title)))]
+        # the source the part names (《退换货政策（2024版）》为：…), else the one sharing most of its wording
+        nearest = named[0] if len(named) == 1 else max(prose, key=lambda hit: _shared_pairs(read, hit.text))
+        pairs.append((as_evidence_writes(read, nearest.text), nearest.text))
+    return pairs
+
+
+def _shared_pairs(claim: str, evidence: str) -> int:
+    """Character pairs of the claim that the evidence has too."""
+    wanted = {claim[i : i + 2] for i in range(len(claim) - 1)}
+    return sum(pair in evidence for pair in wanted)
 
 
 def _amounts(text: str) -> list[tuple[re.Match, tuple[str, str | None]]]:
@@ -391,16 +411,18 @@ class Inspector:
         return SentenceVerdict(sentence, valid, invalid, sentence.is_factual and not valid, missing, contradicted)
 
     def _read_claim(self, claim: str, hits: Sequence[EvidenceHit]) -> list[RuleHit]:
-        """The claim reader's verdict against the cited chunks read together (one engine call)."""
+        """The claim reader's verdict on what it is given of the sentence (claims_as_read; one engine call)."""
         assert self.claim_reader is not None
-        pair = claim_as_read(claim, hits)
-        if pair is None:
+        pairs = claims_as_read(claim, hits)
+        if not pairs:
             return []
-        verdict = self.claim_reader.check([pair])[0]
+        verdicts = self.claim_reader.check(pairs)
+        worst = max(range(len(pairs)), key=lambda i: verdicts[i].contradicted)
+        verdict = verdicts[worst]
         threshold = self.claim_reader.reject_above if self.claim_reject_above is None else self.claim_reject_above
         if verdict.contradicted <= threshold:
             return []
-        window = evidence_window(*pair)
+        window = evidence_window(*pairs[worst])
         return [RuleHit(rule=READER_RULE, claim=claim, evidence=f"{window}（P={verdict.contradicted:.2f}）")]
 
     def report(self, verdicts: Sequence[SentenceVerdict], conflicts: Sequence[Conflict] = ()) -> InspectionReport:

@@ -308,7 +308,7 @@ def test_the_claim_reader_reads_an_amount_as_its_evidence_writes_it():
     """What the reader judges is what the evidence says, not how the answer writes an amount: the same
     amount (the rules' unit table) is written the evidence's way; another amount, a date, a model
     number and a different kind of amount are left as the answer wrote them."""
-    from citescope.agents.inspector import as_evidence_writes, claim_as_read
+    from citescope.agents.inspector import as_evidence_writes, claims_as_read
 
     evidence = "价格 299.00元，保修期1年，重量约 1.2kg，2026年3月1日起生效，型号 XZ-3000，容量 2万mAh。"
     assert as_evidence_writes("价格 299元，保修12个月", evidence) == "价格 299.00元，保修1年"
@@ -316,7 +316,38 @@ def test_the_claim_reader_reads_an_amount_as_its_evidence_writes_it():
     for kept in ("价格 399元", "重量约 1.2kg", "2026年3月1日起生效", "XZ-3000 的价格", "共 299 件", "保修期一年"):
         assert as_evidence_writes(kept, evidence) == kept
     hit = EvidenceHit(chunk_id="p#0", doc_id="p", title="星择 XZ-3000 充电宝", text=evidence, score=1)
-    assert claim_as_read("星择 XZ-3000 充电宝：保修12个月。", [hit]) == ("保修1年。", evidence)
+    assert claims_as_read("星择 XZ-3000 充电宝：保修12个月。", [hit]) == [("保修1年。", evidence)]
     row = EvidenceHit(chunk_id="s#0", doc_id="s", title="星择", text="商品: 星择；颜色: 黑；价格: 299.00元", score=1)
-    assert claim_as_read("星择（黑）：价格 299元。", [row]) is None
-    assert claim_as_read("保修12个月。", [row, hit]) == ("保修1年。", evidence)  # the row is left out
+    assert claims_as_read("星择（黑）：价格 299元。", [row]) == []
+    assert claims_as_read("保修12个月。", [row, hit]) == [("保修1年。", evidence)]  # the row is left out
+
+
+def test_sources_that_disagree_laid_side_by_side_are_read_one_by_one():
+    """A disclosure (agents/extractive/disclosure.py) states each source's value: together they match
+    neither source, so each part is read, unframed, against the cited chunk nearest it."""
+    from citescope.agents.inspector import claims_as_read
+
+    new = EvidenceHit(chunk_id="r26#0", doc_id="r26", title="退换货政策（2026版）", score=1,
+                      text="仓库签收退货并验货通过后，退款在 1-3 个工作日内原路退回至支付账户。")  # fmt: skip
+    old = EvidenceHit(chunk_id="r24#0", doc_id="r24", title="退换货政策（2024版）", score=1,
+                      text="仓库签收退货并验货通过后，退款在 3-5 个工作日内原路退回。")  # fmt: skip
+    told = (
+        "不同来源说法不一致：2026-06-01 的《退换货政策（2026版）》为：退款在 1-3 个工作日内原路退回至支付账户；"
+        "2024-05-01 的《退换货政策（2024版）》为：退款在 3-5 个工作日内原路退回，以最新政策为准。"
+    )
+    assert claims_as_read(told, [new, old]) == [
+        ("退款在 1-3 个工作日内原路退回至支付账户", new.text),
+        ("退款在 3-5 个工作日内原路退回。", old.text),
+    ]
+    # a part goes to the source it names, even when another source shares more of its words
+    both = "退款在 1-3 个工作日内原路退回。旧版：退款在 3-5 个工作日内原路退回。"  # as many shared pairs as `old`
+    wider = EvidenceHit(chunk_id="r26#1", doc_id="r26", title="退换货政策（2026版）", text=both, score=1)
+    named = "2024-05-01 的《退换货政策（2024版）》为：退款在 3-5 个工作日内原路退回；《退换货政策（2026版）》为：1-3 天"
+    assert [evidence for _, evidence in claims_as_read(named, [wider, old])] == [old.text, wider.text]
+    official = EvidenceHit(chunk_id="p#0", doc_id="p", title="冲锋衣", text="前襟采用防水拉链。", score=1)
+    review = EvidenceHit(chunk_id="v#0", doc_id="v", title="评价", text="下雨就渗水。", score=1)
+    voices = "官方商品详情页显示：前襟采用防水拉链；但有用户评价称：下雨就渗水。"
+    assert claims_as_read(voices, [official, review]) == [
+        ("前襟采用防水拉链", official.text),
+        ("下雨就渗水。", review.text),
+    ]

@@ -17,7 +17,7 @@ def test_every_cited_sentence_of_the_probes_answers_is_put_to_the_checker(demo_k
     rejecting = run_probe_answer_bench(demo_kb, always, max_probes=16)
     assert 0 < rejecting["answered"] <= rejecting["probes"] <= 16
     assert rejecting["sentences_checked"] >= rejecting["answered"] * 0.5  # most answers cite what they state
-    # every sentence given to it; a sentence citing only table rows is the rules' (inspector.claim_as_read)
+    # every sentence given to it; a sentence citing only table rows is the rules' (inspector.claims_as_read)
     assert 0 < rejecting["sentences_read"] < rejecting["sentences_checked"]
     share = round(rejecting["sentences_read"] / rejecting["sentences_checked"], 4)
     assert rejecting["probe_answers_rejected"] == share and len(rejecting["rejected_examples"]) <= 10

@@ -246,17 +246,17 @@ def test_bench_reader_command_refuses_a_folder_without_documents(tmp_path):
 
 def test_a_claim_reader_is_measured_alone_and_beside_the_inspector(tmp_path):
     from citescope.agents.claim_reader import ClaimReader
-    from citescope.agents.inspector import claim_as_read
+    from citescope.agents.inspector import claims_as_read
     from tests.support.claim_model import constant_claim_model
 
     rules = run_reader_bench(DEMO_DIR, None, limit=12, seed=0)
     always = ClaimReader(constant_claim_model(tmp_path / "always", "contradicted"), tmp_path / "cache").warm_up()
     rejecting = run_reader_bench(DEMO_DIR, None, limit=12, seed=0, claim_reader=always)
     alone = rejecting["reader_alone"]
-    # every item the checker is given (inspector.claim_as_read): not those whose evidence is a table row
+    # every item the checker is given (inspector.claims_as_read): not those whose evidence is a table row
     source = kb_source(DEMO_DIR)
     items = generate(source.passages(12, 0), seed=0, names=source.names).items
-    read = [i for i in items if claim_as_read(i.claim, [source.hits[i.evidence_id]]) is not None]
+    read = [i for i in items if claims_as_read(i.claim, [source.hits[i.evidence_id]])]
     assert 0 < len(read) < len(items)
     for label, key in (("contradicted", "perturbations_rejected"), ("supported", "paraphrases_rejected")):
         mine = [i for i in items if i.label == label]

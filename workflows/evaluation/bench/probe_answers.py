@@ -17,7 +17,7 @@ import time
 
 from citescope.agents.citations import split_sentences
 from citescope.agents.claim_reader import ClaimReader
-from citescope.agents.inspector import READER_RULE, Inspector, claim_as_read
+from citescope.agents.inspector import READER_RULE, Inspector, claims_as_read
 from citescope.agents.self_probes import make_probes
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.tools.base import EvidenceHit
@@ -55,7 +55,7 @@ def run_probe_answer_bench(
                 if not sentence.is_factual or not verdict.valid_ids:
                     continue
                 checked += 1
-                read += claim_as_read(sentence.text, [hits[i] for i in verdict.valid_ids]) is not None
+                read += bool(claims_as_read(sentence.text, [hits[i] for i in verdict.valid_ids]))
                 reader = [hit for hit in verdict.contradicted if hit.rule == READER_RULE]
                 if reader:
                     opening = inspector.rules.opening_word(sentence.text) is not None

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from citescope.agents.claim_reader import ClaimReader
 from citescope.agents.entity_index import EntityIndex
-from citescope.agents.inspector import Inspector, claim_as_read
+from citescope.agents.inspector import Inspector, claims_as_read
 from citescope.knowledge.chunking import chunk_document
 from citescope.knowledge.lexicon import Lexicon
 from citescope.knowledge.loaders import load_path
@@ -68,11 +68,11 @@ class Source:
 
     def reader_rejects(self, items: Sequence[ClaimItem], reader: ClaimReader, reject_above: float) -> list[bool]:
         """The trained claim checker's verdicts on the items (one engine batch), each read as the
-        inspector gives it to the checker (inspector.claim_as_read: no table rows, no answer frame,
+        inspector gives it to the checker (inspector.claims_as_read: no table rows, no answer frame,
         amounts as the evidence writes them)."""
-        pairs = [claim_as_read(item.claim, [self.hits[item.evidence_id]]) for item in items]
-        verdicts = iter(reader.check([pair for pair in pairs if pair is not None]))
-        return [pair is not None and next(verdicts).contradicted > reject_above for pair in pairs]
+        given = [claims_as_read(item.claim, [self.hits[item.evidence_id]]) for item in items]
+        verdicts = iter(reader.check([pair for pairs in given for pair in pairs]))
+        return [any([next(verdicts).contradicted > reject_above for _ in pairs]) for pairs in given]
 
 
 def _chunks(docs: Iterable[Document]) -> list[Chunk]:
