@@ -72,6 +72,7 @@ class Source:
         amounts as the evidence writes them)."""
         given = [claims_as_read(item.claim, [self.hits[item.evidence_id]]) for item in items]
         verdicts = iter(reader.check([pair for pairs in given for pair in pairs]))
+        # a list inside any(), not a generator: each item's verdicts are all taken, whatever the first says
         return [any([next(verdicts).contradicted > reject_above for _ in pairs]) for pairs in given]
 
 
