@@ -29,6 +29,11 @@ def _bigrams(text: str) -> set[str]:
     return {text[i : i + 2] for i in range(len(text) - 1)}
 
 
+def shared_pairs(claim: str, evidence: str) -> int:
+    """Character pairs of the claim that the evidence has too: how near a text is to a claim."""
+    return len(_bigrams(claim) & _bigrams(evidence))
+
+
 def evidence_window(claim: str, evidence: str, limit: int = WINDOW_CHARS) -> str:
     """The evidence sentence sharing most character pairs with the claim, grown by its neighbours
     (after, then before) up to `limit` characters: what a claim can be checked against without

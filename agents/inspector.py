@@ -20,7 +20,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, Field
 
 from citescope.agents.citations import AnswerSentence, quotable, split_sentences
-from citescope.agents.claim_reader import ClaimReader, evidence_window, unframed
+from citescope.agents.claim_reader import ClaimReader, evidence_window, shared_pairs, unframed
 from citescope.agents.claim_rules import ClaimRules, RuleHit
 from citescope.agents.conflicts import Conflict, canonical_text
 from citescope.agents.entity_index import EntityIndex
@@ -156,15 +156,9 @@ def claims_as_read(claim: str, hits: Sequence[EvidenceHit]) -> list[tuple[str, s
         read = unframed(part, titles)
         named = [hit for hit in prose if any(t and t in part for t in (hit.title, quotable(hit.title)))]
         # the source the part names (《退换货政策（2024版）》为：…), else the one sharing most of its wording
-        nearest = named[0] if len(named) == 1 else max(prose, key=lambda hit: _shared_pairs(read, hit.text))
+        nearest = named[0] if len(named) == 1 else max(prose, key=lambda hit: shared_pairs(read, hit.text))
         pairs.append((as_evidence_writes(read, nearest.text), nearest.text))
     return pairs
-
-
-def _shared_pairs(claim: str, evidence: str) -> int:
-    """Character pairs of the claim that the evidence has too."""
-    wanted = {claim[i : i + 2] for i in range(len(claim) - 1)}
-    return sum(pair in evidence for pair in wanted)
 
 
 def _amounts(text: str) -> list[tuple[re.Match, tuple[str, str | None]]]:
