@@ -10,6 +10,7 @@ exactly what the runtime reads.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +105,34 @@ def _opening_frame(text: str, frames: list[str], titles: list[str]) -> str:
         if section:
             return title + section.group(0)
     return frame
+
+
+# What may stand next to a quoted stretch of the evidence: punctuation, a line break, a list bullet,
+# an opening or closing bracket (after NFKC: ，→, ：→: （→( ). Not a character: 支持货到付款 inside
+# 不支持货到付款 is no quote.
+_QUOTE_BEFORE = frozenset("。!?;,:、\n(“‘「『【《-•·*")
+_QUOTE_AFTER = frozenset("。!?;,:、\n)”’」』】》-")
+_SPACES = re.compile(r"[^\S\n]+")
+
+
+def _plain(text: str) -> str:
+    return _SPACES.sub("", unicodedata.normalize("NFKC", text))
+
+
+def stated_word_for_word(claim: str, evidence: str) -> bool:
+    """Whether the evidence states the claim word for word, whole clauses (a quote's trailing stop
+    aside): what a sentence quotes from its own source cannot be contradicted by it, so the reader is
+    not asked (on answers that quote, a reader rejected quotes beside a negated sentence, 不建议干洗。
+    干洗溶剂会破坏…). Spaces and character widths do not count; clause edges do."""
+    wanted = _plain(claim).strip("。!?;,\n")
+    text = _plain(evidence)
+    start = text.find(wanted) if wanted else -1
+    while start >= 0:
+        end = start + len(wanted)
+        if (start == 0 or text[start - 1] in _QUOTE_BEFORE) and (end == len(text) or text[end] in _QUOTE_AFTER):
+            return True
+        start = text.find(wanted, start + 1)
+    return False
 
 
 def pair_text(claim: str, evidence: str) -> str:

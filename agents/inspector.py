@@ -20,7 +20,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, Field
 
 from citescope.agents.citations import AnswerSentence, quotable, split_sentences
-from citescope.agents.claim_reader import ClaimReader, evidence_window, shared_pairs, unframed
+from citescope.agents.claim_reader import ClaimReader, evidence_window, shared_pairs, stated_word_for_word, unframed
 from citescope.agents.claim_rules import ClaimRules, RuleHit
 from citescope.agents.conflicts import Conflict, canonical_text
 from citescope.agents.entity_index import EntityIndex
@@ -142,7 +142,10 @@ def claims_as_read(claim: str, hits: Sequence[EvidenceHit]) -> list[tuple[str, s
       one that says it most nearly: two sources' values together match neither source;
     - the answer's frame comes off ("有用户评价称：", the product's name: claim_reader.unframed);
     - an amount the rules find the same as one of the evidence's is written as the evidence writes it
-      (299元 for 299.00元, 12个月 for 1年: `as_evidence_writes`), so the reader judges no unit table."""
+      (299元 for 299.00元, 12个月 for 1年: `as_evidence_writes`), so the reader judges no unit table;
+    - what a cited chunk then states word for word, whole clauses (`claim_reader.stated_word_for_word`),
+      is not read: a quote cannot contradict its own source (the extractive answer quotes; a reader
+      rejected quotes beside a negated sentence)."""
     prose = [hit for hit in hits if not is_rendered_row(hit.text)]
     if not prose:
         return []
@@ -150,15 +153,16 @@ def claims_as_read(claim: str, hits: Sequence[EvidenceHit]) -> list[tuple[str, s
     parts = [p for p in claim.split("；") if p.strip()] if len(prose) > 1 else [claim]
     if len(parts) == 1:
         evidence = "\n".join(hit.text for hit in prose)
-        return [(as_evidence_writes(unframed(claim, titles), evidence), evidence)]
-    pairs = []
-    for part in parts:
-        read = unframed(part, titles)
-        named = [hit for hit in prose if any(t and t in part for t in (hit.title, quotable(hit.title)))]
-        # the source the part names (《退换货政策（2024版）》为：…), else the one sharing most of its wording
-        nearest = named[0] if len(named) == 1 else max(prose, key=lambda hit: shared_pairs(read, hit.text))
-        pairs.append((as_evidence_writes(read, nearest.text), nearest.text))
-    return pairs
+        pairs = [(as_evidence_writes(unframed(claim, titles), evidence), evidence)]
+    else:
+        pairs = []
+        for part in parts:
+            read = unframed(part, titles)
+            named = [hit for hit in prose if any(t and t in part for t in (hit.title, quotable(hit.title)))]
+            # the source the part names (《退换货政策（2024版）》为：…), else the one sharing most of its wording
+            nearest = named[0] if len(named) == 1 else max(prose, key=lambda hit: shared_pairs(read, hit.text))
+            pairs.append((as_evidence_writes(read, nearest.text), nearest.text))
+    return [(read, evidence) for read, evidence in pairs if not any(stated_word_for_word(read, h.text) for h in prose)]
 
 
 def _amounts(text: str) -> list[tuple[re.Match, tuple[str, str | None]]]:

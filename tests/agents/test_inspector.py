@@ -331,23 +331,46 @@ def test_sources_that_disagree_laid_side_by_side_are_read_one_by_one():
                       text="仓库签收退货并验货通过后，退款在 1-3 个工作日内原路退回至支付账户。")  # fmt: skip
     old = EvidenceHit(chunk_id="r24#0", doc_id="r24", title="退换货政策（2024版）", score=1,
                       text="仓库签收退货并验货通过后，退款在 3-5 个工作日内原路退回。")  # fmt: skip
+    # each part in other words than its source's (a part its source states word for word is not read)
     told = (
-        "不同来源说法不一致：2026-06-01 的《退换货政策（2026版）》为：退款在 1-3 个工作日内原路退回至支付账户；"
-        "2024-05-01 的《退换货政策（2024版）》为：退款在 3-5 个工作日内原路退回，以最新政策为准。"
+        "不同来源说法不一致：2026-06-01 的《退换货政策（2026版）》为：退款 1-3 个工作日内原路退回至支付账户；"
+        "2024-05-01 的《退换货政策（2024版）》为：退款 3-5 个工作日内原路退回，以最新政策为准。"
     )
     assert claims_as_read(told, [new, old]) == [
-        ("退款在 1-3 个工作日内原路退回至支付账户", new.text),
-        ("退款在 3-5 个工作日内原路退回。", old.text),
+        ("退款 1-3 个工作日内原路退回至支付账户", new.text),
+        ("退款 3-5 个工作日内原路退回。", old.text),
     ]
     # a part goes to the source it names, even when another source shares more of its words
     both = "退款在 1-3 个工作日内原路退回。旧版：退款在 3-5 个工作日内原路退回。"  # as many shared pairs as `old`
     wider = EvidenceHit(chunk_id="r26#1", doc_id="r26", title="退换货政策（2026版）", text=both, score=1)
-    named = "2024-05-01 的《退换货政策（2024版）》为：退款在 3-5 个工作日内原路退回；《退换货政策（2026版）》为：1-3 天"
+    named = "2024-05-01 的《退换货政策（2024版）》为：退款 3-5 个工作日内原路退回；《退换货政策（2026版）》为：1-3 天"
     assert [evidence for _, evidence in claims_as_read(named, [wider, old])] == [old.text, wider.text]
     official = EvidenceHit(chunk_id="p#0", doc_id="p", title="冲锋衣", text="前襟采用防水拉链。", score=1)
     review = EvidenceHit(chunk_id="v#0", doc_id="v", title="评价", text="下雨就渗水。", score=1)
-    voices = "官方商品详情页显示：前襟采用防水拉链；但有用户评价称：下雨就渗水。"
+    voices = "官方商品详情页显示：前襟用的是防水拉链；但有用户评价称：下雨会渗水。"
     assert claims_as_read(voices, [official, review]) == [
-        ("前襟采用防水拉链", official.text),
-        ("下雨就渗水。", review.text),
+        ("前襟用的是防水拉链", official.text),
+        ("下雨会渗水。", review.text),
     ]
+    # the disclosure as the answerer writes it quotes each source: nothing is left to read
+    quoted = "官方商品详情页显示：前襟采用防水拉链；但有用户评价称：下雨就渗水。"
+    assert claims_as_read(quoted, [official, review]) == []
+
+
+def test_what_a_cited_chunk_states_word_for_word_is_not_read():
+    """A quote cannot contradict its own source: whole clauses of a cited chunk, however framed or
+    spaced, go to no reader; a stretch that is not a whole clause (支持 inside 不支持) still does."""
+    from citescope.agents.claim_reader import stated_word_for_word
+    from citescope.agents.inspector import claims_as_read
+
+    care = "洗护：不建议干洗。干洗溶剂会破坏防水膜，请手洗。\n- 拉链：全开襟尼龙拉链，带防夹下巴护片\n- 重量：约 520 克"
+    hit = EvidenceHit(chunk_id="c#0", doc_id="c", title="山野 暖岩 摇粒绒夹克", text=care, score=1)
+    framed = "山野 暖岩 摇粒绒夹克：拉链：全开襟尼龙拉链，带防夹下巴护片。"
+    for quote in ("干洗溶剂会破坏防水膜。", framed, "不建议干洗", "请手洗"):
+        assert claims_as_read(quote, [hit]) == [], quote
+    for changed in ("干洗溶剂不会破坏防水膜。", "建议干洗。", "拉链：半开襟尼龙拉链。", "溶剂会破坏防水膜。"):
+        assert claims_as_read(changed, [hit]), changed
+    assert stated_word_for_word("重量：约520克", care)  # spaces do not count
+    assert not stated_word_for_word("支持货到付款", "本店不支持货到付款。")
+    assert stated_word_for_word("不支持货到付款", "付款：不支持货到付款。")
+    assert not stated_word_for_word("", care)

@@ -5,6 +5,8 @@ extractive answerer one that chooses its first sentence."""
 
 from __future__ import annotations
 
+from citescope.agents.inspector import READER_RULE
+from citescope.tools.base import EvidenceHit
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
 from tests.support.claim_model import constant_claim_model, constant_pair_model
@@ -12,20 +14,26 @@ from tests.support.claim_model import constant_claim_model, constant_pair_model
 QUESTION = "退货运费谁承担？"
 
 
-def test_a_configured_claim_checker_judges_the_offline_answer(demo_kb, tmp_path):
+def test_a_configured_claim_checker_judges_what_an_answer_does_not_quote(demo_kb, tmp_path):
     plain = QAPipeline(demo_kb, PipelineConfig.load(demo_kb.dir, environ={})).warm_up()
+    assert plain.inspect.inspector.claim_reader is None
     answered = plain.run(QUESTION)
     assert not answered.refused and answered.citations
 
     rejecting = constant_claim_model(tmp_path / "contradicted", "contradicted")
     config = PipelineConfig.load(demo_kb.dir, environ={}, claims_model=rejecting)
-    checked = QAPipeline(demo_kb, config).warm_up().run(QUESTION)
-    assert checked.answer != answered.answer  # every factual sentence read as contradicted
-    assert checked.refused or checked.degraded
-
-    passing = constant_claim_model(tmp_path / "supported", "supported")
-    config = PipelineConfig.load(demo_kb.dir, environ={}, claims_model=passing)
-    assert QAPipeline(demo_kb, config).warm_up().run(QUESTION).answer == answered.answer
+    checking = QAPipeline(demo_kb, config).warm_up()
+    assert checking.inspect.inspector.claim_reader is not None
+    # the offline answer quotes its sources word for word: nothing in it is the reader's to judge
+    assert checking.run(QUESTION).answer == answered.answer
+    # a sentence in other words than its source's is read (here: always as contradicted)
+    text = "质量问题退货，来回运费由店铺承担。"
+    hit = EvidenceHit(chunk_id="faq#0", doc_id="faq", title="退货运费", text=text, score=1)
+    quote, reworded = "质量问题退货，来回运费由店铺承担【faq#0】。", "质量问题退货的来回运费由店铺出【faq#0】。"
+    assert checking.inspect.inspector.run(quote, [hit]).passed
+    report = checking.inspect.inspector.run(reworded, [hit])
+    assert not report.passed and READER_RULE in report.rules_fired
+    assert plain.inspect.inspector.run(reworded, [hit]).passed
 
 
 def test_a_configured_pair_scorer_moves_the_gates_score(demo_kb, tmp_path):

@@ -8,7 +8,8 @@ and every factual sentence of their answers that cites a chunk is put to the che
 inspector puts it (`Inspector.check_sentence`). The extractive answer quotes the chunks it cites,
 so each such sentence is faithful to its evidence: what the checker rejects here is a false
 rejection (the one exception, a sentence opening with a yes or no its evidence may not state, is
-counted apart).
+counted apart). Since quotes go to no checker (claim_reader.stated_word_for_word), `sentences_read`
+counts what an extractive answer states otherwise than its source: 0 of 117 on the demo.
 """
 
 from __future__ import annotations
