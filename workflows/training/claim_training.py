@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from citescope.agents.claim_reader import LABELS, pair_text
-from citescope.workflows.training.claim_data import SOURCE, ClaimExample, claim_examples, read_passages
+from citescope.workflows.training.claim_data import SOURCE, ClaimExample, claim_examples, read_passages, read_questions
 from citescope.workflows.training.cross_encoder_training import (
     CrossEncoderSettings,
     CrossEncoderTask,
@@ -47,6 +47,7 @@ def rejection_rates(probabilities: np.ndarray, gold: list[int]) -> dict[str, Any
 
 def claims_task(settings: ClaimTrainingSettings) -> CrossEncoderTask:
     passages, counts = read_passages(settings.data_dir)
+    questions = read_questions(settings.data_dir)
 
     def texts(examples: list[ClaimExample]) -> list[LabelledText]:
         return [LabelledText(pair_text(e.claim, e.evidence), e.label) for e in examples]
@@ -55,8 +56,8 @@ def claims_task(settings: ClaimTrainingSettings) -> CrossEncoderTask:
         kind="claims",
         task="claim check: supported / contradicted / not_enough_info (agents/claim_reader.py)",
         labels=LABELS,
-        train=texts(claim_examples(passages["train"], list(range(settings.generator_seeds)))),
-        valid=texts(claim_examples(passages["valid"], [0])),
+        train=texts(claim_examples(passages["train"], list(range(settings.generator_seeds)), questions)),
+        valid=texts(claim_examples(passages["valid"], [0], questions)),
         data={
             "source": {"name": SOURCE.name, "licence": SOURCE.licence, "passages": counts},
             "held_out": "the claim benchmark's articles (reader_holdout.is_reader_bench_title) and families "
