@@ -87,6 +87,16 @@ class ClaimRules:
         self.fillers = _longest_first(negation["fillers"])
         self.predicate_chars = int(negation["predicate_chars"])
         self.yes, self.no = set(opening["yes_words"]), set(opening["no_words"])
+        yes_words = "|".join(map(re.escape, _longest_first(sorted(self.yes))))
+        self._yes_prefix = re.compile(f"^(?:{yes_words})")
+        self._limited = re.compile(
+            r"^\s*(?:"
+            + yes_words
+            + r")\s*[，,]\s*(?:"
+            + "|".join(map(re.escape, _longest_first(opening["limit_words"])))
+            + r")\s*([^，,。；;、\s]{1,6}?)"
+            r"(?:申请|使用|购买|参与|办理|享受|开具|[，,。；;]|$)"
+        )
         self.in_stock, self.out_of_stock = list(stock["in_stock"]), list(stock["out_of_stock"])
         self.all_words = _longest_first(stock["all_words"])
         self.entities = entities
@@ -99,6 +109,11 @@ class ClaimRules:
     @classmethod
     def load(cls, path: Path = RULES_PATH, entities: Callable[[], EntityIndex | None] | None = None) -> ClaimRules:
         return cls(_read(path), entities)
+
+    @property
+    def limited_examples(self) -> list[dict]:
+        """The yes/no rule's examples of a limited yes (`limited_to`), for generated tests."""
+        return list(self._data["yes_no.opening"].get("limited_examples", []))
 
     @property
     def examples(self) -> dict[str, list[dict]]:
@@ -214,6 +229,15 @@ class ClaimRules:
         """The bare yes or no a text opens with (会。… / 不可以，…), else None."""
         first = re.split(r"[，,。！!；;：:\n]", text.strip(), maxsplit=1)[0].strip()
         return first if first in self.yes or first in self.no else None
+
+    def limited_to(self, text: str) -> str | None:
+        """Who a reply's opening yes is limited to (可以，仅限企业申请 -> 企业), else None."""
+        match = self._limited.match(normalize(text))
+        return match.group(1) if match else None
+
+    def without_yes_word(self, word: str) -> str:
+        """A word without the yes word it opens with (能开 -> 开): what a question asks with, not about."""
+        return self._yes_prefix.sub("", word, count=1)
 
     def _chunk_opening(self, hit: EvidenceHit) -> str | None:
         return self.opening_word(normalize(hit.text))

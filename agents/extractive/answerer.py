@@ -239,7 +239,7 @@ class ExtractiveAnswerer:
         if cautious and doubtful and not profile.english:
             return self.refusal()  # a guess on evidence the KB's own probes say to doubt
         if chosen and not pieces and not profile.english and is_faq(chosen[0].hit) and not by_parts:
-            reply = self._faq_reply(chosen[0].hit, evidence, banned, profile.asks_open)
+            reply = self._faq_reply(chosen[0].hit, evidence, banned, profile.asks_open, question)
             if reply:
                 if cautious:
                     reply[0] = _CAUTIOUS + reply[0]
@@ -275,12 +275,17 @@ class ExtractiveAnswerer:
 
     # -- composing --------------------------------------------------------------------------
     def _faq_reply(
-        self, hit: EvidenceHit, evidence: Sequence[EvidenceHit], banned: set[str], asks_open: bool = False
+        self,
+        hit: EvidenceHit,
+        evidence: Sequence[EvidenceHit],
+        banned: set[str],
+        asks_open: bool = False,
+        question: str = "",
     ) -> list[str]:
         """An FAQ entry's reply, every sentence as written and cited with its chunk; [] when too long.
         To a question that asks for something (asks_open: 我的积分什么时候会过期), not the entry's own yes-or-no
         question (积分会过期吗？), the reply's bare opening yes or no (会。 / 可以，) is left out: it answers
-        a question nobody asked.
+        a question nobody asked; to a narrower yes-or-no question than the entry's, see `_fitted`.
 
         A reply longer than a chunk is cut into overlapping chunks: with the next ones of the entry
         shown too (one run of them), it is quoted across them, what a chunk repeats of the one
@@ -300,6 +305,8 @@ class ExtractiveAnswerer:
             return []
         if asks_open and sentences:
             sentences = self._without_opening_yes_no(sentences)
+        elif sentences and question:
+            sentences = self._fitted(sentences, hit.title, question)
         pieces = []
         for text, chunk_id in sentences:
             body = quotable(text)
@@ -308,6 +315,29 @@ class ExtractiveAnswerer:
             end = _END_MARK.search(strip_citations(text).strip())
             pieces.append(f"{body}【{chunk_id}】{end.group(0)[0] if end else '。'}")
         return pieces
+
+    def _fitted(self, sentences: list[tuple[str, str]], title: str, question: str) -> list[tuple[str, str]]:
+        """The reply fitted to a yes-or-no question narrower than the entry's own: its bare opening yes or
+        no answers the entry's question, and goes when
+        - the question names something the entry's question does not and a later sentence of the reply
+          does (直播间买的能保价吗 to 买完降价了可以保价吗？): that sentence says what holds for it
+          (秒杀、直播间专享价不参与价保) and comes first;
+        - the yes is limited to someone (claim_rules.yaml `limit_words`) and the question, narrower than
+          the entry's, does not name them (可以，仅限企业申请 to 个人能开专票吗; to 能开专票吗 it stays)."""
+        rules = self.inspector.rules
+        if rules.opening_word(sentences[0][0]) is None:
+            return sentences
+        asked, entry = self.reader.canonical(question), self.reader.canonical(title)
+        synonyms = self.lexicon.expansions if self.lexicon is not None else lambda _: []
+        # what the question asks with (能开 of 个人能开专票吗) is no word of what it is about, and a word the
+        # entry's question says in other words (专票 for its 发票) makes no narrower question
+        terms = [rules.without_yes_word(t) for t in self.inspector.content_terms(asked)]
+        named = [t for t in terms if len(t) > 1 and not any(w in entry for w in [t, *synonyms(t)])]
+        leading = [s for s in sentences[1:] if any(t in self.reader.canonical(s[0]) for t in named)]
+        limited = rules.limited_to(sentences[0][0])
+        if not leading and (limited is None or limited in asked or not named):
+            return sentences
+        return leading + [s for s in self._without_opening_yes_no(sentences) if s not in leading]
 
     def _without_opening_yes_no(self, sentences: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """The reply's sentences without its bare opening yes or no: a sentence that is only that word

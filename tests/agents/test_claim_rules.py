@@ -102,3 +102,9 @@ def test_rules_in_the_inspector_on_demo_chunks(demo_chunks, demo_index):
     assert negated.rules_fired == ["polarity.negation"]
     assert "不支持磁吸无线充电" in negated.unsupported[0].contradicted[0].evidence
     assert inspector.run(f"XZ-3000 不支持磁吸无线充电【{intro}】。", evidence).passed
+
+
+@pytest.mark.parametrize("example", RULES.limited_examples, ids=lambda e: e["reply"][:12])
+def test_limited_yes_example(example):
+    """Who a reply's opening yes is limited to, as the data file's examples say."""
+    assert RULES.limited_to(example["reply"]) == example["limited_to"]

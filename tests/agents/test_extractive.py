@@ -1024,6 +1024,37 @@ def test_an_faq_replys_opening_yes_or_no_answers_only_a_yes_or_no_question():
     assert "open_question" in answerer.rules_fired("我的积分什么时候会过期", [expiry])
 
 
+def test_an_faq_replys_opening_yes_or_no_is_left_out_for_a_narrower_question_than_the_entrys():
+    """The entry's bare yes answers the entry's own question. To a question naming something the entry's
+    question does not, the reply's sentence that names it comes first and the yes goes; a yes limited to
+    someone (仅限企业) is given only to a question naming them."""
+    price = EvidenceHit(
+        chunk_id="faq-14#body-0",
+        doc_id="faq-14",
+        title="买完降价了可以保价吗？",
+        doc_type="faq",
+        score=0.6,
+        text="可以。签收后 7 天内，同一商品降价可申请价保补差。秒杀、直播间专享价不参与价保。",
+    )
+    invoice = EvidenceHit(
+        chunk_id="faq-6#body-0",
+        doc_id="faq-6",
+        title="可以开增值税专用发票吗？",
+        doc_type="faq",
+        score=0.6,
+        text="可以，仅限企业申请。需提供公司名称和税号。",
+    )
+    answerer = ExtractiveAnswerer()
+    live = answerer.run("直播间买的降价了能保价吗", [price])
+    assert live.startswith("秒杀、直播间专享价不参与价保【faq-14#body-0】") and "可以" not in live
+    assert "签收后 7 天内" in live  # the rest of the reply still said
+    assert answerer.run("买完降价了能保价吗", [price]).startswith("可以【faq-14#body-0】")  # the entry's own question
+    personal = answerer.run("我是个人买家，能开增值税专用发票吗", [invoice])
+    assert personal.startswith("仅限企业申请【faq-6#body-0】") and "可以" not in personal
+    assert answerer.run("企业能开增值税专用发票吗", [invoice]).startswith("可以，仅限企业申请")
+    assert answerer.run("能开增值税专用发票吗", [invoice]).startswith("可以，仅限企业申请")  # asked of no one
+
+
 def test_evidence_about_a_sibling_of_the_entity_asked_answers_nothing():
     """The rank stage names the chunks about a sibling (agents/entity_scope.py); the model number shared
     by both titles (X3) kept 极岚 听澜X3's sheet on topic for a question about 风行 逐光X3."""
