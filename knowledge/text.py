@@ -287,8 +287,8 @@ def in_vocabulary(tokens: list[str], vocabulary: Container[str], longest: int = 
     return out  # a token repeated stays repeated: BM25 counts each (tokenize's own behaviour)
 
 
-# function characters jieba glues onto an unknown word (顺丰要, 想发, 潘淑是)
-_GLUE = frozenset("是在有为能可会要想该的了吗呢吧啊")
+# function characters jieba glues onto an unknown word (顺丰要, 想发, 潘淑是, 顺丰得)
+_GLUE = frozenset("是在有为能可会要想该的了吗呢吧啊得地着过都也还就把被给到")
 
 
 def _glued_word(at: int, size: int, text: str, starts: list[int], ends: list[int]) -> bool:

@@ -175,6 +175,8 @@ def test_a_glued_run_is_cut_into_the_documents_words_and_the_rest_is_kept():
     # jieba cut 想发顺丰要加钱吗 as 发顺 / 丰要 / 加钱: the documents say 发顺丰 (an FAQ title) and 顺丰
     assert in_vocabulary(["发顺", "丰要", "加钱"], vocabulary) == ["发顺丰", "顺丰", "加钱"]
     assert in_vocabulary(["顺丰要", "另外"], vocabulary) == ["顺丰", "另外"]  # a known token ends the run
+    assert in_vocabulary(["想要", "顺丰得", "多"], vocabulary) == ["顺丰", "想要", "多"]  # 得 glued on too
+    assert in_vocabulary(["顺丰寄"], vocabulary) == ["顺丰寄"]  # not a function character: the token stays
     assert in_vocabulary(["机洗", "t20", "箱子"], vocabulary) == ["机洗", "t20", "箱子"]  # nothing covers it: kept
     assert in_vocabulary(["快递", "快递"], vocabulary) == ["快递", "快递"]  # as tokenize gave them: BM25 counts each
     # a word inside one whole token is the documents lacking that word, not jieba hiding one: 货到付款 is no 付款
