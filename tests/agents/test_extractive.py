@@ -997,30 +997,22 @@ def test_a_compound_question_an_faq_entry_asks_as_it_is_gets_its_reply_whole():
     assert "可以向保险公司进行理赔" in answer and "至于理赔的金额" in answer, answer
 
 
+def faq_hit(number: int, title: str, text: str) -> EvidenceHit:
+    return hit(f"faq-{number}#body-0", title, text, score=0.6).model_copy(update={"doc_type": "faq"})
+
+
+INVOICE_FAQ = faq_hit(6, "可以开增值税专用发票吗？", "可以，仅限企业申请。需提供公司名称和税号。")
+
+
 def test_an_faq_replys_opening_yes_or_no_answers_only_a_yes_or_no_question():
-    expiry = EvidenceHit(
-        chunk_id="faq-9#body-0",
-        doc_id="faq-9",
-        title="积分会过期吗？",
-        doc_type="faq",
-        score=0.6,
-        text="会。积分自获得之日起至次年 12 月 31 日有效，到期未使用的积分会自动清零。",
-    )
-    invoice = EvidenceHit(
-        chunk_id="faq-6#body-0",
-        doc_id="faq-6",
-        title="可以开增值税专用发票吗？",
-        doc_type="faq",
-        score=0.6,
-        text="可以，仅限企业申请。需提供公司名称和税号。",
-    )
+    expiry = faq_hit(9, "积分会过期吗？", "会。积分自获得之日起至次年 12 月 31 日有效，到期未使用的积分会自动清零。")
     answerer = ExtractiveAnswerer()
     when = answerer.run("我的积分什么时候会过期", [expiry])
     assert when.startswith("积分自获得之日起") and "faq-9#body-0" in when  # 会。 answers no when-question
     assert answerer.run("积分会过期吗", [expiry]).startswith("会【faq-9#body-0】")  # the entry's own question
-    how = answerer.run("增值税专用发票怎么申请", [invoice])
+    how = answerer.run("增值税专用发票怎么申请", [INVOICE_FAQ])
     assert how.startswith("仅限企业申请【faq-6#body-0】") and "可以" not in how
-    assert answerer.run("能开增值税专用发票吗", [invoice]).startswith("可以，仅限企业申请")
+    assert answerer.run("能开增值税专用发票吗", [INVOICE_FAQ]).startswith("可以，仅限企业申请")
     assert "open_question" in answerer.rules_fired("我的积分什么时候会过期", [expiry])
 
 
@@ -1028,31 +1020,17 @@ def test_an_faq_replys_opening_yes_or_no_is_left_out_for_a_narrower_question_tha
     """The entry's bare yes answers the entry's own question. To a question naming something the entry's
     question does not, the reply's sentence that names it comes first and the yes goes; a yes limited to
     someone (仅限企业) is given only to a question naming them."""
-    price = EvidenceHit(
-        chunk_id="faq-14#body-0",
-        doc_id="faq-14",
-        title="买完降价了可以保价吗？",
-        doc_type="faq",
-        score=0.6,
-        text="可以。签收后 7 天内，同一商品降价可申请价保补差。秒杀、直播间专享价不参与价保。",
-    )
-    invoice = EvidenceHit(
-        chunk_id="faq-6#body-0",
-        doc_id="faq-6",
-        title="可以开增值税专用发票吗？",
-        doc_type="faq",
-        score=0.6,
-        text="可以，仅限企业申请。需提供公司名称和税号。",
-    )
+    reply = "可以。签收后 7 天内，同一商品降价可申请价保补差。秒杀、直播间专享价不参与价保。"
+    price = faq_hit(14, "买完降价了可以保价吗？", reply)
     answerer = ExtractiveAnswerer()
     live = answerer.run("直播间买的降价了能保价吗", [price])
     assert live.startswith("秒杀、直播间专享价不参与价保【faq-14#body-0】") and "可以" not in live
     assert "签收后 7 天内" in live  # the rest of the reply still said
     assert answerer.run("买完降价了能保价吗", [price]).startswith("可以【faq-14#body-0】")  # the entry's own question
-    personal = answerer.run("我是个人买家，能开增值税专用发票吗", [invoice])
+    personal = answerer.run("我是个人买家，能开增值税专用发票吗", [INVOICE_FAQ])
     assert personal.startswith("仅限企业申请【faq-6#body-0】") and "可以" not in personal
-    assert answerer.run("企业能开增值税专用发票吗", [invoice]).startswith("可以，仅限企业申请")
-    assert answerer.run("能开增值税专用发票吗", [invoice]).startswith("可以，仅限企业申请")  # asked of no one
+    assert answerer.run("企业能开增值税专用发票吗", [INVOICE_FAQ]).startswith("可以，仅限企业申请")
+    assert answerer.run("能开增值税专用发票吗", [INVOICE_FAQ]).startswith("可以，仅限企业申请")  # asked of no one
 
 
 def test_evidence_about_a_sibling_of_the_entity_asked_answers_nothing():
