@@ -204,6 +204,10 @@ def bench_reader(
             claim_reader=reader,
             reject_above=reject_above,
         )
+        if reader is not None and kb.resolve() == DEMO_DIR.resolve():  # the corpus cites the demo's chunks
+            from citescope.workflows.evaluation.bench.llm_inversions import run_llm_inversions
+
+            result["inversions"] = run_llm_inversions(kb, claim_reader=reader, reject_above=reject_above)
         if answers_kb is not None and reader is not None:
             from citescope.knowledge.kb import KnowledgeBase
             from citescope.workflows.evaluation.bench.probe_answers import run_probe_answer_bench

@@ -3,6 +3,8 @@ cited factual sentence of those answers put to a claim checker as the inspector 
 
 from __future__ import annotations
 
+import json
+
 from typer.testing import CliRunner
 
 from citescope.agents.claim_reader import ClaimReader
@@ -68,3 +70,12 @@ def test_the_command_asks_for_a_checker_and_an_ingested_kb(tmp_path):
     args = ["bench", "reader", "--no-mrc", "--claims-model", str(model), "--answers-kb", str(tmp_path)]
     shown = CliRunner().invoke(app, args)
     assert shown.exit_code == 2 and "is not an ingested KB" in shown.output
+
+
+def test_the_command_with_a_checker_reports_the_inversion_corpus_read_with_it(tmp_path):
+    model = constant_claim_model(tmp_path / "model", "supported")
+    args = ["bench", "reader", "--json", "--no-mrc", "--limit", "1", "--claims-model", str(model)]
+    shown = CliRunner().invoke(app, args)
+    assert shown.exit_code == 0, shown.output
+    inversions = json.loads(shown.output)["inversions"]
+    assert inversions["cases"] == 60 and inversions["inversions_passed"] == 0

@@ -29,3 +29,22 @@ def test_no_inversion_passes_and_paraphrases_do():
     assert {"polarity.negation", "yes_no.opening", "stock.status", "entity.product"} <= set(
         result["rules_fired_on_inversions"]
     )
+
+
+def test_with_a_claim_checker_the_inspector_reads_each_sentence_with_it_too(tmp_path):
+    """`bench reader --claims-model` puts the corpus to the inspector with the checker on: a checker that
+    reads everything as contradicted rejects the paraphrases it is given, one that reads all as supported
+    leaves the rules' verdicts."""
+    from citescope.agents.claim_reader import ClaimReader
+    from tests.support.claim_model import constant_claim_model
+
+    rules = run_llm_inversions(DEMO_DIR)
+    always = ClaimReader(constant_claim_model(tmp_path / "always", "contradicted"), tmp_path / "cache").warm_up()
+    rejecting = run_llm_inversions(DEMO_DIR, claim_reader=always)
+    assert rejecting["inversions_passed"] == 0 and rejecting["paraphrases_passed"] < rules["paraphrases_passed"] / 2
+    never = ClaimReader(constant_claim_model(tmp_path / "never", "supported"), tmp_path / "cache").warm_up()
+    passing = run_llm_inversions(DEMO_DIR, claim_reader=never)
+    assert (passing["inversions_passed"], passing["paraphrases_passed"]) == (
+        rules["inversions_passed"],
+        rules["paraphrases_passed"],
+    )

@@ -14,18 +14,29 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from citescope.agents.claim_reader import ClaimReader
 from citescope.workflows.evaluation.bench.reader import kb_source
 
 CORPUS = Path(__file__).resolve().parents[1] / "inversions.jsonl"
 DEMO_KB = Path(__file__).resolve().parents[3] / "knowledge" / "demo"
 
 
-def run_llm_inversions(kb_dir: Path = DEMO_KB, corpus: Path = CORPUS, examples: int = 5) -> dict:
+def run_llm_inversions(
+    kb_dir: Path = DEMO_KB,
+    corpus: Path = CORPUS,
+    examples: int = 5,
+    claim_reader: ClaimReader | None = None,
+    reject_above: float | None = None,
+) -> dict:
     """inversions_passed (of the corpus' inversions, how many the inspector passes: target 0) and
-    paraphrases_passed, overall and per family, with the semantic rules that fired."""
+    paraphrases_passed, overall and per family, with the semantic rules that fired; with `claim_reader`,
+    the inspector reads each sentence with that trained checker too, as the pipeline's does when
+    `claims_model` is set (`bench reader --claims-model` reports it: the corpus' paraphrases are written as a
+    model writes, more freely than the generated ones)."""
     started = time.perf_counter()
     source = kb_source(kb_dir)  # its inspector is built as the pipeline builds it: lexicon and entity index
     hits, inspector = source.hits, source.inspector
+    inspector.claim_reader, inspector.claim_reject_above = claim_reader, reject_above
     rows = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
     families: dict[str, Counter[str]] = {}
     fired: Counter[str] = Counter()

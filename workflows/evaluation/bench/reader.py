@@ -274,6 +274,15 @@ def format_reader_report(result: dict) -> str:
         )
         lines.append(f"{family:<16}{row['label']:<14}{'yes' if row['held_out'] else '':<10}{cells}")
     lines.append("(rejected fraction of items per source; a family skips passages it cannot change: see --json)")
+    inversions = result.get("inversions")
+    if inversions is not None:
+        lines += [
+            "",
+            f"LLM mode's inversion corpus with the checker: {inversions['inversions_passed']} of "
+            f"{inversions['cases']} inversions passed, {inversions['paraphrases_passed']} of {inversions['cases']} "
+            "faithful paraphrases passed",
+            *(f"  rejected: {text}" for text in inversions["rejected_paraphrase_examples"][:5]),
+        ]
     answers = result.get("probe_answers")
     if answers is not None:
         lines += [
