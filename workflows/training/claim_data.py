@@ -17,9 +17,10 @@ a KB's own probes, docs/models.md: a checker without them rejected verbatim quot
   (claim_reader.ANSWER_FRAMES: the passage's title, a source, a user's voice), which therefore says nothing
   about the label.
 
-And one thing keeps it from reading every rewording as a change (an LLM-written answer rewords: the
+And one thing meant to keep it from reading every rewording as a change (an LLM-written answer rewords: the
 generated paraphrases change a word or two, and a checker trained on them rejected 9 of the 60 faithful
-paraphrases of LLM mode's inversion corpus): **stated answers**, each CMRC question of the passage written
+paraphrases of LLM mode's inversion corpus; 678 steps with it moved no measure, docs/models.md "Stated
+answers"): **stated answers**, each CMRC question of the passage written
 as the statement its answer makes (`stated_answer`: the answer in the question word's place, Chinese asking
 in situ — 该球队建立于什么时候？ + 1979年 → 该球队建立于1979年。), supported and worded as a person asking
 words it, not as the passage does; a share of them changed by a training family that contradicts
