@@ -66,6 +66,7 @@ ANSWER_FRAMES = (
     "有用户评价称：",
     "有用户分享：",
     "根据现有资料，",
+    "《{title}》：",  # a policy quoted after the hedge (根据现有资料，《商品保修说明》：…)
     "官方详情页显示：",
     "资料显示，",
     # a disclosure of sources that disagree (agents/extractive/disclosure.py), one part per source
@@ -83,13 +84,15 @@ _CLOSING = re.compile(r"[，,]\s*(?:以[^，。；]{1,16}为准|资料无法判�
 
 def unframed(claim: str, titles: Iterable[str]) -> str:
     """The claim without the frames an answer opens a quote with (ANSWER_FRAMES for the cited pages'
-    titles, and "<title>的<section>："), as many as it has; the claim itself when nothing would be left."""
+    titles, and "<title>的<section>：" or "《<title>》的<section>："), as many as it has; the claim itself when
+    nothing would be left."""
     titled = sorted({t for t in titles if t}, key=len, reverse=True)
     frames = {f.format(title=t) for f in ANSWER_FRAMES for t in [*titled, ""] if t or "{title}" not in f}
     # the longest first: a title's "{title}的介绍：" before its "{title}："
     ordered = sorted(frames, key=len, reverse=True)
     rest = _CLOSING.sub("。", claim.lstrip())
-    while frame := _opening_frame(rest, ordered, titled):
+    headed = titled + [f"《{t}》" for t in titled]  # 星择 XZ-3000 的保修：…, 《商品保修说明》的保修凭证：…
+    while frame := _opening_frame(rest, ordered, headed):
         rest = rest[len(frame) :].lstrip()
     return rest if rest.strip(" 。！!") else claim
 

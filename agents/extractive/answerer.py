@@ -381,8 +381,12 @@ class ExtractiveAnswerer:
             framed = f"有用户评价称：{body}"
         elif user_voice:
             framed = f"有用户分享：{body}"
+        elif hit.doc_type == "policy" and title and title not in body and headed:
+            # the section says what a list item is (人为损坏 under 不在保修范围内的情况)
+            framed = f"《{title}》的{hit.section}：{rest}"
         elif hit.doc_type == "policy" and title and title not in body:
-            framed = f"根据《{title}》，{rest}"
+            # after the hedge, not a second 根据 (根据现有资料，根据《…》，…)
+            framed = f"《{title}》：{rest}" if cautious else f"根据《{title}》，{rest}"
         elif hit.doc_type == "product" and title and not self._names_title(body, title):
             framed = f"{title}的{hit.section}：{rest}" if headed else f"{title}：{body}"
         elif hit.doc_type == "product" and headed:  # the page's own words name it: no "商品简介：" before them
