@@ -288,8 +288,8 @@ def format_reader_report(result: dict) -> str:
         lines += [
             "",
             f"answers to the KB's own probes: the checker rejects {_pct(answers['probe_answers_rejected'])} of "
-            f"{answers['sentences_checked']} cited sentences ({answers['sentences_read']} given to it, the rest cite "
-            f"table rows; {answers['answered']} of {answers['probes']} probes answered; "
+            f"{answers['sentences_checked']} cited sentences ({answers['sentences_read']} given to it, the rest quote "
+            f"their chunks or cite table rows; {answers['answered']} of {answers['probes']} probes answered; "
             f"{answers['rejected_opening_with_yes_or_no']} rejected open with a yes or no)",
             *(f"  {e['sentence']}  <- {e['read']}" for e in answers["rejected_examples"][:5]),
         ]
