@@ -77,9 +77,28 @@ ANSWER_FRAMES = (
 )
 _SECTION_AFTER_TITLE = re.compile(r"的[^：:，。；]{1,12}[：:]")  # 星择 XZ-3000 的保修：…
 # frames with a value in them: a source's date (2026-06-01 的《…》为：), its kind (官方商品详情页显示：)
-_OPENING_PATTERNS = (re.compile(r"\d{4}-\d{1,2}-\d{1,2}\s*的"), re.compile(r"官方[^：:，。；]{1,8}显示[：:]"))
+_OPENING_PATTERNS = (
+    re.compile(r"\d{4}-\d{1,2}-\d{1,2}\s*的"),
+    re.compile(r"官方[^：:，。；]{1,8}显示[：:]"),
+    re.compile(r"(?:另)?有\s*(?:\d{4}-\d{1,2}-\d{1,2}\s*的)?来源称[：:]"),  # untitled sources side by side
+    # an English answer's frames (agents/extractive/answerer.py `_frame`, disclosure.py), any title or source
+    re.compile(
+        r"(?i)(?:based on the available information,\s*|according to “[^”]*”:\s*|(?:however )?a user (?:review|post)"
+        r" says:\s*|sources disagree:\s*|(?:“[^”]*”|one source|another source|the official [^:;]{1,40}?)"
+        r"(?:\s*\(\d{4}-\d{1,2}-\d{1,2}\))?\s*says:\s*)"
+    ),
+)
 # how a disclosure closes: which source prevails, or that the sources cannot tell
-_CLOSING = re.compile(r"[，,]\s*(?:以[^，。；]{1,16}为准|资料无法判断[^。]*)[。.]?\s*$")
+_CLOSING = re.compile(
+    r"(?:[，,]\s*(?:以[^，。；]{1,16}为准|资料无法判断[^。]*)"
+    r"|;\s*(?:the newest one prevails|the one nearest the time asked about prevails|they do not show which holds[^.]*))"
+    r"[。.]?\s*$"
+)
+
+
+def without_closing(claim: str) -> str:
+    """The claim without a disclosure's closing words (，以最新政策为准。 / ; the newest one prevails.)."""
+    return _CLOSING.sub("。", claim)
 
 
 def unframed(claim: str, titles: Iterable[str]) -> str:
@@ -90,7 +109,7 @@ def unframed(claim: str, titles: Iterable[str]) -> str:
     frames = {f.format(title=t) for f in ANSWER_FRAMES for t in [*titled, ""] if t or "{title}" not in f}
     # the longest first: a title's "{title}的介绍：" before its "{title}："
     ordered = sorted(frames, key=len, reverse=True)
-    rest = _CLOSING.sub("。", claim.lstrip())
+    rest = without_closing(claim.lstrip())
     headed = titled + [f"《{t}》" for t in titled]  # 星择 XZ-3000 的保修：…, 《商品保修说明》的保修凭证：…
     while frame := _opening_frame(rest, ordered, headed):
         rest = rest[len(frame) :].lstrip()
@@ -116,10 +135,12 @@ def _opening_frame(text: str, frames: list[str], titles: list[str]) -> str:
 _QUOTE_BEFORE = frozenset("。!?;,:、\n(“‘「『【《-•·*")
 _QUOTE_AFTER = frozenset("。!?;,:、\n)”’」』】》-")
 _SPACES = re.compile(r"[^\S\n]+")
+# 功能特点：- 容量… (or a line break before the bullet) is quoted 功能特点：容量…; not a minus (温度：-5℃)
+_LIST_AFTER_LABEL = re.compile(r":\n*[-•·*](?!\d)|:\n+")
 
 
 def _plain(text: str) -> str:
-    return _SPACES.sub("", unicodedata.normalize("NFKC", text))
+    return _LIST_AFTER_LABEL.sub(":", _SPACES.sub("", unicodedata.normalize("NFKC", text)))
 
 
 def stated_word_for_word(claim: str, evidence: str) -> bool:
@@ -127,7 +148,7 @@ def stated_word_for_word(claim: str, evidence: str) -> bool:
     aside): what a sentence quotes from its own source cannot be contradicted by it, so the reader is
     not asked (on answers that quote, a reader rejected quotes beside a negated sentence, 不建议干洗。
     干洗溶剂会破坏…). Spaces and character widths do not count; clause edges do."""
-    wanted = _plain(claim).strip("。!?;,\n")
+    wanted = _plain(claim).strip("。.!?;,\n")  # an English answer ends its quote with "."
     text = _plain(evidence)
     start = text.find(wanted) if wanted else -1
     while start >= 0:

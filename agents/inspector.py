@@ -20,7 +20,14 @@ from typing import NamedTuple
 from pydantic import BaseModel, Field
 
 from citescope.agents.citations import AnswerSentence, quotable, split_sentences
-from citescope.agents.claim_reader import ClaimReader, evidence_window, shared_pairs, stated_word_for_word, unframed
+from citescope.agents.claim_reader import (
+    ClaimReader,
+    evidence_window,
+    shared_pairs,
+    stated_word_for_word,
+    unframed,
+    without_closing,
+)
 from citescope.agents.claim_rules import ClaimRules, RuleHit
 from citescope.agents.conflicts import Conflict, canonical_text
 from citescope.agents.entity_index import EntityIndex
@@ -150,7 +157,8 @@ def claims_as_read(claim: str, hits: Sequence[EvidenceHit]) -> list[tuple[str, s
     if not prose:
         return []
     titles = {t for hit in prose for t in (hit.title, quotable(hit.title))}
-    parts = [p for p in claim.split("；") if p.strip()] if len(prose) > 1 else [claim]
+    # side by side: "；" between the sources' parts, "; " in an English answer
+    parts = [p for p in re.split(r"；|;\s", without_closing(claim)) if p.strip()] if len(prose) > 1 else [claim]
     if len(parts) == 1:
         evidence = "\n".join(hit.text for hit in prose)
         pairs = [(as_evidence_writes(unframed(claim, titles), evidence), evidence)]

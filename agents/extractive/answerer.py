@@ -430,10 +430,11 @@ class ExtractiveAnswerer:
 
 
 def _joined(pieces: list[str]) -> str:
-    """The answer's sentences in order, an English one (According to…) a space after the one before."""
+    """The answer's sentences in order, each a space after one that ends as English ends (According to….):
+    also a Chinese quote after it (an FAQ reply in an English answer), else the two read as one sentence."""
     text = ""
     for piece in pieces:
-        text += (" " if text[-1:] in (".", "!", "?", ";") and "A" <= piece[:1] <= "Z" else "") + piece
+        text += (" " if text[-1:] in (".", "!", "?", ";") and piece[:1].isalnum() else "") + piece
     return text
 
 

@@ -88,3 +88,11 @@ def test_an_answers_frame_is_taken_off_before_the_claim_is_read():
     assert unframed("其他商品：很轻。", titles) == "其他商品：很轻。"  # not a cited page's title
     sku = "星择 XZ-3000 笔记本充电宝（黑色）：价格 299元。"  # a SKU row's colour is part of the claim
     assert unframed(sku, titles) == sku
+    # the policy quoted after the hedge, with the section it stands under
+    assert unframed("根据现有资料，《退换货政策》的办理流程：进入我的订单。", titles) == "进入我的订单。"
+    # an English answer's frames around the Chinese evidence, any title or source
+    english = "Based on the available information, according to “星择 XZ-3000 笔记本充电宝”: 整机保修一年。"
+    assert unframed(english, titles) == "整机保修一年。"
+    assert unframed("however a user review says: 很轻", titles) == "很轻"
+    assert unframed("“退换货政策” (2024-05-01) says: 7天可退; the newest one prevails.", titles) == "7天可退。"
+    assert unframed("according to the manual: 很轻", titles) == "according to the manual: 很轻"  # no frame

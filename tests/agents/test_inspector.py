@@ -355,6 +355,15 @@ def test_sources_that_disagree_laid_side_by_side_are_read_one_by_one():
     # the disclosure as the answerer writes it quotes each source: nothing is left to read
     quoted = "官方商品详情页显示：前襟采用防水拉链；但有用户评价称：下雨就渗水。"
     assert claims_as_read(quoted, [official, review]) == []
+    # in English too ("; " between the parts, the closing words not read)
+    english = (
+        "Sources disagree: “退换货政策（2026版）” (2026-06-01) says: 退款 1-3 个工作日内原路退回至支付账户; "
+        "“退换货政策（2024版）” (2024-05-01) says: 退款 3-5 个工作日内原路退回; the newest one prevails."
+    )
+    assert claims_as_read(english, [new, old]) == [
+        ("退款 1-3 个工作日内原路退回至支付账户", new.text),
+        ("退款 3-5 个工作日内原路退回。", old.text),
+    ]
 
 
 def test_what_a_cited_chunk_states_word_for_word_is_not_read():
@@ -371,6 +380,10 @@ def test_what_a_cited_chunk_states_word_for_word_is_not_read():
     for changed in ("干洗溶剂不会破坏防水膜。", "建议干洗。", "拉链：半开襟尼龙拉链。", "溶剂会破坏防水膜。"):
         assert claims_as_read(changed, [hit]), changed
     assert stated_word_for_word("重量：约520克", care)  # spaces do not count
+    listed = "功能特点：\n- 容量：20000mAh\n- 输出：65W"  # a label's list, quoted as the answerer joins it
+    assert stated_word_for_word("功能特点：容量：20000mAh", listed) and stated_word_for_word("输出：65W", listed)
+    assert stated_word_for_word("功能特点：容量：20000mAh.", "功能特点：- 容量：20000mAh。")  # English ends with "."
+    assert not stated_word_for_word("温度：5℃", "温度：-5℃")  # a minus is no bullet
     assert not stated_word_for_word("支持货到付款", "本店不支持货到付款。")
     assert stated_word_for_word("不支持货到付款", "付款：不支持货到付款。")
     assert not stated_word_for_word("", care)
