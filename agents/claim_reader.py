@@ -19,7 +19,7 @@ from typing import Self
 import numpy as np
 
 from citescope.agents.cross_encoder import CrossEncoder
-from citescope.knowledge.text import split_sentences
+from citescope.knowledge.text import joined_after_label, split_sentences
 
 LABELS = ("supported", "contradicted", "not_enough_info")
 WINDOW_CHARS = 120  # evidence characters around the sentence nearest the claim
@@ -135,12 +135,11 @@ def _opening_frame(text: str, frames: list[str], titles: list[str]) -> str:
 _QUOTE_BEFORE = frozenset("。!?;,:、\n(“‘「『【《-•·*")
 _QUOTE_AFTER = frozenset("。!?;,:、\n)”’」』】》-")
 _SPACES = re.compile(r"[^\S\n]+")
-# 功能特点：- 容量… (or a line break before the bullet) is quoted 功能特点：容量…; not a minus (温度：-5℃)
-_LIST_AFTER_LABEL = re.compile(r":\n*[-•·*](?!\d)|:\n+")
 
 
 def _plain(text: str) -> str:
-    return _LIST_AFTER_LABEL.sub(":", _SPACES.sub("", unicodedata.normalize("NFKC", text)))
+    # a label's list as the answerer joins it when it quotes an item (功能特点：- 容量… as 功能特点：容量…)
+    return _SPACES.sub("", unicodedata.normalize("NFKC", joined_after_label(text)))
 
 
 def stated_word_for_word(claim: str, evidence: str) -> bool:

@@ -138,6 +138,15 @@ SENTENCE_END = re.compile(rf"(?<=[{_ENDS}\n])(?![{_ENDS}])|(?<=[^\d{_ENDS}]\.)(?
 CLAUSE_END = re.compile(rf"(?<=[{_ENDS}；;\n])(?![{_ENDS}；;])|(?<=[^\d{_ENDS}]\.)(?=\s)")
 
 
+# A list under a label, as an answer quotes an item of it: "功能特点：- 单口输出" reads "功能特点：单口输出"
+_LIST_AFTER_LABEL = re.compile(r"：\s*[-*•·]\s+")
+
+
+def joined_after_label(text: str) -> str:
+    """The text with each list that opens right after a label joined to the label, as quoted."""
+    return _LIST_AFTER_LABEL.sub("：", text)
+
+
 def split_sentences(text: str, at_clauses: bool = False) -> list[str]:
     """The text's sentences (or, at_clauses, its clauses too), stripped, empty ones left out."""
     return [piece.strip() for piece in (CLAUSE_END if at_clauses else SENTENCE_END).split(text) if piece.strip()]

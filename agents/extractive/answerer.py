@@ -34,6 +34,7 @@ from citescope.knowledge.text import (
     CJK_CHAR,
     is_english,
     is_faq,
+    joined_after_label,
 )
 from citescope.tools.base import EvidenceHit
 
@@ -43,9 +44,6 @@ if TYPE_CHECKING:
 
 
 _END_MARK = re.compile(r"[。！？!?]+$")
-
-
-_LIST_AFTER_LABEL = re.compile(r"：\s*[-*•·]\s+")
 
 
 # An FAQ reply up to this long is quoted whole, sentence by sentence: it is the shop's own
@@ -354,7 +352,7 @@ class ExtractiveAnswerer:
     def _frame(self, candidate: Candidate, english: bool, cautious: bool = False) -> str:
         """The quoted sentence with a short frame (whose product/policy, user voice), cited."""
         hit, title = candidate.hit, quotable(candidate.hit.title)
-        body = _LIST_AFTER_LABEL.sub("：", candidate.body)  # "功能特点：- 单口输出" reads "功能特点：单口输出"
+        body = joined_after_label(candidate.body)  # "功能特点：- 单口输出" reads "功能特点：单口输出"
         headed = bool(hit.section) and body.startswith(hit.section + "：")
         rest = after_heading(body, hit.section) or body
         # The shop's own SKU table only: a stranger's review laid out like one keeps its "有用户评价称".
