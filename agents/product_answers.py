@@ -16,7 +16,7 @@ from citescope.agents.query_analysis import parse_sizes
 from citescope.agents.question_cues import CLAUSE_END, PRICE_ASKED, VARIANTS_QUESTION
 from citescope.agents.table_claims import variant_values
 from citescope.knowledge.chinese_script import matching_form
-from citescope.knowledge.chunking import SKU_OVERVIEW_SECTION, row_cells
+from citescope.knowledge.chunking import SKU_OVERVIEW_SECTION, WHOLE_TABLE_ID, row_cells
 from citescope.knowledge.text import CJK_CHAR, has_term
 from citescope.tools.base import EvidenceHit
 
@@ -99,7 +99,7 @@ class ProductAnswers:
 
     def named_sizes(self, question: AskedQuestion, evidence: Sequence[EvidenceHit], banned: set[str]) -> list[str]:
         """Two or more sizes the question names, each answered by its product's size-table row
-        ("山野 峰刃 GTX 冲锋衣 M 码：适合身高(cm): 168-174；…【row】"), then, when it asks about stock,
+        ("山野 峰刃 GTX 冲锋衣 M 码：适合身高(cm) 168-174，…【row】"), then, when it asks about stock,
         the product's SKU overview (else the SKU rows of those sizes); [] unless every named size
         has its row in the evidence."""
         sizes = parse_sizes(question.text.upper())
@@ -120,7 +120,7 @@ class ProductAnswers:
         pieces = []
         for size in sizes:
             hit, cells = rows[size]
-            columns = "；".join(f"{k}: {v}" for k, v in cells.items() if k != "尺码")
+            columns = "，".join(f"{k} {v}" for k, v in cells.items() if k != "尺码")  # as row_sentence writes cells
             pieces.append(f"{quotable(hit.title)} {size} 码：{columns}【{hit.chunk_id}】。")
         if question.asked_units & {"件"}:  # the overview has every size's stock; else those sizes' rows
             overview = next((h for h in evidence if h.section == SKU_OVERVIEW_SECTION and h.product_id == lead), None)
@@ -283,6 +283,31 @@ def sku_sentence(sku: dict[str, str], title: str, english: bool = False) -> str:
         return name + (f" ({', '.join(variant)})" if variant else "") + ": " + ", ".join(facts)
     facts = [f"{k} {sku[k]}" for k in ("价格", "库存") if sku.get(k)]
     return name + (f"（{'，'.join(variant)}）" if variant else "") + "：" + "，".join(facts)
+
+
+def row_sentence(cells: dict[str, str], title: str, section: str, policy: bool, english: bool = False) -> str:
+    """Another table's row (not a SKU's) as a sentence a shopper reads, every name and value copied from
+    it: "风驰 轻羽3 缓震跑鞋的尺码表：尺码 42，脚长(cm) 26.0" for the chunk's "风驰 轻羽3 缓震跑鞋 尺码表 — 尺码: 42；
+    脚长(cm): 26.0" (a policy's title in 《》, as its prose is framed); in English "风驰 轻羽3 缓震跑鞋 (尺码表):
+    尺码 42, 脚长(cm) 26.0"."""
+    if english:
+        where = f"{title} ({section})" if title and section else title or section
+        facts = ", ".join(f"{column} {value}" for column, value in cells.items())
+        return f"{where}: {facts}" if where else facts
+    subject = f"《{title}》" if policy and title else title
+    where = f"{subject}的{section}" if subject and section else subject or section
+    facts = "，".join(f"{column} {value}" for column, value in cells.items())
+    return f"{where}：{facts}" if where else facts
+
+
+def quoted_row_cells(body: str, chunk_id: str) -> dict[str, str] | None:
+    """The cells of a quoted table row, None for anything else: a row chunk's "<title> <heading> — 列: 值；
+    列: 值" (whole or cut to the cells asked), or a line of a whole table's chunk (…#尺码表-table-0), which
+    has no prefix."""
+    _, dash, cells = body.rpartition(" — ")
+    parts = cells.strip().rstrip("。").split("；")
+    row = bool(dash) or WHOLE_TABLE_ID.search(chunk_id) is not None
+    return row_cells(cells) if row and all(": " in part for part in parts) else None
 
 
 def sku_fields(body: str) -> dict[str, str] | None:

@@ -43,6 +43,7 @@ _RESERVED_SLUGS = frozenset({"body", "sku", "skus"})
 CHUNK_FORMAT = 3
 SKU_OVERVIEW_SECTION = "规格汇总"  # one chunk over all of a product's SKU rows
 TABLE_ROW_ID = re.compile(r"-r(\d+)-\d+$")  # chunk id of one table row: {doc}#{slug}-r{row}-{piece}
+WHOLE_TABLE_ID = re.compile(r"-table-\d+$")  # chunk id of a whole table: {doc}#{slug}-table-0
 PIECE_ID = re.compile(r"-(\d+)$")  # chunk id of one piece of a text: {doc}#body-{n}, {doc}#{slug}-{n}
 SKU_OVERVIEW_SLUG = "skus-0"  # its id: "<doc part>#skus-0", beside the rows' "<doc part>#sku-<sku>"
 # How long the overview may list every colour x size in stock; past it only what is out of stock.
@@ -313,7 +314,7 @@ def _section_chunks(
         label = " ".join(part for part in (doc.title, heading) if part)
         rows = [render_table_row(row) for row in section.table]
         whole_table = "\n".join([label, *rows]) if label else "\n".join(rows)
-        if len(whole_table) <= 2 * chunk_size:
+        if len(whole_table) <= 2 * chunk_size:  # WHOLE_TABLE_ID matches its id
             chunks.append(_chunk(doc, f"{doc_part}#{slug}-table-0", whole_table, heading, len(chunks)))
         row_prefix = f"{_clip(label, chunk_size)} — " if label else ""
         for row_index, row_text in enumerate(rows):

@@ -22,7 +22,7 @@ from citescope.agents.extractive.reading import QuestionProfile, QuestionReader
 from citescope.agents.extractive.scoring import Candidate
 from citescope.agents.extractive.selection import parts_not_named, same_question, select, select_parts
 from citescope.agents.inspector import InspectionReport, Inspector, facts_of
-from citescope.agents.product_answers import ProductAnswers, sku_fields, sku_sentence
+from citescope.agents.product_answers import ProductAnswers, quoted_row_cells, row_sentence, sku_fields, sku_sentence
 from citescope.agents.prompts import load_prompt
 from citescope.agents.question_rules import question_rules
 from citescope.knowledge.chunking import PIECE_ID
@@ -359,9 +359,12 @@ class ExtractiveAnswerer:
         official_row = hit.section == "SKU" and hit.doc_type == "product" and hit.authority == "official"
         sku = sku_fields(candidate.body) if official_row else None
         user_voice = in_users_voice(hit.doc_type, hit.authority)
+        row = None if sku or user_voice else quoted_row_cells(candidate.body, hit.chunk_id)
         if english:
             if sku:
                 framed = sku_sentence(sku, title, english=True)
+            elif row:
+                framed = row_sentence(row, title, hit.section, policy=hit.doc_type == "policy", english=True)
             elif user_voice:
                 framed = f"A user {'review' if hit.doc_type == 'review' else 'post'} says: {body}"
             elif hit.doc_type in ("product", "policy") and title and not self._names_title(body, title):
@@ -375,6 +378,8 @@ class ExtractiveAnswerer:
             return f"{TRAILING_MARKS.sub('', framed)}【{hit.chunk_id}】."
         if sku:
             framed = sku_sentence(sku, title)
+        elif row:  # "…尺码表 — 尺码: 42；脚长(cm): 26.0" is how a chunk stores a row, not how a shop writes one
+            framed = row_sentence(row, title, hit.section, policy=hit.doc_type == "policy")
         elif hit.doc_type == "review":
             framed = f"有用户评价称：{body}"
         elif user_voice:

@@ -304,7 +304,8 @@ def test_a_product_name_typed_alone_is_not_taken_for_english(demo_kb, answerer):
     leather = answerer.run("Is the Air Jordan 1 Retro upper leather?", chunks(demo_kb, "prod-aj1-retro#材质-0"))
     assert leather.startswith("Based on the available information, according to “Air Jordan 1 Retro High OG 芝加哥”")
     row = answerer.run("Air Jordan 1 Retro size 42 foot length?", chunks(demo_kb, "prod-aj1-retro#尺码表-r2-0"))
-    assert row.startswith("Based on the available information, Air Jordan 1 Retro High OG 芝加哥 尺码表")  # not "air"
+    # not "air"; the row written as a sentence, not as the chunk stores it (…尺码表 — 尺码: 42；…)
+    assert row.startswith("Based on the available information, Air Jordan 1 Retro High OG 芝加哥 (尺码表): 尺码 42, ")
 
 
 def test_instructions_and_ids_inside_evidence_are_only_quoted(demo_kb, answerer, inspector):
@@ -771,9 +772,9 @@ def test_a_table_row_is_quoted_with_the_cells_asked():
         "理工类最高: 675；理工类最低: 673",
     )
     answer = answerer.run("2022年某省理工类金融学类的最低分数线是多少？", [row])
-    assert "专业名称: 金融学类；理工类最低: 673【t-1#分数线-r0-0】" in answer and "634" not in answer
+    assert "专业名称 金融学类，理工类最低 673【t-1#分数线-r0-0】" in answer and "634" not in answer
     # a question naming no column gets the whole row
-    assert "文史类最高: 634" in answerer.run("2022年某省金融学类的录取分数线是多少？", [row])
+    assert "文史类最高 634" in answerer.run("2022年某省金融学类的录取分数线是多少？", [row])
 
 
 def test_the_row_the_question_names_is_quoted_before_a_row_it_names_in_part():
@@ -781,9 +782,7 @@ def test_the_row_the_question_names_is_quoted_before_a_row_it_names_in_part():
     text = "某省录取分数线 分数线 — 专业名称: {}；文史类最高: {}；文史类最低: {}；理工类最高: 675；理工类最低: 673"
     joint = hit("t-2#分数线-r7-0", "某省录取分数线", text.format("金融学(中外合作办学)", 619, 619), score=0.6)
     plain = hit("t-2#分数线-r0-0", "某省录取分数线", text.format("金融学类", 634, 630), score=0.5)
-    assert "文史类最低: 630【t-2#分数线-r0-0】" in answerer.run(
-        "某省文史类金融学类的最低分数线是多少？", [joint, plain]
-    )
+    assert "文史类最低 630【t-2#分数线-r0-0】" in answerer.run("某省文史类金融学类的最低分数线是多少？", [joint, plain])
 
 
 def test_a_page_of_the_series_about_another_place_answers_nothing():
@@ -891,7 +890,7 @@ def test_a_table_row_keeps_the_column_named_by_the_unit_asked(demo_kb):
     # 能装几天: 几天 asks in 天, which names the column 建议出行天数
     evidence = chunks(demo_kb, "prod-xl-t20#尺码表-r0-0")
     answer = ExtractiveAnswerer(lexicon=demo_kb.lexicon).run("行旅20寸旅行箱能装几天的东西", evidence)
-    assert "建议出行天数: 3-5 天" in answer, answer
+    assert "建议出行天数 3-5 天" in answer, answer
 
 
 def test_a_page_written_in_traditional_characters_answers_a_simplified_question():

@@ -5,6 +5,7 @@ worked out, the rows of sizes a question names. Every answer passes the inspecto
 from __future__ import annotations
 
 from citescope.agents.citations import split_sentences
+from citescope.agents.product_answers import quoted_row_cells, row_sentence
 from citescope.tools.base import SkillContext
 from citescope.tools.products import SizeAdvice, size_recommend
 from tests.agents.test_extractive import answerer, chunks, inspector  # noqa: F401 - the same fixtures
@@ -89,7 +90,7 @@ def test_two_named_sizes_are_answered_by_their_rows_and_stock_by_the_overview(de
     question = "山野峰刃冲锋衣M码和L码差多少？它现在有货吗？"
     answer = answerer.run(question, evidence)
     sentences = [s.text for s in split_sentences(answer)]
-    assert sentences[0].startswith("山野 峰刃 GTX 冲锋衣 M 码：适合身高(cm): 168-174") and f"【{m}】" in answer
+    assert sentences[0].startswith("山野 峰刃 GTX 冲锋衣 M 码：适合身高(cm) 168-174，") and f"【{m}】" in answer
     assert sentences[1].startswith("山野 峰刃 GTX 冲锋衣 L 码：") and f"【{large}】" in answer and xl not in answer
     assert "尺码表-table-0" not in answer
     assert "缺货：冰川蓝 L【sku-p-sy-fengren#skus-0】" in answer
@@ -146,7 +147,7 @@ def test_a_part_the_product_tables_leave_is_answered_from_the_page(demo_kb, answ
     # two parts about one table row: the row once, holding both values
     row = "prod-xl-t20#尺码表-r0-0"
     answer = answerer.run("T20登机箱容量多大，多重", chunks(demo_kb, row, "prod-xl-t20#商品简介-0"))
-    assert answer.count(f"【{row}】") == 1 and "容量(L): 35" in answer and "空箱重量(kg): 2.9" in answer, answer
+    assert answer.count(f"【{row}】") == 1 and "容量(L) 35" in answer and "空箱重量(kg) 2.9" in answer, answer
 
 
 def test_a_product_s_name_in_what_the_tables_said_answers_no_part(demo_kb, answerer, inspector):
@@ -195,3 +196,29 @@ def test_the_price_of_something_of_the_products_is_not_the_products_price(demo_k
     )
     for asked in ("星择XZ-L100数据线2米的多少钱？", "星择编织线2米的多少钱一根"):
         assert "（黑色，2m）：价格 59.00元" in answerer.run(asked, rows), asked
+
+
+def test_a_table_row_is_answered_as_a_sentence_not_as_the_chunk_stores_it(demo_kb, answerer, inspector):
+    # a product's size table: the page's name and the table's heading, then the row's cells
+    row = "prod-fc-qingyu3#尺码表-r3-0"
+    answer = inspected_answer(answerer, inspector, "风驰轻羽3的42码脚长多少？", chunks(demo_kb, row))
+    assert answer == f"风驰 轻羽3 缓震跑鞋的尺码表：尺码 42，脚长(cm) 26.0，脚宽(cm) 9.9【{row}】。"
+    # a policy's table: its title in 《》 as its prose is framed
+    level = "policy-membership#会员等级-r2-0"
+    answer = inspected_answer(answerer, inspector, "金卡会员打几折？", chunks(demo_kb, level))
+    assert answer.startswith("《会员等级与积分规则》的会员等级：等级 金卡会员，") and "会员折扣 95折" in answer
+    assert " — " not in answer and "；" not in answer, answer
+    # a line of a whole table's chunk has no prefix to say whose table it is: the page's title does
+    whole = "prod-xl-d45#尺码表-table-0"
+    answer = inspected_answer(answerer, inspector, "行旅D45折叠旅行袋容量多大？", chunks(demo_kb, whole))
+    assert answer.startswith("行旅 D45 折叠旅行袋的尺码表：") and "容量(L) 45" in answer, answer
+
+
+def test_only_a_table_s_cells_count_as_a_row():
+    cells = {"尺码": "42", "脚长(cm)": "26.0"}
+    assert quoted_row_cells("跑鞋 尺码表 — 尺码: 42；脚长(cm): 26.0", "p#尺码表-r3-0") == cells
+    assert quoted_row_cells("尺码: 42；脚长(cm): 26.0", "p#尺码表-table-0") == cells
+    # prose with a colon, in a section's text or after a dash, is not a row
+    assert quoted_row_cells("注意: 不要干洗", "p#洗涤-0") is None
+    assert quoted_row_cells("跑鞋 尺码表 — 偏大一码，建议选小一码", "p#尺码表-r0-0") is None
+    assert row_sentence({"尺码": "42"}, "", "", policy=False) == "尺码 42"
