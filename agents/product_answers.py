@@ -120,7 +120,7 @@ class ProductAnswers:
         pieces = []
         for size in sizes:
             hit, cells = rows[size]
-            columns = "，".join(f"{k} {v}" for k, v in cells.items() if k != "尺码")  # as row_sentence writes cells
+            columns = cells_written({k: v for k, v in cells.items() if k != "尺码"})
             pieces.append(f"{quotable(hit.title)} {size} 码：{columns}【{hit.chunk_id}】。")
         if question.asked_units & {"件"}:  # the overview has every size's stock; else those sizes' rows
             overview = next((h for h in evidence if h.section == SKU_OVERVIEW_SECTION and h.product_id == lead), None)
@@ -290,14 +290,18 @@ def row_sentence(cells: dict[str, str], title: str, section: str, policy: bool, 
     it: "风驰 轻羽3 缓震跑鞋的尺码表：尺码 42，脚长(cm) 26.0" for the chunk's "风驰 轻羽3 缓震跑鞋 尺码表 — 尺码: 42；
     脚长(cm): 26.0" (a policy's title in 《》, as its prose is framed); in English "风驰 轻羽3 缓震跑鞋 (尺码表):
     尺码 42, 脚长(cm) 26.0"."""
+    facts = cells_written(cells, english)
     if english:
         where = f"{title} ({section})" if title and section else title or section
-        facts = ", ".join(f"{column} {value}" for column, value in cells.items())
         return f"{where}: {facts}" if where else facts
     subject = f"《{title}》" if policy and title else title
     where = f"{subject}的{section}" if subject and section else subject or section
-    facts = "，".join(f"{column} {value}" for column, value in cells.items())
     return f"{where}：{facts}" if where else facts
+
+
+def cells_written(cells: dict[str, str], english: bool = False) -> str:
+    """A row's cells as an answer writes them: `尺码 42，脚长(cm) 26.0` (`, ` in English), not `尺码: 42；…`."""
+    return (", " if english else "，").join(f"{column} {value}" for column, value in cells.items())
 
 
 def quoted_row_cells(body: str, chunk_id: str) -> dict[str, str] | None:
