@@ -33,6 +33,8 @@ class AnswerTrainingSettings(CrossEncoderSettings):
     data_dir: Path = Path()
     max_tokens: int = 128
     sentences: bool = False  # also teach which sentence of a passage answers (answer_data.answer_examples)
+    replies: bool = False  # also FAQ-shaped entries: a sibling question's reply does not answer (answer_data)
+    yes_no: bool = False  # also each factoid question asked as a yes/no one (answer_data.yes_no_question)
 
 
 def answer_metrics(probabilities: np.ndarray, gold: list[int]) -> dict[str, Any]:
@@ -68,12 +70,21 @@ def answers_task(settings: AnswerTrainingSettings) -> CrossEncoderTask:
         kind="answers",
         task="pair scorer: does the candidate answer the question (agents/pair_scorer.py)",
         labels=LABELS,
-        train=answer_examples(questions["train"], pairs["train"], settings.seed, settings.sentences),
-        valid=answer_examples(questions["valid"], pairs["valid"], 0, settings.sentences),
+        train=answer_examples(
+            questions["train"], pairs["train"], settings.seed, settings.sentences, settings.replies, settings.yes_no
+        ),
+        valid=answer_examples(
+            questions["valid"], pairs["valid"], 0, settings.sentences, settings.replies, settings.yes_no
+        ),
         data={
             "sources": {s.name: {"licence": s.licence, **counts[s.name]} for s in USED_SOURCES},
             "build": "commercial (default)",
-            "candidates": "passage windows and single sentences" if settings.sentences else "passage windows",
+            "candidates": ", ".join(
+                ["passage windows"]
+                + (["single sentences"] if settings.sentences else [])
+                + (["FAQ-shaped entries with sibling questions' replies"] if settings.replies else [])
+                + (["factoid questions asked as yes/no ones"] if settings.yes_no else [])
+            ),
             "held_out": "the claim benchmark's articles (reader_holdout.is_reader_bench_title); valid articles by "
             "pair_data.split_of_title, PAWS-X by its own split",
         },

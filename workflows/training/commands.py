@@ -245,9 +245,15 @@ def _cross_encoder_command(kind: str, max_tokens_default: int, what: str, doc: s
         sentences: bool = typer.Option(
             False, "--sentences", help="answers only: also which sentence of a passage answers (answer_data.py)"
         ),
+        replies: bool = typer.Option(
+            False, "--replies", help="answers only: also FAQ-shaped entries, siblings' replies not answering"
+        ),
+        yes_no: bool = typer.Option(
+            False, "--yes-no", help="answers only: also each factoid question asked as a yes/no one"
+        ),
     ) -> None:
-        if sentences and kind != "answers":
-            fail("--sentences is an option of `train answers` only")
+        if (sentences or replies or yes_no) and kind != "answers":
+            fail("--sentences, --replies and --yes-no are options of `train answers` only")
         start = _model_file(model_file)
         if importlib.util.find_spec("torch") is None:
             fail("training needs torch: pip install -e '.[train]'")
@@ -276,7 +282,9 @@ def _cross_encoder_command(kind: str, max_tokens_default: int, what: str, doc: s
             else:
                 from citescope.workflows.training.answer_training import AnswerTrainingSettings, train_answers
 
-                last = train_answers(AnswerTrainingSettings(**options, sentences=sentences))  # type: ignore[arg-type]
+                last = train_answers(
+                    AnswerTrainingSettings(**options, sentences=sentences, replies=replies, yes_no=yes_no)  # type: ignore[arg-type]
+                )
         except ValueError as exc:
             fail(exc)
         print(json.dumps(last, ensure_ascii=False, indent=2))

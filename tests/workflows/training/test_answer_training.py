@@ -14,7 +14,14 @@ import pytest
 torch = pytest.importorskip("torch", reason="training needs the [train] extra (torch); CI does not install it")
 
 from citescope.agents.pair_scorer import LABELS, PairScorer  # noqa: E402
-from citescope.workflows.training.answer_data import ANSWERS, DOES_NOT, answer_examples, read_answer_data  # noqa: E402
+from citescope.workflows.training.answer_data import (  # noqa: E402
+    ANSWERS,
+    DOES_NOT,
+    Question,
+    answer_examples,
+    read_answer_data,
+    yes_no_question,
+)
 from citescope.workflows.training.answer_training import (  # noqa: E402
     AnswerTrainingSettings,
     answer_metrics,
@@ -78,6 +85,46 @@ def test_with_sentences_the_answers_sentence_alone_answers_and_its_neighbours_al
     neighbours = [text for text, label in alone.items() if label == DOES_NOT and text in others]
     assert len(neighbours) == 2  # two other sentences of its passage, alone, do not answer
     assert len(both) == len(plain) + 3 * len(questions["train"])  # per question: one answering, two not
+
+
+def test_with_replies_the_reply_under_a_siblings_title_decides_not_the_title():
+    passage = "这款背包重量为1.2千克，容量为30升。背包的保修期为两年。"
+    weight, warranty = "这款背包重量为1.2千克，容量为30升。", "背包的保修期为两年。"
+    asked = [
+        Question("背包多重？", passage, "1.2千克", passage.index("1.2千克"), "云迹背包"),
+        Question("背包保修几年？", passage, "两年", passage.index("两年"), "云迹背包"),
+        Question("积分多久有效？", "积分自获得之日起一年内有效。", "一年", 7, "会员积分"),  # no sibling
+    ]
+    plain = answer_examples(asked, [], seed=0)
+    entries = {e.text: e.label for e in answer_examples(asked, [], seed=0, replies=True) if e not in plain}
+    assert entries[f"背包多重？\n背包保修几年？{weight}"] == ANSWERS  # a sibling's title over its own answer
+    assert entries[f"背包多重？\n背包保修几年？{warranty}"] == DOES_NOT  # the same title over the sibling's reply
+    assert entries[f"背包多重？\n云迹背包{weight}"] == ANSWERS  # under the article's title
+    assert entries[f"背包保修几年？\n背包多重？{warranty}"] == ANSWERS
+    assert entries[f"背包保修几年？\n背包多重？{weight}"] == DOES_NOT
+    assert not [text for text in entries if text.startswith("积分多久有效？")]  # no sibling: no entries
+    faq_shaped = [text for text in entries if text.split("\n", 1)[1].startswith(("背包", "云迹背包"))]
+    assert len(faq_shaped) == 6  # per question with one sibling: the minimal pair and the article's title
+
+
+def test_a_factoid_question_is_asked_again_as_a_yes_no_one_with_its_answer_in_the_question_words_place():
+    passage = "范廷颂于1963年被任为主教。他生于越南宁平省。"
+    when = Question("范廷颂是何时被任为主教的？", passage, "1963年", passage.index("1963年"))
+    assert yes_no_question(when) == "范廷颂是1963年被任为主教的吗？"
+    assert yes_no_question(Question("谁在哪里出生？", passage, "范廷颂", 0)) is None  # two question words
+    assert yes_no_question(Question("为何如此？", passage, "因为", 0)) is None  # no word the answer can replace
+    long_answer = Question("他做了什么？", passage, "很多" * 10 + "的事情", 0)
+    assert yes_no_question(long_answer) is None  # a long answer would make it a statement
+
+    assert yes_no_question(when, "不？") == "范廷颂是1963年被任为主教的不？"  # the spoken form's particle
+
+    plain = answer_examples([when], [], seed=0)
+    extra = [e for e in answer_examples([when], [], seed=0, yes_no=True) if e not in plain]
+    asked = extra[0].text.split("\n", 1)[0] + "\n"
+    assert asked.startswith("范廷颂是1963年被任为主教的") and all(e.text.startswith(asked) for e in extra)
+    labels = {e.text[len(asked) :]: e.label for e in extra}
+    assert labels["范廷颂于1963年被任为主教。"] == ANSWERS  # the sentence that states it answers the yes/no question
+    assert labels["他生于越南宁平省。"] == DOES_NOT
 
 
 def test_metrics_read_the_probability_of_answering():

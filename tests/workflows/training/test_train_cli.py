@@ -3,6 +3,7 @@ without torch: the sources are checked before training loads)."""
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from citescope.workflows.cli import app
@@ -51,10 +52,12 @@ def test_no_shared_source_needs_a_shops_kb_and_it_must_be_one(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_sentences_is_the_pair_scorers_option_only(tmp_path):
-    result = CliRunner().invoke(app, ["train", "claims", "--out", str(tmp_path / "run"), "--sentences"])
-    assert result.exit_code == 2 and result.stderr.strip() == "error: --sentences is an option of `train answers` only"
-    assert "--sentences" in CliRunner().invoke(app, ["train", "answers", "--help"]).output
+@pytest.mark.parametrize("option", ["--sentences", "--replies", "--yes-no"])
+def test_sentences_and_replies_are_the_pair_scorers_options_only(tmp_path, option):
+    result = CliRunner().invoke(app, ["train", "claims", "--out", str(tmp_path / "run"), option])
+    expected = "error: --sentences, --replies and --yes-no are options of `train answers` only"
+    assert result.exit_code == 2 and result.stderr.strip() == expected
+    assert option in CliRunner().invoke(app, ["train", "answers", "--help"]).output
 
 
 def test_train_vocab_writes_the_bundled_file_cut_to_chinese(tmp_path):
