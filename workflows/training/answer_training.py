@@ -10,6 +10,7 @@ its own, from self-calibration).
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,10 @@ class AnswerTrainingSettings(CrossEncoderSettings):
     sentences: bool = False  # also teach which sentence of a passage answers (answer_data.answer_examples)
     replies: bool = False  # also FAQ-shaped entries: a sibling question's reply does not answer (answer_data)
     yes_no: bool = False  # also each factoid question asked as a yes/no one (answer_data.yes_no_question)
+    kb: Path | None = None  # a shop's KB: examples made of its own documents (kb_answer_data)
+
+
+KB_EXAMPLES_NAME = "kb-answers.jsonl"  # the KB's examples as the run first made them, read back on resume
 
 
 def answer_metrics(probabilities: np.ndarray, gold: list[int]) -> dict[str, Any]:
@@ -66,18 +71,45 @@ def choose_answers_above(probabilities: np.ndarray, gold: list[int]) -> dict[str
 
 def answers_task(settings: AnswerTrainingSettings) -> CrossEncoderTask:
     questions, pairs, counts = read_answer_data(settings.data_dir)
+    train = answer_examples(
+        questions["train"], pairs["train"], settings.seed, settings.sentences, settings.replies, settings.yes_no
+    )
+    valid = answer_examples(
+        questions["valid"], pairs["valid"], 0, settings.sentences, settings.replies, settings.yes_no
+    )
+    sources: dict[str, Any] = {s.name: {"licence": s.licence, **counts[s.name]} for s in USED_SOURCES}
+    if settings.kb is not None:
+        from citescope.workflows.training.kb_answer_data import (
+            KB_LICENCE,
+            KB_SHARE,
+            KB_SOURCE,
+            frozen_kb_answer_examples,
+            repeated_to_share,
+        )
+
+        Path(settings.out_dir).mkdir(parents=True, exist_ok=True)
+        saved = Path(settings.out_dir) / KB_EXAMPLES_NAME
+        kb_split, kb_counts = frozen_kb_answer_examples(settings.kb, saved, settings.seed, settings.resume)
+        repeated = repeated_to_share(kb_split["train"], len(train))
+        train = train + repeated
+        random.Random(f"answers-kb:{settings.seed}").shuffle(train)
+        valid = valid + kb_split["valid"]
+        sources[KB_SOURCE] = {
+            "licence": KB_LICENCE,
+            "commercial": True,
+            "kb": str(settings.kb),
+            "repeated": len(repeated) // max(1, len(kb_split["train"])),
+            "share": KB_SHARE,
+            **kb_counts,
+        }
     return CrossEncoderTask(
         kind="answers",
         task="pair scorer: does the candidate answer the question (agents/pair_scorer.py)",
         labels=LABELS,
-        train=answer_examples(
-            questions["train"], pairs["train"], settings.seed, settings.sentences, settings.replies, settings.yes_no
-        ),
-        valid=answer_examples(
-            questions["valid"], pairs["valid"], 0, settings.sentences, settings.replies, settings.yes_no
-        ),
+        train=train,
+        valid=valid,
         data={
-            "sources": {s.name: {"licence": s.licence, **counts[s.name]} for s in USED_SOURCES},
+            "sources": sources,
             "build": "commercial (default)",
             "candidates": ", ".join(
                 ["passage windows"]

@@ -162,13 +162,7 @@ def train_pairs_command(
     if not names and kb is None:
         fail("--sources '': no shared source, so name a shop's KB with --kb")
     if kb is not None:
-        from citescope.knowledge.kb import KBError, KnowledgeBase
-        from citescope.knowledge.settings import get_settings
-
-        try:  # the KB's own check and message, before torch loads
-            KnowledgeBase(kb, get_settings(kb_dir=kb)).close()
-        except KBError as exc:
-            fail(f"--kb: {exc}")
+        _check_kb(kb)
     try:
         if names:
             choose_sources(names, research)
@@ -216,6 +210,17 @@ def train_pairs_command(
     print(json.dumps(last, ensure_ascii=False, indent=2))
 
 
+def _check_kb(kb: Path) -> None:
+    """--kb names a KB ingest built: its own check and message, before torch loads."""
+    from citescope.knowledge.kb import KBError, KnowledgeBase
+    from citescope.knowledge.settings import get_settings
+
+    try:
+        KnowledgeBase(kb, get_settings(kb_dir=kb)).close()
+    except KBError as exc:
+        fail(f"--kb: {exc}")
+
+
 def _cross_encoder_command(kind: str, max_tokens_default: int, what: str, doc: str):
     """`train claims` and `train answers`: one command shape, a head each
     (workflows/training/cross_encoder_training.py)."""
@@ -251,9 +256,17 @@ def _cross_encoder_command(kind: str, max_tokens_default: int, what: str, doc: s
         yes_no: bool = typer.Option(
             False, "--yes-no", help="answers only: also each factoid question asked as a yes/no one"
         ),
+        kb: Path = typer.Option(
+            None,
+            "--kb",
+            help="answers only: a shop's KB (built by ingest); examples made of its FAQ, pages and sections "
+            "(workflows/training/kb_answer_data.py) join the training data",
+        ),
     ) -> None:
-        if (sentences or replies or yes_no) and kind != "answers":
-            fail("--sentences, --replies and --yes-no are options of `train answers` only")
+        if (sentences or replies or yes_no or kb is not None) and kind != "answers":
+            fail("--sentences, --replies, --yes-no and --kb are options of `train answers` only")
+        if kb is not None:
+            _check_kb(kb)
         start = _model_file(model_file)
         if importlib.util.find_spec("torch") is None:
             fail("training needs torch: pip install -e '.[train]'")
@@ -283,7 +296,7 @@ def _cross_encoder_command(kind: str, max_tokens_default: int, what: str, doc: s
                 from citescope.workflows.training.answer_training import AnswerTrainingSettings, train_answers
 
                 last = train_answers(
-                    AnswerTrainingSettings(**options, sentences=sentences, replies=replies, yes_no=yes_no)  # type: ignore[arg-type]
+                    AnswerTrainingSettings(**options, sentences=sentences, replies=replies, yes_no=yes_no, kb=kb)  # type: ignore[arg-type]
                 )
         except ValueError as exc:
             fail(exc)

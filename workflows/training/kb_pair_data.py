@@ -97,10 +97,15 @@ def rated_questions(kb_dir: Path) -> list[tuple[str, str]]:
     return list(dict.fromkeys(rated))
 
 
+def is_faq_entry(chunk: Chunk) -> bool:
+    """An FAQ entry: typed so, or titled with a question (a shop's FAQ file that states no doc_type)."""
+    return chunk.doc_type == "faq" or bool(_QUESTION_TITLE.search(chunk.title.strip()))
+
+
 def _pairs_of(chunks: list[Chunk], lexicon: Lexicon, rng: random.Random) -> Iterator[tuple[str, str, str]]:
     """(kind, query, passage) of one document's chunks, in the KB's order."""
     title = chunks[0].title.strip()
-    is_faq = chunks[0].doc_type == "faq" or bool(_QUESTION_TITLE.search(title))
+    is_faq = is_faq_entry(chunks[0])
     if is_faq and chunks[0].text.strip():
         yield "faq", title, chunks[0].text.strip()
     for chunk in chunks:

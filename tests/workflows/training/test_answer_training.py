@@ -23,11 +23,14 @@ from citescope.workflows.training.answer_data import (  # noqa: E402
     yes_no_question,
 )
 from citescope.workflows.training.answer_training import (  # noqa: E402
+    KB_EXAMPLES_NAME,
     AnswerTrainingSettings,
     answer_metrics,
+    answers_task,
     train_answers,
 )
 from citescope.workflows.training.pair_data import passage_sentences  # noqa: E402
+from tests.conftest import ingested_kb  # noqa: E402
 from tests.support.tiny_training import two_sessions  # noqa: E402
 from tests.workflows.training.test_claim_training import PASSAGES, _titles  # noqa: E402
 
@@ -145,3 +148,23 @@ def test_a_short_run_resumes_and_exports_a_folder_the_scorer_runs_in_the_engine(
     assert 0.0 <= card["answers_above"]["threshold"] <= 1.0 and last["answers_above"] == card["answers_above"]
     scores = PairScorer(folder, tmp_path / "cache").warm_up().score("背包重量是多少？", PASSAGES)
     assert len(scores) == 4 and all(0.0 < s < 1.0 for s in scores)
+
+
+def test_with_a_kb_its_own_examples_join_the_training_data_and_the_manifest_names_it(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    faq = [
+        {"doc_id": "faq-sf", "title": "可以发顺丰吗？", "text": "可以，下单时选择顺丰配送，需另付12元运费。"},
+        {"doc_id": "faq-free", "title": "买多少钱包邮？", "text": "实付满99元包邮，偏远地区除外。"},
+    ]
+    (docs / "faq.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in faq), encoding="utf-8")
+    kb, _ = ingested_kb(tmp_path / "kb", [docs])
+    kb.close()
+    settings = AnswerTrainingSettings(out_dir=tmp_path / "run", data_dir=_write_data(tmp_path / "data"))
+    plain = answers_task(settings)
+    with_kb = answers_task(AnswerTrainingSettings(**{**vars(settings), "kb": tmp_path / "kb"}))
+    shop = [e for e in with_kb.train + with_kb.valid if e.text.startswith(("可以发顺丰吗？", "买多少钱包邮？"))]
+    assert len(shop) >= 6 and len(with_kb.train) > len(plain.train)  # each entry's own, its minimal pair
+    source = with_kb.data["sources"]["kb"]
+    assert source["commercial"] is True and source["faq"] == 6 and source["kb"] == str(tmp_path / "kb")
+    assert (tmp_path / "run" / KB_EXAMPLES_NAME).exists()  # frozen for a resumed run

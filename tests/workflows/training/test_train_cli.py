@@ -52,10 +52,11 @@ def test_no_shared_source_needs_a_shops_kb_and_it_must_be_one(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("option", ["--sentences", "--replies", "--yes-no"])
+@pytest.mark.parametrize("option", ["--sentences", "--replies", "--yes-no", "--kb"])
 def test_sentences_and_replies_are_the_pair_scorers_options_only(tmp_path, option):
-    result = CliRunner().invoke(app, ["train", "claims", "--out", str(tmp_path / "run"), option])
-    expected = "error: --sentences, --replies and --yes-no are options of `train answers` only"
+    given = [option, str(tmp_path)] if option == "--kb" else [option]
+    result = CliRunner().invoke(app, ["train", "claims", "--out", str(tmp_path / "run"), *given])
+    expected = "error: --sentences, --replies, --yes-no and --kb are options of `train answers` only"
     assert result.exit_code == 2 and result.stderr.strip() == expected
     assert option in CliRunner().invoke(app, ["train", "answers", "--help"]).output
 
