@@ -25,6 +25,13 @@ from citescope.workflows.training.cross_encoder_training import (
     CrossEncoderTask,
     train_cross_encoder,
 )
+from citescope.workflows.training.kb_answer_data import (
+    KB_LICENCE,
+    KB_SHARE,
+    KB_SOURCE,
+    frozen_kb_answer_examples,
+    repeated_to_share,
+)
 
 MISSED_ANSWERS = 0.05  # answers_above: the share of valid answering windows scored below it
 
@@ -79,14 +86,6 @@ def answers_task(settings: AnswerTrainingSettings) -> CrossEncoderTask:
     )
     sources: dict[str, Any] = {s.name: {"licence": s.licence, **counts[s.name]} for s in USED_SOURCES}
     if settings.kb is not None:
-        from citescope.workflows.training.kb_answer_data import (
-            KB_LICENCE,
-            KB_SHARE,
-            KB_SOURCE,
-            frozen_kb_answer_examples,
-            repeated_to_share,
-        )
-
         Path(settings.out_dir).mkdir(parents=True, exist_ok=True)
         saved = Path(settings.out_dir) / KB_EXAMPLES_NAME
         kb_split, kb_counts = frozen_kb_answer_examples(settings.kb, saved, settings.seed, settings.resume)
