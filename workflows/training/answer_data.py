@@ -29,9 +29,9 @@ from pathlib import Path
 
 from citescope.agents.pair_scorer import LABELS, pair_text
 from citescope.workflows.evaluation.reader_holdout import is_reader_bench_title
-from citescope.workflows.training.cross_encoder_training import LabelledText
 from citescope.workflows.training.pair_data import (
     SOURCES,
+    LabelledText,
     answer_sentence,
     passage_sentences,
     read_rows,

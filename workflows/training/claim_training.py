@@ -20,9 +20,9 @@ from citescope.workflows.training.claim_data import SOURCE, ClaimExample, claim_
 from citescope.workflows.training.cross_encoder_training import (
     CrossEncoderSettings,
     CrossEncoderTask,
-    LabelledText,
     train_cross_encoder,
 )
+from citescope.workflows.training.pair_data import LabelledText
 
 CONTRADICTED = LABELS.index("contradicted")
 

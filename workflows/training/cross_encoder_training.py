@@ -29,17 +29,12 @@ from citescope.knowledge.e5_delta import delta_base, save_delta
 from citescope.knowledge.e5_model_file import E5ModelFile, bundled_model_path
 from citescope.workflows.training.checkpoints import Position, load_checkpoint, load_weights
 from citescope.workflows.training.e5_torch import E5TorchEncoder, export, pad
+from citescope.workflows.training.pair_data import LabelledText
 from citescope.workflows.training.pair_training import MANIFEST_NAME, SeededBatches, append_log, settings_dict
 from citescope.workflows.training.step_loop import StepLoop, open_run_folder
 
 MODEL_DIR = "model"
 Metrics = Callable[[np.ndarray, list[int]], dict[str, Any]]  # (probabilities, gold labels) -> figures
-
-
-@dataclass(frozen=True)
-class LabelledText:
-    text: str  # the two texts as the task lays them out (what the runtime reads)
-    label: int  # index into the task's labels
 
 
 @dataclass

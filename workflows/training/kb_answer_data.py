@@ -31,9 +31,8 @@ from citescope.agents.self_probes import NOT_HEADINGS, askable_sentences, masked
 from citescope.knowledge.kb import KBError, KnowledgeBase
 from citescope.knowledge.schema import Chunk, in_users_voice
 from citescope.knowledge.settings import get_settings
-from citescope.workflows.training.cross_encoder_training import LabelledText
 from citescope.workflows.training.kb_pair_data import is_faq_entry
-from citescope.workflows.training.pair_data import split_of_title
+from citescope.workflows.training.pair_data import LabelledText, split_of_title
 
 ANSWERS, DOES_NOT = LABELS.index("answers"), LABELS.index("does_not_answer")
 KB_SOURCE = "kb"

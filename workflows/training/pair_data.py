@@ -62,6 +62,15 @@ class TextPair:
     source: str
 
 
+@dataclass(frozen=True)
+class LabelledText:
+    """A cross-encoder's example (workflows/training/cross_encoder_training.py): defined here, without
+    torch, so the data makers and their tests need none."""
+
+    text: str  # the two texts as the task lays them out (what the runtime reads)
+    label: int  # index into the task's labels
+
+
 def choose_sources(names: list[str], research: bool) -> list[PairSource]:
     """The sources by name, or a ValueError naming what is wrong (an unknown name, a research-only
     source without research=True)."""

@@ -10,7 +10,6 @@ import json
 
 import pytest
 
-from citescope.workflows.training.cross_encoder_training import LabelledText
 from citescope.workflows.training.kb_answer_data import (
     ANSWERS,
     DOES_NOT,
@@ -18,7 +17,7 @@ from citescope.workflows.training.kb_answer_data import (
     kb_answer_examples,
     repeated_to_share,
 )
-from citescope.workflows.training.pair_data import split_of_title
+from citescope.workflows.training.pair_data import LabelledText, split_of_title
 from tests.conftest import ingested_kb
 
 FAQ = [
