@@ -47,21 +47,19 @@ def _entry(chunk: Chunk, text: str | None = None) -> str:
     return f"{chunk.title}\n{chunk.text if text is None else text}"
 
 
-def _bigrams(text: str) -> set[str]:
-    return {text[i : i + 2] for i in range(len(text) - 1)}
+def _bigrams(text: str) -> frozenset[str]:
+    return frozenset(text[i : i + 2] for i in range(len(text) - 1))
 
 
-def _most_like(title: str, others: list[Chunk]) -> Chunk | None:
-    """The entry whose title shares most character pairs with `title` (ties: the KB's order)."""
-    mine = _bigrams(title)
-    return max(others, key=lambda c: len(mine & _bigrams(c.title)), default=None)
-
-
-def _faq_examples(entry: Chunk, faq: list[Chunk]) -> Iterator[tuple[str, str, str, int]]:
+def _faq_examples(entry: Chunk, faq: list[tuple[Chunk, frozenset[str]]]) -> Iterator[tuple[str, str, str, int]]:
+    """The entry's own, and its minimal pair under the title of the entry sharing most character pairs
+    with its title (`faq`: every entry with its title's pairs; ties: the KB's order)."""
     title, reply = entry.title.strip(), entry.text.strip()
     yield "faq", title, _entry(entry), ANSWERS
-    other = _most_like(title, [c for c in faq if c.doc_id != entry.doc_id])
-    if other is not None:
+    mine = _bigrams(title)
+    others = [(c, pairs) for c, pairs in faq if c.doc_id != entry.doc_id]
+    if others:
+        other = max(others, key=lambda item: len(mine & item[1]))[0]
         yield "faq", title, f"{other.title}\n{reply}", ANSWERS
         yield "faq", title, _entry(other), DOES_NOT
 
@@ -108,7 +106,8 @@ def kb_answer_examples(kb_dir: Path, seed: int = 0) -> tuple[dict[str, list[Labe
     pages: dict[str, list[Chunk]] = {}
     for chunk in chunks:
         pages.setdefault(chunk.doc_id, []).append(chunk)
-    faq = [page[0] for page in pages.values() if is_faq_entry(page[0]) and page[0].text.strip()]
+    faq = [(page[0], _bigrams(page[0].title.strip())) for page in pages.values() if is_faq_entry(page[0])]
+    faq = [(entry, pairs) for entry, pairs in faq if entry.text.strip()]
     kinds: dict[tuple[str, str], list[str]] = {}  # (doc_type, category) -> its pages, in the KB's order
     for doc_id, page in pages.items():
         kinds.setdefault((page[0].doc_type, page[0].category or ""), []).append(doc_id)
@@ -117,7 +116,7 @@ def kb_answer_examples(kb_dir: Path, seed: int = 0) -> tuple[dict[str, list[Labe
     counts.update(dict.fromkeys(KINDS, 0))
     for doc_id, page in pages.items():
         if is_faq_entry(page[0]):
-            made = list(_faq_examples(page[0], faq)) if page[0] in faq else []
+            made = list(_faq_examples(page[0], faq)) if page[0].text.strip() else []
         else:
             kin = kinds[(page[0].doc_type, page[0].category or "")]
             sibling_id = kin[(kin.index(doc_id) + 1) % len(kin)]
