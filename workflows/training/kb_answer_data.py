@@ -42,9 +42,9 @@ MASKED_PER_CHUNK = 2
 KB_SHARE = 0.25  # of the training examples: the KB's, repeated, so a few hundred documents are not drowned
 
 
-def _entry(chunk: Chunk, text: str | None = None) -> str:
+def _entry(chunk: Chunk) -> str:
     """A chunk as the gate gives it to the scorer: its title line, then its text."""
-    return f"{chunk.title}\n{chunk.text if text is None else text}"
+    return f"{chunk.title}\n{chunk.text}"
 
 
 def _bigrams(text: str) -> frozenset[str]:
@@ -109,8 +109,11 @@ def kb_answer_examples(kb_dir: Path, seed: int = 0) -> tuple[dict[str, list[Labe
     faq = [(page[0], _bigrams(page[0].title.strip())) for page in pages.values() if is_faq_entry(page[0])]
     faq = [(entry, pairs) for entry, pairs in faq if entry.text.strip()]
     kinds: dict[tuple[str, str], list[str]] = {}  # (doc_type, category) -> its pages, in the KB's order
+    place: dict[str, int] = {}  # a page's place among its kind's
     for doc_id, page in pages.items():
-        kinds.setdefault((page[0].doc_type, page[0].category or ""), []).append(doc_id)
+        kin = kinds.setdefault((page[0].doc_type, page[0].category or ""), [])
+        place[doc_id] = len(kin)
+        kin.append(doc_id)
     split: dict[str, list[LabelledText]] = {"train": [], "valid": []}
     counts = {"documents": len(pages), "train": 0, "valid": 0, "answers": 0, "does_not_answer": 0}
     counts.update(dict.fromkeys(KINDS, 0))
@@ -119,7 +122,7 @@ def kb_answer_examples(kb_dir: Path, seed: int = 0) -> tuple[dict[str, list[Labe
             made = list(_faq_examples(page[0], faq)) if page[0].text.strip() else []
         else:
             kin = kinds[(page[0].doc_type, page[0].category or "")]
-            sibling_id = kin[(kin.index(doc_id) + 1) % len(kin)]
+            sibling_id = kin[(place[doc_id] + 1) % len(kin)]  # the next page of its kind
             sibling = pages[sibling_id] if sibling_id != doc_id else []
             made = [example for chunk in page for example in _page_examples(chunk, page, sibling, rng)]
         part = split_of_title(doc_id)
