@@ -21,17 +21,14 @@ document's examples go to `valid` when a hash of its id falls in the first 5% (`
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
 
 from citescope.agents.pair_scorer import LABELS, pair_text
 from citescope.agents.self_probes import NOT_HEADINGS, askable_sentences, masked_question
-from citescope.knowledge.kb import KBError, KnowledgeBase
 from citescope.knowledge.schema import Chunk, in_users_voice
-from citescope.knowledge.settings import get_settings
-from citescope.workflows.training.kb_pair_data import is_faq_entry
+from citescope.workflows.training.kb_pair_data import is_faq_entry, kb_chunks, read_frozen, write_frozen
 from citescope.workflows.training.pair_data import LabelledText, split_of_title
 
 ANSWERS, DOES_NOT = LABELS.index("answers"), LABELS.index("does_not_answer")
@@ -92,14 +89,8 @@ def _page_examples(
 def kb_answer_examples(kb_dir: Path, seed: int = 0) -> tuple[dict[str, list[LabelledText]], dict[str, int]]:
     """{"train": [...], "valid": [...]} examples of the KB in `kb_dir` and counts by kind, split and
     label. ValueError when the folder is not a KB or holds no chunk."""
-    try:
-        kb = KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir))
-    except KBError as exc:  # names the folder and how to build it
-        raise ValueError(str(exc)) from exc
-    try:  # what the shop says, not its customers' reviews and posts: their headlines are no questions
-        chunks = [c for c, *_ in kb.catalog.iter_chunks() if not in_users_voice(c.doc_type, c.authority)]
-    finally:
-        kb.close()
+    # what the shop says, not its customers' reviews and posts: their headlines are no questions
+    chunks = [c for c in kb_chunks(kb_dir)[0] if not in_users_voice(c.doc_type, c.authority)]
     if not chunks:
         raise ValueError(f"{kb_dir}: the KB holds no chunk; ingest the shop's documents first")
     rng = random.Random(f"kb-answers:{seed}")
@@ -149,17 +140,11 @@ def frozen_kb_answer_examples(
     """The KB's examples as a run first made them: written to `saved` on a fresh run, read back on a
     resumed one (the KB may have changed since; the run's data must not)."""
     if resume and saved.exists():
-        rows = [json.loads(line) for line in saved.read_text(encoding="utf-8").splitlines() if line.strip()]
+        counts, rows = read_frozen(saved)
         split: dict[str, list[LabelledText]] = {"train": [], "valid": []}
-        for row in rows[1:]:
+        for row in rows:
             split[row["split"]].append(LabelledText(row["text"], row["label"]))
-        return split, rows[0]["counts"]
+        return split, counts
     split, counts = kb_answer_examples(kb_dir, seed)
-    lines = [json.dumps({"counts": counts}, ensure_ascii=False)]
-    lines += [
-        json.dumps({"split": p, "text": e.text, "label": e.label}, ensure_ascii=False) for p in split for e in split[p]
-    ]
-    temporary = saved.with_name(saved.name + ".tmp")
-    temporary.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    temporary.replace(saved)
+    write_frozen(saved, counts, [{"split": p, "text": e.text, "label": e.label} for p in split for e in split[p]])
     return split, counts

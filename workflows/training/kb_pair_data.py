@@ -47,17 +47,7 @@ _QUESTION_TITLE = re.compile(r"[？?]\s*$")
 def kb_pairs(kb_dir: Path, seed: int = 0) -> tuple[dict[str, list[TextPair]], dict[str, int]]:
     """{"train": [...], "valid": [...]} pairs of the KB in `kb_dir`, and counts by kind and split for
     the manifest. ValueError when the folder is not a KB or holds no chunk."""
-    try:
-        kb = KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir))
-    except KBError as exc:  # names the folder and how to build it
-        raise ValueError(str(exc)) from exc
-    try:
-        chunks = [chunk for chunk, *_ in kb.catalog.iter_chunks()]
-        lexicon = kb.lexicon
-    finally:
-        kb.close()
-    if not chunks:
-        raise ValueError(f"{kb_dir}: the KB holds no chunk; ingest the shop's documents first")
+    chunks, lexicon = kb_chunks(kb_dir)
     rng = random.Random(seed)
     split: dict[str, list[TextPair]] = {"train": [], "valid": []}
     counts = {"documents": 0, "train": 0, "valid": 0, **dict.fromkeys(KINDS, 0)}
@@ -80,6 +70,37 @@ def kb_pairs(kb_dir: Path, seed: int = 0) -> tuple[dict[str, list[TextPair]], di
         if (cited := by_id.get(chunk_id)) is not None:  # a chunk deleted since is no pair
             add("rated", cited.doc_id, question, embedding_text(cited, lexicon))
     return split, counts
+
+
+def kb_chunks(kb_dir: Path) -> tuple[list[Chunk], Lexicon]:
+    """The chunks of the KB in `kb_dir` in the KB's order, and its lexicon. ValueError when the folder is
+    not a KB (naming it and how to build one) or holds no chunk."""
+    try:
+        kb = KnowledgeBase(kb_dir, get_settings(kb_dir=kb_dir))
+    except KBError as exc:  # names the folder and how to build it
+        raise ValueError(str(exc)) from exc
+    try:
+        chunks = [chunk for chunk, *_ in kb.catalog.iter_chunks()]
+        lexicon = kb.lexicon
+    finally:
+        kb.close()
+    if not chunks:
+        raise ValueError(f"{kb_dir}: the KB holds no chunk; ingest the shop's documents first")
+    return chunks, lexicon
+
+
+def write_frozen(saved: Path, counts: dict, rows: list[dict]) -> None:
+    """A run's KB examples as JSON lines (the counts first), written whole and renamed into place."""
+    lines = [json.dumps({"counts": counts}, ensure_ascii=False)] + [json.dumps(r, ensure_ascii=False) for r in rows]
+    temporary = saved.with_name(saved.name + ".tmp")
+    temporary.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    temporary.replace(saved)
+
+
+def read_frozen(saved: Path) -> tuple[dict, list[dict]]:
+    """(counts, rows) as write_frozen wrote them."""
+    stored = [json.loads(line) for line in saved.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return stored[0]["counts"], stored[1:]
 
 
 def rated_questions(kb_dir: Path) -> list[tuple[str, str]]:
@@ -127,18 +148,17 @@ def frozen_kb_pairs(
     """The KB's pairs as a run first read them: made and written to `saved` on a fresh run, read back
     from it on a resumed one (a resumed run's data position counts in the list it started with)."""
     if resume and saved.exists():
-        stored = [json.loads(line) for line in saved.read_text(encoding="utf-8").splitlines() if line.strip()]
-        counts = stored[0]["counts"]
+        counts, rows = read_frozen(saved)
         split: dict[str, list[TextPair]] = {"train": [], "valid": []}
-        for row in stored[1:]:
+        for row in rows:
             split[row["split"]].append(TextPair(row["anchor"], row["positive"], False, KB_SOURCE))
         return split, counts
     split, counts = kb_pairs(kb_dir, seed)
-    rows: list[dict] = [{"counts": counts}]
-    rows += [{"split": part, "anchor": p.anchor, "positive": p.positive} for part in split for p in split[part]]
-    temporary = saved.with_name(saved.name + ".tmp")
-    temporary.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    temporary.replace(saved)
+    write_frozen(
+        saved,
+        counts,
+        [{"split": part, "anchor": p.anchor, "positive": p.positive} for part in split for p in split[part]],
+    )
     return split, counts
 
 
