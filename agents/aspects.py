@@ -13,8 +13,10 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
+from typing import Generic, TypeVar
 
-from citescope.agents.self_probes import NOT_HEADINGS, field_labels
+from citescope.agents.self_probes import NOT_HEADINGS, field_labels, labelled_lines
+from citescope.agents.value_kinds import label_kinds
 from citescope.knowledge.kb import KnowledgeBase
 from citescope.knowledge.schema import Chunk
 from citescope.knowledge.text import CJK_CHAR
@@ -60,6 +62,19 @@ def field_sheet_labels(chunks: Iterable[Chunk]) -> frozenset[str]:
     return labels if lines and sheets * 2 >= len(lines) else frozenset()
 
 
+def field_sheet_kinds(chunks: Iterable[Chunk]) -> dict[str, str]:
+    """The kind of value (agents/value_kinds.py) each field-sheet label holds across the KB's documents
+    (主治医生: person, 入院日期: time); none when the KB is not field sheets or a label's values are mixed."""
+    chunks = [c for c in chunks if c.doc_type != "faq"]
+    labels = field_sheet_labels(chunks)
+    values: dict[str, list[str]] = defaultdict(list)
+    for chunk in chunks if labels else ():
+        for label, value in labelled_lines(_LIST_MARKER.sub("", chunk.text)):
+            if label in labels:
+                values[label].append(value)
+    return label_kinds(values)
+
+
 def _is_field_sheet(lines: list[str], labels: frozenset[str]) -> bool:
     """At least FIELD_SHEET_SHARE of a document's lines are shared fields, and at least MIN_FIELDS of them."""
     fields = sum(any(label.strip() in labels for label in field_labels(line)) for line in lines)
@@ -80,19 +95,21 @@ def states_aspect(text: str, aspects: Iterable[str]) -> bool:
     return any(a in text for a in aspects)
 
 
-class KBAspects:
-    """A KB's aspects as it is now: read again when its version moves on (an ingest while serving adds a
-    page with a new heading), as the entity index is. Called for the current set."""
+Read = TypeVar("Read")
 
-    def __init__(self, kb: KnowledgeBase, read: Callable[[Iterable[Chunk]], frozenset[str]] = kb_aspects):
-        """read: what to read of the KB's chunks (kb_aspects, or field_sheet_labels)."""
+
+class KBAspects(Generic[Read]):
+    """What a reader reads of a KB's chunks (its aspects: kb_aspects; its field labels: field_sheet_labels;
+    their kinds of value: field_sheet_kinds) as the KB is now: read again when its version moves on (an
+    ingest while serving adds a page with a new heading), as the entity index is. Called for the current read."""
+
+    def __init__(self, kb: KnowledgeBase, read: Callable[[Iterable[Chunk]], Read]):
         self.kb = kb
         self.read = read
-        self._version: int | None = None
-        self._words: frozenset[str] = frozenset()
+        self._read: tuple[int, Read] | None = None  # (the KB's version, what was read of it)
 
-    def __call__(self) -> frozenset[str]:
+    def __call__(self) -> Read:
         version = self.kb.version
-        if version != self._version:
-            self._words, self._version = self.read(self.kb.all_chunks()), version
-        return self._words
+        if self._read is None or self._read[0] != version:
+            self._read = (version, self.read(self.kb.all_chunks()))
+        return self._read[1]

@@ -48,7 +48,7 @@ _CLAUSE_END = re.compile(r"(?<=[，,；;：:])")
 _MIN_CONTEXT = 6  # characters a masked question keeps besides its asking word (not `什么？`)
 _MASK = "\x00"  # where the asked word stands while the clauses are cut (no text holds it)
 # a labelled line: a short label (letters, not a number or a time), a colon, a short value
-_LABELLED_LINE = re.compile(r"^[ \t]*([^\s\d：:，,。；;]{2,8})[：:][ \t]*\S[^\n]{0,40}$", re.MULTILINE)
+_LABELLED_LINE = re.compile(r"^[ \t]*([^\s\d：:，,。；;]{2,8})[：:][ \t]*(\S[^\n]{0,40})$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,12 @@ class _Doc:
 
 def field_labels(text: str) -> list[str]:
     """The labels of a text's labelled lines (`血型：AB型` -> 血型)."""
-    return [m.group(1) for m in _LABELLED_LINE.finditer(text)]
+    return [label for label, _ in labelled_lines(text)]
+
+
+def labelled_lines(text: str) -> list[tuple[str, str]]:
+    """A text's labelled lines as (label, value) (`血型：AB型` -> (血型, AB型))."""
+    return [(m.group(1), m.group(2).strip()) for m in _LABELLED_LINE.finditer(text)]
 
 
 def make_probes(chunks: list[Chunk], seed: int = 0, max_probes: int = 200) -> list[Probe]:

@@ -23,12 +23,13 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Coroutine, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from citescope.agents import conflicts as conflict_check
 from citescope.agents.answerer import ExtractiveAnswerer, LLMAnswerer
 from citescope.agents.aspect_reading import AspectReading
-from citescope.agents.aspects import KBAspects, field_sheet_labels
+from citescope.agents.aspects import KBAspects, field_sheet_kinds, field_sheet_labels, kb_aspects
 from citescope.agents.budget import BudgetTracker, DeadlinePassed
 from citescope.agents.claim_reader import ClaimReader
 from citescope.agents.conflicts import Conflict
@@ -39,9 +40,11 @@ from citescope.agents.models import close_model_sessions, make_chat_model
 from citescope.agents.pair_scorer import PairScorer
 from citescope.agents.policy import PolicyDecision, RulesPolicy
 from citescope.agents.query_analysis import Entity, QueryAnalyzer, QueryFeatures
+from citescope.agents.question_rules import question_rules
 from citescope.agents.routing import ROLES, ModelRoute, Role, build_route, question_signals
 from citescope.agents.toolkit import build_toolkit
 from citescope.agents.usage import UsageReport
+from citescope.agents.value_kinds import asked_kind
 from citescope.knowledge.chinese_script import to_simplified
 from citescope.knowledge.chinese_script import warm_up as warm_up_scripts
 from citescope.knowledge.filters import SearchFilters
@@ -204,7 +207,7 @@ class QAPipeline:
             inspector=inspector,
             shop=kb.shop,
             rule_packs=config.rule_packs,
-            aspects=KBAspects(kb),
+            aspects=KBAspects(kb, kb_aspects),
             sentence_reader=sentence_reader,
         )
         self.refusals = RefusalTexts.load()
@@ -231,7 +234,13 @@ class QAPipeline:
         if judge is not None:
             self.models["judge"] = judge.name
 
-        self.analyse = Analyse(self.analyzer, AspectReading(kb.embedder, KBAspects(kb, field_sheet_labels)).warm_up())
+        aspects = AspectReading(
+            kb.embedder,
+            KBAspects(kb, field_sheet_labels),
+            kinds=KBAspects(kb, field_sheet_kinds),
+            asked=partial(asked_kind, rules=question_rules(frozenset(config.rule_packs))),
+        )
+        self.analyse = Analyse(self.analyzer, aspects.warm_up())
         self.plan = Plan(self.policy)
         self.retrieve = Retrieve(kb, self.registry, self.reranker, toolkit_template, planner_route, extractive)
         self.rank = Rank(kb, self.reranker, pair_scorer, config.pair_top_n)

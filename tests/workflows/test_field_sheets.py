@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from citescope.agents.aspect_reading import AspectReading
 from citescope.agents.aspects import field_sheet_labels
 from citescope.workflows.pipeline import QAPipeline
 from citescope.workflows.pipeline_config import PipelineConfig
@@ -61,6 +62,22 @@ def test_a_field_asked_in_other_words_is_answered_from_the_named_record(fleet):
     finally:
         pipeline.analyse.aspects = reading
     assert "2026年3月4日" not in unread.answer, unread.answer
+
+
+def test_the_kind_of_value_asked_reads_a_field_the_words_alone_do_not(fleet):
+    _, pipeline = fleet
+    assert pipeline.analyse.aspects.kinds()["车主"] == "person"  # read off the KB's values (agents/value_kinds.py)
+    result = pipeline.run("京B·67890是谁的车？")
+    assert result.features["read_aspect"].startswith("aspect read: 车主"), result.features
+    assert "asks a person" in result.features["read_aspect"]
+    assert "李娜" in result.answer and {c.doc_id for c in result.citations} == {"car-002"}, result.answer
+    # the same reader without the kinds of value reads nothing: 车主 does not stand clear by its cosine alone
+    reading = pipeline.analyse.aspects
+    pipeline.analyse.aspects = AspectReading(reading.embedder, reading.aspects).warm_up()
+    try:
+        assert pipeline.run("京B·67890是谁的车？").features["read_aspect"] is None
+    finally:
+        pipeline.analyse.aspects = reading
 
 
 def test_a_question_no_field_answers_reads_no_field(fleet):
