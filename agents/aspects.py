@@ -67,8 +67,10 @@ def field_sheet_kinds(chunks: Iterable[Chunk]) -> dict[str, str]:
     (主治医生: person, 入院日期: time); none when the KB is not field sheets or a label's values are mixed."""
     chunks = [c for c in chunks if c.doc_type != "faq"]
     labels = field_sheet_labels(chunks)
+    if not labels:
+        return {}
     values: dict[str, list[str]] = defaultdict(list)
-    for chunk in chunks if labels else ():
+    for chunk in chunks:
         for label, value in labelled_lines(_LIST_MARKER.sub("", chunk.text)):
             if label in labels:
                 values[label].append(value)

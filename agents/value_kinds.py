@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from itertools import islice
 
 import jieba.posseg
 
@@ -60,10 +61,10 @@ def value_kind(value: str) -> str | None:
 
 def label_kinds(values: Mapping[str, Iterable[str]]) -> dict[str, str]:
     """Each label's kind: the kind at least MAJORITY of its values (the first MAX_VALUES) share; a label
-    whose values are of mixed kinds or of none (科室, 出院医嘱) has none."""
+    whose values are words (科室: 心内科, 骨科) or of mixed kinds has none."""
     kinds: dict[str, str] = {}
     for label, given in values.items():
-        read = [value_kind(v) for v, _ in zip(given, range(MAX_VALUES), strict=False)]
+        read = [value_kind(v) for v in islice(given, MAX_VALUES)]
         if len(read) < MIN_VALUES:
             continue
         kind, count = Counter(read).most_common(1)[0]
