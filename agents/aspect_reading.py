@@ -99,8 +99,10 @@ class AspectReading:
             return self._read[1], self._read[2]
 
     def warm_up(self) -> AspectReading:
-        if self.active:
-            self._vectors()
+        """Embed the labels and read their kinds of value now (jieba's tagger loads on first use), not on
+        the first question."""
+        if self.active and self._vectors()[0]:
+            self.kinds()
         return self
 
     def run(self, question: str) -> ReadAspect | None:

@@ -100,3 +100,16 @@ def test_the_kind_of_value_asked_weighs_in_where_the_cosine_alone_stands_clear_o
     assert kinded.run("车是什么颜色的") == plain.run("车是什么颜色的")
     # and one asking a kind no label holds too
     assert kinded.nearest("这车停在哪里") == plain.nearest("这车停在哪里")
+
+
+def test_warm_up_reads_the_kinds_of_value_of_a_kb_with_labels_and_not_of_one_without(embedder):
+    calls = []
+
+    def kinds() -> dict[str, str]:
+        calls.append(1)
+        return VEHICLE_KINDS
+
+    AspectReading(embedder, lambda: VEHICLE, kinds, asks).warm_up()
+    assert len(calls) == 1  # jieba's tagger and the KB's values are read before the first question
+    AspectReading(embedder, frozenset, kinds, asks).warm_up()
+    assert len(calls) == 1  # a KB of no field sheets has no kinds to read
