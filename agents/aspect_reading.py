@@ -60,8 +60,8 @@ class ReadAspect:
 
 class AspectReading:
     """Reads the field a question asks without naming it. aspects: what gives the KB's labels as they are
-    now (agents/aspects.KBAspects over field_sheet_labels); embedded again only when the set changes.
-    kinds: what gives the kind of value each label holds (KBAspects over field_sheet_kinds), and asked:
+    now (agents/aspects.field_sheets' labels, per KB version); embedded again only when the set changes.
+    kinds: what gives the kind of value each label holds (field_sheets' kinds), and asked:
     the kind a question asks for (value_kinds.asked_kind); without them the cosine alone reads."""
 
     def __init__(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from citescope.agents.self_probes import NOT_HEADINGS, field_labels, labelled_lines
 from citescope.agents.value_kinds import label_kinds
@@ -62,19 +62,24 @@ def field_sheet_labels(chunks: Iterable[Chunk]) -> frozenset[str]:
     return labels if lines and sheets * 2 >= len(lines) else frozenset()
 
 
-def field_sheet_kinds(chunks: Iterable[Chunk]) -> dict[str, str]:
-    """The kind of value (agents/value_kinds.py) each field-sheet label holds across the KB's documents
-    (主治医生: person, 入院日期: time); none when the KB is not field sheets or a label's values are mixed."""
+class FieldSheets(NamedTuple):
+    labels: frozenset[str]  # field_sheet_labels
+    kinds: dict[str, str]  # each label's kind of value (agents/value_kinds.py), where its values share one
+
+
+def field_sheets(chunks: Iterable[Chunk]) -> FieldSheets:
+    """The KB's field-sheet labels and the kind of value each holds across its documents (主治医生: person,
+    入院日期: time), read in one pass over the chunks; none when the KB is not field sheets."""
     chunks = [c for c in chunks if c.doc_type != "faq"]
     labels = field_sheet_labels(chunks)
     if not labels:
-        return {}
+        return FieldSheets(labels, {})
     values: dict[str, list[str]] = defaultdict(list)
     for chunk in chunks:
         for label, value in labelled_lines(_LIST_MARKER.sub("", chunk.text)):
             if label in labels:
                 values[label].append(value)
-    return label_kinds(values)
+    return FieldSheets(labels, label_kinds(values))
 
 
 def _is_field_sheet(lines: list[str], labels: frozenset[str]) -> bool:
@@ -102,7 +107,7 @@ Read = TypeVar("Read")
 
 class KBAspects(Generic[Read]):
     """What a reader reads of a KB's chunks (its aspects: kb_aspects; its field labels: field_sheet_labels;
-    their kinds of value: field_sheet_kinds) as the KB is now: read again when its version moves on (an
+    both at once: field_sheets) as the KB is now: read again when its version moves on (an
     ingest while serving adds a page with a new heading), as the entity index is. Called for the current read."""
 
     def __init__(self, kb: KnowledgeBase, read: Callable[[Iterable[Chunk]], Read]):

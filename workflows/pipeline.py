@@ -29,7 +29,7 @@ from typing import Any
 from citescope.agents import conflicts as conflict_check
 from citescope.agents.answerer import ExtractiveAnswerer, LLMAnswerer
 from citescope.agents.aspect_reading import AspectReading
-from citescope.agents.aspects import KBAspects, field_sheet_kinds, field_sheet_labels, kb_aspects
+from citescope.agents.aspects import KBAspects, field_sheets, kb_aspects
 from citescope.agents.budget import BudgetTracker, DeadlinePassed
 from citescope.agents.claim_reader import ClaimReader
 from citescope.agents.conflicts import Conflict
@@ -234,10 +234,11 @@ class QAPipeline:
         if judge is not None:
             self.models["judge"] = judge.name
 
+        sheets = KBAspects(kb, field_sheets)  # the labels and their kinds of value, read once per KB version
         aspects = AspectReading(
             kb.embedder,
-            KBAspects(kb, field_sheet_labels),
-            kinds=KBAspects(kb, field_sheet_kinds),
+            lambda: sheets().labels,
+            kinds=lambda: sheets().kinds,
             asked=partial(asked_kind, rules=question_rules(frozenset(config.rule_packs))),
         )
         self.analyse = Analyse(self.analyzer, aspects.warm_up())

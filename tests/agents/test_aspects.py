@@ -3,7 +3,7 @@ heading or field label several pages share is answered only by what is said unde
 
 from __future__ import annotations
 
-from citescope.agents.aspects import asked_aspects, field_sheet_kinds, field_sheet_labels, kb_aspects
+from citescope.agents.aspects import asked_aspects, field_sheet_labels, field_sheets, kb_aspects
 from citescope.agents.extractive import ExtractiveAnswerer
 from citescope.knowledge.schema import Chunk
 from citescope.tools.base import EvidenceHit
@@ -141,5 +141,6 @@ def test_a_field_sheet_kbs_labels_have_the_kinds_of_their_values_and_a_shops_pag
         for i, (name, doctor, ward) in enumerate(patients, 1)
     ]
     # people, dates; words (科室, 血型) have no kind
-    assert field_sheet_kinds(sheets) == {"主治医生": "person", "入院日期": "time"}
-    assert field_sheet_kinds(SHOP) == {}
+    assert field_sheets(sheets).kinds == {"主治医生": "person", "入院日期": "time"}
+    assert field_sheets(sheets).labels == field_sheet_labels(sheets)
+    assert field_sheets(SHOP) == (frozenset(), {})
